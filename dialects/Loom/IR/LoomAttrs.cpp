@@ -1,0 +1,398 @@
+//===- LoomAttrs.cpp - attributes of the loom dialect ---------------------===//
+//
+// Custom syntax and verifiers of #loom.mesh, #loom.sharding, #loom.quant,
+// #loom.stage and #loom.extern.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace loom;
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Loom/IR/LoomAttrs.cpp.inc"
+
+void LoomDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Loom/IR/LoomAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr
+//===----------------------------------------------------------------------===//
+
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr> names;
+  SmallVector<int64_t> sizes;
+  if (parser.parseLess())
+    return {};
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size;
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    names.push_back(StringAttr::get(parser.getContext(), name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(parseAxis) || parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), names, sizes);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  llvm::interleaveComma(llvm::zip(getAxisNames(), getAxisSizes()), printer,
+                        [&](auto axis) {
+                          printer.printKeywordOrString(
+                              std::get<0>(axis).getValue());
+                          printer << " = " << std::get<1>(axis);
+                        });
+  printer << '>';
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> names,
+                               ArrayRef<int64_t> sizes) {
+  if (names.size() != sizes.size())
+    return emitError() << "mesh has " << names.size() << " axis names but "
+                       << sizes.size() << " sizes";
+  if (names.empty())
+    return emitError() << "mesh needs at least one axis, e.g. <tp = 2>";
+  if (names.size() > 16)
+    return emitError() << "mesh has " << names.size()
+                       << " axes; at most 16 are supported";
+  llvm::StringSet<> seen;
+  for (auto [name, size] : llvm::zip(names, sizes)) {
+    if (name.getValue().empty())
+      return emitError() << "mesh axis names must be non-empty";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' is declared twice; give each axis its own name";
+    if (size < 1)
+      return emitError() << "mesh axis '" << name.getValue() << "' has size "
+                         << size << "; sizes must be at least 1";
+  }
+  return success();
+}
+
+int64_t MeshAttr::getNumDevices() const {
+  int64_t n = 1;
+  for (int64_t s : getAxisSizes())
+    n *= s;
+  return n;
+}
+
+std::optional<unsigned> MeshAttr::getAxisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(getAxisNames()))
+    if (axis.getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+int64_t MeshAttr::getAxisSize(StringRef name) const {
+  std::optional<unsigned> idx = getAxisIndex(name);
+  assert(idx && "unknown mesh axis");
+  return getAxisSizes()[*idx];
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr
+//===----------------------------------------------------------------------===//
+
+/// Parses `{a, b}` into an array of string attributes.
+static ParseResult parseAxisSet(AsmParser &parser, ArrayAttr &result) {
+  SmallVector<Attribute> axes;
+  if (parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Braces, [&]() -> ParseResult {
+            std::string name;
+            if (parser.parseKeywordOrString(&name))
+              return failure();
+            axes.push_back(StringAttr::get(parser.getContext(), name));
+            return success();
+          }))
+    return failure();
+  result = ArrayAttr::get(parser.getContext(), axes);
+  return success();
+}
+
+static void printAxisSet(AsmPrinter &printer, ArrayAttr axes) {
+  printer << '{';
+  llvm::interleaveComma(axes, printer, [&](Attribute a) {
+    printer.printKeywordOrString(cast<StringAttr>(a).getValue());
+  });
+  printer << '}';
+}
+
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *ctx = parser.getContext();
+  FlatSymbolRefAttr mesh;
+  SmallVector<Attribute> dims;
+  ArrayAttr partial = ArrayAttr::get(ctx, {});
+  if (parser.parseLess() || parser.parseAttribute(mesh) ||
+      parser.parseComma() ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            ArrayAttr axes;
+            if (parseAxisSet(parser, axes))
+              return failure();
+            dims.push_back(axes);
+            return success();
+          }))
+    return {};
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("partial") || parser.parseEqual() ||
+        parseAxisSet(parser, partial))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    ctx, mesh, ArrayAttr::get(ctx, dims), partial);
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printer.printAttribute(getMesh());
+  printer << ", [";
+  llvm::interleaveComma(getDims(), printer, [&](Attribute a) {
+    printAxisSet(printer, cast<ArrayAttr>(a));
+  });
+  printer << ']';
+  if (!getPartial().empty()) {
+    printer << ", partial = ";
+    printAxisSet(printer, getPartial());
+  }
+  printer << '>';
+}
+
+LogicalResult
+ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     FlatSymbolRefAttr mesh, ArrayAttr dims,
+                     ArrayAttr partial) {
+  if (!mesh)
+    return emitError() << "sharding needs a mesh symbol";
+  llvm::StringSet<> seen;
+  auto check = [&](Attribute axis, StringRef where) -> LogicalResult {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name || name.getValue().empty())
+      return emitError() << "sharding axes must be non-empty names";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' is used twice in the sharding (again in "
+                         << where << "); each axis can split one dimension "
+                         << "or hold partial sums, not both";
+    return success();
+  };
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    auto axes = dyn_cast<ArrayAttr>(dim);
+    if (!axes)
+      return emitError() << "sharding dimension " << i
+                         << " must be a list of axes";
+    for (Attribute a : axes)
+      if (failed(check(a, "dimension " + std::to_string(i))))
+        return failure();
+  }
+  for (Attribute a : partial)
+    if (failed(check(a, "partial")))
+      return failure();
+  return success();
+}
+
+SmallVector<StringRef> ShardingAttr::getDimAxes(unsigned dim) const {
+  SmallVector<StringRef> out;
+  for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
+    out.push_back(cast<StringAttr>(a).getValue());
+  return out;
+}
+
+SmallVector<StringRef> ShardingAttr::getPartialAxes() const {
+  SmallVector<StringRef> out;
+  for (Attribute a : getPartial())
+    out.push_back(cast<StringAttr>(a).getValue());
+  return out;
+}
+
+bool ShardingAttr::isReplicated() const {
+  return getPartial().empty() && llvm::all_of(getDims(), [](Attribute a) {
+           return cast<ArrayAttr>(a).empty();
+         });
+}
+
+//===----------------------------------------------------------------------===//
+// StageAttr, ExternAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t index) {
+  if (index < 0)
+    return emitError() << "pipeline stage index must be non-negative, got "
+                       << index;
+  return success();
+}
+
+LogicalResult ExternAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringAttr file, int64_t offset) {
+  if (!file || file.getValue().empty())
+    return emitError() << "external weight needs a file name";
+  if (offset < 0)
+    return emitError() << "external weight offset must be non-negative, got "
+                       << offset;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// QuantAttr
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The fixed parameters of a format's defaults.
+struct QuantDefaults {
+  int64_t block;
+  QuantMode mode;
+};
+} // namespace
+
+static QuantDefaults getQuantDefaults(QuantFormat format) {
+  switch (format) {
+  case QuantFormat::q4_0:
+    return {32, QuantMode::zero_point};
+  case QuantFormat::q4_1:
+    return {32, QuantMode::min};
+  case QuantFormat::q8_0:
+  case QuantFormat::int4:
+  case QuantFormat::int8:
+    return {32, QuantMode::symmetric};
+  }
+  llvm_unreachable("unknown quant format");
+}
+
+Attribute QuantAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *ctx = parser.getContext();
+  StringRef formatName;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&formatName))
+    return {};
+  std::optional<QuantFormat> format = symbolizeQuantFormat(formatName);
+  if (!format) {
+    parser.emitError(loc) << "unknown quantization format '" << formatName
+                          << "'; expected q4_0, q4_1, q8_0, int4 or int8";
+    return {};
+  }
+  QuantDefaults defaults = getQuantDefaults(*format);
+  int64_t block = defaults.block;
+  QuantMode mode = defaults.mode;
+  Type scale = Float16Type::get(ctx);
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc keyLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (key == "block") {
+      if (parser.parseInteger(block))
+        return {};
+    } else if (key == "mode") {
+      StringRef modeName;
+      SMLoc modeLoc = parser.getCurrentLocation();
+      if (parser.parseKeyword(&modeName))
+        return {};
+      std::optional<QuantMode> m = symbolizeQuantMode(modeName);
+      if (!m) {
+        parser.emitError(modeLoc)
+            << "unknown quantization mode '" << modeName
+            << "'; expected symmetric, min or zero_point";
+        return {};
+      }
+      mode = *m;
+    } else if (key == "scale") {
+      if (parser.parseType(scale))
+        return {};
+    } else {
+      parser.emitError(keyLoc) << "unknown quantization parameter '" << key
+                               << "'; expected block, mode or scale";
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, ctx, *format,
+                    block, mode, scale);
+}
+
+void QuantAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyQuantFormat(getFormat());
+  if (!isGguf())
+    printer << ", block = " << getBlockSize()
+            << ", mode = " << stringifyQuantMode(getMode())
+            << ", scale = " << getScaleType();
+  printer << '>';
+}
+
+LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                QuantFormat format, int64_t blockSize,
+                                QuantMode mode, Type scaleType) {
+  if (!scaleType || !(scaleType.isF16() || scaleType.isBF16() ||
+                      scaleType.isF32()))
+    return emitError() << "quantization scale type must be f16, bf16 or f32";
+  QuantDefaults defaults = getQuantDefaults(format);
+  switch (format) {
+  case QuantFormat::q4_0:
+  case QuantFormat::q4_1:
+  case QuantFormat::q8_0:
+    if (blockSize != defaults.block || mode != defaults.mode ||
+        !scaleType.isF16())
+      return emitError() << "GGUF format " << stringifyQuantFormat(format)
+                         << " has a fixed layout (block 32, "
+                         << stringifyQuantMode(defaults.mode)
+                         << ", f16 scale); write #loom.quant<"
+                         << stringifyQuantFormat(format) << ">";
+    return success();
+  case QuantFormat::int4:
+  case QuantFormat::int8:
+    if (blockSize != 32 && blockSize != 64 && blockSize != 128)
+      return emitError() << "quantization block size must be 32, 64 or 128, "
+                         << "got " << blockSize;
+    return success();
+  }
+  return success();
+}
+
+unsigned QuantAttr::getBits() const {
+  switch (getFormat()) {
+  case QuantFormat::q4_0:
+  case QuantFormat::q4_1:
+  case QuantFormat::int4:
+    return 4;
+  case QuantFormat::q8_0:
+  case QuantFormat::int8:
+    return 8;
+  }
+  llvm_unreachable("unknown quant format");
+}
+
+bool QuantAttr::isGguf() const {
+  return getFormat() == QuantFormat::q4_0 ||
+         getFormat() == QuantFormat::q4_1 || getFormat() == QuantFormat::q8_0;
+}
+
+int64_t QuantAttr::getBlockBytes() const {
+  int64_t values = getBlockSize() * getBits() / 8;
+  int64_t scaleBytes = getScaleType().getIntOrFloatBitWidth() / 8;
+  int64_t extra = 0;
+  if (getMode() == QuantMode::min)
+    extra = scaleBytes; // the block minimum, stored like the scale
+  else if (getMode() == QuantMode::zero_point && !isGguf())
+    extra = 1; // one integer zero point per block (q4_0's 8 is implicit)
+  return values + scaleBytes + extra;
+}

@@ -1,0 +1,150 @@
+//===- LoomAttrs.td - attributes of the loom dialect -------*- tablegen -*-===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMATTRS_TD
+#define LOOM_DIALECT_LOOM_IR_LOOMATTRS_TD
+
+include "dialects/Loom/IR/LoomBase.td"
+include "dialects/Loom/IR/LoomEnums.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Loom_MeshAttr : Loom_Attr<"Mesh", "mesh"> {
+  let summary = "a logical device mesh: named axes with sizes";
+  let description = [{
+    A logical mesh of devices, row-major over its axes: the global rank of the
+    device at coordinates (c0, c1, ...) is c0*s1*s2... + c1*s2... + ...
+
+    ```mlir
+    #loom.mesh<dp = 2, pp = 2, tp = 4>
+    ```
+
+    **Constraints:**
+    - at least one axis, at most 16;
+    - axis names are non-empty and unique;
+    - every size is at least 1.
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"::mlir::StringAttr", "axis names">:$axisNames,
+    ArrayRefParameter<"int64_t", "axis sizes">:$axisSizes);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of devices of the mesh.
+    int64_t getNumDevices() const;
+    /// Index of the axis named `name`, or std::nullopt.
+    std::optional<unsigned> getAxisIndex(::llvm::StringRef name) const;
+    /// Size of the axis named `name`; the axis must exist.
+    int64_t getAxisSize(::llvm::StringRef name) const;
+    unsigned getNumAxes() const { return getAxisNames().size(); }
+  }];
+}
+
+def Loom_ShardingAttr : Loom_Attr<"Sharding", "sharding"> {
+  let summary = "how a tensor is split over the axes of a mesh";
+  let description = [{
+    For each dimension of the tensor, the list of mesh axes it is split over
+    (major to minor); an empty list means the dimension is replicated. Axes in
+    `partial` hold partial sums: the value is the sum over those axes of the
+    per-device values (the state after a row-split matmul, before its
+    all-reduce). Axes used nowhere replicate the tensor.
+
+    ```mlir
+    // rows split over tp, columns replicated, partial sums over dp
+    #loom.sharding<@mesh, [{tp}, {} ], partial = {dp}>
+    ```
+
+    **Constraints:**
+    - `@mesh` names a `loom.mesh` (checked where the attribute is used);
+    - every axis is an axis of that mesh and is used at most once;
+    - the rank matches the annotated tensor, and each static dimension is
+      divisible by the product of the sizes of its axes (checked where used).
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$mesh,
+    "::mlir::ArrayAttr":$dims,
+    "::mlir::ArrayAttr":$partial);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const { return getDims().size(); }
+    /// The axes that dimension `dim` is split over.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxes() const;
+    /// True when no dimension is split and no axis is partial.
+    bool isReplicated() const;
+  }];
+}
+
+def Loom_StageAttr : Loom_Attr<"Stage", "stage"> {
+  let summary = "the pipeline stage an op belongs to";
+  let description = [{
+    ```mlir
+    %0 = loom.matmul %x, %w {loom.stage = #loom.stage<1>} : ...
+    ```
+
+    **Constraints:**
+    - the index is non-negative.
+  }];
+  let parameters = (ins "int64_t":$index);
+  let assemblyFormat = "`<` $index `>`";
+  let genVerifyDecl = 1;
+}
+
+def Loom_QuantAttr : Loom_Attr<"Quant", "quant"> {
+  let summary = "a block-wise quantization scheme";
+  let description = [{
+    Weights are stored in blocks of `block` consecutive elements along the
+    innermost (K) dimension, each with a scale (and for `min` a minimum, for
+    `zero_point` an integer zero point): x ≈ s × q.
+
+    ```mlir
+    #loom.quant<q4_0>                                   // GGUF Q4_0 blocks
+    #loom.quant<int4, block = 128, mode = symmetric, scale = f16>
+    ```
+
+    GGUF formats are fixed by the file format: `q4_0` (block 32, f16 scale,
+    zero point 8), `q4_1` (block 32, f16 scale and min), `q8_0` (block 32,
+    f16 scale, symmetric). Loom's own `int4` and `int8` take block 32, 64 or
+    128 and any mode.
+
+    **Constraints:**
+    - GGUF formats keep their fixed block size, mode and f16 scale;
+    - `int4`/`int8` blocks are 32, 64 or 128;
+    - the scale type is f16, bf16 or f32.
+  }];
+  let parameters = (ins
+    EnumParameter<Loom_QuantFormat>:$format,
+    "int64_t":$blockSize,
+    EnumParameter<Loom_QuantMode>:$mode,
+    "::mlir::Type":$scaleType);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bits per quantized value (4 or 8).
+    unsigned getBits() const;
+    /// Bytes one block occupies in storage (values, scale, min/zero point).
+    int64_t getBlockBytes() const;
+    /// True for the GGUF block formats kept as they are.
+    bool isGguf() const;
+  }];
+}
+
+def Loom_ExternAttr : Loom_Attr<"Extern", "extern"> {
+  let summary = "where a weight's bytes live outside the IR";
+  let description = [{
+    The file and the byte offset of a weight in external storage; the element
+    type (or block format) and the shape come from the `loom.weight` result
+    type. The weight store memory-maps the file, it never copies it whole.
+
+    ```mlir
+    #loom.extern<"model.gguf", offset = 736>
+    ```
+
+    **Constraints:**
+    - the file name is non-empty and the offset non-negative.
+  }];
+  let parameters = (ins "::mlir::StringAttr":$file, "int64_t":$offset);
+  let assemblyFormat = "`<` $file `,` `offset` `=` $offset `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMATTRS_TD

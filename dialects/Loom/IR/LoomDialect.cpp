@@ -1,0 +1,124 @@
+//===- LoomDialect.cpp - the loom dialect ---------------------------------===//
+//
+// Dialect registration and the verification of the discardable attributes
+// `loom.sharding` and `loom.stage`, wherever they appear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace loom;
+
+#include "dialects/Loom/IR/LoomOpsDialect.cpp.inc"
+#include "dialects/Loom/IR/LoomEnums.cpp.inc"
+
+void LoomDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Loom/IR/LoomOps.cpp.inc"
+      >();
+}
+
+Operation *LoomDialect::materializeConstant(OpBuilder &builder,
+                                            Attribute value, Type type,
+                                            Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+/// Checks a `loom.sharding` value (one sharding, or an array with one per
+/// type) against `types`, resolving the mesh from `anchor`.
+static LogicalResult verifyShardingAttrOn(Operation *anchor, Attribute attr,
+                                          TypeRange types, StringRef what) {
+  auto emitError = [&]() { return anchor->emitOpError(); };
+  SmallVector<ShardingAttr> shardings;
+  if (auto s = dyn_cast<ShardingAttr>(attr)) {
+    shardings.push_back(s);
+  } else if (auto arr = dyn_cast<ArrayAttr>(attr)) {
+    for (Attribute a : arr) {
+      auto s = dyn_cast<ShardingAttr>(a);
+      if (!s)
+        return emitError() << "'loom.sharding' on " << what
+                           << " must hold #loom.sharding attributes";
+      shardings.push_back(s);
+    }
+  } else {
+    return emitError() << "'loom.sharding' on " << what
+                       << " must be a #loom.sharding or an array of them";
+  }
+  if (shardings.size() != types.size())
+    return emitError() << "'loom.sharding' on " << what << " has "
+                       << shardings.size() << " shardings for "
+                       << types.size() << " values; give one per value";
+  for (auto [s, type] : llvm::zip(shardings, types)) {
+    MeshOp mesh = lookupMesh(anchor, s.getMesh());
+    if (!mesh)
+      return emitError() << "sharding refers to unknown mesh " << s.getMesh()
+                         << "; declare it with loom.mesh";
+    if (failed(verifySharding(emitError, s, mesh.getMesh(), type)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kStageAttrName) {
+    if (!isa<StageAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'loom.stage' must be a #loom.stage attribute, e.g. "
+             << "#loom.stage<0>";
+    return success();
+  }
+  if (name == kShardingAttrName)
+    return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
+                                "the op's results");
+  return op->emitOpError() << "unknown loom attribute '" << name
+                           << "'; expected loom.sharding or loom.stage";
+}
+
+LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName().getValue() != kShardingAttrName)
+    return op->emitOpError() << "unknown loom argument attribute '"
+                             << attr.getName().getValue() << "'";
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty()) {
+    // A declaration: take the type from the function signature.
+    if (auto fn = dyn_cast<FunctionOpInterface>(op))
+      return verifyShardingAttrOn(op, attr.getValue(),
+                                  fn.getArgumentTypes()[argIndex],
+                                  "argument " + std::to_string(argIndex));
+    return success();
+  }
+  return verifyShardingAttrOn(op, attr.getValue(),
+                              region.getArgument(argIndex).getType(),
+                              "argument " + std::to_string(argIndex));
+}
+
+LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (attr.getName().getValue() != kShardingAttrName)
+    return op->emitOpError() << "unknown loom result attribute '"
+                             << attr.getName().getValue() << "'";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return success();
+  return verifyShardingAttrOn(op, attr.getValue(),
+                              fn.getResultTypes()[resultIndex],
+                              "result " + std::to_string(resultIndex));
+}

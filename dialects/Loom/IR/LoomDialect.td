@@ -1,0 +1,50 @@
+//===- LoomDialect.td - the loom dialect definition --------*- tablegen -*-===//
+//
+// The loom dialect expresses transformer inference graphs on global tensors,
+// their sharding over a device mesh, and their distributed per-rank forms
+// (collectives and point-to-point transfers on mesh axes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD
+#define LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Loom_Dialect : Dialect {
+  let name = "loom";
+  let cppNamespace = "::loom";
+  let summary = "Model graphs, their sharding on a device mesh, and collectives";
+  let description = [{
+    The `loom` dialect is the IR of the Loom compiler. A model imported from
+    ONNX, GGUF or safetensors becomes `loom` compute ops on global tensors;
+    weights are `loom.weight` references into external storage, never inline.
+    The sharding phase annotates values with `#loom.sharding` on a
+    `loom.mesh`; the partition phase rewrites the program per rank with
+    `loom.all_reduce`, `loom.all_gather`, `loom.reduce_scatter`,
+    `loom.all_to_all`, `loom.send` and `loom.recv`.
+
+    Discardable attributes understood by the dialect:
+    - `loom.sharding`: a `#loom.sharding` (or an array of them, one per
+      result) on any op, or on a function argument or result;
+    - `loom.stage`: a `#loom.stage` on any op (its pipeline stage).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Names of the discardable attributes understood by the dialect.
+    static constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
+    static constexpr llvm::StringLiteral kStageAttrName = "loom.stage";
+
+  private:
+    void registerAttributes();
+    void registerTypes();
+  public:
+  }];
+}
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMDIALECT_TD

@@ -1,0 +1,881 @@
+//===- LoomOps.cpp - operations of the loom dialect -----------------------===//
+//
+// Verifiers of the loom ops. Shapes may be dynamic ('?'): a check that needs
+// a size is made only when the size is static, so that dynamic batch and
+// sequence dimensions flow through unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace loom;
+
+#include "dialects/Loom/IR/LoomInterfaces.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Loom/IR/LoomOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+bool isDyn(int64_t d) { return ShapedType::isDynamic(d); }
+
+/// Two sizes agree when equal or when either is dynamic.
+bool compatible(int64_t a, int64_t b) { return isDyn(a) || isDyn(b) || a == b; }
+
+/// Prints a shape as `4x?x8` for diagnostics.
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (i)
+      s += 'x';
+    s += isDyn(d) ? std::string("?") : std::to_string(d);
+  }
+  return shape.empty() ? "scalar" : s;
+}
+
+/// Checks that `actual` has `expected`'s rank and compatible sizes.
+LogicalResult checkShape(Operation *op, StringRef what,
+                         ArrayRef<int64_t> actual,
+                         ArrayRef<int64_t> expected) {
+  if (actual.size() != expected.size())
+    return op->emitOpError() << what << " has rank " << actual.size()
+                             << " (shape " << shapeStr(actual)
+                             << ") but rank " << expected.size()
+                             << " is expected (shape " << shapeStr(expected)
+                             << ")";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(actual, expected))) {
+    auto [a, e] = pair;
+    if (!compatible(a, e))
+      return op->emitOpError()
+             << what << " has shape " << shapeStr(actual) << " but "
+             << shapeStr(expected) << " is expected (dimension " << i
+             << ": " << a << " vs " << e << ")";
+  }
+  return success();
+}
+
+/// Normalises a possibly negative axis; fails with a diagnostic when out of
+/// range.
+FailureOr<int64_t> normAxis(Operation *op, StringRef what, int64_t axis,
+                            int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    op->emitOpError() << what << " " << axis << " is out of range for rank "
+                      << rank << " (valid: " << -rank << " to " << rank - 1
+                      << ")";
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult sameElementType(Operation *op, ArrayRef<Type> types) {
+  Type first = getElementTypeOrSelf(types.front());
+  for (Type t : types.drop_front())
+    if (getElementTypeOrSelf(t) != first)
+      return op->emitOpError()
+             << "element types differ: " << first << " and "
+             << getElementTypeOrSelf(t) << "; insert a loom.cast";
+  return success();
+}
+
+ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto q = dyn_cast<QTensorType>(t))
+    return q.getShape();
+  return cast<ShapedType>(t).getShape();
+}
+
+/// Checks that `result` is the numpy broadcast of `inputs`.
+LogicalResult verifyBroadcastResult(Operation *op, ArrayRef<Type> inputs,
+                                    Type result) {
+  SmallVector<int64_t> shape(shapeOf(inputs.front()));
+  for (Type t : inputs.drop_front()) {
+    auto b = broadcastShapes(shape, shapeOf(t));
+    if (!b)
+      return op->emitOpError()
+             << "operand shapes " << shapeStr(shape) << " and "
+             << shapeStr(shapeOf(t))
+             << " do not broadcast (numpy rules: sizes must match or be 1)";
+    shape = *b;
+  }
+  return checkShape(op, "result", shapeOf(result), shape);
+}
+
+int64_t numBytes(Type t) {
+  auto st = dyn_cast<ShapedType>(t);
+  if (!st || !st.hasStaticShape())
+    return -1;
+  int64_t bits = st.getElementTypeBitWidth();
+  return st.getNumElements() * std::max<int64_t>(bits, 8) / 8;
+}
+} // namespace
+
+std::optional<SmallVector<int64_t>>
+loom::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == 1)
+      out[i] = y;
+    else if (y == 1)
+      out[i] = x;
+    else if (isDyn(x))
+      out[i] = y; // ? against n>1 (or ?) must be n at run time
+    else if (isDyn(y) || x == y)
+      out[i] = x;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+MeshOp loom::lookupMesh(Operation *from, FlatSymbolRefAttr mesh,
+                        SymbolTableCollection *tables) {
+  if (!mesh)
+    return {};
+  if (tables)
+    return tables->lookupNearestSymbolFrom<MeshOp>(from, mesh.getAttr());
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, mesh.getAttr());
+}
+
+int64_t loom::getGroupSize(MeshAttr mesh, ArrayAttr axes) {
+  int64_t n = 1;
+  for (Attribute a : axes)
+    n *= mesh.getAxisSize(cast<StringAttr>(a).getValue());
+  return n;
+}
+
+/// Lists the axes of a mesh for diagnostics: "dp, tp".
+static std::string axisList(MeshAttr mesh) {
+  std::string s;
+  for (auto [i, name] : llvm::enumerate(mesh.getAxisNames())) {
+    if (i)
+      s += ", ";
+    s += name.getValue().str();
+  }
+  return s;
+}
+
+LogicalResult
+loom::verifySharding(function_ref<InFlightDiagnostic()> emitError,
+                     ShardingAttr sharding, MeshAttr mesh, Type type) {
+  ArrayRef<int64_t> shape;
+  int64_t block = 0;
+  if (auto q = dyn_cast<QTensorType>(type)) {
+    shape = q.getShape();
+    block = q.getQuant().getBlockSize();
+  } else if (auto st = dyn_cast<RankedTensorType>(type)) {
+    shape = st.getShape();
+  } else {
+    return emitError() << "a sharding annotates a ranked tensor, not " << type;
+  }
+  if (sharding.getRank() != shape.size())
+    return emitError() << "sharding has " << sharding.getRank()
+                       << " dimensions but the value has rank "
+                       << shape.size() << " (" << type << ")";
+  auto known = [&](StringRef axis) -> LogicalResult {
+    if (mesh.getAxisIndex(axis))
+      return success();
+    return emitError() << "unknown mesh axis '" << axis << "' in sharding "
+                       << "on mesh " << sharding.getMesh()
+                       << " (its axes are " << axisList(mesh) << ")";
+  };
+  for (unsigned d = 0; d < sharding.getRank(); ++d) {
+    int64_t parts = 1;
+    SmallVector<StringRef> axes = sharding.getDimAxes(d);
+    for (StringRef axis : axes) {
+      if (failed(known(axis)))
+        return failure();
+      parts *= mesh.getAxisSize(axis);
+    }
+    if (isDyn(shape[d]) || parts == 1)
+      continue;
+    if (shape[d] % parts != 0)
+      return emitError() << "dimension " << d << " of size " << shape[d]
+                         << " does not divide over " << parts
+                         << " devices (axes " << llvm::join(axes, ",")
+                         << "); pad it to a multiple of " << parts
+                         << " or split it over other axes";
+    if (block && d + 1 == shape.size() && (shape[d] / parts) % block != 0)
+      return emitError() << "splitting the innermost dimension " << shape[d]
+                         << " over " << parts << " devices cuts a "
+                         << "quantization block of " << block
+                         << "; each shard must hold whole blocks";
+  }
+  for (StringRef axis : sharding.getPartialAxes())
+    if (failed(known(axis)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "weight needs a non-empty name";
+  ArrayRef<int64_t> shape = shapeOf(getType());
+  if (llvm::any_of(shape, isDyn))
+    return emitOpError() << "weight '" << getName()
+                         << "' must have a static shape, got "
+                         << shapeStr(shape);
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  constexpr int64_t kMaxInlineBytes = 64 * 1024;
+  int64_t bytes = numBytes(getType());
+  if (bytes > kMaxInlineBytes)
+    return emitOpError() << "constant of " << bytes
+                         << " bytes is too large to hold inline (limit "
+                         << kMaxInlineBytes
+                         << "); keep weights in external storage with "
+                         << "loom.weight";
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define LOOM_BINARY_VERIFIER(OP)                                               \
+  LogicalResult OP::verify() {                                                 \
+    if (failed(sameElementType(                                                \
+            *this, {getLhs().getType(), getRhs().getType(),                   \
+                    getResult().getType()})))                                  \
+      return failure();                                                        \
+    return verifyBroadcastResult(*this,                                        \
+                                 {getLhs().getType(), getRhs().getType()},     \
+                                 getResult().getType());                       \
+  }
+LOOM_BINARY_VERIFIER(AddOp)
+LOOM_BINARY_VERIFIER(SubOp)
+LOOM_BINARY_VERIFIER(MulOp)
+LOOM_BINARY_VERIFIER(DivOp)
+LOOM_BINARY_VERIFIER(PowOp)
+LOOM_BINARY_VERIFIER(MaxOp)
+LOOM_BINARY_VERIFIER(MinOp)
+LOOM_BINARY_VERIFIER(AndOp)
+LOOM_BINARY_VERIFIER(OrOp)
+#undef LOOM_BINARY_VERIFIER
+
+LogicalResult CompareOp::verify() {
+  if (failed(sameElementType(*this, {getLhs().getType(), getRhs().getType()})))
+    return failure();
+  return verifyBroadcastResult(*this, {getLhs().getType(), getRhs().getType()},
+                               getResult().getType());
+}
+
+LogicalResult SelectOp::verify() {
+  if (failed(sameElementType(*this, {getTrueValue().getType(),
+                                     getFalseValue().getType(),
+                                     getResult().getType()})))
+    return failure();
+  return verifyBroadcastResult(*this,
+                               {getCondition().getType(),
+                                getTrueValue().getType(),
+                                getFalseValue().getType()},
+                               getResult().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, normalisations, reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = getLhs().getType(), rhs = getRhs().getType();
+  if (failed(sameElementType(*this, {lhs, rhs, getResult().getType()})))
+    return failure();
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOpError() << "operands must have rank >= 2, got "
+                         << lhs.getRank() << " and " << rhs.getRank()
+                         << "; reshape vectors to matrices";
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  int64_t m = a[a.size() - 2], k = a.back();
+  if (getTransposeA())
+    std::swap(m, k);
+  int64_t k2 = b[b.size() - 2], n = b.back();
+  if (getTransposeB())
+    std::swap(k2, n);
+  if (!compatible(k, k2))
+    return emitOpError() << "contraction sizes differ: lhs has K = " << k
+                         << " but rhs has K = " << k2;
+  auto batch = broadcastShapes(a.drop_back(2), b.drop_back(2));
+  if (!batch)
+    return emitOpError() << "batch dimensions " << shapeStr(a.drop_back(2))
+                         << " and " << shapeStr(b.drop_back(2))
+                         << " do not broadcast";
+  SmallVector<int64_t> expected(*batch);
+  expected.append({m, n});
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return normAxis(*this, "axis", getAxis(), getInput().getType().getRank());
+}
+
+LogicalResult ReduceOp::verify() {
+  auto in = getInput().getType();
+  if (failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  if (getKind() == ReduceKind::mean && !isa<FloatType>(in.getElementType()))
+    return emitOpError() << "mean needs a float tensor";
+  int64_t rank = in.getRank();
+  llvm::SmallDenseSet<int64_t> reduced;
+  for (int64_t axis : getAxes()) {
+    FailureOr<int64_t> a = normAxis(*this, "reduction axis", axis, rank);
+    if (failed(a))
+      return failure();
+    if (!reduced.insert(*a).second)
+      return emitOpError() << "reduction axis " << axis << " is repeated";
+  }
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced.contains(d))
+      expected.push_back(in.getDimSize(d));
+    else if (getKeepDims())
+      expected.push_back(1);
+  }
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult RmsNormOp::verify() {
+  auto in = getInput().getType();
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  if (getEpsilon().convertToFloat() < 0)
+    return emitOpError() << "epsilon must be non-negative";
+  if (getScale() &&
+      failed(checkShape(*this, "scale", getScale().getType().getShape(),
+                        {in.getShape().back()})))
+    return failure();
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    in.getShape());
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto in = getInput().getType();
+  FailureOr<int64_t> axis = normAxis(*this, "axis", getAxis(), in.getRank());
+  if (failed(axis))
+    return failure();
+  if (getEpsilon().convertToFloat() < 0)
+    return emitOpError() << "epsilon must be non-negative";
+  ArrayRef<int64_t> normShape = in.getShape().drop_front(*axis);
+  if (getScale() &&
+      failed(checkShape(*this, "scale", getScale().getType().getShape(),
+                        normShape)))
+    return failure();
+  if (getBias() &&
+      failed(checkShape(*this, "bias", getBias().getType().getShape(),
+                        normShape)))
+    return failure();
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    in.getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer blocks
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryTableOp::verify() {
+  if (getDim() <= 0 || getDim() % 2 != 0)
+    return emitOpError() << "rotary dim must be positive and even, got "
+                         << getDim();
+  if (getCos().getType() != getSin().getType())
+    return emitOpError() << "cos and sin must have the same type";
+  SmallVector<int64_t> expected(getPositions().getType().getShape());
+  expected.push_back(getDim() / 2);
+  return checkShape(*this, "cos", getCos().getType().getShape(), expected);
+}
+
+LogicalResult RotaryOp::verify() {
+  auto in = getInput().getType();
+  if (in.getRank() != 4)
+    return emitOpError() << "input must be [batch, heads, seq, head_dim], "
+                         << "got rank " << in.getRank();
+  if (getCos().getType() != getSin().getType())
+    return emitOpError() << "cos and sin must have the same type";
+  auto cos = getCos().getType();
+  if (cos.getRank() != 2 && cos.getRank() != 3)
+    return emitOpError() << "cos/sin must be [seq, R] or [batch, seq, R], "
+                         << "got rank " << cos.getRank();
+  int64_t headDim = in.getDimSize(3);
+  int64_t r = cos.getShape().back();
+  if (!isDyn(headDim) && headDim % 2 != 0)
+    return emitOpError() << "head_dim " << headDim << " must be even";
+  if (!isDyn(headDim) && !isDyn(r) && 2 * r > headDim)
+    return emitOpError() << "cos/sin cover " << 2 * r
+                         << " features but head_dim is only " << headDim;
+  int64_t seq = cos.getDimSize(cos.getRank() - 2);
+  if (!compatible(seq, in.getDimSize(2)))
+    return emitOpError() << "cos/sin have " << seq
+                         << " positions but the input has sequence length "
+                         << in.getDimSize(2);
+  if (cos.getRank() == 3 && !compatible(cos.getDimSize(0), in.getDimSize(0)) &&
+      cos.getDimSize(0) != 1)
+    return emitOpError() << "cos/sin batch " << cos.getDimSize(0)
+                         << " does not match the input batch "
+                         << in.getDimSize(0);
+  if (failed(sameElementType(*this, {in, cos})))
+    return failure();
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    in.getShape());
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = getQuery().getType(), k = getKey().getType(),
+       v = getValue().getType();
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return emitOpError() << "query, key and value must be rank 4 "
+                         << "([batch, heads, seq, head_dim])";
+  if (failed(sameElementType(*this, {q, k, v, getOutput().getType()})))
+    return failure();
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), s = q.getDimSize(2),
+          d = q.getDimSize(3);
+  int64_t hkv = k.getDimSize(1), t = k.getDimSize(2), dv = v.getDimSize(3);
+  if (!compatible(b, k.getDimSize(0)) || !compatible(b, v.getDimSize(0)))
+    return emitOpError() << "query, key and value batch sizes differ";
+  if (!compatible(d, k.getDimSize(3)))
+    return emitOpError() << "query head_dim " << d << " differs from key's "
+                         << k.getDimSize(3);
+  if (!compatible(hkv, v.getDimSize(1)) || !compatible(t, v.getDimSize(2)))
+    return emitOpError() << "key and value must have the same heads and "
+                         << "length";
+  if (!isDyn(hq) && !isDyn(hkv) && (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "query heads (" << hq
+                         << ") must be a multiple of KV heads (" << hkv
+                         << ") for grouped-query attention";
+  bool hasPastKey = static_cast<bool>(getPastKey());
+  if (hasPastKey != static_cast<bool>(getPastValue()))
+    return emitOpError() << "past_key and past_value go together";
+  int64_t total = t;
+  if (hasPastKey) {
+    auto pk = getPastKey().getType(), pv = getPastValue().getType();
+    if (pk.getRank() != 4 || pv.getRank() != 4)
+      return emitOpError() << "past_key/past_value must be rank 4";
+    int64_t p = pk.getDimSize(2);
+    if (failed(checkShape(*this, "past_key", pk.getShape(),
+                          {b, hkv, p, d})) ||
+        failed(checkShape(*this, "past_value", pv.getShape(),
+                          {b, hkv, p, dv})))
+      return failure();
+    total = (isDyn(p) || isDyn(t)) ? kDyn : p + t;
+    if (getPresent().size() != 2)
+      return emitOpError() << "with a KV cache the op returns output, "
+                           << "present_key and present_value";
+    if (failed(checkShape(*this, "present_key",
+                          cast<ShapedType>(getPresent()[0].getType())
+                              .getShape(),
+                          {b, hkv, total, d})) ||
+        failed(checkShape(*this, "present_value",
+                          cast<ShapedType>(getPresent()[1].getType())
+                              .getShape(),
+                          {b, hkv, total, dv})))
+      return failure();
+  } else if (!getPresent().empty()) {
+    return emitOpError() << "present_key/present_value need past_key and "
+                         << "past_value";
+  }
+  if (getMask()) {
+    auto mask = getMask().getType();
+    Type et = mask.getElementType();
+    if (!isa<FloatType>(et) && !et.isInteger(1))
+      return emitOpError() << "mask must be float (additive) or i1 (keep)";
+    if (mask.getRank() > 4 ||
+        !broadcastShapes(mask.getShape(), {b, hq, s, total}))
+      return emitOpError() << "mask of shape " << shapeStr(mask.getShape())
+                           << " does not broadcast to [batch, heads, seq, "
+                           << "kv_len] = " << shapeStr({b, hq, s, total});
+  }
+  if (getScale() && getScale()->convertToFloat() <= 0)
+    return emitOpError() << "scale must be positive";
+  return checkShape(*this, "output", getOutput().getType().getShape(),
+                    {b, hq, s, dv});
+}
+
+LogicalResult EmbeddingOp::verify() {
+  ArrayRef<int64_t> table = shapeOf(getTable().getType());
+  if (table.size() != 2)
+    return emitOpError() << "table must be [vocab, dim], got rank "
+                         << table.size();
+  SmallVector<int64_t> expected(getIds().getType().getShape());
+  expected.push_back(table[1]);
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::verify() {
+  auto in = getInput().getType();
+  FailureOr<int64_t> axis = normAxis(*this, "axis", getAxis(), in.getRank());
+  if (failed(axis))
+    return failure();
+  if (failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape().take_front(*axis));
+  llvm::append_range(expected, getIndices().getType().getShape());
+  llvm::append_range(expected, in.getShape().drop_front(*axis + 1));
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (failed(sameElementType(*this, {in, out})))
+    return failure();
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "reshape from " << shapeStr(in.getShape())
+                         << " (" << in.getNumElements() << " elements) to "
+                         << shapeStr(out.getShape()) << " ("
+                         << out.getNumElements()
+                         << " elements) changes the element count";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = getInput().getType();
+  ArrayRef<int64_t> perm = getPermutation();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries for rank " << in.getRank();
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return emitOpError() << "permutation must hold each of 0.."
+                           << in.getRank() - 1 << " exactly once";
+    seen[p] = true;
+    expected.push_back(in.getDimSize(p));
+  }
+  if (failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  auto first = cast<RankedTensorType>(getInputs().front().getType());
+  FailureOr<int64_t> axis =
+      normAxis(*this, "axis", getAxis(), first.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<Type> types(getInputs().getTypes());
+  types.push_back(getResult().getType());
+  if (failed(sameElementType(*this, types)))
+    return failure();
+  SmallVector<int64_t> expected(first.getShape());
+  for (auto [i, v] : llvm::enumerate(getInputs().drop_front())) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != first.getRank())
+      return emitOpError() << "input " << i + 1 << " has rank "
+                           << t.getRank() << ", expected " << first.getRank();
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (d == *axis) {
+        expected[d] = (isDyn(expected[d]) || t.isDynamicDim(d))
+                          ? kDyn
+                          : expected[d] + t.getDimSize(d);
+      } else if (!compatible(expected[d], t.getDimSize(d))) {
+        return emitOpError() << "input " << i + 1 << " has size "
+                             << t.getDimSize(d) << " in dimension " << d
+                             << " but input 0 has " << expected[d];
+      }
+    }
+  }
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult SliceOp::verify() {
+  auto in = getInput().getType();
+  int64_t rank = in.getRank();
+  ArrayRef<int64_t> starts = getStarts(), limits = getLimits(),
+                    steps = getSteps();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank ||
+      static_cast<int64_t>(steps.size()) != rank)
+    return emitOpError() << "starts, limits and steps need one entry per "
+                         << "dimension (" << rank << ")";
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (steps[d] <= 0)
+      return emitOpError() << "step of dimension " << d
+                           << " must be positive, got " << steps[d];
+    if (starts[d] < 0 || limits[d] < starts[d])
+      return emitOpError() << "dimension " << d << " has bounds ["
+                           << starts[d] << ", " << limits[d]
+                           << "); need 0 <= start <= limit";
+    int64_t size = in.getDimSize(d);
+    if (!isDyn(size) && limits[d] > size)
+      return emitOpError() << "limit " << limits[d] << " of dimension " << d
+                           << " is past its size " << size;
+    expected.push_back(isDyn(size) ? kDyn
+                                   : (limits[d] - starts[d] + steps[d] - 1) /
+                                         steps[d]);
+  }
+  if (failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (failed(sameElementType(*this, {in, out})))
+    return failure();
+  if (in.getRank() > out.getRank())
+    return emitOpError() << "cannot broadcast rank " << in.getRank()
+                         << " to the smaller rank " << out.getRank();
+  auto b = broadcastShapes(in.getShape(), out.getShape());
+  if (!b)
+    return emitOpError() << "shape " << shapeStr(in.getShape())
+                         << " does not broadcast to "
+                         << shapeStr(out.getShape());
+  return checkShape(*this, "result", out.getShape(), *b);
+}
+
+//===----------------------------------------------------------------------===//
+// Quantized compute
+//===----------------------------------------------------------------------===//
+
+LogicalResult QMatmulOp::verify() {
+  auto w = cast<QTensorType>(getWeight().getType());
+  auto x = getInput().getType();
+  if (w.getRank() != 2)
+    return emitOpError() << "quantized weight must be [N, K], got rank "
+                         << w.getRank();
+  if (x.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1";
+  int64_t n = w.getShape()[0], k = w.getShape()[1];
+  if (!compatible(x.getShape().back(), k))
+    return emitOpError() << "input has K = " << x.getShape().back()
+                         << " but the weight [N, K] has K = " << k;
+  if (failed(sameElementType(*this, {x, getResult().getType()})))
+    return failure();
+  SmallVector<int64_t> expected(x.getShape().drop_back());
+  expected.push_back(n);
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult QuantizeOp::verify() {
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    getInput().getType().getShape());
+}
+
+LogicalResult DequantizeOp::verify() {
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    getInput().getType().getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &tables) {
+  MeshOp mesh = lookupMesh(*this, getSharding().getMesh(), &tables);
+  if (!mesh)
+    return emitOpError() << "refers to unknown mesh "
+                         << getSharding().getMesh()
+                         << "; declare it with loom.mesh";
+  return verifySharding([&] { return emitOpError(); }, getSharding(),
+                        mesh.getMesh(), getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Resolves the mesh of a collective and checks its axes; returns the group
+/// size, or failure after a diagnostic.
+static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshSym,
+                                      ArrayAttr axes,
+                                      SymbolTableCollection &tables) {
+  MeshOp meshOp = lookupMesh(op, meshSym, &tables);
+  if (!meshOp) {
+    op->emitOpError() << "refers to unknown mesh " << meshSym
+                      << "; declare it with loom.mesh";
+    return failure();
+  }
+  MeshAttr mesh = meshOp.getMesh();
+  if (axes.empty()) {
+    op->emitOpError() << "needs at least one mesh axis";
+    return failure();
+  }
+  llvm::StringSet<> seen;
+  for (Attribute a : axes) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!mesh.getAxisIndex(name)) {
+      op->emitOpError() << "unknown mesh axis '" << name << "' (mesh "
+                        << meshSym << " has axes " << axisList(mesh) << ")";
+      return failure();
+    }
+    if (!seen.insert(name).second) {
+      op->emitOpError() << "mesh axis '" << name << "' is listed twice";
+      return failure();
+    }
+  }
+  return getGroupSize(mesh, axes);
+}
+
+/// Checks the peer of a send/recv: exactly one of peer/shift, peer in range.
+static LogicalResult verifyPeer(Operation *op, std::optional<int64_t> peer,
+                                std::optional<int64_t> shift,
+                                int64_t groupSize) {
+  if (peer.has_value() == shift.has_value())
+    return op->emitOpError() << "give exactly one of 'peer' (an index in "
+                             << "the group) or 'shift' (relative)";
+  if (peer && (*peer < 0 || *peer >= groupSize))
+    return op->emitOpError() << "peer " << *peer << " is outside the group "
+                             << "of " << groupSize << " devices";
+  return success();
+}
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
+                                     tables);
+  if (failed(p))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  FailureOr<int64_t> dim =
+      normAxis(*this, "gather_dim", getGatherDim(), in.getRank());
+  if (failed(dim) ||
+      failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  if (!isDyn(expected[*dim]))
+    expected[*dim] *= *p;
+  return checkShape(*this, "result",
+                    cast<ShapedType>(getResult().getType()).getShape(),
+                    expected);
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
+                                     tables);
+  if (failed(p))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  FailureOr<int64_t> dim =
+      normAxis(*this, "scatter_dim", getScatterDim(), in.getRank());
+  if (failed(dim) ||
+      failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  if (!isDyn(expected[*dim])) {
+    if (expected[*dim] % *p != 0)
+      return emitOpError() << "scatter dimension " << *dim << " of size "
+                           << expected[*dim] << " does not divide over the "
+                           << *p << " devices of the group";
+    expected[*dim] /= *p;
+  }
+  return checkShape(*this, "result",
+                    cast<ShapedType>(getResult().getType()).getShape(),
+                    expected);
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
+                                     tables);
+  if (failed(p))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  FailureOr<int64_t> split =
+      normAxis(*this, "split_dim", getSplitDim(), in.getRank());
+  if (failed(split))
+    return failure();
+  FailureOr<int64_t> concat =
+      normAxis(*this, "concat_dim", getConcatDim(), in.getRank());
+  if (failed(concat) ||
+      failed(sameElementType(*this, {in, getResult().getType()})))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  if (!isDyn(expected[*split])) {
+    if (expected[*split] % *p != 0)
+      return emitOpError() << "split dimension " << *split << " of size "
+                           << expected[*split] << " does not divide over the "
+                           << *p << " devices of the group";
+    expected[*split] /= *p;
+  }
+  if (!isDyn(expected[*concat]))
+    expected[*concat] *= *p;
+  return checkShape(*this, "result",
+                    cast<ShapedType>(getResult().getType()).getShape(),
+                    expected);
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
+                                     tables);
+  if (failed(p))
+    return failure();
+  return verifyPeer(*this, getPeer(), getShift(), *p);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
+                                     tables);
+  if (failed(p))
+    return failure();
+  return verifyPeer(*this, getPeer(), getShift(), *p);
+}
+
+//===----------------------------------------------------------------------===//
+// CollectiveOpInterface: bytes each device sends (ring algorithms)
+//===----------------------------------------------------------------------===//
+
+int64_t AllReduceOp::getBytesSent(int64_t p) {
+  int64_t b = numBytes(getInput().getType());
+  return b < 0 || p <= 1 ? (b < 0 ? -1 : 0) : 2 * (p - 1) * b / p;
+}
+int64_t AllGatherOp::getBytesSent(int64_t p) {
+  int64_t b = numBytes(getInput().getType());
+  return b < 0 ? -1 : (p - 1) * b;
+}
+int64_t ReduceScatterOp::getBytesSent(int64_t p) {
+  int64_t b = numBytes(getInput().getType());
+  return b < 0 ? -1 : (p - 1) * b / p;
+}
+int64_t AllToAllOp::getBytesSent(int64_t p) {
+  int64_t b = numBytes(getInput().getType());
+  return b < 0 ? -1 : (p - 1) * b / p;
+}
+int64_t SendOp::getBytesSent(int64_t) {
+  return numBytes(getInput().getType());
+}
+int64_t RecvOp::getBytesSent(int64_t) { return 0; }

@@ -1,0 +1,60 @@
+//===- Pipelines.h - Loom's phases and their pass pipelines -----*- C++ -*-===//
+//
+// The compiler walks these phases in order; `loomc --compile-to=<phase>`
+// stops after one. Each phase is a pass group in its own folder under
+// passes/; a phase that has no passes yet reports so instead of pretending.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_PIPELINES_H
+#define LOOM_PASSES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace loom {
+
+enum class Phase {
+  Import,
+  Raise,
+  Quantize,
+  Shard,
+  Pipeline,
+  Partition,
+  Lower,
+  Bundle,
+};
+
+constexpr Phase kAllPhases[] = {Phase::Import,   Phase::Raise,
+                                Phase::Quantize, Phase::Shard,
+                                Phase::Pipeline, Phase::Partition,
+                                Phase::Lower,    Phase::Bundle};
+
+llvm::StringRef getPhaseName(Phase phase);
+llvm::StringRef getPhaseSummary(Phase phase);
+std::optional<Phase> parsePhase(llvm::StringRef name);
+
+/// Options shared by the phase pipelines (filled from loomc's flags).
+struct PipelineOptions {
+  std::string mesh;  ///< e.g. "dp=2,tp=4"
+  std::string quant; ///< e.g. "int4:32"
+};
+
+/// Whether the passes of `phase` exist in this build.
+bool isPhaseBuilt(Phase phase);
+
+/// Appends the passes of `phase` to `pm`. Fails with a message naming the
+/// phase when it is not built yet.
+mlir::LogicalResult buildPhasePipeline(mlir::OpPassManager &pm, Phase phase,
+                                       const PipelineOptions &options,
+                                       std::string &error);
+
+/// Registers every Loom pass and the `loom-<phase>-pipeline` pipelines.
+void registerAllLoomPassesAndPipelines();
+
+} // namespace loom
+
+#endif // LOOM_PASSES_PIPELINES_H

@@ -1,0 +1,39 @@
+//===- loom-opt.cpp - mlir-opt for Loom -----------------------------------===//
+//
+// The loom dialect, the upstream dialects Loom's pipelines produce and
+// parse, every Loom pass and pipeline, and the upstream transforms. Pass
+// plugins load with --load-pass-plugin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<loom::LoomDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::cf::ControlFlowDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect>();
+  mlir::registerTransformsPasses();
+  loom::registerAllLoomPassesAndPipelines();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
+}

@@ -1,0 +1,184 @@
+//===- loomc.cpp - the Loom compiler driver -------------------------------===//
+//
+// Walks the phases import -> raise -> quantize -> shard -> pipeline ->
+// partition -> lower -> bundle and stops after --compile-to. Outputs are
+// written to a temporary name and renamed when complete, so a failed run
+// never leaves a half-written file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory loomcCategory("loomc options");
+
+cl::opt<std::string> inputFilename(cl::Positional,
+                                   cl::desc("<model: .mlir | .onnx | .gguf | "
+                                            "config.json>"),
+                                   cl::init("-"), cl::cat(loomcCategory));
+cl::opt<std::string> outputFilename("o", cl::desc("Output file or bundle "
+                                                  "directory"),
+                                    cl::value_desc("path"), cl::init("-"),
+                                    cl::cat(loomcCategory));
+cl::opt<std::string>
+    compileTo("compile-to",
+              cl::desc("Stop after this phase: import, raise, quantize, "
+                       "shard, pipeline, partition, lower, bundle"),
+              cl::value_desc("phase"), cl::init("bundle"),
+              cl::cat(loomcCategory));
+cl::opt<std::string> meshSpec("mesh",
+                              cl::desc("Device mesh, e.g. dp=2,tp=4, or a "
+                                       "JSON spec file"),
+                              cl::value_desc("spec"), cl::cat(loomcCategory));
+cl::opt<std::string> quantSpec("quant",
+                               cl::desc("Weight quantization, e.g. int4:32"),
+                               cl::value_desc("spec"), cl::cat(loomcCategory));
+cl::list<std::string> plugins("plugin",
+                              cl::desc("Load a pass plugin (shared library)"),
+                              cl::value_desc("path"), cl::cat(loomcCategory));
+cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
+                         cl::cat(loomcCategory));
+
+/// Writes `text` to `path` through a temporary file renamed into place.
+LogicalResult writeAtomically(StringRef path,
+                              llvm::function_ref<void(raw_ostream &)> write) {
+  if (path == "-") {
+    write(llvm::outs());
+    return success();
+  }
+  std::string error;
+  auto out = openOutputFile((path + ".tmp").str(), &error);
+  if (!out) {
+    llvm::errs() << "loomc: cannot write '" << path << "': " << error << "\n";
+    return failure();
+  }
+  write(out->os());
+  out->os().flush();
+  if (out->os().has_error()) {
+    llvm::errs() << "loomc: error writing '" << path << ".tmp'\n";
+    return failure();
+  }
+  out->keep();
+  out.reset();
+  if (std::error_code ec = llvm::sys::fs::rename(path + ".tmp", path)) {
+    llvm::errs() << "loomc: cannot rename '" << path << ".tmp' to '" << path
+                 << "': " << ec.message() << "\n";
+    return failure();
+  }
+  return success();
+}
+
+void printPhases(raw_ostream &os) {
+  os << "Phases (loomc --compile-to=<phase> stops after one):\n";
+  for (loom::Phase p : loom::kAllPhases)
+    os << llvm::formatv("  {0,-10} {1}{2}\n", loom::getPhaseName(p),
+                        loom::getPhaseSummary(p),
+                        loom::isPhaseBuilt(p) ? "" : "  [not built yet]");
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::AddExtraVersionPrinter(
+      [](raw_ostream &os) { os << "Loom compiler (loomc)\n"; });
+  cl::SetVersionPrinter(
+      [](raw_ostream &os) { os << "loomc (Loom) 0.1.0, MLIR 22\n"; });
+  std::string overview;
+  llvm::raw_string_ostream ov(overview);
+  ov << "Loom compiler driver\n\n"
+        "  loomc model.mlir --compile-to=import -o model.loom.mlir\n"
+        "  loomc model.gguf --mesh tp=2 -o out/\n\n";
+  printPhases(ov);
+  cl::HideUnrelatedOptions(loomcCategory);
+  cl::ParseCommandLineOptions(argc, argv, overview);
+
+  if (listPhases) {
+    printPhases(llvm::outs());
+    return 0;
+  }
+  std::optional<loom::Phase> last = loom::parsePhase(compileTo);
+  if (!last) {
+    llvm::errs() << "loomc: unknown phase '" << compileTo
+                 << "' for --compile-to; expected one of: import, raise, "
+                    "quantize, shard, pipeline, partition, lower, bundle\n";
+    return 2;
+  }
+  if (!plugins.empty()) {
+    llvm::errs() << "loomc: --plugin: pass plugins are not supported yet by "
+                    "loomc (they load in loom-opt with --load-pass-plugin)\n";
+    return 1;
+  }
+
+  // Import: only .mlir input is built so far.
+  StringRef ext = llvm::sys::path::extension(inputFilename);
+  if (inputFilename != "-" && ext != ".mlir") {
+    llvm::errs() << "loomc: " << inputFilename << ": the importer for '"
+                 << ext << "' files is not built yet; give a .mlir file\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  registry.insert<loom::LoomDialect, func::FuncDialect, arith::ArithDialect,
+                  tensor::TensorDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  auto file = openInputFile(inputFilename, &error);
+  if (!file) {
+    llvm::errs() << "loomc: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr,
+                                                           &context);
+  if (!module)
+    return 1;
+
+  loom::PipelineOptions options;
+  options.mesh = meshSpec;
+  options.quant = quantSpec;
+  PassManager pm(&context);
+  for (loom::Phase p : loom::kAllPhases) {
+    if (failed(loom::buildPhasePipeline(pm, p, options, error))) {
+      llvm::errs() << "loomc: " << error << "\n";
+      return 1;
+    }
+    if (p == *last)
+      break;
+  }
+  if (failed(pm.run(*module)))
+    return 1;
+
+  if (failed(writeAtomically(outputFilename,
+                             [&](raw_ostream &os) { module->print(os); })))
+    return 1;
+  return 0;
+}
