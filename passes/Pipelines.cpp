@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - Loom's phases and their pass pipelines -------------===//
 
 #include "passes/Pipelines.h"
+#include "passes/Lowering/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -62,9 +63,10 @@ std::optional<Phase> parsePhase(StringRef name) {
 }
 
 bool isPhaseBuilt(Phase phase) {
-  // Import is done by the driver itself (parsing .mlir); the other phases'
-  // pass groups are added here as they land.
-  return phase == Phase::Import;
+  // Import is done by the driver itself (parsing .mlir); lower and bundle
+  // are built; the other phases' pass groups are added as they land.
+  return phase == Phase::Import || phase == Phase::Lower ||
+         phase == Phase::Bundle;
 }
 
 LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
@@ -82,8 +84,8 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
 }
 
 void registerAllLoomPassesAndPipelines() {
-  // No Loom passes exist yet; each phase folder registers its group here
-  // (registerLoom<Phase>Passes()) as it lands.
+  // Each phase folder registers its group here as it lands.
+  registerLoweringPasses();
 }
 
 } // namespace loom

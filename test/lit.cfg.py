@@ -29,5 +29,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 if config.loom_enable_mpi:
     config.available_features.add("mpi")
+if config.loom_build_runtime:
+    config.available_features.add("loom-runtime")
 if config.loom_enable_cuda:
     config.available_features.add("cuda")

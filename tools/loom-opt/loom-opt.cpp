@@ -1,7 +1,8 @@
 //===- loom-opt.cpp - mlir-opt for Loom -----------------------------------===//
 //
 // The loom dialect, the upstream dialects Loom's pipelines produce and
-// parse, every Loom pass and pipeline, and the upstream transforms. Pass
+// parse, every Loom pass and pipeline, and the upstream passes (so that each
+// step of the lowering pipeline can be run and tested on its own). Pass
 // plugins load with --load-pass-plugin.
 //
 //===----------------------------------------------------------------------===//
@@ -20,6 +21,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -32,7 +36,10 @@ int main(int argc, char **argv) {
                   mlir::cf::ControlFlowDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect>();
-  mlir::registerTransformsPasses();
+  // Upstream extensions: bufferization and convert-to-llvm interfaces of
+  // the dialects above, which Loom's lowering pipeline relies on.
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllPasses();
   loom::registerAllLoomPassesAndPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));

@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "lib/Bundle/Bundle.h"
+#include "lib/Target/CpuTarget.h"
+#include "passes/Lowering/Passes.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -17,6 +20,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -61,6 +66,14 @@ cl::list<std::string> plugins("plugin",
                               cl::value_desc("path"), cl::cat(loomcCategory));
 cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
                          cl::cat(loomcCategory));
+cl::opt<bool> verbose("v", cl::desc("Say what each phase does"),
+                      cl::cat(loomcCategory));
+cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
+                           cl::init(3), cl::cat(loomcCategory));
+cl::opt<bool> portable("portable",
+                       cl::desc("Generate code for any x86-64-v2 CPU instead "
+                                "of the host CPU"),
+                       cl::cat(loomcCategory));
 
 /// Writes `text` to `path` through a temporary file renamed into place.
 LogicalResult writeAtomically(StringRef path,
@@ -143,8 +156,9 @@ int main(int argc, char **argv) {
   }
 
   DialectRegistry registry;
-  registry.insert<loom::LoomDialect, func::FuncDialect, arith::ArithDialect,
-                  tensor::TensorDialect>();
+  registry.insert<loom::LoomDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -165,19 +179,87 @@ int main(int argc, char **argv) {
   loom::PipelineOptions options;
   options.mesh = meshSpec;
   options.quant = quantSpec;
-  PassManager pm(&context);
+  SmallString<256> baseDir(inputFilename == "-" ? std::string(".")
+                                                : std::string(inputFilename));
+  if (inputFilename != "-")
+    llvm::sys::path::remove_filename(baseDir);
+  if (baseDir.empty())
+    baseDir = ".";
+  std::string model =
+      inputFilename == "-" ? "model"
+                           : llvm::sys::path::stem(inputFilename).str();
+  std::vector<loom::EntryInfo> entries;
+  loom::MeshInfo mesh;
+  std::string programIR;
+
   for (loom::Phase p : loom::kAllPhases) {
-    if (failed(loom::buildPhasePipeline(pm, p, options, error))) {
-      llvm::errs() << "loomc: " << error << "\n";
-      return 1;
+    bool required = p == *last ||
+                    (p == loom::Phase::Quantize && !quantSpec.empty()) ||
+                    (p == loom::Phase::Shard && !meshSpec.empty() &&
+                     module->getOps<loom::MeshOp>().empty());
+    if (!loom::isPhaseBuilt(p)) {
+      if (required) {
+        llvm::errs() << "loomc: phase '" << loom::getPhaseName(p)
+                     << "' is not built yet in this version of Loom"
+                     << (p == *last ? "; stop earlier with --compile-to"
+                                    : "; it is needed by the options given")
+                     << " (see README.md, status table)\n";
+        return 1;
+      }
+      if (verbose)
+        llvm::errs() << "loomc: skipping phase '" << loom::getPhaseName(p)
+                     << "' (not built yet): the program runs as written\n";
+      continue;
+    }
+    if (p == loom::Phase::Lower) {
+      PassManager prepare(&context);
+      prepare.addPass(loom::createPrepareEntryPointsPass());
+      if (failed(prepare.run(*module)))
+        return 1;
+      if (*last == loom::Phase::Bundle) {
+        if (!loom::collectMesh(*module, meshSpec, mesh, error) ||
+            !loom::collectEntries(*module, baseDir.str().str(), entries,
+                                  error)) {
+          llvm::errs() << "loomc: " << inputFilename << ": " << error
+                       << "\n";
+          return 1;
+        }
+        llvm::raw_string_ostream os(programIR);
+        module->print(os);
+      }
+      PassManager pm(&context);
+      loom::buildCpuLoweringPipeline(pm);
+      if (failed(pm.run(*module)))
+        return 1;
+    } else if (p == loom::Phase::Bundle) {
+      if (outputFilename == "-") {
+        llvm::errs() << "loomc: a bundle is a directory; give it with -o "
+                        "out/\n";
+        return 1;
+      }
+      loom::CpuEmitOptions emit;
+      emit.optLevel = std::min(3u, unsigned(optLevel));
+      emit.hostCpu = !portable;
+      bool ok = loom::writeBundle(
+          outputFilename, model, mesh, entries, programIR,
+          [&](const std::string &soPath, std::string &err) {
+            return loom::emitSharedLibrary(*module, soPath, emit, err);
+          },
+          error);
+      if (!ok) {
+        llvm::errs() << "loomc: " << error << "\n";
+        return 1;
+      }
+      if (verbose)
+        llvm::errs() << "loomc: wrote bundle " << outputFilename << " ("
+                     << mesh.numRanks() << " ranks)\n";
     }
     if (p == *last)
       break;
   }
-  if (failed(pm.run(*module)))
-    return 1;
 
-  if (failed(writeAtomically(outputFilename,
+  if (*last != loom::Phase::Bundle &&
+      failed(writeAtomically(outputFilename,
                              [&](raw_ostream &os) { module->print(os); })))
     return 1;
   return 0;

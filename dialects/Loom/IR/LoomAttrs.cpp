@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace loom;
@@ -45,7 +46,9 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
     sizes.push_back(size);
     return success();
   };
-  if (parser.parseCommaSeparatedList(parseAxis) || parser.parseGreater())
+  // `<>` parses so that the verifier explains that a mesh needs an axis.
+  if (failed(parser.parseOptionalGreater()) &&
+      (parser.parseCommaSeparatedList(parseAxis) || parser.parseGreater()))
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
                     parser.getContext(), names, sizes);
@@ -84,6 +87,12 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "mesh axis '" << name.getValue() << "' has size "
                          << size << "; sizes must be at least 1";
   }
+  // Group sizes are products of axis sizes; keep every one of them in range.
+  int64_t devices = 1;
+  for (int64_t size : sizes)
+    if (llvm::MulOverflow(devices, size, devices))
+      return emitError() << "mesh has too many devices: the product of its "
+                         << "axis sizes does not fit in 64 bits";
   return success();
 }
 

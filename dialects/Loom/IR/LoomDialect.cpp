@@ -80,17 +80,33 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << "#loom.stage<0>";
     return success();
   }
+  if (name == kEntryAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'loom.entry' is a unit attribute of functions";
+    return success();
+  }
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");
   return op->emitOpError() << "unknown loom attribute '" << name
-                           << "'; expected loom.sharding or loom.stage";
+                           << "'; expected loom.sharding or loom.stage (or loom.entry on functions)";
 }
 
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
+  if (attr.getName().getValue() == kWeightAttrName) {
+    // Set by loom-prepare-entry-points on outlined weights.
+    auto desc = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!desc || !isa_and_nonnull<StringAttr>(desc.get("name")) ||
+        (desc.get("source") && !isa<ExternAttr>(desc.get("source"))))
+      return op->emitOpError()
+             << "'loom.weight' on argument " << argIndex
+             << " must be {name = \"...\"[, source = #loom.extern<...>]}";
+    return success();
+  }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom argument attribute '"
                              << attr.getName().getValue() << "'";

@@ -39,6 +39,10 @@ def Loom_Dialect : Dialect {
     /// Names of the discardable attributes understood by the dialect.
     static constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
     static constexpr llvm::StringLiteral kStageAttrName = "loom.stage";
+    /// On entry-point arguments: an outlined weight ({name, source}).
+    static constexpr llvm::StringLiteral kWeightAttrName = "loom.weight";
+    /// On functions: an entry point prepared for the runtime ABI.
+    static constexpr llvm::StringLiteral kEntryAttrName = "loom.entry";
 
   private:
     void registerAttributes();

@@ -15,6 +15,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace loom;
@@ -113,12 +114,51 @@ LogicalResult verifyBroadcastResult(Operation *op, ArrayRef<Type> inputs,
   return checkShape(op, "result", shapeOf(result), shape);
 }
 
+/// Returns the static size `a + b`, or fails with a diagnostic when it does
+/// not fit in 64 bits.
+FailureOr<int64_t> addSizes(Operation *op, StringRef what, int64_t a,
+                            int64_t b) {
+  int64_t sum;
+  if (!llvm::AddOverflow(a, b, sum))
+    return sum;
+  op->emitOpError() << what << " size " << a << " + " << b
+                    << " does not fit in 64 bits";
+  return failure();
+}
+
+/// Returns the static size `a * b`, or fails with a diagnostic when it does
+/// not fit in 64 bits.
+FailureOr<int64_t> mulSizes(Operation *op, StringRef what, int64_t a,
+                            int64_t b) {
+  int64_t product;
+  if (!llvm::MulOverflow(a, b, product))
+    return product;
+  op->emitOpError() << what << " size " << a << " x " << b
+                    << " does not fit in 64 bits";
+  return failure();
+}
+
+/// The element count of a static shape, or std::nullopt when it does not
+/// fit in 64 bits.
+std::optional<int64_t> numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (llvm::MulOverflow(n, d, n))
+      return std::nullopt;
+  return n;
+}
+
+/// Bytes of a statically shaped value; -1 when the shape is dynamic, and
+/// INT64_MAX when the size does not fit in 64 bits.
 int64_t numBytes(Type t) {
   auto st = dyn_cast<ShapedType>(t);
   if (!st || !st.hasStaticShape())
     return -1;
-  int64_t bits = st.getElementTypeBitWidth();
-  return st.getNumElements() * std::max<int64_t>(bits, 8) / 8;
+  int64_t bits = std::max<int64_t>(st.getElementTypeBitWidth(), 8);
+  for (int64_t d : st.getShape())
+    if (llvm::MulOverflow(bits, d, bits))
+      return std::numeric_limits<int64_t>::max();
+  return bits / 8;
 }
 } // namespace
 
@@ -241,7 +281,10 @@ LogicalResult ConstantOp::verify() {
   constexpr int64_t kMaxInlineBytes = 64 * 1024;
   int64_t bytes = numBytes(getType());
   if (bytes > kMaxInlineBytes)
-    return emitOpError() << "constant of " << bytes
+    return emitOpError() << "constant of "
+                         << (bytes == std::numeric_limits<int64_t>::max()
+                                 ? "more than " + std::to_string(bytes)
+                                 : std::to_string(bytes))
                          << " bytes is too large to hold inline (limit "
                          << kMaxInlineBytes
                          << "); keep weights in external storage with "
@@ -362,7 +405,7 @@ LogicalResult RmsNormOp::verify() {
   auto in = getInput().getType();
   if (in.getRank() < 1)
     return emitOpError() << "input must have rank >= 1";
-  if (getEpsilon().convertToFloat() < 0)
+  if (!(getEpsilon().convertToFloat() >= 0))
     return emitOpError() << "epsilon must be non-negative";
   if (getScale() &&
       failed(checkShape(*this, "scale", getScale().getType().getShape(),
@@ -377,7 +420,7 @@ LogicalResult LayerNormOp::verify() {
   FailureOr<int64_t> axis = normAxis(*this, "axis", getAxis(), in.getRank());
   if (failed(axis))
     return failure();
-  if (getEpsilon().convertToFloat() < 0)
+  if (!(getEpsilon().convertToFloat() >= 0))
     return emitOpError() << "epsilon must be non-negative";
   ArrayRef<int64_t> normShape = in.getShape().drop_front(*axis);
   if (getScale() &&
@@ -422,8 +465,8 @@ LogicalResult RotaryOp::verify() {
   int64_t r = cos.getShape().back();
   if (!isDyn(headDim) && headDim % 2 != 0)
     return emitOpError() << "head_dim " << headDim << " must be even";
-  if (!isDyn(headDim) && !isDyn(r) && 2 * r > headDim)
-    return emitOpError() << "cos/sin cover " << 2 * r
+  if (!isDyn(headDim) && !isDyn(r) && r > headDim / 2)
+    return emitOpError() << "cos/sin cover 2 x " << r
                          << " features but head_dim is only " << headDim;
   int64_t seq = cos.getDimSize(cos.getRank() - 2);
   if (!compatible(seq, in.getDimSize(2)))
@@ -478,7 +521,14 @@ LogicalResult AttentionOp::verify() {
         failed(checkShape(*this, "past_value", pv.getShape(),
                           {b, hkv, p, dv})))
       return failure();
-    total = (isDyn(p) || isDyn(t)) ? kDyn : p + t;
+    if (isDyn(p) || isDyn(t)) {
+      total = kDyn;
+    } else {
+      FailureOr<int64_t> sum = addSizes(*this, "present sequence", p, t);
+      if (failed(sum))
+        return failure();
+      total = *sum;
+    }
     if (getPresent().size() != 2)
       return emitOpError() << "with a KV cache the op returns output, "
                            << "present_key and present_value";
@@ -500,13 +550,19 @@ LogicalResult AttentionOp::verify() {
     Type et = mask.getElementType();
     if (!isa<FloatType>(et) && !et.isInteger(1))
       return emitOpError() << "mask must be float (additive) or i1 (keep)";
-    if (mask.getRank() > 4 ||
-        !broadcastShapes(mask.getShape(), {b, hq, s, total}))
+    // The mask broadcasts to the scores' shape, never beyond it.
+    SmallVector<int64_t> scores = {b, hq, s, total};
+    std::optional<SmallVector<int64_t>> bcast;
+    if (mask.getRank() <= 4)
+      bcast = broadcastShapes(mask.getShape(), scores);
+    if (!bcast || !llvm::all_of(llvm::zip_equal(*bcast, scores), [](auto p) {
+          return compatible(std::get<0>(p), std::get<1>(p));
+        }))
       return emitOpError() << "mask of shape " << shapeStr(mask.getShape())
                            << " does not broadcast to [batch, heads, seq, "
                            << "kv_len] = " << shapeStr({b, hq, s, total});
   }
-  if (getScale() && getScale()->convertToFloat() <= 0)
+  if (getScale() && !(getScale()->convertToFloat() > 0))
     return emitOpError() << "scale must be positive";
   return checkShape(*this, "output", getOutput().getType().getShape(),
                     {b, hq, s, dv});
@@ -545,14 +601,20 @@ LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (failed(sameElementType(*this, {in, out})))
     return failure();
-  if (in.hasStaticShape() && out.hasStaticShape() &&
-      in.getNumElements() != out.getNumElements())
-    return emitOpError() << "reshape from " << shapeStr(in.getShape())
-                         << " (" << in.getNumElements() << " elements) to "
-                         << shapeStr(out.getShape()) << " ("
-                         << out.getNumElements()
-                         << " elements) changes the element count";
-  return success();
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return success();
+  // Counts beyond 64 bits are printed as such; two of them are not compared.
+  std::optional<int64_t> inCount = numElements(in.getShape()),
+                         outCount = numElements(out.getShape());
+  if (inCount == outCount)
+    return success();
+  auto count = [](std::optional<int64_t> n) {
+    return n ? std::to_string(*n) : std::string("at least 2^63");
+  };
+  return emitOpError() << "reshape from " << shapeStr(in.getShape()) << " ("
+                       << count(inCount) << " elements) to "
+                       << shapeStr(out.getShape()) << " (" << count(outCount)
+                       << " elements) changes the element count";
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
@@ -602,9 +664,15 @@ LogicalResult ConcatOp::verify() {
                            << t.getRank() << ", expected " << first.getRank();
     for (int64_t d = 0; d < t.getRank(); ++d) {
       if (d == *axis) {
-        expected[d] = (isDyn(expected[d]) || t.isDynamicDim(d))
-                          ? kDyn
-                          : expected[d] + t.getDimSize(d);
+        if (isDyn(expected[d]) || t.isDynamicDim(d)) {
+          expected[d] = kDyn;
+          continue;
+        }
+        FailureOr<int64_t> sum =
+            addSizes(*this, "concatenated", expected[d], t.getDimSize(d));
+        if (failed(sum))
+          return failure();
+        expected[d] = *sum;
       } else if (!compatible(expected[d], t.getDimSize(d))) {
         return emitOpError() << "input " << i + 1 << " has size "
                              << t.getDimSize(d) << " in dimension " << d
@@ -639,9 +707,10 @@ LogicalResult SliceOp::verify() {
     if (!isDyn(size) && limits[d] > size)
       return emitOpError() << "limit " << limits[d] << " of dimension " << d
                            << " is past its size " << size;
+    // ceil((limit - start) / step), without overflow for huge steps.
+    int64_t len = limits[d] - starts[d];
     expected.push_back(isDyn(size) ? kDyn
-                                   : (limits[d] - starts[d] + steps[d] - 1) /
-                                         steps[d]);
+                                   : len / steps[d] + (len % steps[d] != 0));
   }
   if (failed(sameElementType(*this, {in, getResult().getType()})))
     return failure();
@@ -777,8 +846,13 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
       failed(sameElementType(*this, {in, getResult().getType()})))
     return failure();
   SmallVector<int64_t> expected(in.getShape());
-  if (!isDyn(expected[*dim]))
-    expected[*dim] *= *p;
+  if (!isDyn(expected[*dim])) {
+    FailureOr<int64_t> size =
+        mulSizes(*this, "gathered", expected[*dim], *p);
+    if (failed(size))
+      return failure();
+    expected[*dim] = *size;
+  }
   return checkShape(*this, "result",
                     cast<ShapedType>(getResult().getType()).getShape(),
                     expected);
@@ -832,8 +906,13 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
                            << *p << " devices of the group";
     expected[*split] /= *p;
   }
-  if (!isDyn(expected[*concat]))
-    expected[*concat] *= *p;
+  if (!isDyn(expected[*concat])) {
+    FailureOr<int64_t> size =
+        mulSizes(*this, "concatenated", expected[*concat], *p);
+    if (failed(size))
+      return failure();
+    expected[*concat] = *size;
+  }
   return checkShape(*this, "result",
                     cast<ShapedType>(getResult().getType()).getShape(),
                     expected);

@@ -1,0 +1,127 @@
+//===- loom/runtime/Runtime.h - C++ launcher and weight API -----*- C++ -*-===//
+//
+// The C++ side of the Loom runtime used by tools (loom-run) and tests: start N
+// ranks over a communicator, run a per-rank body on each, collect failures;
+// memory-map weight slices. Generated code only ever sees abi.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_RUNTIME_H
+#define LOOM_RUNTIME_RUNTIME_H
+
+#include "loom/runtime/abi.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::rt {
+
+/// The per-rank entry point: returns 0 on success. A non-zero return, an
+/// exception, or loom_rt_abort() on any rank fails the whole job.
+using RankBody = std::function<int(loom_rt_ctx *)>;
+
+/// What a failing rank does with the threads communicator.
+enum class OnFailure {
+  /// The failing rank unwinds (C++ exception loom::rt::RankAborted through
+  /// the runtime call); every other rank stops at its next (or current)
+  /// runtime call within bounded time; runThreads() returns non-zero with
+  /// every rank's message. Requires that generated code has unwind tables
+  /// (code that LLVM emits without `nounwind` has them).
+  Return,
+  /// The failing rank prints its message and the process _Exit(1)s at once.
+  Exit,
+};
+
+struct LaunchOptions {
+  /// Timeout of every blocking runtime call, seconds. <= 0: take
+  /// $LOOM_COLLECTIVE_TIMEOUT_S, else 60.
+  double timeoutSeconds = 0;
+  OnFailure onFailure = OnFailure::Return;
+  /// Chrome-trace output file; empty: $LOOM_TRACE (tracing off if unset).
+  /// Under MPI each rank writes <path>.<rank>.
+  std::string tracePath;
+  /// Do not print failure messages to stderr (tests).
+  bool quiet = false;
+};
+
+struct LaunchResult {
+  /// 0 when every rank succeeded, else 1.
+  int status = 0;
+  /// One line per failure: "loom-rt: rank R ...: <what> failed: <why>".
+  std::vector<std::string> messages;
+  /// Per-rank return values of the body (-1 if it did not return).
+  std::vector<int> rankStatus;
+};
+
+/// Thrown through a failing runtime call in OnFailure::Return mode. Catching
+/// it in the body is allowed but the job is failed anyway.
+struct RankAborted {
+  std::string message;
+};
+
+/// Runs `body` on `nranks` ranks, each on its own std::thread, over the
+/// shared-memory `threads` communicator. `mesh` is the mesh shape (empty:
+/// [nranks]); its product must equal nranks. Returns 0 iff every rank
+/// succeeded; details in `*result` when given.
+int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
+               const LaunchOptions &options = {},
+               LaunchResult *result = nullptr);
+
+/// True when the runtime was built with MPI (LOOM_RT_HAVE_MPI).
+bool mpiAvailable();
+/// True when this process looks started by mpirun/srun (OMPI/PMI env).
+bool launchedByMpirun();
+
+/// Runs `body` as this process's rank under MPI (one process per rank; the
+/// rank and world size come from MPI). Initialises MPI if needed and
+/// finalises it on success. The product of `mesh` (empty: [world size]) must
+/// equal the world size. Any failure MPI_Abort()s the whole job with a
+/// message; on success returns the body's status (0).
+int runMpi(std::vector<int64_t> mesh, const RankBody &body,
+           const LaunchOptions &options = {});
+
+/// A read-only, private memory mapping of a whole file, shared by every
+/// slice of it in the process.
+class MappedFile {
+public:
+  ~MappedFile();
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+
+  /// Maps `path` (cached per path while anybody holds it). On failure returns
+  /// null and sets *error.
+  static std::shared_ptr<MappedFile> open(const std::string &path,
+                                          std::string *error);
+  const std::string &path() const { return Path; }
+  const void *data() const { return Data; }
+  int64_t size() const { return Size; }
+
+  /// Pointer to [offset, offset+size), or null with *error naming the file,
+  /// the offset and the size when the slice does not fit.
+  const void *slice(int64_t offset, int64_t size, std::string *error) const;
+
+private:
+  MappedFile() = default;
+  std::string Path;
+  void *Data = nullptr;
+  int64_t Size = 0;
+};
+
+/// Maps [offset, offset+size) of `path` and registers it as weight `index` of
+/// `ctx` (the mapping is kept alive by the context). False + *error on
+/// failure.
+bool mapWeight(loom_rt_ctx *ctx, int64_t index, const std::string &path,
+               int64_t offset, int64_t size, std::string *error);
+
+/// Name of a dtype / reduce op ("f32", "sum"; "?" if invalid).
+const char *dtypeName(int32_t dtype);
+const char *reduceOpName(int32_t op);
+
+/// Timeout from $LOOM_COLLECTIVE_TIMEOUT_S, else 60 s.
+double defaultTimeoutSeconds();
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_RUNTIME_H

@@ -1,0 +1,315 @@
+//===- Bundle.cpp - writing out/ for loom-run -----------------------------===//
+
+#include "lib/Bundle/Bundle.h"
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/runtime/abi.h"
+#include "passes/Lowering/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace mlir;
+using json = nlohmann::json;
+
+namespace loom {
+
+int64_t MeshInfo::numRanks() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+static std::string dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF64())
+    return "f64";
+  if (t.isInteger(1))
+    return "i1";
+  if (t.isInteger(8))
+    return "i8";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(64))
+    return "i64";
+  return {};
+}
+
+static int64_t dtypeBytes(const std::string &d) {
+  if (d == "f64" || d == "i64")
+    return 8;
+  if (d == "f32" || d == "i32")
+    return 4;
+  if (d == "f16" || d == "bf16")
+    return 2;
+  return 1;
+}
+
+static std::vector<int64_t> shapeOf(ShapedType t) {
+  std::vector<int64_t> s;
+  for (int64_t d : t.getShape())
+    s.push_back(ShapedType::isDynamic(d) ? -1 : d);
+  return s;
+}
+
+bool collectEntries(ModuleOp module, const std::string &baseDir,
+                    std::vector<EntryInfo> &entries, std::string &error) {
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr(LoomDialect::kEntryAttrName))
+      continue;
+    EntryInfo entry;
+    entry.name = fn.getName().str();
+    auto fail = [&](const Twine &msg) {
+      error = ("entry point '" + entry.name + "': " + msg).str();
+      return false;
+    };
+    for (unsigned i = 1; i < fn.getNumArguments(); ++i) {
+      Type t = fn.getArgumentTypes()[i];
+      auto st = dyn_cast<RankedTensorType>(t);
+      if (!st)
+        return fail("argument " + Twine(i - 1) + " of type " +
+                    llvm::formatv("{0}", t).str() +
+                    " cannot be passed by the launcher (tensors only)");
+      std::string dtype = dtypeName(st.getElementType());
+      if (dtype.empty())
+        return fail("argument " + Twine(i - 1) + " has element type " +
+                    llvm::formatv("{0}", st.getElementType()).str() +
+                    " that the runtime does not support");
+      auto weight =
+          fn.getArgAttrOfType<DictionaryAttr>(i, LoomDialect::kWeightAttrName);
+      if (!weight) {
+        std::string name = "input" + std::to_string(entry.inputs.size());
+        if (auto n = fn.getArgAttrOfType<StringAttr>(i, "loom.name"))
+          name = n.str();
+        entry.inputs.push_back({name, dtype, shapeOf(st)});
+        continue;
+      }
+      WeightInfo w;
+      w.name = cast<StringAttr>(weight.get("name")).str();
+      w.dtype = dtype;
+      w.shape = shapeOf(st);
+      auto source = dyn_cast_or_null<ExternAttr>(weight.get("source"));
+      if (!source)
+        return fail("weight '" + w.name +
+                    "' has no storage; give it `from <\"file\", offset = "
+                    "N>` or import it from a model file");
+      SmallString<256> path(source.getFile().getValue());
+      if (!llvm::sys::path::is_absolute(path)) {
+        SmallString<256> base(baseDir);
+        llvm::sys::path::append(base, path);
+        path = base;
+      }
+      llvm::sys::fs::make_absolute(path);
+      llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+      w.file = path.str().str();
+      w.offset = source.getOffset();
+      w.nbytes = st.getNumElements() * dtypeBytes(dtype);
+      uint64_t size = 0;
+      if (llvm::sys::fs::file_size(w.file, size))
+        return fail("weight '" + w.name + "': cannot read its file '" +
+                    w.file + "'");
+      if (static_cast<uint64_t>(w.offset + w.nbytes) > size)
+        return fail("weight '" + w.name + "': file '" + w.file + "' has " +
+                    Twine(size) + " bytes but the weight needs bytes [" +
+                    Twine(w.offset) + ", " + Twine(w.offset + w.nbytes) +
+                    "); the file is truncated or the offset is wrong");
+      entry.weights.push_back(std::move(w));
+    }
+    for (auto [i, t] : llvm::enumerate(fn.getResultTypes())) {
+      auto st = dyn_cast<RankedTensorType>(t);
+      std::string dtype = st ? dtypeName(st.getElementType()) : "";
+      if (!st || dtype.empty())
+        return fail("result " + Twine(i) + " of type " +
+                    llvm::formatv("{0}", t).str() +
+                    " cannot be returned to the launcher");
+      std::string name = "output" + std::to_string(i);
+      if (auto n = fn.getResultAttrOfType<StringAttr>(i, "loom.name"))
+        name = n.str();
+      entry.outputs.push_back({name, dtype, shapeOf(st)});
+    }
+    entries.push_back(std::move(entry));
+  }
+  if (entries.empty()) {
+    error = "the module has no public function to run (entry points are "
+            "the public func.func ops with a body)";
+    return false;
+  }
+  return true;
+}
+
+bool collectMesh(ModuleOp module, const std::string &meshFlag, MeshInfo &mesh,
+                 std::string &error) {
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  if (meshes.size() > 1) {
+    error = "the module declares " + std::to_string(meshes.size()) +
+            " meshes; a bundle runs on one";
+    return false;
+  }
+  if (!meshes.empty()) {
+    MeshAttr m = meshes.front().getMesh();
+    for (auto [n, s] : llvm::zip(m.getAxisNames(), m.getAxisSizes())) {
+      mesh.axes.push_back(n.str());
+      mesh.shape.push_back(s);
+    }
+    return true;
+  }
+  if (meshFlag.empty()) {
+    mesh.axes = {"world"};
+    mesh.shape = {1};
+    return true;
+  }
+  SmallVector<StringRef> parts;
+  StringRef(meshFlag).split(parts, ',');
+  for (StringRef part : parts) {
+    auto [name, size] = part.split('=');
+    int64_t n = 0;
+    if (name.trim().empty() || size.trim().getAsInteger(10, n) || n < 1) {
+      error = "--mesh '" + meshFlag +
+              "': expected axis=size pairs separated by commas, e.g. "
+              "dp=2,tp=4";
+      return false;
+    }
+    mesh.axes.push_back(name.trim().str());
+    mesh.shape.push_back(n);
+  }
+  return true;
+}
+
+static json toJson(const TensorInfo &t, bool rankOnly) {
+  json j{{"name", t.name}, {"dtype", t.dtype}};
+  if (rankOnly)
+    j["rank"] = t.shape.size();
+  else
+    j["shape"] = t.shape;
+  return j;
+}
+
+bool writeBundle(const std::string &outDir, const std::string &model,
+                 const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
+                 const std::string &programIR,
+                 const std::function<bool(const std::string &,
+                                          std::string &)> &emitLibrary,
+                 std::string &error) {
+  SmallString<256> out(outDir);
+  llvm::sys::path::remove_dots(out, true);
+  while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
+    out.pop_back();
+  std::string tmp = (out + ".tmp-" + Twine(::getpid())).str();
+  llvm::sys::fs::remove_directories(tmp);
+  if (std::error_code ec = llvm::sys::fs::create_directories(tmp + "/ir")) {
+    error = "cannot create " + tmp + ": " + ec.message();
+    return false;
+  }
+  auto cleanup = [&](const std::string &msg) {
+    error = msg;
+    llvm::sys::fs::remove_directories(tmp);
+    return false;
+  };
+  auto writeFile = [&](const std::string &path, StringRef text) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return false;
+    os << text;
+    return !os.has_error();
+  };
+  if (!writeFile(tmp + "/ir/program.mlir", programIR))
+    return cleanup("cannot write " + tmp + "/ir/program.mlir");
+
+  std::string lib = model + ".so";
+  std::string libError;
+  if (!emitLibrary(tmp + "/" + lib, libError))
+    return cleanup(libError);
+
+  json manifest;
+  manifest["format"] = "loom-bundle";
+  manifest["version"] = kBundleVersion;
+  manifest["abi_version"] = LOOM_RT_ABI_VERSION;
+  manifest["model"] = model;
+  manifest["mesh"] = {{"axes", mesh.axes}, {"shape", mesh.shape}};
+  manifest["num_ranks"] = mesh.numRanks();
+  manifest["library"] = lib;
+  json jentries = json::array();
+  for (const EntryInfo &e : entries) {
+    json je{{"name", e.name}, {"symbol", "loom_entry_" + e.name}};
+    je["inputs"] = json::array();
+    for (const TensorInfo &t : e.inputs)
+      je["inputs"].push_back(toJson(t, false));
+    je["outputs"] = json::array();
+    for (const TensorInfo &t : e.outputs)
+      je["outputs"].push_back(toJson(t, true));
+    je["weights"] = json::array();
+    for (const WeightInfo &w : e.weights)
+      je["weights"].push_back(
+          {{"name", w.name}, {"dtype", w.dtype}, {"shape", w.shape}});
+    jentries.push_back(je);
+  }
+  manifest["entries"] = jentries;
+  // Every rank of an SPMD program reads whole weights; the partition phase
+  // gives each rank its own slices.
+  json ranks = json::array();
+  for (int64_t r = 0; r < mesh.numRanks(); ++r) {
+    std::vector<int64_t> coords(mesh.shape.size());
+    int64_t rest = r;
+    for (size_t a = mesh.shape.size(); a-- > 0;) {
+      coords[a] = rest % mesh.shape[a];
+      rest /= mesh.shape[a];
+    }
+    json jr{{"rank", r}, {"coords", coords}, {"ir", "ir/program.mlir"}};
+    json jw = json::object();
+    for (const EntryInfo &e : entries) {
+      json list = json::array();
+      for (const WeightInfo &w : e.weights) {
+        std::vector<int64_t> strides(w.shape.size(), 1);
+        for (size_t d = w.shape.size(); d-- > 1;)
+          strides[d - 1] = strides[d] * w.shape[d];
+        list.push_back({{"name", w.name},
+                        {"file", w.file},
+                        {"offset", w.offset},
+                        {"nbytes", w.nbytes},
+                        {"shape", w.shape},
+                        {"strides", strides}});
+      }
+      jw[e.name] = list;
+    }
+    jr["weights"] = jw;
+    ranks.push_back(jr);
+  }
+  manifest["ranks"] = ranks;
+  if (!writeFile(tmp + "/manifest.json", manifest.dump(2) + "\n"))
+    return cleanup("cannot write " + tmp + "/manifest.json");
+
+  // Swap the finished bundle into place; an older bundle is replaced whole.
+  std::string old = (out + ".old-" + Twine(::getpid())).str();
+  bool hadOld = llvm::sys::fs::exists(out);
+  if (hadOld) {
+    if (!llvm::sys::fs::exists(out + "/manifest.json"))
+      return cleanup("'" + out.str().str() +
+                     "' exists and is not a Loom bundle; refusing to "
+                     "replace it (choose another -o)");
+    if (std::error_code ec = llvm::sys::fs::rename(out, old))
+      return cleanup("cannot move the old bundle aside: " + ec.message());
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, out)) {
+    if (hadOld)
+      llvm::sys::fs::rename(old, out);
+    return cleanup("cannot rename " + tmp + " to " + out.str().str() + ": " +
+                   ec.message());
+  }
+  if (hadOld)
+    llvm::sys::fs::remove_directories(old);
+  return true;
+}
+
+} // namespace loom

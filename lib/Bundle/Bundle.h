@@ -1,0 +1,74 @@
+//===- Bundle.h - writing out/ for loom-run ---------------------*- C++ -*-===//
+//
+// Collects what the launcher needs from a module whose entry points are
+// prepared (inputs, outputs, weights with their storage), and writes the
+// bundle directory atomically (docs/BUNDLE.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_LIB_BUNDLE_BUNDLE_H
+#define LOOM_LIB_BUNDLE_BUNDLE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// The bundle format version written and read (docs/BUNDLE.md).
+constexpr int kBundleVersion = 1;
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;           ///< f32 f16 bf16 f64 i8 i32 i64 u8 i1
+  std::vector<int64_t> shape;  ///< -1 for dynamic
+};
+
+struct WeightInfo {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string file; ///< absolute
+  int64_t offset = 0;
+  int64_t nbytes = 0;
+};
+
+struct EntryInfo {
+  std::string name;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs; ///< shape holds -1s: only the rank counts
+  std::vector<WeightInfo> weights;
+};
+
+struct MeshInfo {
+  std::vector<std::string> axes;
+  std::vector<int64_t> shape;
+  int64_t numRanks() const;
+};
+
+/// Reads the entry points of a module prepared by loom-prepare-entry-points.
+/// Relative weight files are resolved against `baseDir`; every weight must
+/// have storage that exists and is long enough. Errors go to `error`.
+bool collectEntries(mlir::ModuleOp module, const std::string &baseDir,
+                    std::vector<EntryInfo> &entries, std::string &error);
+
+/// The mesh the program runs on: the one loom.mesh the module declares, or
+/// `meshFlag` ("dp=2,tp=4"), or a single rank.
+bool collectMesh(mlir::ModuleOp module, const std::string &meshFlag,
+                 MeshInfo &mesh, std::string &error);
+
+/// Writes `outDir` (via a temporary directory renamed into place):
+/// manifest.json, ir/program.mlir and the library made by `emitLibrary`.
+bool writeBundle(const std::string &outDir, const std::string &model,
+                 const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
+                 const std::string &programIR,
+                 const std::function<bool(const std::string &soPath,
+                                          std::string &error)> &emitLibrary,
+                 std::string &error);
+
+} // namespace loom
+
+#endif // LOOM_LIB_BUNDLE_BUNDLE_H

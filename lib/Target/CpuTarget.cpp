@@ -1,0 +1,158 @@
+//===- CpuTarget.cpp - loom IR to a native shared library -----------------===//
+
+#include "lib/Target/CpuTarget.h"
+
+#include "passes/Lowering/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+
+namespace loom {
+
+void buildCpuLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertLoomToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createPackEntryPointsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+/// Finds a C compiler driver to link shared objects with.
+static std::string findLinker() {
+  for (const char *name : {"cc", "gcc", "clang-22", "clang"}) {
+    if (auto path = llvm::sys::findProgramByName(name))
+      return *path;
+  }
+  return {};
+}
+
+bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
+                       const CpuEmitOptions &options, std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  registerBuiltinDialectTranslation(*module.getContext());
+  registerLLVMDialectTranslation(*module.getContext());
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "loom");
+  if (!llvmModule) {
+    error = "cannot translate the lowered module to LLVM IR";
+    return false;
+  }
+
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "cannot detect the host CPU: " +
+            llvm::toString(builder.takeError());
+    return false;
+  }
+  if (!options.hostCpu) {
+    builder->setCPU("x86-64-v2");
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  builder->setCodeGenOptLevel(options.optLevel >= 3
+                                  ? llvm::CodeGenOptLevel::Aggressive
+                                  : llvm::CodeGenOptLevel::Default);
+  auto tm = builder->createTargetMachine();
+  if (!tm) {
+    error = "cannot create a target machine: " +
+            llvm::toString(tm.takeError());
+    return false;
+  }
+  llvmModule->setDataLayout((*tm)->createDataLayout());
+  llvmModule->setTargetTriple((*tm)->getTargetTriple());
+
+  auto optimize = makeOptimizingTransformer(options.optLevel,
+                                            /*sizeLevel=*/0, tm->get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
+    return false;
+  }
+
+  // Object file next to the library, then link.
+  std::string objPath = soPath + ".o.tmp";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error = "cannot write " + objPath + ": " + ec.message();
+      return false;
+    }
+    llvm::legacy::PassManager pm;
+    if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+      error = "the target cannot emit object files";
+      return false;
+    }
+    pm.run(*llvmModule);
+  }
+  std::string linker = findLinker();
+  if (linker.empty()) {
+    error = "no C compiler driver (cc, gcc or clang) found to link the "
+            "shared library; install gcc";
+    return false;
+  }
+  std::string tmpSo = soPath + ".tmp";
+  SmallVector<StringRef> args{linker, "-shared", "-o", tmpSo, objPath,
+                              "-lm"};
+  std::string linkError;
+  int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
+                                     &linkError);
+  llvm::sys::fs::remove(objPath);
+  if (rc != 0) {
+    error = "linking " + soPath + " with " + linker + " failed" +
+            (linkError.empty() ? "" : ": " + linkError);
+    llvm::sys::fs::remove(tmpSo);
+    return false;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmpSo, soPath)) {
+    error = "cannot rename " + tmpSo + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+} // namespace loom

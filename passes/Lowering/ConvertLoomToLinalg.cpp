@@ -1,0 +1,1693 @@
+//===- ConvertLoomToLinalg.cpp - loom ops to linalg on tensors ------------===//
+//
+// Lowers every loom compute op to linalg.generic / tensor ops on tensors, and
+// every collective to a call into the runtime C ABI on buffers. Composite ops
+// (softmax, norms, rotary, attention) become short sequences of generics;
+// fusion and bufferization run afterwards.
+//
+// Dynamic dimensions: a dynamic result size is read from an operand with
+// tensor.dim. Broadcasting follows numpy rules, with the restriction that a
+// dynamic dimension is never a broadcast 1 at run time (batch and sequence
+// dimensions, the only dynamic ones importers produce, never are).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Lowering/Passes.h"
+
+#include "loom/runtime/abi.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "loom-convert-loom-to-linalg"
+
+namespace loom {
+#define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
+#include "passes/Lowering/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+bool isDyn(int64_t d) { return ShapedType::isDynamic(d); }
+
+/// Axis attributes are stored as unsigned 64-bit values: reinterpret them as
+/// signed, then count negative axes from the end.
+int64_t normAxis(uint64_t raw, int64_t rank) {
+  int64_t a = static_cast<int64_t>(raw);
+  return a < 0 ? a + rank : a;
+}
+bool isFloat(Type t) { return isa<FloatType>(t); }
+
+/// The runtime dtype code of an element type (abi.h), or -1.
+int32_t runtimeDType(Type t) {
+  if (t.isF32())
+    return LOOM_RT_F32;
+  if (t.isF16())
+    return LOOM_RT_F16;
+  if (t.isBF16())
+    return LOOM_RT_BF16;
+  if (t.isF64())
+    return LOOM_RT_F64;
+  if (t.isInteger(8))
+    return LOOM_RT_I8;
+  if (t.isInteger(32))
+    return LOOM_RT_I32;
+  if (t.isInteger(64))
+    return LOOM_RT_I64;
+  if (t.isInteger(1))
+    return LOOM_RT_U8;
+  return -1;
+}
+
+int32_t runtimeReduction(Reduction r) {
+  switch (r) {
+  case Reduction::sum:
+    return LOOM_RT_SUM;
+  case Reduction::prod:
+    return LOOM_RT_PROD;
+  case Reduction::max:
+    return LOOM_RT_MAX;
+  case Reduction::min:
+    return LOOM_RT_MIN;
+  }
+  return LOOM_RT_SUM;
+}
+
+/// Lowers the loom ops of one module.
+class Lowerer {
+public:
+  Lowerer(ModuleOp module) : module(module), b(module.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  ModuleOp module;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(b.getContext());
+
+  LogicalResult lowerOp(Operation *op);
+
+  // --- small builders ------------------------------------------------------
+  Value cIndex(int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value cI64(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  }
+  Value cI32(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  static Value cFloat(OpBuilder &bb, Location l, Type t, double v) {
+    return arith::ConstantOp::create(bb, l, bb.getFloatAttr(t, v));
+  }
+  Value dim(Value v, int64_t d) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.isDynamicDim(d))
+      return cIndex(t.getDimSize(d));
+    return tensor::DimOp::create(b, loc, v, d);
+  }
+  OpFoldResult dimOfr(Value v, int64_t d) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.isDynamicDim(d))
+      return b.getIndexAttr(t.getDimSize(d));
+    return tensor::DimOp::create(b, loc, v, d).getResult();
+  }
+  /// Product of the given dims of `v` as an index value.
+  Value numElements(Value v, int64_t from = 0, int64_t to = -1) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (to < 0)
+      to = t.getRank();
+    Value n = cIndex(1);
+    for (int64_t d = from; d < to; ++d)
+      n = arith::MulIOp::create(b, loc, n, dim(v, d));
+    return n;
+  }
+  Value indexToI64(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  }
+  Value indexToFloat(Value v, Type ft) {
+    Value i = indexToI64(v);
+    return arith::SIToFPOp::create(b, loc, ft, i);
+  }
+
+  /// tensor.empty of `type` whose dynamic sizes are given in order.
+  Value empty(RankedTensorType type, ArrayRef<Value> dynSizes) {
+    SmallVector<OpFoldResult> sizes;
+    unsigned next = 0;
+    for (int64_t d : type.getShape())
+      sizes.push_back(isDyn(d) ? OpFoldResult(dynSizes[next++])
+                               : OpFoldResult(b.getIndexAttr(d)));
+    return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  }
+  /// tensor.empty of `type` with every size given (static ones ignored).
+  Value emptyAll(RankedTensorType type, ArrayRef<Value> allSizes) {
+    SmallVector<Value> dyn;
+    for (auto [i, d] : llvm::enumerate(type.getShape()))
+      if (isDyn(d))
+        dyn.push_back(allSizes[i]);
+    return empty(type, dyn);
+  }
+  Value fill(Value init, Value scalar) {
+    return linalg::FillOp::create(b, loc, ValueRange{scalar},
+                                  ValueRange{init})
+        .getResult(0);
+  }
+
+  /// The sizes of a numpy broadcast of `inputs` to `type`.
+  SmallVector<Value> broadcastSizes(RankedTensorType type, ValueRange inputs);
+  /// Indexing map reading `input` (numpy-aligned) inside `rank` loops.
+  AffineMap broadcastMap(Value input, unsigned rank);
+
+  /// A parallel linalg.generic producing `type` from `inputs` read through
+  /// `maps`, sizes from `sizes` (all of them).
+  Value generic(RankedTensorType type, ValueRange inputs,
+                ArrayRef<AffineMap> maps, ArrayRef<Value> sizes, BodyFn body);
+  /// Elementwise with numpy broadcasting.
+  Value elementwise(RankedTensorType type, ValueRange inputs, BodyFn body) {
+    SmallVector<AffineMap> maps;
+    for (Value in : inputs)
+      maps.push_back(broadcastMap(in, type.getRank()));
+    return generic(type, inputs, maps, broadcastSizes(type, inputs), body);
+  }
+  /// Reduces `input` over `axes` (sorted, normalised) with `combine`,
+  /// starting from `init`; the result drops the reduced axes. `pre` maps
+  /// each input element before combining (may be null).
+  Value reduce(Value input, ArrayRef<int64_t> axes, double init,
+               function_ref<Value(OpBuilder &, Location, Value, Value)> combine,
+               function_ref<Value(OpBuilder &, Location, Value)> pre = nullptr,
+               ArrayRef<Value> extraInputs = {},
+               ArrayRef<AffineMap> extraMaps = {});
+  /// Map from rank-`rank` loops to the non-reduced dims.
+  AffineMap dropDimsMap(unsigned rank, ArrayRef<int64_t> axes);
+  /// Reshape to `type`; dynamic target sizes given in order.
+  Value reshape(Value input, RankedTensorType type, ArrayRef<Value> dynSizes);
+  /// Infers the dynamic sizes of a loom.reshape target.
+  FailureOr<SmallVector<Value>> reshapeSizes(Operation *op, Value input,
+                                             RankedTensorType type);
+  Value transpose(Value input, ArrayRef<int64_t> perm);
+  Value concat(ValueRange inputs, int64_t axis, RankedTensorType type);
+  Value softmax(Value input, int64_t axis);
+  Value matmul(Value lhs, Value rhs, bool ta, bool tb, RankedTensorType type);
+
+  // --- composite ops --------------------------------------------------------
+  FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op);
+  Value lowerRotary(RotaryOp op);
+  SmallVector<Value> lowerRotaryTable(RotaryTableOp op);
+  Value lowerGather(Value data, Value indices, int64_t axis,
+                    RankedTensorType type);
+  Value lowerReduce(ReduceOp op);
+  Value lowerRmsNorm(RmsNormOp op);
+  Value lowerLayerNorm(LayerNormOp op);
+  Value lowerSlice(SliceOp op);
+
+  // --- runtime calls ---------------------------------------------------------
+  FailureOr<Value> contextOf(Operation *op);
+  func::FuncOp runtimeFunc(StringRef name, TypeRange args,
+                           TypeRange results = {});
+  Value bufferOf(Value tensor);
+  Value allocLike(RankedTensorType type, ArrayRef<Value> allSizes);
+  Value ptrOf(Value memref);
+  Value toTensor(Value memref, RankedTensorType type);
+  FailureOr<std::pair<int64_t, uint64_t>> groupOf(Operation *op,
+                                                  FlatSymbolRefAttr mesh,
+                                                  ArrayAttr axes);
+  FailureOr<Value> peerRank(Operation *op, Value ctx, FlatSymbolRefAttr mesh,
+                            ArrayAttr axes, std::optional<int64_t> peer,
+                            std::optional<int64_t> shift);
+  FailureOr<Value> lowerCollective(Operation *op);
+};
+
+//===----------------------------------------------------------------------===//
+// Scalar bodies
+//===----------------------------------------------------------------------===//
+
+Value scalarBinary(Operation *op, OpBuilder &b, Location loc, Value x,
+                   Value y) {
+  Type t = x.getType();
+  bool f = isFloat(t);
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) -> Value {
+        return f ? arith::AddFOp::create(b, loc, x, y).getResult()
+                 : arith::AddIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](SubOp) -> Value {
+        return f ? arith::SubFOp::create(b, loc, x, y).getResult()
+                 : arith::SubIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](MulOp) -> Value {
+        return f ? arith::MulFOp::create(b, loc, x, y).getResult()
+                 : arith::MulIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](DivOp) -> Value {
+        return f ? arith::DivFOp::create(b, loc, x, y).getResult()
+                 : arith::DivSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](PowOp) -> Value {
+        return math::PowFOp::create(b, loc, x, y);
+      })
+      .Case([&](MaxOp) -> Value {
+        return f ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+                 : arith::MaxSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](MinOp) -> Value {
+        return f ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+                 : arith::MinSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](AndOp) -> Value {
+        return arith::AndIOp::create(b, loc, x, y);
+      })
+      .Case([&](OrOp) -> Value { return arith::OrIOp::create(b, loc, x, y); })
+      .Default([](Operation *) -> Value { return {}; });
+}
+
+Value sigmoidOf(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(t, 1.0));
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+Value scalarUnary(Operation *op, OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  bool f = isFloat(t);
+  auto cst = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+  };
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) -> Value {
+        if (f)
+          return arith::NegFOp::create(b, loc, x);
+        Value zero = arith::ConstantIntOp::create(b, loc, t, 0);
+        return arith::SubIOp::create(b, loc, zero, x);
+      })
+      .Case([&](AbsOp) -> Value {
+        return f ? math::AbsFOp::create(b, loc, x).getResult()
+                 : math::AbsIOp::create(b, loc, x).getResult();
+      })
+      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, loc, x); })
+      .Case([&](LogOp) -> Value { return math::LogOp::create(b, loc, x); })
+      .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](RsqrtOp) -> Value {
+        return math::RsqrtOp::create(b, loc, x);
+      })
+      .Case([&](ReciprocalOp) -> Value {
+        return arith::DivFOp::create(b, loc, cst(1.0), x);
+      })
+      .Case([&](SinOp) -> Value { return math::SinOp::create(b, loc, x); })
+      .Case([&](CosOp) -> Value { return math::CosOp::create(b, loc, x); })
+      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, loc, x); })
+      .Case([&](SigmoidOp) -> Value { return sigmoidOf(b, loc, x); })
+      .Case([&](SiluOp) -> Value {
+        return arith::MulFOp::create(b, loc, x, sigmoidOf(b, loc, x));
+      })
+      .Case([&](ReluOp) -> Value {
+        return arith::MaximumFOp::create(b, loc, x, cst(0.0));
+      })
+      .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, loc, x); })
+      .Case([&](NotOp) -> Value {
+        Value one = arith::ConstantIntOp::create(b, loc, t, 1);
+        return arith::XOrIOp::create(b, loc, x, one);
+      })
+      .Case([&](GeluOp g) -> Value {
+        Value half = arith::MulFOp::create(b, loc, x, cst(0.5));
+        Value inner;
+        if (g.getApproximate() == GeluApproximation::tanh) {
+          // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+          Value x3 = arith::MulFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, x, x));
+          Value s = arith::AddFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, x3, cst(0.044715)));
+          inner = math::TanhOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, s,
+                                    cst(std::sqrt(2.0 / M_PI))));
+        } else {
+          // 0.5 x (1 + erf(x / sqrt(2)))
+          inner = math::ErfOp::create(
+              b, loc, arith::MulFOp::create(b, loc, x, cst(M_SQRT1_2)));
+        }
+        return arith::MulFOp::create(
+            b, loc, half, arith::AddFOp::create(b, loc, inner, cst(1.0)));
+      })
+      .Default([](Operation *) -> Value { return {}; });
+}
+
+Value scalarCompare(CompareKind kind, OpBuilder &b, Location loc, Value x,
+                    Value y) {
+  if (isFloat(x.getType())) {
+    arith::CmpFPredicate p;
+    switch (kind) {
+    case CompareKind::eq:
+      p = arith::CmpFPredicate::OEQ;
+      break;
+    case CompareKind::ne:
+      p = arith::CmpFPredicate::UNE;
+      break;
+    case CompareKind::lt:
+      p = arith::CmpFPredicate::OLT;
+      break;
+    case CompareKind::le:
+      p = arith::CmpFPredicate::OLE;
+      break;
+    case CompareKind::gt:
+      p = arith::CmpFPredicate::OGT;
+      break;
+    case CompareKind::ge:
+      p = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  arith::CmpIPredicate p;
+  switch (kind) {
+  case CompareKind::eq:
+    p = arith::CmpIPredicate::eq;
+    break;
+  case CompareKind::ne:
+    p = arith::CmpIPredicate::ne;
+    break;
+  case CompareKind::lt:
+    p = arith::CmpIPredicate::slt;
+    break;
+  case CompareKind::le:
+    p = arith::CmpIPredicate::sle;
+    break;
+  case CompareKind::gt:
+    p = arith::CmpIPredicate::sgt;
+    break;
+  case CompareKind::ge:
+    p = arith::CmpIPredicate::sge;
+    break;
+  }
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+
+Value scalarCast(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  bool ff = isFloat(from), ft = isFloat(to);
+  if (ff && ft) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, loc, to, x);
+    // f16 <-> bf16: through f32.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    return arith::TruncFOp::create(b, loc, to, wide);
+  }
+  if (ff && !ft) {
+    if (to.isInteger(1)) {
+      Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(from, 0));
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x,
+                                   zero);
+    }
+    return arith::FPToSIOp::create(b, loc, to, x);
+  }
+  if (!ff && ft) {
+    if (from.isInteger(1))
+      return arith::UIToFPOp::create(b, loc, to, x);
+    return arith::SIToFPOp::create(b, loc, to, x);
+  }
+  unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
+  if (to.isInteger(1)) {
+    Value zero = arith::ConstantIntOp::create(b, loc, from, 0);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (wf < wt)
+    return from.isInteger(1) ? arith::ExtUIOp::create(b, loc, to, x).getResult()
+                             : arith::ExtSIOp::create(b, loc, to, x).getResult();
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Generic builders
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> Lowerer::broadcastSizes(RankedTensorType type,
+                                           ValueRange inputs) {
+  int64_t rank = type.getRank();
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!type.isDynamicDim(d)) {
+      sizes.push_back(cIndex(type.getDimSize(d)));
+      continue;
+    }
+    Value size;
+    for (Value in : inputs) {
+      auto t = cast<RankedTensorType>(in.getType());
+      int64_t k = d - (rank - t.getRank());
+      if (k < 0 || t.getDimSize(k) == 1)
+        continue;
+      size = dim(in, k);
+      break;
+    }
+    sizes.push_back(size ? size : cIndex(1));
+  }
+  return sizes;
+}
+
+AffineMap Lowerer::broadcastMap(Value input, unsigned rank) {
+  auto t = cast<RankedTensorType>(input.getType());
+  SmallVector<AffineExpr> exprs;
+  for (int64_t k = 0; k < t.getRank(); ++k) {
+    unsigned d = rank - t.getRank() + k;
+    exprs.push_back(t.getDimSize(k) == 1 ? b.getAffineConstantExpr(0)
+                                         : b.getAffineDimExpr(d));
+  }
+  return AffineMap::get(rank, 0, exprs, b.getContext());
+}
+
+Value Lowerer::generic(RankedTensorType type, ValueRange inputs,
+                       ArrayRef<AffineMap> maps, ArrayRef<Value> sizes,
+                       BodyFn body) {
+  Value init = emptyAll(type, sizes);
+  SmallVector<AffineMap> all(maps);
+  all.push_back(b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, inputs, ValueRange{init}, all, iters,
+      [&](OpBuilder &bb, Location l, ValueRange args) {
+        Value r = body(bb, l, args.drop_back());
+        linalg::YieldOp::create(bb, l, r);
+      });
+  return op.getResult(0);
+}
+
+AffineMap Lowerer::dropDimsMap(unsigned rank, ArrayRef<int64_t> axes) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d))
+      exprs.push_back(b.getAffineDimExpr(d));
+  return AffineMap::get(rank, 0, exprs, b.getContext());
+}
+
+Value Lowerer::reduce(
+    Value input, ArrayRef<int64_t> axes, double init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine,
+    function_ref<Value(OpBuilder &, Location, Value)> pre,
+    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps) {
+  auto t = cast<RankedTensorType>(input.getType());
+  unsigned rank = t.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<Value> dyn;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (llvm::is_contained(axes, d))
+      continue;
+    shape.push_back(t.getDimSize(d));
+    if (t.isDynamicDim(d))
+      dyn.push_back(dim(input, d));
+  }
+  Type et = t.getElementType();
+  auto outType = RankedTensorType::get(shape, et);
+  Value initValue;
+  if (isFloat(et)) {
+    initValue = cFloat(b, loc, et, init);
+  } else if (std::isinf(init)) {
+    auto it = cast<IntegerType>(et);
+    APInt v = init > 0 ? APInt::getSignedMaxValue(it.getWidth())
+                       : APInt::getSignedMinValue(it.getWidth());
+    initValue = arith::ConstantOp::create(b, loc, b.getIntegerAttr(et, v));
+  } else {
+    initValue = arith::ConstantIntOp::create(b, loc, et, (int64_t)init);
+  }
+  Value out = fill(empty(outType, dyn), initValue);
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
+  llvm::append_range(maps, extraMaps);
+  maps.push_back(dropDimsMap(rank, axes));
+  SmallVector<utils::IteratorType> iters;
+  for (unsigned d = 0; d < rank; ++d)
+    iters.push_back(llvm::is_contained(axes, d)
+                        ? utils::IteratorType::reduction
+                        : utils::IteratorType::parallel);
+  SmallVector<Value> inputs{input};
+  llvm::append_range(inputs, extraInputs);
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, inputs, ValueRange{out}, maps, iters,
+      [&](OpBuilder &bb, Location l, ValueRange args) {
+        Value x = args[0];
+        if (pre) {
+          // `pre` may read the extra inputs: pass them packed after x.
+          x = pre(bb, l, x);
+        }
+        linalg::YieldOp::create(bb, l, combine(bb, l, args.back(), x));
+      });
+  return op.getResult(0);
+}
+
+Value Lowerer::reshape(Value input, RankedTensorType type,
+                       ArrayRef<Value> dynSizes) {
+  if (input.getType() == type)
+    return input;
+  // The target shape as a 1-D index tensor.
+  SmallVector<Value> extents;
+  unsigned next = 0;
+  for (int64_t d : type.getShape())
+    extents.push_back(isDyn(d) ? dynSizes[next++] : cIndex(d));
+  auto shapeType = RankedTensorType::get({type.getRank()}, b.getIndexType());
+  Value shape = tensor::FromElementsOp::create(b, loc, shapeType, extents);
+  return tensor::ReshapeOp::create(b, loc, type, input, shape);
+}
+
+FailureOr<SmallVector<Value>>
+Lowerer::reshapeSizes(Operation *op, Value input, RankedTensorType type) {
+  auto in = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> inDyn, outDyn;
+  for (auto [i, d] : llvm::enumerate(in.getShape()))
+    if (isDyn(d))
+      inDyn.push_back(i);
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    if (isDyn(d))
+      outDyn.push_back(i);
+  SmallVector<Value> sizes;
+  if (outDyn.empty())
+    return sizes;
+  if (outDyn.size() == inDyn.size()) {
+    // Dynamic dimensions keep their order (batch, sequence): check that the
+    // static parts match around them, then pass the sizes through.
+    for (int64_t i : inDyn)
+      sizes.push_back(dim(input, i));
+    return sizes;
+  }
+  if (outDyn.size() == 1) {
+    int64_t known = 1;
+    for (int64_t d : type.getShape())
+      if (!isDyn(d))
+        known *= d;
+    Value total = numElements(input);
+    sizes.push_back(arith::DivUIOp::create(b, loc, total, cIndex(known)));
+    return sizes;
+  }
+  return op->emitOpError()
+         << "cannot infer the dynamic sizes of this reshape ("
+         << outDyn.size() << " dynamic target dimensions from "
+         << inDyn.size() << "); make all but one of them static";
+}
+
+Value Lowerer::transpose(Value input, ArrayRef<int64_t> perm) {
+  auto t = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape;
+  SmallVector<Value> sizes;
+  for (int64_t p : perm) {
+    shape.push_back(t.getDimSize(p));
+    sizes.push_back(dim(input, p));
+  }
+  auto outType = RankedTensorType::get(shape, t.getElementType());
+  Value init = emptyAll(outType, sizes);
+  return linalg::TransposeOp::create(b, loc, input, init, perm).getResult()[0];
+}
+
+Value Lowerer::concat(ValueRange inputs, int64_t axis, RankedTensorType type) {
+  SmallVector<Value> sizes;
+  Value total = cIndex(0);
+  for (Value in : inputs)
+    total = arith::AddIOp::create(b, loc, total, dim(in, axis));
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    sizes.push_back(d == axis ? total : dim(inputs.front(), d));
+  Value result = emptyAll(type, sizes);
+  Value offset = cIndex(0);
+  for (Value in : inputs) {
+    auto t = cast<RankedTensorType>(in.getType());
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)),
+        strides(t.getRank(), b.getIndexAttr(1)), extents;
+    offsets[axis] = offset;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      extents.push_back(dimOfr(in, d));
+    result = tensor::InsertSliceOp::create(b, loc, in, result, offsets,
+                                           extents, strides);
+    offset = arith::AddIOp::create(b, loc, offset, dim(in, axis));
+  }
+  return result;
+}
+
+Value Lowerer::softmax(Value input, int64_t axis) {
+  auto t = cast<RankedTensorType>(input.getType());
+  Type et = t.getElementType();
+  unsigned rank = t.getRank();
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d < rank; ++d)
+    sizes.push_back(dim(input, d));
+  Value m = reduce(
+      input, {axis}, -INFINITY,
+      [](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+        return arith::MaximumFOp::create(bb, l, acc, x);
+      });
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  AffineMap drop = dropDimsMap(rank, {axis});
+  Value e = generic(t, {input, m}, {id, drop}, sizes,
+                    [](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                      return math::ExpOp::create(
+                          bb, l, arith::SubFOp::create(bb, l, a[0], a[1]));
+                    });
+  Value s = reduce(e, {axis}, 0.0,
+                   [](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+                     return arith::AddFOp::create(bb, l, acc, x);
+                   });
+  (void)et;
+  return generic(t, {e, s}, {id, drop}, sizes,
+                 [](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                   return arith::DivFOp::create(bb, l, a[0], a[1]);
+                 });
+}
+
+Value Lowerer::matmul(Value lhs, Value rhs, bool ta, bool tb,
+                      RankedTensorType type) {
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  auto rt = cast<RankedTensorType>(rhs.getType());
+  unsigned batch = type.getRank() - 2;
+  unsigned loops = batch + 3; // batch..., m, n, k
+  AffineExpr m = b.getAffineDimExpr(batch), n = b.getAffineDimExpr(batch + 1),
+             k = b.getAffineDimExpr(batch + 2);
+  auto operandMap = [&](RankedTensorType t, AffineExpr r, AffineExpr c) {
+    SmallVector<AffineExpr> exprs;
+    unsigned ob = t.getRank() - 2;
+    for (unsigned i = 0; i < ob; ++i) {
+      unsigned d = batch - ob + i;
+      exprs.push_back(t.getDimSize(i) == 1 && type.getDimSize(d) != 1
+                          ? b.getAffineConstantExpr(0)
+                          : b.getAffineDimExpr(d));
+    }
+    exprs.push_back(r);
+    exprs.push_back(c);
+    return AffineMap::get(loops, 0, exprs, b.getContext());
+  };
+  AffineMap lm = ta ? operandMap(lt, k, m) : operandMap(lt, m, k);
+  AffineMap rm = tb ? operandMap(rt, n, k) : operandMap(rt, k, n);
+  SmallVector<AffineExpr> outExprs;
+  for (unsigned d = 0; d < batch + 2; ++d)
+    outExprs.push_back(b.getAffineDimExpr(d));
+  AffineMap om = AffineMap::get(loops, 0, outExprs, b.getContext());
+  // Result sizes: batch from the broadcast, m from lhs, n from rhs.
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d < batch; ++d) {
+    Value s;
+    for (auto [v, t] : {std::pair{lhs, lt}, std::pair{rhs, rt}}) {
+      int64_t k2 = d - (batch - (t.getRank() - 2));
+      if (k2 >= 0 && t.getDimSize(k2) != 1) {
+        s = dim(v, k2);
+        break;
+      }
+    }
+    sizes.push_back(s ? s : cIndex(1));
+  }
+  sizes.push_back(dim(lhs, ta ? lt.getRank() - 1 : lt.getRank() - 2));
+  sizes.push_back(dim(rhs, tb ? rt.getRank() - 2 : rt.getRank() - 1));
+  Type et = type.getElementType();
+  Value init = fill(emptyAll(type, sizes), cFloat(b, loc, et, 0.0));
+  SmallVector<utils::IteratorType> iters(loops, utils::IteratorType::parallel);
+  iters.back() = utils::IteratorType::reduction;
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+      ArrayRef<AffineMap>{lm, rm, om}, iters,
+      [](OpBuilder &bb, Location l, ValueRange a) {
+        Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
+        linalg::YieldOp::create(bb, l,
+                                Value(arith::AddFOp::create(bb, l, a[2], p)));
+      });
+  return op.getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Composite ops
+//===----------------------------------------------------------------------===//
+
+Value Lowerer::lowerReduce(ReduceOp op) {
+  Value input = op.getInput();
+  auto t = op.getInput().getType();
+  SmallVector<int64_t> axes;
+  for (int64_t a : op.getAxes())
+    axes.push_back(a < 0 ? a + t.getRank() : a);
+  llvm::sort(axes);
+  Type et = t.getElementType();
+  bool f = isFloat(et);
+  Value r;
+  switch (op.getKind()) {
+  case ReduceKind::sum:
+  case ReduceKind::mean:
+    r = reduce(input, axes, 0.0,
+               [f](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+                 return f ? arith::AddFOp::create(bb, l, acc, x).getResult()
+                          : arith::AddIOp::create(bb, l, acc, x).getResult();
+               });
+    break;
+  case ReduceKind::prod:
+    r = reduce(input, axes, 1.0,
+               [f](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+                 return f ? arith::MulFOp::create(bb, l, acc, x).getResult()
+                          : arith::MulIOp::create(bb, l, acc, x).getResult();
+               });
+    break;
+  case ReduceKind::max:
+    r = reduce(input, axes, -INFINITY,
+               [f](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+                 return f ? arith::MaximumFOp::create(bb, l, acc, x)
+                                .getResult()
+                          : arith::MaxSIOp::create(bb, l, acc, x).getResult();
+               });
+    break;
+  case ReduceKind::min:
+    r = reduce(input, axes, INFINITY,
+               [f](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
+                 return f ? arith::MinimumFOp::create(bb, l, acc, x)
+                                .getResult()
+                          : arith::MinSIOp::create(bb, l, acc, x).getResult();
+               });
+    break;
+  }
+  auto rt = cast<RankedTensorType>(r.getType());
+  if (op.getKind() == ReduceKind::mean) {
+    Value count = cIndex(1);
+    for (int64_t a : axes)
+      count = arith::MulIOp::create(b, loc, count, dim(input, a));
+    Value n = indexToFloat(count, et);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < rt.getRank(); ++d)
+      sizes.push_back(dim(r, d));
+    r = generic(rt, {r}, {b.getMultiDimIdentityMap(rt.getRank())}, sizes,
+                [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                  return arith::DivFOp::create(bb, l, a[0], n);
+                });
+  }
+  auto outType = op.getResult().getType();
+  if (!op.getKeepDims())
+    return r;
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (outType.isDynamicDim(d))
+      dyn.push_back(dim(input, d));
+  return reshape(r, outType, dyn);
+}
+
+Value Lowerer::lowerRmsNorm(RmsNormOp op) {
+  Value x = op.getInput();
+  auto t = op.getInput().getType();
+  Type et = t.getElementType();
+  int64_t rank = t.getRank(), last = rank - 1;
+  Value ss = reduce(
+      x, {last}, 0.0,
+      [](OpBuilder &bb, Location l, Value acc, Value v) -> Value {
+        return arith::AddFOp::create(bb, l, acc, v);
+      },
+      [](OpBuilder &bb, Location l, Value v) -> Value {
+        return arith::MulFOp::create(bb, l, v, v);
+      });
+  Value n = indexToFloat(dim(x, last), et);
+  Value eps = cFloat(b, loc, et, op.getEpsilon().convertToDouble());
+  SmallVector<Value> inputs{x, ss};
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
+                              dropDimsMap(rank, {last})};
+  if (op.getScale()) {
+    inputs.push_back(op.getScale());
+    maps.push_back(AffineMap::get(rank, 0, {b.getAffineDimExpr(last)},
+                                  b.getContext()));
+  }
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(dim(x, d));
+  bool hasScale = static_cast<bool>(op.getScale());
+  return generic(op.getResult().getType(), inputs, maps, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                   Value ms = arith::DivFOp::create(bb, l, a[1], n);
+                   Value r = math::RsqrtOp::create(
+                       bb, l, arith::AddFOp::create(bb, l, ms, eps));
+                   Value y = arith::MulFOp::create(bb, l, a[0], r);
+                   if (hasScale)
+                     y = arith::MulFOp::create(bb, l, y, a[2]);
+                   return y;
+                 });
+}
+
+Value Lowerer::lowerLayerNorm(LayerNormOp op) {
+  Value x = op.getInput();
+  auto t = op.getInput().getType();
+  Type et = t.getElementType();
+  int64_t rank = t.getRank();
+  int64_t axis = normAxis(op.getAxis(), rank);
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  Value n = indexToFloat(numElements(x, axis, rank), et);
+  auto add = [](OpBuilder &bb, Location l, Value acc, Value v) -> Value {
+    return arith::AddFOp::create(bb, l, acc, v);
+  };
+  Value sum = reduce(x, axes, 0.0, add);
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  AffineMap drop = dropDimsMap(rank, axes);
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(dim(x, d));
+  // Centre first, then the variance of the centred values (two passes:
+  // better conditioned than E[x^2] - E[x]^2).
+  Value centred = generic(t, {x, sum}, {id, drop}, sizes,
+                          [&](OpBuilder &bb, Location l, ValueRange a) {
+                            Value mean = arith::DivFOp::create(bb, l, a[1], n);
+                            return Value(
+                                arith::SubFOp::create(bb, l, a[0], mean));
+                          });
+  Value sq = reduce(
+      centred, axes, 0.0, add, [](OpBuilder &bb, Location l, Value v) {
+        return Value(arith::MulFOp::create(bb, l, v, v));
+      });
+  Value eps = cFloat(b, loc, et, op.getEpsilon().convertToDouble());
+  SmallVector<Value> inputs{centred, sq};
+  SmallVector<AffineMap> maps{id, drop};
+  SmallVector<AffineExpr> tail;
+  for (int64_t d = axis; d < rank; ++d)
+    tail.push_back(b.getAffineDimExpr(d));
+  AffineMap tailMap = AffineMap::get(rank, 0, tail, b.getContext());
+  bool hasScale = static_cast<bool>(op.getScale());
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasScale) {
+    inputs.push_back(op.getScale());
+    maps.push_back(tailMap);
+  }
+  if (hasBias) {
+    inputs.push_back(op.getBias());
+    maps.push_back(tailMap);
+  }
+  return generic(op.getResult().getType(), inputs, maps, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                   Value var = arith::DivFOp::create(bb, l, a[1], n);
+                   Value r = math::RsqrtOp::create(
+                       bb, l, arith::AddFOp::create(bb, l, var, eps));
+                   Value y = arith::MulFOp::create(bb, l, a[0], r);
+                   unsigned next = 2;
+                   if (hasScale)
+                     y = arith::MulFOp::create(bb, l, y, a[next++]);
+                   if (hasBias)
+                     y = arith::AddFOp::create(bb, l, y, a[next++]);
+                   return y;
+                 });
+}
+
+Value Lowerer::lowerSlice(SliceOp op) {
+  Value x = op.getInput();
+  auto t = op.getInput().getType();
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    int64_t start = op.getStarts()[d], limit = op.getLimits()[d],
+            step = op.getSteps()[d];
+    offsets.push_back(b.getIndexAttr(start));
+    strides.push_back(b.getIndexAttr(step));
+    if (!t.isDynamicDim(d)) {
+      sizes.push_back(b.getIndexAttr((limit - start + step - 1) / step));
+      continue;
+    }
+    // size = max(0, ceil((min(limit, dim) - start) / step))
+    Value end = arith::MinUIOp::create(b, loc, dim(x, d), cIndex(limit));
+    Value span = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, end, cIndex(start)),
+        cIndex(start));
+    Value n = arith::CeilDivUIOp::create(b, loc, span, cIndex(step));
+    sizes.push_back(n);
+  }
+  auto type = op.getResult().getType();
+  auto slice = tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes,
+                                              strides);
+  Value v = slice.getResult();
+  if (v.getType() != type)
+    v = tensor::CastOp::create(b, loc, type, v);
+  return v;
+}
+
+Value Lowerer::lowerGather(Value data, Value indices, int64_t axis,
+                           RankedTensorType type) {
+  auto dt = cast<RankedTensorType>(data.getType());
+  auto it = cast<RankedTensorType>(indices.getType());
+  unsigned rank = type.getRank(), ir = it.getRank();
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (d < axis)
+      sizes.push_back(dim(data, d));
+    else if (d < axis + ir)
+      sizes.push_back(dim(indices, d - axis));
+    else
+      sizes.push_back(dim(data, d - ir + 1));
+  }
+  SmallVector<AffineExpr> idxExprs;
+  for (unsigned k = 0; k < ir; ++k)
+    idxExprs.push_back(b.getAffineDimExpr(axis + k));
+  AffineMap idxMap = AffineMap::get(rank, 0, idxExprs, b.getContext());
+  Value axisSize = dim(data, axis);
+  return generic(
+      type, {indices}, {idxMap}, sizes,
+      [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+        Value idx = arith::IndexCastOp::create(bb, l, bb.getIndexType(), a[0]);
+        // Negative indices count from the end (ONNX Gather).
+        Value zero = arith::ConstantIndexOp::create(bb, l, 0);
+        Value neg = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::slt,
+                                          idx, zero);
+        idx = arith::SelectOp::create(
+            bb, l, neg, arith::AddIOp::create(bb, l, idx, axisSize), idx);
+        SmallVector<Value> coords;
+        for (unsigned d = 0; d < axis; ++d)
+          coords.push_back(linalg::IndexOp::create(bb, l, d));
+        coords.push_back(idx);
+        for (unsigned d = axis + ir; d < rank; ++d)
+          coords.push_back(linalg::IndexOp::create(bb, l, d));
+        return tensor::ExtractOp::create(bb, l, data, coords);
+      });
+  (void)dt;
+}
+
+Value Lowerer::lowerRotary(RotaryOp op) {
+  Value x = op.getInput(), cosT = op.getCos(), sinT = op.getSin();
+  auto t = op.getInput().getType();
+  auto ct = op.getCos().getType();
+  bool interleaved = op.getStyle() == RotaryStyle::interleaved;
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < 4; ++d)
+    sizes.push_back(dim(x, d));
+  Value r = dim(cosT, ct.getRank() - 1);
+  bool batchedTable = ct.getRank() == 3;
+  bool broadcastBatch = batchedTable && ct.getDimSize(0) == 1;
+  return generic(
+      t, {x}, {b.getMultiDimIdentityMap(4)}, sizes,
+      [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+        auto ci = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(bb, l, v);
+        };
+        Value bi = linalg::IndexOp::create(bb, l, 0);
+        Value hi = linalg::IndexOp::create(bb, l, 1);
+        Value si = linalg::IndexOp::create(bb, l, 2);
+        Value di = linalg::IndexOp::create(bb, l, 3);
+        Value twoR = arith::MulIOp::create(bb, l, r, ci(2));
+        Value inRot = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::ult,
+                                            di, twoR);
+        Value first, idx, partner;
+        if (interleaved) {
+          // pairs (2i, 2i+1): even d pairs with d+1 (sign -), odd with d-1.
+          idx = arith::DivUIOp::create(bb, l, di, ci(2));
+          Value odd = arith::RemUIOp::create(bb, l, di, ci(2));
+          first = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::eq, odd,
+                                        ci(0));
+          partner = arith::SelectOp::create(
+              bb, l, first, arith::AddIOp::create(bb, l, di, ci(1)),
+              arith::SubIOp::create(bb, l, di, ci(1)));
+        } else {
+          // halves: d < R pairs with d+R (sign -), R <= d < 2R with d-R.
+          first = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::ult, di,
+                                        r);
+          Value dMinusR = arith::SubIOp::create(bb, l, di, r);
+          idx = arith::SelectOp::create(bb, l, first, di, dMinusR);
+          partner = arith::SelectOp::create(
+              bb, l, first, arith::AddIOp::create(bb, l, di, r), dMinusR);
+        }
+        // Outside the rotated part, read safe in-bounds positions.
+        idx = arith::SelectOp::create(bb, l, inRot, idx, ci(0));
+        partner = arith::SelectOp::create(bb, l, inRot, partner, di);
+        SmallVector<Value> tc;
+        if (batchedTable)
+          tc.push_back(broadcastBatch ? ci(0) : bi);
+        tc.push_back(si);
+        tc.push_back(idx);
+        Value c = tensor::ExtractOp::create(bb, l, cosT, tc);
+        Value s = tensor::ExtractOp::create(bb, l, sinT, tc);
+        Value xp = tensor::ExtractOp::create(bb, l, x,
+                                             ValueRange{bi, hi, si, partner});
+        Value sx = arith::MulFOp::create(bb, l, xp, s);
+        Value signed_ = arith::SelectOp::create(
+            bb, l, first, arith::NegFOp::create(bb, l, sx), sx);
+        Value rot = arith::AddFOp::create(
+            bb, l, arith::MulFOp::create(bb, l, a[0], c), signed_);
+        return arith::SelectOp::create(bb, l, inRot, rot, a[0]);
+      });
+}
+
+SmallVector<Value> Lowerer::lowerRotaryTable(RotaryTableOp op) {
+  Value pos = op.getPositions();
+  auto type = op.getCos().getType();
+  unsigned rank = type.getRank();
+  Type et = type.getElementType();
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    sizes.push_back(dim(pos, d));
+  sizes.push_back(cIndex(op.getDim() / 2));
+  Value initC = emptyAll(type, sizes), initS = emptyAll(type, sizes);
+  SmallVector<AffineExpr> pe;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    pe.push_back(b.getAffineDimExpr(d));
+  SmallVector<AffineMap> maps{
+      AffineMap::get(rank, 0, pe, b.getContext()),
+      b.getMultiDimIdentityMap(rank), b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  double logTheta = std::log((double)op.getTheta().convertToFloat());
+  int64_t dimAttr = op.getDim();
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{type, type}, ValueRange{pos},
+      ValueRange{initC, initS}, maps, iters,
+      [&](OpBuilder &bb, Location l, ValueRange a) {
+        Value i = linalg::IndexOp::create(bb, l, rank - 1);
+        Value fi = arith::SIToFPOp::create(
+            bb, l, bb.getF32Type(),
+            arith::IndexCastOp::create(bb, l, bb.getI64Type(), i));
+        // inv_freq = theta^(-2i/dim) = exp(-2i/dim * ln(theta))
+        Value k = cFloat(bb, l, bb.getF32Type(), -2.0 * logTheta / dimAttr);
+        Value inv = math::ExpOp::create(
+            bb, l, arith::MulFOp::create(bb, l, fi, k));
+        Value p = arith::SIToFPOp::create(bb, l, bb.getF32Type(), a[0]);
+        Value ang = arith::MulFOp::create(bb, l, p, inv);
+        Value c = scalarCast(bb, l, math::CosOp::create(bb, l, ang), et);
+        Value s = scalarCast(bb, l, math::SinOp::create(bb, l, ang), et);
+        linalg::YieldOp::create(bb, l, ValueRange{c, s});
+      });
+  return {g.getResult(0), g.getResult(1)};
+}
+
+FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  auto qt = op.getQuery().getType();
+  auto kt = op.getKey().getType();
+  Type et = qt.getElementType();
+  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
+  if (isDyn(hq) || isDyn(hkv))
+    return op.emitOpError() << "the CPU lowering needs static head counts";
+  int64_t group = hq / hkv;
+  SmallVector<Value> results;
+  if (op.getPastKey()) {
+    auto pk = cast<RankedTensorType>(op.getPresent()[0].getType());
+    auto pv = cast<RankedTensorType>(op.getPresent()[1].getType());
+    k = concat({op.getPastKey(), k}, 2, pk);
+    v = concat({op.getPastValue(), v}, 2, pv);
+  }
+  auto kAll = cast<RankedTensorType>(k.getType());
+  auto vAll = cast<RankedTensorType>(v.getType());
+  Value B = dim(q, 0), S = dim(q, 2), T = dim(k, 2), D = dim(q, 3),
+        Dv = dim(v, 3);
+  (void)D;
+  int64_t headDim = qt.getDimSize(3);
+  double scale = op.getScale() ? op.getScale()->convertToDouble()
+                               : 1.0 / std::sqrt((double)headDim);
+  if (isDyn(headDim) && !op.getScale())
+    return op.emitOpError() << "the CPU lowering needs a static head_dim "
+                               "or an explicit scale";
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+  AffineExpr kvHead = d(1).floorDiv(group);
+
+  // scores[b,h,s,t] = scale * sum_d q[b,h,s,d] k[b,h/G,t,d]
+  auto scoresType = RankedTensorType::get(
+      {qt.getDimSize(0), hq, qt.getDimSize(2), kAll.getDimSize(2)}, et);
+  Value init = fill(emptyAll(scoresType, {B, cIndex(hq), S, T}),
+                    cFloat(b, loc, et, 0.0));
+  SmallVector<utils::IteratorType> it5(5, utils::IteratorType::parallel);
+  it5[4] = utils::IteratorType::reduction;
+  Value scores =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scoresType}, ValueRange{q, k}, ValueRange{init},
+          ArrayRef<AffineMap>{
+              AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(0), kvHead, d(3), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+          it5,
+          [](OpBuilder &bb, Location l, ValueRange a) {
+            Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
+            linalg::YieldOp::create(
+                bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
+          })
+          .getResult(0);
+
+  // Scale, then the causal and explicit masks.
+  Value mask = op.getMask();
+  bool causal = op.getCausal();
+  bool boolMask = mask && cast<RankedTensorType>(mask.getType())
+                              .getElementType()
+                              .isInteger(1);
+  SmallVector<Value> ins{scores};
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(4)};
+  if (mask) {
+    ins.push_back(mask);
+    maps.push_back(broadcastMap(mask, 4));
+  }
+  Value offset = arith::SubIOp::create(b, loc, T, S); // cache length
+  scores = generic(
+      scoresType, ins, maps, {B, cIndex(hq), S, T},
+      [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+        Value s = arith::MulFOp::create(bb, l, a[0],
+                                        cFloat(bb, l, et, scale));
+        Value ninf = cFloat(bb, l, et, -INFINITY);
+        if (mask) {
+          if (boolMask)
+            s = arith::SelectOp::create(bb, l, a[1], s, ninf);
+          else
+            s = arith::AddFOp::create(bb, l, s, scalarCast(bb, l, a[1], et));
+        }
+        if (causal) {
+          Value si = linalg::IndexOp::create(bb, l, 2);
+          Value ti = linalg::IndexOp::create(bb, l, 3);
+          Value limit = arith::AddIOp::create(bb, l, si, offset);
+          Value future = arith::CmpIOp::create(
+              bb, l, arith::CmpIPredicate::ugt, ti, limit);
+          s = arith::SelectOp::create(bb, l, future, ninf, s);
+        }
+        return s;
+      });
+  Value probs = softmax(scores, 3);
+
+  // out[b,h,s,e] = sum_t p[b,h,s,t] v[b,h/G,t,e]
+  auto outType = op.getOutput().getType();
+  Value outInit =
+      fill(emptyAll(outType, {B, cIndex(hq), S, Dv}), cFloat(b, loc, et, 0));
+  Value out =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{outType}, ValueRange{probs, v},
+          ValueRange{outInit},
+          ArrayRef<AffineMap>{
+              AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+              AffineMap::get(5, 0, {d(0), kvHead, d(4), d(3)}, ctx),
+              AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+          it5,
+          [](OpBuilder &bb, Location l, ValueRange a) {
+            Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
+            linalg::YieldOp::create(
+                bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
+          })
+          .getResult(0);
+  results.push_back(out);
+  if (op.getPastKey()) {
+    Value pk = k, pv = v;
+    if (pk.getType() != op.getPresent()[0].getType())
+      pk = tensor::CastOp::create(b, loc, op.getPresent()[0].getType(), pk);
+    if (pv.getType() != op.getPresent()[1].getType())
+      pv = tensor::CastOp::create(b, loc, op.getPresent()[1].getType(), pv);
+    results.push_back(pk);
+    results.push_back(pv);
+  }
+  (void)vAll;
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime calls
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> Lowerer::contextOf(Operation *op) {
+  auto fn = op->getParentOfType<func::FuncOp>();
+  if (!fn || fn.getNumArguments() == 0 ||
+      !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()) ||
+      !fn->hasAttr(LoomDialect::kEntryAttrName))
+    return op->emitOpError()
+           << "collectives lower only inside entry points with a runtime "
+              "context; run loom-prepare-entry-points first (collectives "
+              "in private functions are not supported)";
+  return Value(fn.getArgument(0));
+}
+
+func::FuncOp Lowerer::runtimeFunc(StringRef name, TypeRange args,
+                                  TypeRange results) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                 b.getFunctionType(args, results));
+  fn.setPrivate();
+  return fn;
+}
+
+Value Lowerer::bufferOf(Value tensor) {
+  auto t = cast<RankedTensorType>(tensor.getType());
+  auto mt = MemRefType::get(t.getShape(), t.getElementType());
+  return bufferization::ToBufferOp::create(b, loc, mt, tensor,
+                                           /*read_only=*/true);
+}
+
+Value Lowerer::allocLike(RankedTensorType type, ArrayRef<Value> allSizes) {
+  auto mt = MemRefType::get(type.getShape(), type.getElementType());
+  SmallVector<Value> dyn;
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    if (isDyn(d))
+      dyn.push_back(allSizes[i]);
+  return memref::AllocOp::create(b, loc, mt, dyn);
+}
+
+Value Lowerer::ptrOf(Value memref) {
+  Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
+  return LLVM::IntToPtrOp::create(b, loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()),
+                                  i64);
+}
+
+Value Lowerer::toTensor(Value memref, RankedTensorType type) {
+  return bufferization::ToTensorOp::create(b, loc, type, memref,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+FailureOr<std::pair<int64_t, uint64_t>>
+Lowerer::groupOf(Operation *op, FlatSymbolRefAttr meshSym, ArrayAttr axes) {
+  MeshOp mesh = lookupMesh(op, meshSym);
+  if (!mesh)
+    return op->emitOpError() << "unknown mesh " << meshSym;
+  uint64_t mask = 0;
+  for (Attribute a : axes) {
+    auto idx = mesh.getMesh().getAxisIndex(cast<StringAttr>(a).getValue());
+    if (!idx || *idx >= LOOM_RT_MAX_AXES)
+      return op->emitOpError() << "mesh axis " << a
+                               << " is not usable by the runtime (at most "
+                               << LOOM_RT_MAX_AXES << " axes)";
+    mask |= uint64_t(1) << *idx;
+  }
+  return std::pair{getGroupSize(mesh.getMesh(), axes), mask};
+}
+
+FailureOr<Value> Lowerer::peerRank(Operation *op, Value ctx,
+                                   FlatSymbolRefAttr meshSym, ArrayAttr axes,
+                                   std::optional<int64_t> peer,
+                                   std::optional<int64_t> shift) {
+  MeshOp meshOp = lookupMesh(op, meshSym);
+  if (!meshOp)
+    return op->emitOpError() << "unknown mesh " << meshSym;
+  MeshAttr mesh = meshOp.getMesh();
+  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
+  auto coordFn = runtimeFunc("loom_rt_coord", {ptrT, b.getI32Type()},
+                             {b.getI64Type()});
+  FailureOr<std::pair<int64_t, uint64_t>> group = groupOf(op, meshSym, axes);
+  if (failed(group))
+    return failure();
+  int64_t p = group->first;
+  // This rank's coordinates, and its index in the group (row-major over the
+  // masked axes in increasing axis order).
+  SmallVector<Value> coords;
+  for (unsigned a = 0; a < mesh.getNumAxes(); ++a)
+    coords.push_back(func::CallOp::create(b, loc, coordFn,
+                                          ValueRange{ctx, cI32(a)})
+                         .getResult(0));
+  SmallVector<unsigned> masked;
+  for (unsigned a = 0; a < mesh.getNumAxes(); ++a)
+    if (group->second & (uint64_t(1) << a))
+      masked.push_back(a);
+  Value target;
+  if (peer) {
+    target = cI64(*peer);
+  } else {
+    Value mine = cI64(0);
+    for (unsigned a : masked)
+      mine = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, mine,
+                                cI64(mesh.getAxisSizes()[a])),
+          coords[a]);
+    // (mine + shift) mod p, kept non-negative.
+    int64_t s = ((*shift % p) + p) % p;
+    target = arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, mine, cI64(s)), cI64(p));
+  }
+  // Delinearise the target over the masked axes, keep the other coordinates.
+  for (auto it = masked.rbegin(); it != masked.rend(); ++it) {
+    Value size = cI64(mesh.getAxisSizes()[*it]);
+    coords[*it] = arith::RemUIOp::create(b, loc, target, size);
+    target = arith::DivUIOp::create(b, loc, target, size);
+  }
+  Value rank = cI64(0);
+  for (unsigned a = 0; a < mesh.getNumAxes(); ++a)
+    rank = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, rank,
+                                      cI64(mesh.getAxisSizes()[a])),
+        coords[a]);
+  return rank;
+}
+
+FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
+  FailureOr<Value> ctxOr = contextOf(op);
+  if (failed(ctxOr))
+    return failure();
+  Value ctx = *ctxOr;
+  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto dtypeOf = [&](Type t) -> FailureOr<int32_t> {
+    int32_t d = runtimeDType(getElementTypeOrSelf(t));
+    if (d < 0)
+      return op->emitOpError() << "element type " << getElementTypeOrSelf(t)
+                               << " cannot be communicated by the runtime";
+    return d;
+  };
+  auto sizesOf = [&](Value v) {
+    SmallVector<Value> s;
+    for (int64_t d = 0; d < cast<RankedTensorType>(v.getType()).getRank();
+         ++d)
+      s.push_back(dim(v, d));
+    return s;
+  };
+
+  if (auto ar = dyn_cast<AllReduceOp>(op)) {
+    auto group = groupOf(op, ar.getMeshAttr(), ar.getMeshAxes());
+    FailureOr<int32_t> dt = dtypeOf(ar.getType());
+    if (failed(group) || failed(dt))
+      return failure();
+    auto type = cast<RankedTensorType>(ar.getType());
+    Value in = bufferOf(ar.getInput());
+    Value out = allocLike(type, sizesOf(ar.getInput()));
+    auto fn = runtimeFunc("loom_rt_all_reduce",
+                          {ptrT, i32, i32, ptrT, ptrT, i64, i64});
+    func::CallOp::create(
+        b, loc, fn,
+        ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(ar.getReduction())),
+                   ptrOf(in), ptrOf(out),
+                   indexToI64(numElements(ar.getInput())),
+                   cI64((int64_t)group->second)});
+    return toTensor(out, type);
+  }
+  if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    auto group = groupOf(op, ag.getMeshAttr(), ag.getMeshAxes());
+    FailureOr<int32_t> dt = dtypeOf(ag.getType());
+    if (failed(group) || failed(dt))
+      return failure();
+    auto inT = cast<RankedTensorType>(ag.getInput().getType());
+    auto type = cast<RankedTensorType>(ag.getType());
+    int64_t gd = normAxis(ag.getGatherDim(), inT.getRank());
+    SmallVector<Value> sizes = sizesOf(ag.getInput());
+    sizes[gd] = arith::MulIOp::create(b, loc, sizes[gd],
+                                      cIndex(group->first));
+    Value in = bufferOf(ag.getInput());
+    Value out = allocLike(type, sizes);
+    auto fn = runtimeFunc("loom_rt_all_gather",
+                          {ptrT, i32, ptrT, ptrT, i64, i64, i64});
+    func::CallOp::create(
+        b, loc, fn,
+        ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
+                   indexToI64(numElements(ag.getInput(), 0, gd)),
+                   indexToI64(numElements(ag.getInput(), gd)),
+                   cI64((int64_t)group->second)});
+    return toTensor(out, type);
+  }
+  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    auto group = groupOf(op, rs.getMeshAttr(), rs.getMeshAxes());
+    FailureOr<int32_t> dt = dtypeOf(rs.getType());
+    if (failed(group) || failed(dt))
+      return failure();
+    auto inT = cast<RankedTensorType>(rs.getInput().getType());
+    auto type = cast<RankedTensorType>(rs.getType());
+    int64_t sd = normAxis(rs.getScatterDim(), inT.getRank());
+    SmallVector<Value> sizes = sizesOf(rs.getInput());
+    sizes[sd] = arith::DivUIOp::create(b, loc, sizes[sd],
+                                       cIndex(group->first));
+    Value in = bufferOf(rs.getInput());
+    Value out = allocLike(type, sizes);
+    // inner = (in[sd] / p) * prod(in[sd+1:])
+    Value inner = arith::MulIOp::create(
+        b, loc, sizes[sd], numElements(rs.getInput(), sd + 1));
+    auto fn = runtimeFunc("loom_rt_reduce_scatter",
+                          {ptrT, i32, i32, ptrT, ptrT, i64, i64, i64});
+    func::CallOp::create(
+        b, loc, fn,
+        ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(rs.getReduction())),
+                   ptrOf(in), ptrOf(out),
+                   indexToI64(numElements(rs.getInput(), 0, sd)),
+                   indexToI64(inner), cI64((int64_t)group->second)});
+    return toTensor(out, type);
+  }
+  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    auto group = groupOf(op, a2a.getMeshAttr(), a2a.getMeshAxes());
+    FailureOr<int32_t> dt = dtypeOf(a2a.getType());
+    if (failed(group) || failed(dt))
+      return failure();
+    int64_t p = group->first;
+    Value x = a2a.getInput();
+    auto inT = cast<RankedTensorType>(x.getType());
+    int64_t rank = inT.getRank();
+    int64_t sd = normAxis(a2a.getSplitDim(), rank);
+    int64_t cd = normAxis(a2a.getConcatDim(), rank);
+    Type et = inT.getElementType();
+    // 1. [.., S[sd], ..] -> [.., p, S[sd]/p, ..] -> move p to the front so
+    //    that block j (for member j) is contiguous.
+    SmallVector<int64_t> s1;
+    SmallVector<Value> d1;
+    SmallVector<Value> inSizes = sizesOf(x);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == sd) {
+        s1.push_back(p);
+        s1.push_back(isDyn(inT.getDimSize(d)) ? ShapedType::kDynamic
+                                              : inT.getDimSize(d) / p);
+        d1.push_back(cIndex(p));
+        d1.push_back(arith::DivUIOp::create(b, loc, inSizes[d], cIndex(p)));
+      } else {
+        s1.push_back(inT.getDimSize(d));
+        d1.push_back(inSizes[d]);
+      }
+    }
+    auto t1 = RankedTensorType::get(s1, et);
+    SmallVector<Value> dyn1;
+    for (auto [i, s] : llvm::enumerate(s1))
+      if (isDyn(s))
+        dyn1.push_back(d1[i]);
+    Value x1 = reshape(x, t1, dyn1);
+    SmallVector<int64_t> perm{sd};
+    for (int64_t d = 0; d <= rank; ++d)
+      if (d != sd)
+        perm.push_back(d);
+    Value x2 = transpose(x1, perm);
+    auto t2 = cast<RankedTensorType>(x2.getType());
+    SmallVector<Value> s2 = sizesOf(x2);
+    Value in = bufferOf(x2);
+    Value out = allocLike(t2, s2);
+    auto fn = runtimeFunc("loom_rt_all_to_all",
+                          {ptrT, i32, ptrT, ptrT, i64, i64});
+    Value block = arith::DivUIOp::create(b, loc, numElements(x2), cIndex(p));
+    func::CallOp::create(b, loc, fn,
+                         ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
+                                    indexToI64(block),
+                                    cI64((int64_t)group->second)});
+    Value y2 = toTensor(out, t2);
+    // 2. [p, L...] -> move p just before L[cd] and merge the two.
+    SmallVector<int64_t> back;
+    for (int64_t d = 1; d <= rank; ++d) {
+      if (d - 1 == cd)
+        back.push_back(0);
+      back.push_back(d);
+    }
+    Value y3 = transpose(y2, back);
+    auto type = cast<RankedTensorType>(a2a.getType());
+    SmallVector<Value> dynOut;
+    SmallVector<Value> s3 = sizesOf(y3);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!type.isDynamicDim(d))
+        continue;
+      if (d < cd)
+        dynOut.push_back(s3[d]);
+      else if (d == cd)
+        dynOut.push_back(arith::MulIOp::create(b, loc, s3[d], s3[d + 1]));
+      else
+        dynOut.push_back(s3[d + 1]);
+    }
+    return reshape(y3, type, dynOut);
+  }
+  if (auto send = dyn_cast<SendOp>(op)) {
+    FailureOr<int32_t> dt = dtypeOf(send.getInput().getType());
+    FailureOr<Value> peer =
+        peerRank(op, ctx, send.getMeshAttr(), send.getMeshAxes(),
+                 send.getPeer(), send.getShift());
+    if (failed(dt) || failed(peer))
+      return failure();
+    Value in = bufferOf(send.getInput());
+    auto fn = runtimeFunc("loom_rt_send", {ptrT, i32, ptrT, i64, i64, i64});
+    func::CallOp::create(b, loc, fn,
+                         ValueRange{ctx, cI32(*dt), ptrOf(in),
+                                    indexToI64(numElements(send.getInput())),
+                                    *peer, cI64(send.getChannel())});
+    return Value();
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    auto type = cast<RankedTensorType>(recv.getType());
+    if (!type.hasStaticShape())
+      return op->emitOpError() << "loom.recv needs a static shape to lower";
+    FailureOr<int32_t> dt = dtypeOf(type);
+    FailureOr<Value> peer =
+        peerRank(op, ctx, recv.getMeshAttr(), recv.getMeshAxes(),
+                 recv.getPeer(), recv.getShift());
+    if (failed(dt) || failed(peer))
+      return failure();
+    Value out = allocLike(type, {});
+    auto fn = runtimeFunc("loom_rt_recv", {ptrT, i32, ptrT, i64, i64, i64});
+    func::CallOp::create(
+        b, loc, fn,
+        ValueRange{ctx, cI32(*dt), ptrOf(out), cI64(type.getNumElements()),
+                   *peer, cI64(recv.getChannel())});
+    return toTensor(out, type);
+  }
+  return op->emitOpError() << "is not a collective";
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowerer::lowerOp(Operation *op) {
+  loc = op->getLoc();
+  b.setInsertionPoint(op);
+  Value result;
+  if (auto w = dyn_cast<WeightOp>(op))
+    return w.emitOpError() << "weights must be outlined to arguments first "
+                              "(loom-prepare-entry-points)";
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    result = arith::ConstantOp::create(b, loc, cast<TypedAttr>(c.getValue()));
+  } else if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, AndOp,
+                 OrOp>(op)) {
+    result = elementwise(
+        cast<RankedTensorType>(op->getResult(0).getType()),
+        op->getOperands(),
+        [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+          return scalarBinary(op, bb, l, a[0], a[1]);
+        });
+  } else if (isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp,
+                 SinOp, CosOp, TanhOp, SigmoidOp, SiluOp, ReluOp, ErfOp,
+                 NotOp, GeluOp>(op)) {
+    result = elementwise(
+        cast<RankedTensorType>(op->getResult(0).getType()),
+        op->getOperands(),
+        [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+          return scalarUnary(op, bb, l, a[0]);
+        });
+  } else if (auto cmp = dyn_cast<CompareOp>(op)) {
+    CompareKind kind = cmp.getPredicate();
+    result = elementwise(
+        cmp.getResult().getType(), op->getOperands(),
+        [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+          return scalarCompare(kind, bb, l, a[0], a[1]);
+        });
+  } else if (auto sel = dyn_cast<SelectOp>(op)) {
+    result = elementwise(
+        sel.getResult().getType(), op->getOperands(),
+        [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+          return arith::SelectOp::create(bb, l, a[0], a[1], a[2]);
+        });
+  } else if (auto cast_ = dyn_cast<CastOp>(op)) {
+    Type to = cast_.getResult().getType().getElementType();
+    result = elementwise(
+        cast_.getResult().getType(), op->getOperands(),
+        [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+          return scalarCast(bb, l, a[0], to);
+        });
+  } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    result = elementwise(
+        bc.getResult().getType(), op->getOperands(),
+        [](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; });
+  } else if (auto mm = dyn_cast<MatmulOp>(op)) {
+    result = matmul(mm.getLhs(), mm.getRhs(), mm.getTransposeA(),
+                    mm.getTransposeB(), mm.getResult().getType());
+  } else if (auto sm = dyn_cast<SoftmaxOp>(op)) {
+    int64_t rank = sm.getInput().getType().getRank();
+    int64_t axis = normAxis(sm.getAxis(), rank);
+    result = softmax(sm.getInput(), axis);
+  } else if (auto red = dyn_cast<ReduceOp>(op)) {
+    result = lowerReduce(red);
+  } else if (auto rms = dyn_cast<RmsNormOp>(op)) {
+    result = lowerRmsNorm(rms);
+  } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    result = lowerLayerNorm(ln);
+  } else if (auto rs = dyn_cast<ReshapeOp>(op)) {
+    FailureOr<SmallVector<Value>> sizes =
+        reshapeSizes(op, rs.getInput(), rs.getResult().getType());
+    if (failed(sizes))
+      return failure();
+    result = reshape(rs.getInput(), rs.getResult().getType(), *sizes);
+  } else if (auto tr = dyn_cast<TransposeOp>(op)) {
+    result = transpose(tr.getInput(), tr.getPermutation());
+    if (result.getType() != tr.getResult().getType())
+      result = tensor::CastOp::create(b, loc, tr.getResult().getType(),
+                                      result);
+  } else if (auto cc = dyn_cast<ConcatOp>(op)) {
+    int64_t rank = cc.getResult().getType().getRank();
+    int64_t axis = normAxis(cc.getAxis(), rank);
+    result = concat(cc.getInputs(), axis, cc.getResult().getType());
+  } else if (auto sl = dyn_cast<SliceOp>(op)) {
+    result = lowerSlice(sl);
+  } else if (auto g = dyn_cast<GatherOp>(op)) {
+    int64_t rank = g.getInput().getType().getRank();
+    int64_t axis = normAxis(g.getAxis(), rank);
+    result = lowerGather(g.getInput(), g.getIndices(), axis,
+                         g.getResult().getType());
+  } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
+    if (isa<QTensorType>(e.getTable().getType()))
+      return e.emitOpError() << "quantized embedding tables are not lowered "
+                                "to CPU code yet";
+    result = lowerGather(e.getTable(), e.getIds(), 0,
+                         e.getResult().getType());
+  } else if (auto rot = dyn_cast<RotaryOp>(op)) {
+    result = lowerRotary(rot);
+  } else if (auto tab = dyn_cast<RotaryTableOp>(op)) {
+    SmallVector<Value> cs = lowerRotaryTable(tab);
+    op->replaceAllUsesWith(cs);
+    op->erase();
+    return success();
+  } else if (auto att = dyn_cast<AttentionOp>(op)) {
+    FailureOr<SmallVector<Value>> rs = lowerAttention(att);
+    if (failed(rs))
+      return failure();
+    op->replaceAllUsesWith(*rs);
+    op->erase();
+    return success();
+  } else if (auto sh = dyn_cast<ShardOp>(op)) {
+    // An annotation for the planner; by now the program is per rank.
+    result = sh.getInput();
+  } else if (isa<CollectiveOpInterface>(op)) {
+    FailureOr<Value> r = lowerCollective(op);
+    if (failed(r))
+      return failure();
+    result = *r;
+  } else if (isa<QMatmulOp, QuantizeOp, DequantizeOp>(op)) {
+    return op->emitOpError()
+           << "quantized ops are not lowered to CPU code yet";
+  } else {
+    return op->emitOpError() << "has no CPU lowering";
+  }
+  if (op->getNumResults() == 1 && result)
+    op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+LogicalResult Lowerer::run() {
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops)
+    if (failed(lowerOp(op)))
+      return failure();
+  // Meshes are fully consumed: collectives now name ranks and masks.
+  for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
+    mesh.erase();
+  // Function-level discardable loom attributes have no meaning below.
+  module.walk([&](func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+      fn.removeArgAttr(i, LoomDialect::kWeightAttrName);
+      fn.removeArgAttr(i, "loom.name");
+    }
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.removeResultAttr(i, StringAttr::get(fn.getContext(),
+                                             LoomDialect::kShardingAttrName));
+  });
+  return success();
+}
+
+namespace {
+struct ConvertLoomToLinalgPass
+    : loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
+  void runOnOperation() override {
+    Lowerer lowerer(getOperation());
+    if (failed(lowerer.run()))
+      signalPassFailure();
+  }
+};
+} // namespace

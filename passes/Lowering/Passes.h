@@ -1,0 +1,32 @@
+//===- Passes.h - the lower phase's passes ----------------------*- C++ -*-===//
+
+#ifndef LOOM_PASSES_LOWERING_PASSES_H
+#define LOOM_PASSES_LOWERING_PASSES_H
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace loom {
+
+#define GEN_PASS_DECL
+#include "passes/Lowering/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Lowering/Passes.h.inc"
+
+/// Name of the argument attribute that describes an outlined weight.
+constexpr llvm::StringLiteral kWeightArgAttrName = "loom.weight";
+
+} // namespace loom
+
+#endif // LOOM_PASSES_LOWERING_PASSES_H

@@ -1,0 +1,52 @@
+//===- Passes.td - the lower phase's passes ----------------*- tablegen -*-===//
+
+#ifndef LOOM_PASSES_LOWERING_PASSES_TD
+#define LOOM_PASSES_LOWERING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp"> {
+  let summary = "Give entry points the runtime ABI: context first, weights last";
+  let description = [{
+    Every public function with a body becomes an entry point of the bundle:
+    its first argument becomes the rank's `loom_rt_ctx *` (an `!llvm.ptr`),
+    every `loom.weight` it uses becomes a trailing argument carrying a
+    `loom.weight` argument attribute (name and storage), and the function is
+    marked `llvm.emit_c_interface`. Private functions must not use weights.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def ConvertLoomToLinalgPass
+    : Pass<"loom-convert-loom-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower loom primitives to linalg, tensor and arith on tensors";
+  let description = [{
+    Elementwise ops with numpy broadcasting, reductions, matmuls, data
+    movement and casts become linalg.generic / tensor ops; composite ops
+    (softmax, rms_norm, layer_norm, rotary, attention with grouped KV heads,
+    masks and caches) become sequences of them; collectives and
+    point-to-point ops become calls into the runtime C ABI
+    (`include/loom/runtime/abi.h`) on buffers taken from the tensors. Needs
+    loom-prepare-entry-points (the context argument).
+  }];
+  let dependentDialects = [
+    "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+    "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect",
+    "mlir::func::FuncDialect"
+  ];
+}
+
+def PackEntryPointsPass : Pass<"loom-pack-entry-points", "mlir::ModuleOp"> {
+  let summary = "Emit loom_entry_<name>(void **args) for every C interface";
+  let description = [{
+    After conversion to the LLVM dialect, wraps each `_mlir_ciface_<name>`
+    (all of whose arguments are pointers) in `loom_entry_<name>(void **)`
+    that loads the arguments from an array, so that the launcher can call
+    any entry point without knowing its arity (docs/BUNDLE.md).
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+#endif // LOOM_PASSES_LOWERING_PASSES_TD

@@ -1,0 +1,96 @@
+//===- PrepareEntryPoints.cpp - runtime ABI for entry points --------------===//
+//
+// Entry points get the rank's runtime context as their first argument and
+// their weights as trailing arguments, so that generated code never looks a
+// weight up: the launcher passes each rank's mapped slice (docs/BUNDLE.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Lowering/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+#define DEBUG_TYPE "loom-prepare-entry-points"
+
+namespace loom {
+#define GEN_PASS_DEF_PREPAREENTRYPOINTSPASS
+#include "passes/Lowering/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+struct PrepareEntryPointsPass
+    : loom::impl::PrepareEntryPointsPassBase<PrepareEntryPointsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      // Weights in order of first use, one argument per distinct name.
+      llvm::MapVector<StringRef, SmallVector<WeightOp>> weights;
+      fn.walk([&](WeightOp w) { weights[w.getName()].push_back(w); });
+      if (fn.isPrivate()) {
+        if (!weights.empty()) {
+          weights.front().second.front().emitOpError()
+              << "weights may only be used in public functions (entry "
+                 "points); pass the value as an argument instead";
+          return signalPassFailure();
+        }
+        continue;
+      }
+      if (fn.getNumArguments() > 0 &&
+          isa<LLVM::LLVMPointerType>(fn.getArgumentTypes().front()) &&
+          fn->hasAttr(LoomDialect::kEntryAttrName)) {
+        continue; // already prepared
+      }
+      if (failed(fn.insertArgument(0, ptrType,
+                                   DictionaryAttr::get(ctx, {}),
+                                   fn.getLoc()))) {
+        fn.emitOpError() << "cannot add the runtime context argument";
+        return signalPassFailure();
+      }
+      for (auto &[name, uses] : weights) {
+        WeightOp first = uses.front();
+        SmallVector<NamedAttribute> desc;
+        desc.emplace_back(StringAttr::get(ctx, "name"),
+                          StringAttr::get(ctx, name));
+        if (first.getSourceAttr())
+          desc.emplace_back(StringAttr::get(ctx, "source"),
+                            first.getSourceAttr());
+        for (WeightOp w : uses)
+          if (w.getType() != first.getType()) {
+            w.emitOpError() << "weight '" << name
+                            << "' is used with two types: "
+                            << first.getType() << " and " << w.getType();
+            return signalPassFailure();
+          }
+        unsigned index = fn.getNumArguments();
+        if (failed(fn.insertArgument(
+                index, first.getType(),
+                DictionaryAttr::get(
+                    ctx, {NamedAttribute(
+                             StringAttr::get(ctx, kWeightArgAttrName),
+                             DictionaryAttr::get(ctx, desc))}),
+                first.getLoc()))) {
+          first.emitOpError() << "cannot add a weight argument";
+          return signalPassFailure();
+        }
+        BlockArgument arg = fn.getArgument(index);
+        for (WeightOp w : uses) {
+          w.getResult().replaceAllUsesWith(arg);
+          w.erase();
+        }
+      }
+      fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+      fn->setAttr(LoomDialect::kEntryAttrName, UnitAttr::get(ctx));
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,149 @@
+//===- runtime/Comm.h - Communicator interface and rank context -*- C++ -*-===//
+//
+// Internal C++ API of the runtime. Every communicator (threads, mpi, later
+// nccl) implements `Comm`; one Comm object exists per rank and is owned by
+// the launcher. The C ABI entry points (Context.cpp) validate arguments,
+// resolve the group of an axes_mask (cached in the context), and forward to
+// the rank's Comm.
+//
+// Contract of every Comm method:
+//  - arguments are already validated (dtype/op in range, counts >= 0,
+//    pointers non-null when the count is non-zero, peers in range);
+//  - it returns only on success; on any failure (timeout, dead peer, job
+//    aborted by another rank) it calls fail(), which never returns;
+//  - collectives of a group are called by all members in the same order.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUNTIME_COMM_H
+#define LOOM_RUNTIME_COMM_H
+
+#include "loom/runtime/Runtime.h"
+#include "loom/runtime/abi.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace loom::rt {
+
+class Comm;
+
+/// Backend-specific part of a group (a shared-memory rendezvous, an
+/// MPI_Comm, ...).
+class GroupImpl {
+public:
+  virtual ~GroupImpl();
+};
+
+/// The process group of one axes_mask, as seen from one rank.
+struct Group {
+  uint64_t mask = 0;  ///< normalised: only bits of existing axes
+  int64_t size = 1;   ///< p
+  int64_t index = 0;  ///< this rank's index in the group
+  std::vector<int64_t> members; ///< global ranks, by group index
+  std::unique_ptr<GroupImpl> impl;
+};
+
+/// What the rank is doing now, for error messages (set at each ABI entry).
+struct OpDesc {
+  const char *name = "";
+  int32_t dtype = -1;
+  int32_t op = -1;
+  int64_t count = -1;
+  int64_t inner = -1;
+  uint64_t mask = 0;
+  int64_t peer = -1;
+  int64_t tag = -1;
+  bool hasMask = false;
+};
+
+struct TraceEvent {
+  const char *name;
+  int64_t ns;
+  char phase; // 'B' or 'E'
+};
+
+} // namespace loom::rt
+
+/// The opaque per-rank context of the C ABI.
+struct loom_rt_ctx {
+  loom::rt::Comm *comm = nullptr;
+  std::vector<int64_t> dims;   ///< mesh shape
+  std::vector<int64_t> coords; ///< this rank's coordinates
+  int64_t rank = 0;
+  int64_t worldSize = 1;
+  double timeoutSeconds = 60;
+  std::unordered_map<uint64_t, std::unique_ptr<loom::rt::Group>> groups;
+  std::vector<const void *> weights;
+  std::vector<std::shared_ptr<loom::rt::MappedFile>> mappings;
+  loom::rt::OpDesc current;
+  bool tracing = false;
+  std::vector<loom::rt::TraceEvent> trace;
+  std::vector<char> scratch; ///< backend scratch (e.g. f16 -> f32 staging)
+};
+
+namespace loom::rt {
+
+class Comm {
+public:
+  virtual ~Comm();
+  virtual const char *name() const = 0;
+
+  /// Creates the backend part of `group` (called once per mask per rank, at
+  /// the group's first use; for the members of one group in the same order).
+  virtual std::unique_ptr<GroupImpl> createGroup(loom_rt_ctx &ctx,
+                                                 const Group &group) = 0;
+
+  virtual void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
+                         int32_t op, const void *in, void *out,
+                         int64_t count) = 0;
+  virtual void allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
+                         const void *in, void *out, int64_t outer,
+                         int64_t inner) = 0;
+  virtual void reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
+                             int32_t op, const void *in, void *out,
+                             int64_t outer, int64_t inner) = 0;
+  virtual void allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
+                        const void *in, void *out, int64_t block) = 0;
+  virtual void barrier(loom_rt_ctx &ctx, Group &g) = 0;
+  virtual void send(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
+                    int64_t count, int64_t dst, int64_t tag) = 0;
+  virtual void recv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+                    int64_t src, int64_t tag) = 0;
+  virtual void sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
+                        int64_t sendCount, int64_t dst, void *recvBuf,
+                        int64_t recvCount, int64_t src, int64_t tag) = 0;
+
+  /// Called at every ABI entry: fails fast if the job is already failing.
+  virtual void poll(loom_rt_ctx &ctx) = 0;
+
+  /// Fails the job with `message` (already formatted, see formatFailure).
+  /// Never returns.
+  [[noreturn]] virtual void fail(loom_rt_ctx &ctx,
+                                 const std::string &message) = 0;
+};
+
+/// "loom-rt: rank R (coords [..]): <op desc> failed: <reason>".
+std::string formatFailure(const loom_rt_ctx &ctx, const std::string &reason);
+
+/// Fails the job from inside a Comm with `reason` for the current op.
+[[noreturn]] void failCurrent(loom_rt_ctx &ctx, const std::string &reason);
+
+/// Resolves (and caches) the group of `mask` for ctx. With `withImpl` the
+/// backend part is created too (collective over the group's members under
+/// MPI), so only collectives pass true; queries pass false.
+Group &getGroup(loom_rt_ctx &ctx, uint64_t mask, bool withImpl = true);
+
+/// Fills dims/coords/rank of a context. Returns false if the shape is bad.
+bool initContext(loom_rt_ctx &ctx, const std::vector<int64_t> &dims,
+                 int64_t rank, std::string *error);
+
+/// Writes the trace of `ctxs` as Chrome JSON (pid 0, tid = rank).
+void writeTrace(const std::string &path,
+                const std::vector<const loom_rt_ctx *> &ctxs);
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_COMM_H

@@ -1,0 +1,48 @@
+"""Hand-made Loom bundles for the loom-run pytest checks."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def write_bundle(out: Path, lib: Path, mesh: dict, entry: dict,
+                 rank_weights=None):
+    """Writes manifest.json (+ weights) for one entry.
+
+    entry: {"name", "symbol", "inputs", "outputs", "weights"} as in the
+    manifest; rank_weights(r) -> list of numpy arrays (one per weight) for
+    rank r, written to out/weights/<name>.bin, every rank's slice back to
+    back."""
+    out.mkdir(parents=True, exist_ok=True)
+    axes, shape = list(mesh.keys()), list(mesh.values())
+    nranks = int(np.prod(shape)) if shape else 1
+    files = {}
+    ranks = []
+    for r in range(nranks):
+        rest, coords = r, []
+        for s in reversed(shape):
+            coords.insert(0, rest % s)
+            rest //= s
+        slices = []
+        arrays = rank_weights(r) if rank_weights else []
+        for spec, a in zip(entry["weights"], arrays):
+            a = np.ascontiguousarray(a)
+            path = out / "weights" / f"{spec['name']}.bin"
+            path.parent.mkdir(exist_ok=True)
+            with open(path, "ab" if path in files else "wb") as f:
+                offset = f.tell()
+                f.write(a.tobytes())
+            files[path] = True
+            slices.append({"name": spec["name"], "file": str(path.resolve()),
+                           "offset": offset, "nbytes": a.nbytes,
+                           "shape": list(a.shape),
+                           "strides": [s // a.itemsize for s in a.strides]})
+        ranks.append({"rank": r, "coords": coords, "ir": f"ir/rank{r}.mlir",
+                      "weights": {entry["name"]: slices}})
+    manifest = {"format": "loom-bundle", "version": 1, "abi_version": 1,
+                "model": "pytest", "mesh": {"axes": axes, "shape": shape},
+                "num_ranks": nranks, "library": str(lib), "entries": [entry],
+                "ranks": ranks}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return out

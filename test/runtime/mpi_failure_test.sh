@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# mpi_failure_test.sh <kill9|timeout|abort> <loom-rt-mpi-test> [mpirun]
+# Runs a 4-rank job in which one rank fails, and checks that the whole job
+# ends non-zero, within a bounded time (no hang), with a clear message.
+set -u
+mode=$1
+bin=$2
+mpirun=${3:-mpirun}
+limit=60
+export LOOM_COLLECTIVE_TIMEOUT_S=20
+[ "$mode" = timeout ] && export LOOM_COLLECTIVE_TIMEOUT_S=2
+start=$(date +%s.%N)
+out=$(timeout -k 5 $limit "$mpirun" --allow-run-as-root --oversubscribe \
+        --mca btl self,vader -np 4 "$bin" "$mode" 2>&1)
+rc=$?
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+echo "$out"
+echo "mpi_failure_test: mode=$mode rc=$rc elapsed=${elapsed}s"
+fail() { echo "mpi_failure_test: FAIL: $*"; exit 1; }
+[ $rc -eq 0 ] && fail "the job exited 0"
+[ $rc -eq 124 ] && fail "the job hung (killed after ${limit}s)"
+[ "$(echo "$elapsed < $limit" | bc)" = 1 ] || fail "took ${elapsed}s"
+case $mode in
+  kill9)
+    echo "$out" | grep -qE "signal 9|Killed|terminated by SIGTERM|aborting" ||
+      fail "no message about the dead rank" ;;
+  timeout)
+    echo "$out" | grep -q "all_reduce(dtype=f32, op=sum, count=65536, axes_mask=0x1) failed: timed out after 2 s" ||
+      fail "no timeout message"
+    echo "$out" | grep -qE "loom-rt: rank [023]" || fail "no rank named" ;;
+  abort)
+    echo "$out" | grep -q "loom-rt: rank 2: aborted by loom_rt_abort: test abort from rank 2" ||
+      fail "no abort message" ;;
+esac
+echo "mpi_failure_test: PASS"

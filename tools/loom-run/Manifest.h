@@ -1,0 +1,93 @@
+//===- Manifest.h - the bundle's manifest.json ------------------*- C++ -*-===//
+//
+// Reads and validates manifest.json (docs/BUNDLE.md, format version 1).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUN_MANIFEST_H
+#define LOOM_RUN_MANIFEST_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loom::run {
+
+/// The bundle format version this loom-run reads.
+constexpr int64_t kBundleVersion = 1;
+
+/// Element types of the manifest ("f32", ..., "i1").
+enum class DType { F32, F16, BF16, F64, I8, I32, I64, U8, I1 };
+
+bool parseDType(const std::string &name, DType &out);
+const char *dtypeName(DType t);
+int64_t dtypeSize(DType t);
+/// The .npy descr written for this dtype ('<f4'; bf16: '<u2', its bits).
+const char *npyDescr(DType t);
+/// Whether a normalised .npy descr is accepted for this dtype.
+bool npyAccepts(DType t, const std::string &descr);
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; ///< -1: dynamic (inputs only)
+};
+
+struct OutputSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  int64_t rank = 0;
+};
+
+struct Entry {
+  std::string name;
+  std::string symbol;
+  std::vector<TensorSpec> inputs;
+  std::vector<OutputSpec> outputs;
+  std::vector<TensorSpec> weights;
+};
+
+struct WeightSlice {
+  std::string name;
+  std::string file; ///< as written (absolute per BUNDLE.md)
+  int64_t offset = 0;
+  int64_t nbytes = 0;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides; ///< elements
+};
+
+struct RankInfo {
+  int64_t rank = 0;
+  std::vector<int64_t> coords;
+  std::string ir;
+  /// entry name -> one slice per weight of the entry, in manifest order.
+  std::map<std::string, std::vector<WeightSlice>> weights;
+};
+
+struct Manifest {
+  std::string format;
+  int64_t version = 0;
+  int64_t abiVersion = 0;
+  std::string model;
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshShape;
+  int64_t numRanks = 0;
+  std::string library;
+  std::vector<Entry> entries;
+  std::vector<RankInfo> ranks;
+
+  const Entry *findEntry(const std::string &name) const;
+  /// "tp=2" / "dp=2 x tp=4".
+  std::string meshString() const;
+};
+
+/// Parses and validates the text of manifest.json. `runtimeAbi` is the ABI
+/// version of the linked runtime. On failure returns false and sets *error
+/// to a message naming the offending key (e.g.
+/// "entries[0].inputs[1].shape: expected an array of integers").
+bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
+                   std::string *error);
+
+} // namespace loom::run
+
+#endif // LOOM_RUN_MANIFEST_H

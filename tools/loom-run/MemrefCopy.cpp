@@ -1,0 +1,129 @@
+//===- MemrefCopy.cpp - memrefCopy for generated code ------------------------===//
+//
+// Code lowered from `memref.copy` of non-identity layouts calls
+//   void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst)
+// (the symbol MLIR's CRunnerUtils provides). loom-run exports it from the
+// executable so that the bundle's library resolves it at dlopen time; it is
+// written here from the documented layout, without any MLIR header:
+//   UnrankedMemRef = {int64_t rank; void *descriptor}
+//   descriptor     = {T *allocated, T *aligned, int64_t offset,
+//                     int64_t sizes[rank], int64_t strides[rank]}
+//
+//===----------------------------------------------------------------------===//
+
+#include "Strided.h"
+
+#include <cstring>
+#include <vector>
+
+namespace loom::run {
+
+void rowMajorStrides(int64_t rank, const int64_t *sizes, int64_t *strides) {
+  int64_t s = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= sizes[d];
+  }
+}
+
+void copyStrided(int64_t elemSize, int64_t rank, const int64_t *sizes,
+                 const char *src, const int64_t *srcStrides, char *dst,
+                 const int64_t *dstStrides) {
+  if (elemSize <= 0)
+    return;
+  if (rank <= 0) {
+    std::memcpy(dst, src, size_t(elemSize));
+    return;
+  }
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (sizes[d] <= 0)
+      return;
+    total *= sizes[d];
+  }
+  // Both views contiguous row-major (ignoring size-1 dims): one memcpy.
+  bool contiguous = true;
+  for (int64_t d = rank - 1, expect = 1; d >= 0; --d) {
+    if (sizes[d] != 1 &&
+        (srcStrides[d] != expect || dstStrides[d] != expect)) {
+      contiguous = false;
+      break;
+    }
+    expect *= sizes[d];
+  }
+  if (contiguous) {
+    std::memmove(dst, src, size_t(total * elemSize));
+    return;
+  }
+
+  // Odometer over the outer dims; the innermost dim is a row.
+  const int64_t inner = sizes[rank - 1];
+  const int64_t sIn = srcStrides[rank - 1] * elemSize;
+  const int64_t dIn = dstStrides[rank - 1] * elemSize;
+  const bool rowContiguous = sIn == elemSize && dIn == elemSize;
+  int64_t small[16] = {0};
+  std::vector<int64_t> big;
+  int64_t *index = small;
+  if (rank > 16) {
+    big.assign(size_t(rank), 0);
+    index = big.data();
+  }
+  int64_t rows = total / inner;
+  const char *s = src;
+  char *d = dst;
+  for (int64_t row = 0; row < rows; ++row) {
+    if (rowContiguous) {
+      std::memcpy(d, s, size_t(inner * elemSize));
+    } else {
+      const char *sp = s;
+      char *dp = d;
+      for (int64_t i = 0; i < inner; ++i, sp += sIn, dp += dIn)
+        std::memcpy(dp, sp, size_t(elemSize));
+    }
+    // Advance the odometer over dims [0, rank-1).
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      if (++index[dim] < sizes[dim]) {
+        s += srcStrides[dim] * elemSize;
+        d += dstStrides[dim] * elemSize;
+        break;
+      }
+      s -= (sizes[dim] - 1) * srcStrides[dim] * elemSize;
+      d -= (sizes[dim] - 1) * dstStrides[dim] * elemSize;
+      index[dim] = 0;
+    }
+  }
+}
+
+} // namespace loom::run
+
+namespace {
+struct UnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+};
+// The ranked descriptor as 8-byte words.
+struct DescriptorView {
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+DescriptorView view(const UnrankedMemRef &m) {
+  auto *words = static_cast<int64_t *>(m.descriptor);
+  DescriptorView v;
+  std::memcpy(&v.aligned, &words[1], sizeof(void *));
+  v.offset = words[2];
+  v.sizes = words + 3;
+  v.strides = words + 3 + m.rank;
+  return v;
+}
+} // namespace
+
+extern "C" __attribute__((visibility("default"), used)) void
+memrefCopy(int64_t elemSize, UnrankedMemRef *srcArg, UnrankedMemRef *dstArg) {
+  DescriptorView src = view(*srcArg);
+  DescriptorView dst = view(*dstArg);
+  loom::run::copyStrided(elemSize, srcArg->rank, src.sizes,
+                         src.aligned + src.offset * elemSize, src.strides,
+                         dst.aligned + dst.offset * elemSize, dst.strides);
+}

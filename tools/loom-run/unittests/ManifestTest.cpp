@@ -1,0 +1,121 @@
+//===- ManifestTest.cpp - manifest.json validation -------------------------===//
+
+#include "Manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace loom::run;
+
+namespace {
+
+const char *kGood = R"({
+  "format": "loom-bundle", "version": 1, "abi_version": 1, "model": "mlp",
+  "mesh": {"axes": ["dp", "tp"], "shape": [1, 2]}, "num_ranks": 2,
+  "library": "mlp.so",
+  "entries": [{"name": "main", "symbol": "loom_entry_main",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [-1, 4]}],
+    "outputs": [{"name": "y", "dtype": "f32", "rank": 2}],
+    "weights": [{"name": "w", "dtype": "f32", "shape": [4]}]}],
+  "ranks": [
+    {"rank": 0, "coords": [0, 0], "ir": "ir/rank0.mlir",
+     "weights": {"main": [{"name": "w", "file": "/w.bin", "offset": 0,
+                           "nbytes": 16, "shape": [4], "strides": [1]}]}},
+    {"rank": 1, "coords": [0, 1], "ir": "ir/rank1.mlir",
+     "weights": {"main": [{"name": "w", "file": "/w.bin", "offset": 16,
+                           "nbytes": 16, "shape": [4], "strides": [1]}]}}]
+})";
+
+std::string replaced(std::string s, const std::string &from,
+                     const std::string &to) {
+  size_t p = s.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  if (p != std::string::npos)
+    s.replace(p, from.size(), to);
+  return s;
+}
+
+std::string parseError(const std::string &text) {
+  Manifest m;
+  std::string err;
+  EXPECT_FALSE(parseManifest(text, 1, m, &err));
+  return err;
+}
+
+TEST(Manifest, Good) {
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(parseManifest(kGood, 1, m, &err)) << err;
+  EXPECT_EQ(m.numRanks, 2);
+  EXPECT_EQ(m.meshString(), "dp=1 x tp=2");
+  ASSERT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.entries[0].inputs[0].shape, (std::vector<int64_t>{-1, 4}));
+  EXPECT_EQ(m.ranks[1].weights["main"][0].offset, 16);
+  EXPECT_EQ(m.findEntry("main"), &m.entries[0]);
+  EXPECT_EQ(m.findEntry("nope"), nullptr);
+}
+
+TEST(Manifest, Versions) {
+  EXPECT_NE(parseError(replaced(kGood, "\"version\": 1", "\"version\": 2"))
+                .find("bundle format version 2 is not supported: this "
+                      "loom-run reads version 1"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, "\"abi_version\": 1",
+                                "\"abi_version\": 7"))
+                .find("ABI version 7, but this loom-run's runtime has ABI "
+                      "version 1"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, "loom-bundle", "other"))
+                .find("'other' is not a Loom bundle"),
+            std::string::npos);
+}
+
+TEST(Manifest, MissingKeysAndWrongTypes) {
+  EXPECT_EQ(parseError(replaced(kGood, "\"model\": \"mlp\",", "")),
+            "manifest.json: model: missing");
+  EXPECT_EQ(parseError(replaced(kGood, "\"num_ranks\": 2", "\"num_ranks\": "
+                                                           "\"2\"")),
+            "manifest.json: num_ranks: expected an integer");
+  EXPECT_EQ(parseError(replaced(kGood, "[-1, 4]", "[-1, 4.5]")),
+            "manifest.json: entries[0].inputs[0].shape[1]: expected an "
+            "integer");
+  EXPECT_EQ(parseError(replaced(kGood, "\"dtype\": \"f32\", \"rank\"",
+                                "\"dtype\": \"f8\", \"rank\"")),
+            "manifest.json: entries[0].outputs[0].dtype: unknown dtype 'f8' "
+            "(expected f32 f16 bf16 f64 i8 i32 i64 u8 i1)");
+  EXPECT_EQ(parseError("[1, 2]"),
+            "manifest.json: expected a JSON object at the top level");
+  EXPECT_EQ(parseError("{"), "manifest.json: not valid JSON");
+}
+
+TEST(Manifest, RanksAndMesh) {
+  EXPECT_NE(parseError(replaced(kGood, "\"num_ranks\": 2", "\"num_ranks\": 3"))
+                .find("num_ranks: 3 is not the product of mesh.shape"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, "\"coords\": [0, 1]",
+                                "\"coords\": [1, 0]"))
+                .find("ranks[1].coords: do not match"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, "\"nbytes\": 16, \"shape\": [4], "
+                                       "\"strides\": [1]}]}}]",
+                                "\"nbytes\": 8, \"shape\": [4], "
+                                "\"strides\": [1]}]}}]"))
+                .find("ranks[1].weights.main[0]: shape and strides reach 16 "
+                      "bytes but nbytes is 8"),
+            std::string::npos);
+}
+
+TEST(DTypes, NpyMapping) {
+  DType t;
+  ASSERT_TRUE(parseDType("i1", t));
+  EXPECT_STREQ(npyDescr(t), "|b1");
+  EXPECT_EQ(dtypeSize(t), 1);
+  ASSERT_TRUE(parseDType("bf16", t));
+  EXPECT_TRUE(npyAccepts(t, "<u2"));
+  EXPECT_TRUE(npyAccepts(t, "|V2"));
+  EXPECT_FALSE(npyAccepts(t, "<f2"));
+  EXPECT_FALSE(parseDType("f8", t));
+}
+
+} // namespace
