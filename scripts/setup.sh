@@ -18,7 +18,8 @@ PKGS=(
   cmake ninja-build ccache g++
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libgtest-dev libgmock-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  python3-torch
   libopenblas-dev
   python3 python3-venv python3-dev
 )

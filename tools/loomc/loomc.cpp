@@ -9,6 +9,7 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Bundle/Bundle.h"
+#include "lib/Import/Import.h"
 #include "lib/Target/CpuTarget.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Pipelines.h"
@@ -147,14 +148,6 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  // Import: only .mlir input is built so far.
-  StringRef ext = llvm::sys::path::extension(inputFilename);
-  if (inputFilename != "-" && ext != ".mlir") {
-    llvm::errs() << "loomc: " << inputFilename << ": the importer for '"
-                 << ext << "' files is not built yet; give a .mlir file\n";
-    return 1;
-  }
-
   DialectRegistry registry;
   registry.insert<loom::LoomDialect>();
   registerAllDialects(registry);
@@ -163,18 +156,65 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string error;
-  auto file = openInputFile(inputFilename, &error);
-  if (!file) {
+  OwningOpRef<ModuleOp> module;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  loom::ModelKind kind = loom::detectModelKind(inputFilename);
+  auto notBuilt = [&](StringRef what) {
+    llvm::errs() << "loomc: " << inputFilename << ": the " << what
+                 << " importer is not built in this version of Loom\n";
+    return 1;
+  };
+  switch (kind) {
+  case loom::ModelKind::Mlir: {
+    auto file = openInputFile(inputFilename, &error);
+    if (!file) {
+      llvm::errs() << "loomc: " << error << "\n";
+      return 1;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 1;
+    break;
+  }
+  case loom::ModelKind::Onnx:
+#ifdef LOOM_HAVE_ONNX_IMPORT
+    module = loom::importOnnx(&context, inputFilename, error);
+    break;
+#else
+    return notBuilt("ONNX");
+#endif
+  case loom::ModelKind::Gguf:
+#ifdef LOOM_HAVE_LLAMA_IMPORT
+    module = loom::importGguf(&context, inputFilename, error);
+    break;
+#else
+    return notBuilt("GGUF");
+#endif
+  case loom::ModelKind::HuggingFace:
+#ifdef LOOM_HAVE_LLAMA_IMPORT
+    module = loom::importHuggingFace(&context, inputFilename, error);
+    break;
+#else
+    return notBuilt("Hugging Face");
+#endif
+  case loom::ModelKind::Unknown:
+    llvm::errs() << "loomc: " << inputFilename
+                 << ": unknown model kind; give a .mlir, .onnx or .gguf "
+                    "file, or a directory with config.json\n";
+    return 1;
+  }
+  if (!module) {
     llvm::errs() << "loomc: " << error << "\n";
     return 1;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr,
-                                                           &context);
-  if (!module)
+  if (failed(verify(*module))) {
+    llvm::errs() << "loomc: " << inputFilename
+                 << ": the imported module does not verify (an importer "
+                    "bug; please report it)\n";
     return 1;
+  }
 
   loom::PipelineOptions options;
   options.mesh = meshSpec;

@@ -97,6 +97,12 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
+  if (attr.getName().getValue() == kNameAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'loom.name' on argument " << argIndex
+                               << " must be a string";
+    return success();
+  }
   if (attr.getName().getValue() == kWeightAttrName) {
     // Set by loom-prepare-entry-points on outlined weights.
     auto desc = dyn_cast<DictionaryAttr>(attr.getValue());
@@ -128,6 +134,12 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned regionIndex,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
+  if (attr.getName().getValue() == kNameAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'loom.name' on result " << resultIndex
+                               << " must be a string";
+    return success();
+  }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom result attribute '"
                              << attr.getName().getValue() << "'";

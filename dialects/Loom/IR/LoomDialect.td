@@ -27,7 +27,13 @@ def Loom_Dialect : Dialect {
     Discardable attributes understood by the dialect:
     - `loom.sharding`: a `#loom.sharding` (or an array of them, one per
       result) on any op, or on a function argument or result;
-    - `loom.stage`: a `#loom.stage` on any op (its pipeline stage).
+    - `loom.stage`: a `#loom.stage` on any op (its pipeline stage);
+    - `loom.name`: a string on a function argument or result (the model's
+      input or output name, used by the bundle);
+    - `loom.weight`: `{name, source}` on an entry point's argument that
+      holds an outlined weight (set by loom-prepare-entry-points);
+    - `loom.entry`: a unit attribute on an entry point prepared for the
+      runtime ABI.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -43,6 +49,8 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kWeightAttrName = "loom.weight";
     /// On functions: an entry point prepared for the runtime ABI.
     static constexpr llvm::StringLiteral kEntryAttrName = "loom.entry";
+    /// On function arguments and results: the name of a model input/output.
+    static constexpr llvm::StringLiteral kNameAttrName = "loom.name";
 
   private:
     void registerAttributes();

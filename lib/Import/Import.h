@@ -1,0 +1,47 @@
+//===- Import.h - model files to loom IR ------------------------*- C++ -*-===//
+//
+// The import phase: a model file becomes a module of loom ops on global
+// tensors whose weights are `loom.weight` references into the original file
+// (never copied into the IR). The driver dispatches on the file kind.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_LIB_IMPORT_IMPORT_H
+#define LOOM_LIB_IMPORT_IMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace loom {
+
+/// What kind of model a path names, judged by its name and, for
+/// directories, by the config.json inside.
+enum class ModelKind { Mlir, Onnx, Gguf, HuggingFace, Unknown };
+ModelKind detectModelKind(llvm::StringRef path);
+
+/// ONNX (opsets 13-21, external data supported) -> loom. Implemented in
+/// OnnxImporter.cpp.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnx(mlir::MLIRContext *context,
+                                             llvm::StringRef path,
+                                             std::string &error);
+
+/// GGUF v3, llama family -> loom, weights referring to the blocks in place.
+/// Implemented in LlamaImporter.cpp.
+mlir::OwningOpRef<mlir::ModuleOp> importGguf(mlir::MLIRContext *context,
+                                             llvm::StringRef path,
+                                             std::string &error);
+
+/// Hugging Face config.json (+ safetensors, one file or an index) -> loom.
+/// `path` is the directory or the config.json. Implemented in
+/// LlamaImporter.cpp.
+mlir::OwningOpRef<mlir::ModuleOp>
+importHuggingFace(mlir::MLIRContext *context, llvm::StringRef path,
+                  std::string &error);
+
+} // namespace loom
+
+#endif // LOOM_LIB_IMPORT_IMPORT_H

@@ -1,0 +1,122 @@
+//===- LlamaGraph.h - decoder-only transformer graphs in loom ---*- C++ -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The part of the GGUF and Hugging Face importers that does not depend on the
+// file format: a model description (hyper-parameters, rotary convention) and
+// a table of weights (name, file, offset, storage format, shape) become one
+// module with a prefill entry point
+//
+//   func.func @forward(%tokens: tensor<1x?xi64>, %positions: tensor<?xi64>)
+//       -> tensor<1x?xVOCABxf32>
+//
+// whose weights are `loom.weight ... from <file, offset>` references into the
+// original files. Each importer only maps its tensor names to the roles below
+// and fills ModelDesc from its metadata.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_LIB_IMPORT_LLAMAGRAPH_H
+#define LOOM_LIB_IMPORT_LLAMAGRAPH_H
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Formats/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loom::llama {
+
+/// The block structure of the model.
+enum class Family {
+  /// llama, mistral, qwen2: RMSNorm, rotary, gated SiLU MLP, no biases
+  /// except (optional) q/k/v biases.
+  Llama,
+  /// gpt2: LayerNorm with biases, learned positions, fused Conv1D c_attn
+  /// ([D, 3D], stored transposed relative to nn.Linear), GELU MLP.
+  Gpt2,
+};
+
+/// What a weight is for. The importer maps each (role, layer) to a tensor
+/// name of its format.
+enum class Role {
+  TokenEmbedding,
+  PositionEmbedding, // gpt2
+  AttnNorm,
+  AttnNormBias, // gpt2
+  Query,
+  Key,
+  Value,
+  QueryBias,
+  KeyBias,
+  ValueBias,
+  Qkv,     // gpt2 c_attn.weight [D, 3D]
+  QkvBias, // gpt2 c_attn.bias [3D]
+  Output,
+  OutputBias, // gpt2
+  FfnNorm,
+  FfnNormBias, // gpt2
+  Gate,
+  Up,
+  Down,
+  UpBias,   // gpt2
+  DownBias, // gpt2
+  FinalNorm,
+  FinalNormBias, // gpt2
+  LmHead,
+};
+
+/// Hyper-parameters of the model (from GGUF metadata or config.json).
+struct ModelDesc {
+  Family family = Family::Llama;
+  /// "llama", "qwen2", "mistral", "gpt2" (for attributes and messages).
+  std::string architecture;
+  /// "gguf" or "huggingface".
+  std::string source;
+  /// The model file or config.json (for messages).
+  std::string file;
+  int64_t hiddenSize = 0;
+  int64_t numLayers = 0;
+  int64_t numHeads = 0;
+  int64_t numKvHeads = 0;
+  int64_t headDim = 0;
+  int64_t ffnSize = 0;
+  int64_t vocabSize = 0;
+  int64_t contextLength = 0;
+  double normEps = 1e-5;
+  double ropeTheta = 10000.0;
+  /// Rotated features per head (<= headDim); 0 for no rotary (gpt2).
+  int64_t ropeDim = 0;
+  RotaryStyle ropeStyle = RotaryStyle::half;
+  GeluApproximation gelu = GeluApproximation::none;
+  /// q/k/v biases required (qwen2, attention_bias); when false they are
+  /// still used if the weight table has them.
+  bool qkvBias = false;
+  /// The lm head is the token embedding (no separate tensor).
+  bool tiedEmbeddings = false;
+};
+
+/// Maps a role (and layer, -1 for non-layer roles) to a tensor name.
+using NameFn = std::function<std::string(Role role, int64_t layer)>;
+
+/// Builds the module. `weights` holds every tensor of the model files by
+/// name (absolute file paths and offsets). `moduleAttrs` are added to the
+/// module (e.g. loom.tokenizer). On failure returns null and sets `error`
+/// (naming the file, the tensor and what was expected).
+mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(mlir::MLIRContext *context, const ModelDesc &desc,
+            const std::map<std::string, fmt::TensorRef, std::less<>> &weights,
+            const NameFn &nameOf,
+            llvm::ArrayRef<mlir::NamedAttribute> moduleAttrs,
+            std::string &error);
+
+} // namespace loom::llama
+
+#endif // LOOM_LIB_IMPORT_LLAMAGRAPH_H

@@ -1,0 +1,557 @@
+//===- LlamaImporter.cpp - GGUF and Hugging Face models to loom -----------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// GGUF v3 (llama, mistral, qwen2) and Hugging Face config.json + safetensors
+// (llama, mistral, qwen2, gpt2) -> one `@forward` prefill function (see
+// LlamaGraph.h). The weights stay in the files: every loom.weight names its
+// file and the absolute byte offset of its data. docs/IMPORT-LLAMA.md.
+//
+// Rotary convention: llama.cpp's converter permutes the rows of Q and K of
+// llama-architecture models so that its "normal" rope rotates adjacent pairs
+// (2i, 2i+1); those GGUF files therefore get style = interleaved. qwen2 GGUF
+// files are not permuted (llama.cpp uses its NEOX rope, the two halves), so
+// they get style = half, as do all Hugging Face checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Import/Import.h"
+#include "lib/Import/LlamaGraph.h"
+
+#include "loom/Formats/Gguf.h"
+#include "loom/Formats/HfConfig.h"
+#include "loom/Formats/Safetensors.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace loom::fmt;
+
+namespace loom {
+namespace {
+
+std::string absolutePath(llvm::StringRef path) {
+  llvm::SmallString<256> p(path);
+  llvm::sys::fs::make_absolute(p);
+  llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+  return p.str().str();
+}
+
+//===----------------------------------------------------------------------===//
+// GGUF
+//===----------------------------------------------------------------------===//
+
+struct GgufArch {
+  const char *name;
+  RotaryStyle style;
+  bool qkvBias;
+};
+
+// The architectures of the llama block layout that Loom imports, with
+// llama.cpp's rope type for each (LLAMA_ROPE_TYPE_NORM = adjacent pairs on
+// permuted Q/K rows; NEOX = halves, rows as in the HF checkpoint).
+constexpr GgufArch kGgufArchs[] = {
+    {"llama", RotaryStyle::interleaved, false},
+    {"mistral", RotaryStyle::interleaved, false},
+    {"qwen2", RotaryStyle::half, true},
+};
+
+std::string ggufName(llama::Role role, int64_t l) {
+  using llama::Role;
+  std::string blk = "blk." + std::to_string(l) + ".";
+  switch (role) {
+  case Role::TokenEmbedding:
+    return "token_embd.weight";
+  case Role::AttnNorm:
+    return blk + "attn_norm.weight";
+  case Role::Query:
+    return blk + "attn_q.weight";
+  case Role::Key:
+    return blk + "attn_k.weight";
+  case Role::Value:
+    return blk + "attn_v.weight";
+  case Role::QueryBias:
+    return blk + "attn_q.bias";
+  case Role::KeyBias:
+    return blk + "attn_k.bias";
+  case Role::ValueBias:
+    return blk + "attn_v.bias";
+  case Role::Output:
+    return blk + "attn_output.weight";
+  case Role::FfnNorm:
+    return blk + "ffn_norm.weight";
+  case Role::Gate:
+    return blk + "ffn_gate.weight";
+  case Role::Up:
+    return blk + "ffn_up.weight";
+  case Role::Down:
+    return blk + "ffn_down.weight";
+  case Role::FinalNorm:
+    return "output_norm.weight";
+  case Role::LmHead:
+    return "output.weight";
+  default:
+    return "<no GGUF tensor>";
+  }
+}
+
+const char *valueTypeName(GgufValueType t) {
+  return ggufValueTypeName(t).data();
+}
+
+/// The tokenizer metadata as a dictionary: scalars by value, arrays and long
+/// strings as {count, offset} into the file (never copied).
+DictionaryAttr tokenizerAttr(Builder &b, const GgufFile &file,
+                             const std::string &path) {
+  SmallVector<NamedAttribute> entries;
+  entries.emplace_back(b.getStringAttr("file"), b.getStringAttr(path));
+  for (const GgufKeyValue &kv : file.metadata()) {
+    llvm::StringRef key(kv.key.data(), kv.key.size());
+    llvm::StringRef name;
+    if (key.starts_with("tokenizer.ggml."))
+      name = key.drop_front(strlen("tokenizer.ggml."));
+    else if (key.starts_with("tokenizer."))
+      name = key.drop_front(strlen("tokenizer."));
+    else
+      continue;
+    const GgufValue &v = kv.value;
+    Attribute a;
+    if (v.isArray()) {
+      // Offset of the array header: u32 element type, u64 count, elements.
+      a = b.getDictionaryAttr(
+          {b.getNamedAttr("count", b.getI64IntegerAttr(v.size())),
+           b.getNamedAttr("element_type", b.getStringAttr(valueTypeName(
+                                              v.elementType()))),
+           b.getNamedAttr("offset", b.getI64IntegerAttr(v.offset()))});
+    } else if (auto s = v.asString()) {
+      if (s->size() <= 256) {
+        a = b.getStringAttr(llvm::StringRef(s->data(), s->size()));
+      } else {
+        // Offset of the string: u64 length, then the bytes.
+        a = b.getDictionaryAttr(
+            {b.getNamedAttr("length", b.getI64IntegerAttr(s->size())),
+             b.getNamedAttr("offset", b.getI64IntegerAttr(v.offset()))});
+      }
+    } else if (auto bv = v.asBool()) {
+      a = b.getBoolAttr(*bv);
+    } else if (auto i = v.asInt()) {
+      a = b.getI64IntegerAttr(*i);
+    } else if (auto f = v.asFloat()) {
+      a = b.getF64FloatAttr(*f);
+    }
+    if (a)
+      entries.emplace_back(b.getStringAttr(name), a);
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d) {
+  SmallVector<NamedAttribute> e;
+  auto i = [&](const char *k, int64_t v) {
+    e.push_back(b.getNamedAttr(k, b.getI64IntegerAttr(v)));
+  };
+  e.push_back(b.getNamedAttr("architecture", b.getStringAttr(d.architecture)));
+  e.push_back(b.getNamedAttr("source", b.getStringAttr(d.source)));
+  i("hidden_size", d.hiddenSize);
+  i("num_layers", d.numLayers);
+  i("num_heads", d.numHeads);
+  i("num_kv_heads", d.numKvHeads);
+  i("head_dim", d.headDim);
+  i("intermediate_size", d.ffnSize);
+  i("vocab_size", d.vocabSize);
+  i("context_length", d.contextLength);
+  e.push_back(b.getNamedAttr("norm_eps", b.getF64FloatAttr(d.normEps)));
+  if (d.ropeDim) {
+    e.push_back(b.getNamedAttr("rope_theta", b.getF64FloatAttr(d.ropeTheta)));
+    i("rope_dim", d.ropeDim);
+    e.push_back(b.getNamedAttr(
+        "rope_style", b.getStringAttr(stringifyRotaryStyle(d.ropeStyle))));
+  }
+  e.push_back(
+      b.getNamedAttr("tied_embeddings", b.getBoolAttr(d.tiedEmbeddings)));
+  return b.getDictionaryAttr(e);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
+                                 std::string &error) {
+  std::string file = absolutePath(path);
+  auto opened = openGguf(file);
+  if (!opened) {
+    error = "GGUF import: " + opened.error().message;
+    return nullptr;
+  }
+  const GgufFile &g = *opened;
+  auto fail = [&](const std::string &msg) -> OwningOpRef<ModuleOp> {
+    error = file + ": " + msg;
+    return nullptr;
+  };
+
+  const GgufValue *archV = g.find("general.architecture");
+  if (!archV || !archV->asString())
+    return fail("no 'general.architecture' string in the metadata; is this "
+                "a model GGUF?");
+  std::string arch(*archV->asString());
+  const GgufArch *known = nullptr;
+  for (const GgufArch &a : kGgufArchs)
+    if (arch == a.name)
+      known = &a;
+  if (!known)
+    return fail("architecture '" + arch +
+                "' is not supported by the GGUF importer (supported: llama, "
+                "mistral, qwen2)");
+
+  auto key = [&](const char *k) { return arch + "." + k; };
+  auto getUInt = [&](const char *k, int64_t &out, bool required,
+                     int64_t dflt) -> bool {
+    const GgufValue *v = g.find(key(k));
+    if (!v) {
+      if (required) {
+        error = file + ": metadata key '" + key(k) + "' is missing";
+        return false;
+      }
+      out = dflt;
+      return true;
+    }
+    auto u = v->asUInt();
+    if (!u || *u > (uint64_t(1) << 40)) {
+      error = file + ": metadata key '" + key(k) + "' must be a " +
+              "non-negative integer (it is a " + valueTypeName(v->type()) +
+              (v->isArray() ? "; per-layer values are not supported" : "") +
+              ")";
+      return false;
+    }
+    out = static_cast<int64_t>(*u);
+    return true;
+  };
+  auto getFloat = [&](const char *k, double &out, double dflt) -> bool {
+    const GgufValue *v = g.find(key(k));
+    if (!v) {
+      out = dflt;
+      return true;
+    }
+    auto f = v->asFloat();
+    if (!f) {
+      error = file + ": metadata key '" + key(k) + "' must be a float";
+      return false;
+    }
+    out = *f;
+    return true;
+  };
+
+  llama::ModelDesc d;
+  d.family = llama::Family::Llama;
+  d.architecture = arch;
+  d.source = "gguf";
+  d.file = file;
+  d.ropeStyle = known->style;
+  d.qkvBias = known->qkvBias;
+  if (!getUInt("embedding_length", d.hiddenSize, true, 0) ||
+      !getUInt("block_count", d.numLayers, true, 0) ||
+      !getUInt("attention.head_count", d.numHeads, true, 0) ||
+      !getUInt("feed_forward_length", d.ffnSize, true, 0) ||
+      !getUInt("attention.head_count_kv", d.numKvHeads, false, d.numHeads) ||
+      !getUInt("context_length", d.contextLength, false, 0) ||
+      !getFloat("attention.layer_norm_rms_epsilon", d.normEps, 1e-5) ||
+      !getFloat("rope.freq_base", d.ropeTheta, 10000.0))
+    return nullptr;
+  if (d.hiddenSize <= 0 || d.numLayers <= 0 || d.numHeads <= 0 ||
+      d.numKvHeads <= 0 || d.ffnSize <= 0)
+    return fail("embedding_length, block_count, head_count, head_count_kv "
+                "and feed_forward_length must be positive");
+  if (d.numHeads % d.numKvHeads)
+    return fail("head_count " + std::to_string(d.numHeads) +
+                " is not a multiple of head_count_kv " +
+                std::to_string(d.numKvHeads));
+  int64_t defaultHeadDim =
+      d.hiddenSize % d.numHeads ? 0 : d.hiddenSize / d.numHeads;
+  if (!getUInt("attention.key_length", d.headDim, false, defaultHeadDim))
+    return nullptr;
+  if (d.headDim <= 0)
+    return fail("embedding_length " + std::to_string(d.hiddenSize) +
+                " is not a multiple of head_count " +
+                std::to_string(d.numHeads) +
+                " and attention.key_length is not given");
+  int64_t valueLength = d.headDim;
+  if (!getUInt("attention.value_length", valueLength, false, d.headDim))
+    return nullptr;
+  if (valueLength != d.headDim)
+    return fail("attention.value_length != attention.key_length is not "
+                "supported");
+  if (!getUInt("rope.dimension_count", d.ropeDim, false, d.headDim))
+    return nullptr;
+  if (d.ropeDim <= 0 || d.ropeDim > d.headDim || d.ropeDim % 2)
+    return fail("rope.dimension_count " + std::to_string(d.ropeDim) +
+                " must be even and at most the head dimension " +
+                std::to_string(d.headDim));
+  if (const GgufValue *s = g.find(key("rope.scaling.type"))) {
+    auto st = s->asString();
+    if (!st || (*st != "none" && !st->empty()))
+      return fail("rope scaling '" +
+                  std::string(st ? *st : std::string_view("?")) +
+                  "' is not supported (loom.rotary_table has plain "
+                  "frequencies)");
+  }
+  if (g.findTensor("rope_freqs.weight"))
+    return fail("tensor 'rope_freqs.weight' (llama3-style rope frequency "
+                "factors) is not supported");
+
+  // Every tensor by name; the shape of the embedding gives the vocabulary.
+  std::map<std::string, TensorRef, std::less<>> weights;
+  for (const TensorRef &t : g.tensors()) {
+    TensorRef r = t;
+    r.file = file;
+    weights.emplace(r.name, std::move(r));
+  }
+  auto embd = weights.find("token_embd.weight");
+  if (embd == weights.end())
+    return fail("missing tensor 'token_embd.weight' (the token embedding)");
+  if (embd->second.shape.size() != 2)
+    return fail("tensor 'token_embd.weight' must be 2-D");
+  d.vocabSize = embd->second.shape[0];
+  if (!getUInt("vocab_size", d.vocabSize, false, d.vocabSize))
+    return nullptr;
+  d.tiedEmbeddings = !weights.count("output.weight");
+
+  // Unused tensors in a layer-shaped name we do not know are refused by
+  // name, so that a variant with extra weights never imports silently wrong.
+  for (const auto &[name, ref] : weights) {
+    llvm::StringRef n(name);
+    if (!n.starts_with("blk."))
+      continue;
+    llvm::StringRef rest = n.drop_front(4).split('.').second;
+    static const char *const kKnown[] = {
+        "attn_norm.weight", "attn_q.weight",   "attn_k.weight",
+        "attn_v.weight",    "attn_q.bias",     "attn_k.bias",
+        "attn_v.bias",      "attn_output.weight", "ffn_norm.weight",
+        "ffn_gate.weight",  "ffn_up.weight",   "ffn_down.weight"};
+    if (!llvm::is_contained(kKnown, rest))
+      return fail("tensor '" + name + "' is not part of the " + arch +
+                  " layer layout Loom imports (attn_norm, attn_q/k/v "
+                  "(+bias), attn_output, ffn_norm, ffn_gate/up/down)");
+  }
+
+  Builder b(context);
+  SmallVector<NamedAttribute> attrs;
+  llama::ModelDesc &dd = d;
+  attrs.push_back(b.getNamedAttr("loom.model", modelAttr(b, dd)));
+  attrs.push_back(b.getNamedAttr("loom.tokenizer", tokenizerAttr(b, g, file)));
+  return llama::buildModule(context, d, weights, ggufName, attrs, error);
+}
+
+//===----------------------------------------------------------------------===//
+// Hugging Face
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string hfLlamaName(llama::Role role, int64_t l) {
+  using llama::Role;
+  std::string p = "model.layers." + std::to_string(l) + ".";
+  switch (role) {
+  case Role::TokenEmbedding:
+    return "model.embed_tokens.weight";
+  case Role::AttnNorm:
+    return p + "input_layernorm.weight";
+  case Role::Query:
+    return p + "self_attn.q_proj.weight";
+  case Role::Key:
+    return p + "self_attn.k_proj.weight";
+  case Role::Value:
+    return p + "self_attn.v_proj.weight";
+  case Role::QueryBias:
+    return p + "self_attn.q_proj.bias";
+  case Role::KeyBias:
+    return p + "self_attn.k_proj.bias";
+  case Role::ValueBias:
+    return p + "self_attn.v_proj.bias";
+  case Role::Output:
+    return p + "self_attn.o_proj.weight";
+  case Role::FfnNorm:
+    return p + "post_attention_layernorm.weight";
+  case Role::Gate:
+    return p + "mlp.gate_proj.weight";
+  case Role::Up:
+    return p + "mlp.up_proj.weight";
+  case Role::Down:
+    return p + "mlp.down_proj.weight";
+  case Role::FinalNorm:
+    return "model.norm.weight";
+  case Role::LmHead:
+    return "lm_head.weight";
+  default:
+    return "<no llama tensor>";
+  }
+}
+
+std::string hfGpt2Name(const std::string &prefix, llama::Role role,
+                       int64_t l) {
+  using llama::Role;
+  std::string p = prefix + "h." + std::to_string(l) + ".";
+  switch (role) {
+  case Role::TokenEmbedding:
+    return prefix + "wte.weight";
+  case Role::PositionEmbedding:
+    return prefix + "wpe.weight";
+  case Role::AttnNorm:
+    return p + "ln_1.weight";
+  case Role::AttnNormBias:
+    return p + "ln_1.bias";
+  case Role::Qkv:
+    return p + "attn.c_attn.weight";
+  case Role::QkvBias:
+    return p + "attn.c_attn.bias";
+  case Role::Output:
+    return p + "attn.c_proj.weight";
+  case Role::OutputBias:
+    return p + "attn.c_proj.bias";
+  case Role::FfnNorm:
+    return p + "ln_2.weight";
+  case Role::FfnNormBias:
+    return p + "ln_2.bias";
+  case Role::Up:
+    return p + "mlp.c_fc.weight";
+  case Role::UpBias:
+    return p + "mlp.c_fc.bias";
+  case Role::Down:
+    return p + "mlp.c_proj.weight";
+  case Role::DownBias:
+    return p + "mlp.c_proj.bias";
+  case Role::FinalNorm:
+    return prefix + "ln_f.weight";
+  case Role::FinalNormBias:
+    return prefix + "ln_f.bias";
+  case Role::LmHead:
+    return "lm_head.weight";
+  default:
+    return "<no gpt2 tensor>";
+  }
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
+                                        llvm::StringRef path,
+                                        std::string &error) {
+  llvm::SmallString<256> dir(absolutePath(path));
+  if (!llvm::sys::fs::is_directory(dir))
+    llvm::sys::path::remove_filename(dir);
+  llvm::SmallString<256> configPath(dir);
+  llvm::sys::path::append(configPath, "config.json");
+  std::string configFile = configPath.str().str();
+
+  auto cfgOr = readHfConfig(configFile);
+  if (!cfgOr) {
+    error = "Hugging Face import: " + cfgOr.error().message;
+    return nullptr;
+  }
+  const HfConfig &c = *cfgOr;
+  auto fail = [&](const std::string &msg) -> OwningOpRef<ModuleOp> {
+    error = configFile + ": " + msg;
+    return nullptr;
+  };
+
+  llama::ModelDesc d;
+  d.architecture = c.modelType;
+  d.source = "huggingface";
+  d.file = configFile;
+  d.hiddenSize = c.hiddenSize;
+  d.numLayers = c.numLayers;
+  d.numHeads = c.numHeads;
+  d.numKvHeads = c.numKvHeads ? c.numKvHeads : c.numHeads;
+  d.headDim = c.headDim;
+  d.ffnSize = c.intermediateSize;
+  d.vocabSize = c.vocabSize;
+  d.contextLength = c.maxPositionEmbeddings;
+  d.normEps = c.normEps;
+  d.tiedEmbeddings = c.tieWordEmbeddings;
+  d.ropeStyle = RotaryStyle::half;
+  if (d.hiddenSize <= 0 || d.numLayers <= 0 || d.numHeads <= 0 ||
+      d.numKvHeads <= 0 || d.headDim <= 0 || d.vocabSize <= 0)
+    return fail("hidden size, layers, heads, head_dim and vocab_size must be "
+                "positive");
+  if (d.numHeads % d.numKvHeads)
+    return fail("num_attention_heads " + std::to_string(d.numHeads) +
+                " is not a multiple of num_key_value_heads " +
+                std::to_string(d.numKvHeads));
+
+  if (c.modelType == "gpt2") {
+    d.family = llama::Family::Gpt2;
+    d.ropeDim = 0;
+    if (d.ffnSize <= 0)
+      d.ffnSize = 4 * d.hiddenSize;
+    if (c.activation == "gelu_new" || c.activation == "gelu_pytorch_tanh" ||
+        c.activation == "gelu_fast")
+      d.gelu = GeluApproximation::tanh;
+    else if (c.activation == "gelu")
+      d.gelu = GeluApproximation::none;
+    else
+      return fail("activation_function '" + c.activation +
+                  "' is not supported for gpt2 (gelu, gelu_new)");
+    if (d.hiddenSize != d.numHeads * d.headDim)
+      return fail("n_embd must be a multiple of n_head");
+  } else {
+    d.family = llama::Family::Llama;
+    d.ropeTheta = c.ropeTheta > 0 ? c.ropeTheta : 10000.0;
+    d.ropeDim = d.headDim;
+    d.qkvBias = c.attentionBias;
+    if (c.activation != "silu" && !c.activation.empty())
+      return fail("hidden_act '" + c.activation + "' is not supported for " +
+                  c.modelType + " (silu)");
+    if (c.ropeScaling && c.ropeScaling->type != "default" &&
+        !c.ropeScaling->type.empty())
+      return fail("rope_scaling of type '" + c.ropeScaling->type +
+                  "' is not supported (loom.rotary_table has plain "
+                  "frequencies)");
+    if (d.ffnSize <= 0)
+      return fail("intermediate_size must be positive");
+  }
+
+  auto stOr = openSafetensorsModel(dir.str().str());
+  if (!stOr) {
+    error = "Hugging Face import: " + stOr.error().message;
+    return nullptr;
+  }
+  std::map<std::string, TensorRef, std::less<>> weights;
+  for (const TensorRef &t : stOr->tensors()) {
+    TensorRef r = t;
+    r.file = absolutePath(r.file);
+    weights.emplace(r.name, std::move(r));
+  }
+
+  llama::NameFn nameOf;
+  if (d.family == llama::Family::Gpt2) {
+    // GPT2Model saves "wte.weight"; GPT2LMHeadModel "transformer.wte.weight".
+    std::string prefix =
+        weights.count("transformer.wte.weight") ? "transformer." : "";
+    nameOf = [prefix](llama::Role r, int64_t l) {
+      return hfGpt2Name(prefix, r, l);
+    };
+    if (!weights.count("lm_head.weight"))
+      d.tiedEmbeddings = true;
+  } else {
+    nameOf = hfLlamaName;
+    // Checkpoints saved with tied embeddings omit lm_head.weight.
+    if (!weights.count("lm_head.weight"))
+      d.tiedEmbeddings = true;
+  }
+
+  Builder b(context);
+  SmallVector<NamedAttribute> attrs;
+  attrs.push_back(b.getNamedAttr("loom.model", modelAttr(b, d)));
+  llvm::SmallString<256> tok(dir);
+  llvm::sys::path::append(tok, "tokenizer.json");
+  if (llvm::sys::fs::exists(tok))
+    attrs.push_back(b.getNamedAttr(
+        "loom.tokenizer",
+        b.getDictionaryAttr({b.getNamedAttr(
+            "file", b.getStringAttr(tok.str()))})));
+  return llama::buildModule(context, d, weights, nameOf, attrs, error);
+}
+
+} // namespace loom

@@ -1,0 +1,15 @@
+# The ONNX importer reads ModelProto with the ONNX project's own protobuf
+# library (Debian: libonnx-dev, which ships onnx/onnx-ml.pb.h and
+# libonnx_proto.so built against the system protobuf).
+find_package(Protobuf QUIET)
+find_path(LOOM_ONNX_INCLUDE_DIR onnx/onnx-ml.pb.h)
+find_library(LOOM_ONNX_PROTO_LIB onnx_proto)
+if(NOT LOOM_ONNX_INCLUDE_DIR OR NOT LOOM_ONNX_PROTO_LIB OR NOT Protobuf_FOUND)
+  message(FATAL_ERROR
+    "The ONNX importer (lib/Import/OnnxImporter.cpp) needs the ONNX protobuf "
+    "library: install libonnx-dev and libprotobuf-dev (scripts/setup.sh does).")
+endif()
+list(APPEND LOOM_IMPORT_SOURCES OnnxWire.cpp)
+list(APPEND LOOM_IMPORT_LIBS ${LOOM_ONNX_PROTO_LIB} protobuf::libprotobuf)
+include_directories(SYSTEM ${LOOM_ONNX_INCLUDE_DIR} ${Protobuf_INCLUDE_DIRS})
+add_compile_definitions(ONNX_ML=1 ONNX_NAMESPACE=onnx)

@@ -1,0 +1,1736 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to loom ops ---------------------===//
+//
+// Reads a .onnx file with the ONNX project's protobuf library and emits one
+// `func.func @main` of loom ops on global tensors.
+//
+// Every ONNX value is either *folded* (a host tensor known at import time:
+// constants, shapes and everything computed only from them) or *emitted* (an
+// SSA value). Integer host tensors hold symbolic dimensions (`c * d0 * d1`,
+// where d_i is a dynamic dimension of a graph input), so the shape
+// subgraphs exporters write (Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape) fold away even when batch and sequence are dynamic, and the
+// dynamic dims stay `?` in the loom types.
+//
+// Initializers become `loom.weight "name" from <"file", offset = N>`: the
+// offset of their raw_data inside the .onnx itself (found by OnnxWire.cpp)
+// or inside their external-data file. Small non-float tensors and scalars
+// become loom.constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Import/Import.h"
+#include "lib/Import/OnnxWire.h"
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/onnx-ml.pb.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+using namespace mlir;
+
+namespace loom {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+constexpr int64_t kInlineLimit = 64 * 1024;
+
+//===----------------------------------------------------------------------===//
+// Symbolic dimensions and host tensors
+//===----------------------------------------------------------------------===//
+
+/// `c * prod(syms)`: a dimension or an integer element of a shape tensor.
+struct Dim {
+  int64_t c = 0;
+  SmallVector<int, 2> syms; // sorted
+  static Dim of(int64_t v) { return Dim{v, {}}; }
+  bool isConst() const { return syms.empty(); }
+  bool operator==(const Dim &o) const { return c == o.c && syms == o.syms; }
+  bool operator!=(const Dim &o) const { return !(*this == o); }
+};
+
+std::optional<Dim> mulDim(const Dim &a, const Dim &b) {
+  Dim r;
+  if (__builtin_mul_overflow(a.c, b.c, &r.c))
+    return std::nullopt;
+  r.syms = a.syms;
+  r.syms.append(b.syms.begin(), b.syms.end());
+  llvm::sort(r.syms);
+  return r;
+}
+
+/// Exact division, when `b`'s symbols are a sub-multiset of `a`'s.
+std::optional<Dim> divDim(const Dim &a, const Dim &b) {
+  if (b.c == 0 || a.c % b.c != 0)
+    return std::nullopt;
+  Dim r{a.c / b.c, a.syms};
+  for (int s : b.syms) {
+    auto *it = llvm::find(r.syms, s);
+    if (it == r.syms.end())
+      return std::nullopt;
+    r.syms.erase(it);
+  }
+  return r;
+}
+
+enum DType : int {
+  DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_I16 = 5, DT_I32 = 6, DT_I64 = 7,
+  DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11, DT_BF16 = 16
+};
+bool isFloatDT(int dt) {
+  return dt == DT_F32 || dt == DT_F16 || dt == DT_F64 || dt == DT_BF16;
+}
+int64_t dtBytes(int dt) {
+  switch (dt) {
+  case DT_F32: case DT_I32: return 4;
+  case DT_F16: case DT_BF16: case DT_I16: return 2;
+  case DT_F64: case DT_I64: return 8;
+  case DT_U8: case DT_I8: case DT_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+/// A tensor known at import time. Integer/bool elements are symbolic dims.
+struct Host {
+  int dt = DT_I64;
+  SmallVector<int64_t> shape;
+  std::vector<Dim> iv;
+  std::vector<double> fv;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  bool isF() const { return isFloatDT(dt); }
+  double f(int64_t i) const { return isF() ? fv[i] : double(iv[i].c); }
+  bool allConst() const {
+    return llvm::all_of(iv, [](const Dim &d) { return d.isConst(); });
+  }
+};
+
+/// A value of the graph: folded (host), emitted (v), or both.
+struct Val {
+  int dt = DT_F32;
+  SmallVector<Dim> shape;
+  Value v;
+  std::optional<Host> host;
+  /// An initializer not materialised yet.
+  std::string weightName;
+  bool present = true;
+};
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, StringRef path, std::string &error)
+      : ctx(ctx), b(ctx), path(path.str()), error(error) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  MLIRContext *ctx;
+  OpBuilder b;
+  std::string path, dir;
+  std::string &error;
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  onnx::ModelProto model;
+  OnnxRawIndex rawIndex;
+  std::map<std::string, Val> vals;
+  llvm::StringMap<const onnx::TensorProto *> inits;
+  llvm::StringMap<int> symIds;
+  int nextSym = 0;
+  Location loc = UnknownLoc::get(ctx);
+  /// Where the current node is, for messages.
+  std::string where;
+
+  bool fail(const Twine &msg) {
+    if (error.empty())
+      error = (path + ": " + (where.empty() ? "" : where + ": ") + msg).str();
+    return false;
+  }
+
+  // Types.
+  Type elemType(int dt) {
+    switch (dt) {
+    case DT_F32: return b.getF32Type();
+    case DT_F16: return b.getF16Type();
+    case DT_BF16: return b.getBF16Type();
+    case DT_F64: return b.getF64Type();
+    case DT_I64: return b.getI64Type();
+    case DT_I32: return b.getI32Type();
+    case DT_I16: return b.getIntegerType(16);
+    case DT_I8: case DT_U8: return b.getIntegerType(8);
+    case DT_BOOL: return b.getI1Type();
+    default: return {};
+    }
+  }
+  RankedTensorType typeOf(int dt, ArrayRef<Dim> shape) {
+    SmallVector<int64_t> s;
+    for (const Dim &d : shape)
+      s.push_back(d.isConst() ? d.c : ShapedType::kDynamic);
+    return RankedTensorType::get(s, elemType(dt));
+  }
+
+  bool load(const onnx::TensorProto &t, Host &h, StringRef what);
+  bool initHost(StringRef name, Val &val);
+  Value materialize(Val &val, StringRef name);
+  bool readShape(const onnx::TypeProto &type, StringRef name, Val &val);
+  bool importNode(const onnx::NodeProto &node);
+  bool tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
+               std::vector<Val> &out, bool &folded);
+  bool emit(const onnx::NodeProto &node, std::vector<Val *> &in,
+            std::vector<Val> &out);
+  bool broadcast(ArrayRef<Dim> a, ArrayRef<Dim> c, SmallVector<Dim> &out);
+  Value reshapeTo(Val &x, ArrayRef<Dim> shape);
+  bool hostInts(Val *v, SmallVector<Dim> &out, StringRef what);
+  bool constInts(Val *v, SmallVector<int64_t> &out, StringRef what);
+};
+
+const onnx::AttributeProto *attr(const onnx::NodeProto &n, StringRef name) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+int64_t attrInt(const onnx::NodeProto &n, StringRef name, int64_t dflt) {
+  const auto *a = attr(n, name);
+  return a ? a->i() : dflt;
+}
+float attrFloat(const onnx::NodeProto &n, StringRef name, float dflt) {
+  const auto *a = attr(n, name);
+  return a ? a->f() : dflt;
+}
+std::optional<SmallVector<int64_t>> attrInts(const onnx::NodeProto &n,
+                                             StringRef name) {
+  const auto *a = attr(n, name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+/// Reads a TensorProto's elements into a host tensor (inline data only;
+/// external data is read from its file).
+bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
+  h.dt = t.data_type();
+  h.shape.clear();
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxDim || __builtin_mul_overflow(n, d, &n) || n > kMaxDim)
+      return fail("tensor '" + what + "' has a negative or overflowing "
+                  "dimension; the file is corrupt");
+    h.shape.push_back(d);
+  }
+  int64_t eb = dtBytes(h.dt);
+  if (!eb)
+    return fail("tensor '" + what + "' has element type " + Twine(h.dt) +
+                ", which the importer does not support (use f32/f16/bf16/"
+                "f64/i64/i32/i8/u8/bool)");
+  std::string raw;
+  StringRef bytes;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string loc;
+    int64_t off = 0;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        loc = kv.value();
+      else if (kv.key() == "offset")
+        off = std::atoll(kv.value().c_str());
+    }
+    SmallString<256> p(dir);
+    llvm::sys::path::append(p, loc);
+    auto buf = llvm::MemoryBuffer::getFile(p);
+    if (!buf)
+      return fail("tensor '" + what + "': cannot read external data file '" +
+                  p + "'");
+    if (uint64_t(off) + uint64_t(n * eb) > (*buf)->getBufferSize())
+      return fail("tensor '" + what + "': external data [" + Twine(off) +
+                  ", " + Twine(off + n * eb) + ") runs past the end of '" +
+                  p + "'; the file is truncated");
+    raw = (*buf)->getBuffer().substr(off, n * eb).str();
+    bytes = raw;
+  } else if (t.has_raw_data()) {
+    bytes = t.raw_data();
+  }
+  auto fill = [&](auto getter, int64_t count) {
+    for (int64_t i = 0; i < count; ++i)
+      getter(i);
+  };
+  if (!bytes.empty() || n == 0) {
+    if (int64_t(bytes.size()) != n * eb)
+      return fail("tensor '" + what + "' has " + Twine(bytes.size()) +
+                  " bytes of data but its shape needs " + Twine(n * eb));
+    const char *p = bytes.data();
+    fill(
+        [&](int64_t i) {
+          switch (h.dt) {
+          case DT_F32: { float x; memcpy(&x, p + 4 * i, 4); h.fv.push_back(x); break; }
+          case DT_F64: { double x; memcpy(&x, p + 8 * i, 8); h.fv.push_back(x); break; }
+          case DT_F16: {
+            uint16_t x; memcpy(&x, p + 2 * i, 2);
+            APFloat f(APFloat::IEEEhalf(), APInt(16, x));
+            h.fv.push_back(f.convertToFloat());
+            break;
+          }
+          case DT_BF16: {
+            uint16_t x; memcpy(&x, p + 2 * i, 2);
+            uint32_t w = uint32_t(x) << 16; float f; memcpy(&f, &w, 4);
+            h.fv.push_back(f);
+            break;
+          }
+          case DT_I64: { int64_t x; memcpy(&x, p + 8 * i, 8); h.iv.push_back(Dim::of(x)); break; }
+          case DT_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); h.iv.push_back(Dim::of(x)); break; }
+          case DT_I16: { int16_t x; memcpy(&x, p + 2 * i, 2); h.iv.push_back(Dim::of(x)); break; }
+          case DT_I8: h.iv.push_back(Dim::of(int8_t(p[i]))); break;
+          case DT_U8: case DT_BOOL: h.iv.push_back(Dim::of(uint8_t(p[i]))); break;
+          }
+        },
+        n);
+    return true;
+  }
+  // Typed fields.
+  int64_t have = 0;
+  switch (h.dt) {
+  case DT_F32:
+    have = t.float_data_size();
+    for (float x : t.float_data()) h.fv.push_back(x);
+    break;
+  case DT_F64:
+    have = t.double_data_size();
+    for (double x : t.double_data()) h.fv.push_back(x);
+    break;
+  case DT_I64:
+    have = t.int64_data_size();
+    for (int64_t x : t.int64_data()) h.iv.push_back(Dim::of(x));
+    break;
+  case DT_I32: case DT_I16: case DT_I8: case DT_U8: case DT_BOOL:
+    have = t.int32_data_size();
+    for (int32_t x : t.int32_data()) h.iv.push_back(Dim::of(x));
+    break;
+  case DT_F16: case DT_BF16:
+    have = t.int32_data_size();
+    for (int32_t x : t.int32_data()) {
+      if (h.dt == DT_F16) {
+        APFloat f(APFloat::IEEEhalf(), APInt(16, uint16_t(x)));
+        h.fv.push_back(f.convertToFloat());
+      } else {
+        uint32_t w = uint32_t(uint16_t(x)) << 16; float f; memcpy(&f, &w, 4);
+        h.fv.push_back(f);
+      }
+    }
+    break;
+  }
+  if (have != n)
+    return fail("tensor '" + what + "' has " + Twine(have) +
+                " elements but its shape needs " + Twine(n));
+  return true;
+}
+
+/// Loads an initializer's host data on demand (small ones only).
+bool Importer::initHost(StringRef name, Val &val) {
+  if (val.host || val.weightName.empty())
+    return true;
+  const onnx::TensorProto *t = inits.lookup(name);
+  Host h;
+  if (!load(*t, h, name))
+    return false;
+  val.host = std::move(h);
+  return true;
+}
+
+Value Importer::materialize(Val &val, StringRef name) {
+  if (val.v)
+    return val.v;
+  RankedTensorType type = typeOf(val.dt, val.shape);
+  if (!type.getElementType()) {
+    fail("value '" + name + "' has an unsupported element type");
+    return {};
+  }
+  // Float initializers with more than one element are weights.
+  if (!val.weightName.empty() && isFloatDT(val.dt) && type.getNumElements() > 1) {
+    const onnx::TensorProto *t = inits.lookup(val.weightName);
+    std::string file;
+    int64_t offset = 0;
+    if (t->data_location() == onnx::TensorProto::EXTERNAL) {
+      std::string locName;
+      for (const auto &kv : t->external_data()) {
+        if (kv.key() == "location")
+          locName = kv.value();
+        else if (kv.key() == "offset")
+          offset = std::atoll(kv.value().c_str());
+      }
+      SmallString<256> p(dir);
+      llvm::sys::path::append(p, locName);
+      uint64_t size = 0;
+      if (llvm::sys::fs::file_size(p, size)) {
+        fail("weight '" + val.weightName + "': cannot read its external data "
+             "file '" + p + "'");
+        return {};
+      }
+      uint64_t need = uint64_t(type.getNumElements()) * dtBytes(val.dt);
+      if (offset < 0 || uint64_t(offset) + need > size) {
+        fail("weight '" + val.weightName + "': external data [" +
+             Twine(offset) + ", " + Twine(offset + need) +
+             ") runs past the end of '" + p + "' (" + Twine(size) +
+             " bytes); the file is truncated or the offset is wrong");
+        return {};
+      }
+      file = p.str().str();
+    } else {
+      auto it = rawIndex.initializers.find(val.weightName);
+      if (it == rawIndex.initializers.end()) {
+        // Typed (non-raw) fields: small enough to be a constant, or not
+        // referenceable in place.
+        if (type.getNumElements() * dtBytes(val.dt) > kInlineLimit) {
+          fail("weight '" + val.weightName + "' is stored in typed fields, "
+               "not raw_data; re-save the model with raw_data or external "
+               "data (onnx.save(..., save_as_external_data=True))");
+          return {};
+        }
+      } else {
+        file = path;
+        offset = it->second.offset;
+      }
+    }
+    if (!file.empty()) {
+      auto src = ExternAttr::get(ctx, b.getStringAttr(file), offset);
+      val.v = WeightOp::create(b, loc, type, b.getStringAttr(val.weightName),
+                               src);
+      return val.v;
+    }
+  }
+  if (!val.weightName.empty() && !initHost(val.weightName, val))
+    return {};
+  if (!val.host) {
+    fail("value '" + name + "' has no producer");
+    return {};
+  }
+  Host &h = *val.host;
+  if (!h.allConst()) {
+    fail("value '" + name + "' depends on a dynamic dimension at run time "
+         "(a shape computation the importer cannot fold); export with static "
+         "shapes for this part of the graph");
+    return {};
+  }
+  if (h.numel() * dtBytes(h.dt) > kInlineLimit) {
+    fail("constant '" + name + "' (" + Twine(h.numel() * dtBytes(h.dt)) +
+         " bytes) is too large to inline; store it as an initializer");
+    return {};
+  }
+  SmallVector<int64_t> s(h.shape.begin(), h.shape.end());
+  auto ct = RankedTensorType::get(s, elemType(h.dt));
+  DenseElementsAttr attr;
+  Type et = ct.getElementType();
+  if (isa<FloatType>(et)) {
+    SmallVector<APFloat> xs;
+    for (double d : h.fv) {
+      APFloat f(d);
+      bool lost;
+      f.convert(cast<FloatType>(et).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      xs.push_back(f);
+    }
+    attr = DenseElementsAttr::get(ct, xs);
+  } else {
+    unsigned w = et.getIntOrFloatBitWidth();
+    SmallVector<APInt> xs;
+    for (const Dim &d : h.iv)
+      xs.push_back(APInt(w, w == 1 ? (d.c != 0) : uint64_t(d.c), true));
+    attr = DenseElementsAttr::get(ct, xs);
+  }
+  val.v = ConstantOp::create(b, loc, attr);
+  return val.v;
+}
+
+bool Importer::readShape(const onnx::TypeProto &type, StringRef name,
+                         Val &val) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+    return fail("graph input '" + name + "' has no tensor shape; export "
+                "with shapes (dynamic dims may be named)");
+  val.dt = type.tensor_type().elem_type();
+  if (!elemType(val.dt))
+    return fail("graph input '" + name + "' has unsupported element type " +
+                Twine(val.dt));
+  for (const auto &d : type.tensor_type().shape().dim()) {
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0 || d.dim_value() > kMaxDim)
+        return fail("graph input '" + name + "' has dimension " +
+                    Twine(d.dim_value()) + ", which is negative or too large");
+      val.shape.push_back(Dim::of(d.dim_value()));
+    } else {
+      int id;
+      if (d.has_dim_param() && !d.dim_param().empty()) {
+        auto it = symIds.try_emplace(d.dim_param(), nextSym);
+        if (it.second)
+          ++nextSym;
+        id = it.first->second;
+      } else {
+        id = nextSym++;
+      }
+      val.shape.push_back(Dim{1, {id}});
+    }
+  }
+  return true;
+}
+
+bool Importer::broadcast(ArrayRef<Dim> a, ArrayRef<Dim> c,
+                         SmallVector<Dim> &out) {
+  size_t r = std::max(a.size(), c.size());
+  out.assign(r, Dim::of(1));
+  for (size_t i = 0; i < r; ++i) {
+    Dim x = i < r - a.size() ? Dim::of(1) : a[i - (r - a.size())];
+    Dim y = i < r - c.size() ? Dim::of(1) : c[i - (r - c.size())];
+    if (x == y || (y.isConst() && y.c == 1))
+      out[i] = x;
+    else if (x.isConst() && x.c == 1)
+      out[i] = y;
+    else if (!x.isConst() && y.isConst())
+      out[i] = y; // a dynamic dim never broadcasts at run time
+    else if (x.isConst() && !y.isConst())
+      out[i] = x;
+    else if (!x.isConst() && !y.isConst())
+      out[i] = x; // two dynamic dims: equal at run time by the model's rules
+    else
+      return fail("shapes do not broadcast (dimension " + Twine(i) + ": " +
+                  Twine(x.c) + " vs " + Twine(y.c) + ")");
+  }
+  return true;
+}
+
+bool Importer::hostInts(Val *v, SmallVector<Dim> &out, StringRef what) {
+  if (!v || !v->present)
+    return fail("missing input '" + what + "'");
+  if (!v->weightName.empty() && !initHost(v->weightName, *v))
+    return false;
+  if (!v->host || v->host->isF())
+    return fail("input '" + what + "' must be an integer tensor known at "
+                "import time (it is computed at run time); export with "
+                "static values for it");
+  out.assign(v->host->iv.begin(), v->host->iv.end());
+  return true;
+}
+
+bool Importer::constInts(Val *v, SmallVector<int64_t> &out, StringRef what) {
+  SmallVector<Dim> ds;
+  if (!hostInts(v, ds, what))
+    return false;
+  out.clear();
+  for (const Dim &d : ds) {
+    if (!d.isConst())
+      return fail("input '" + what + "' depends on a dynamic dimension; it "
+                  "must be a constant");
+    out.push_back(d.c);
+  }
+  return true;
+}
+
+Value Importer::reshapeTo(Val &x, ArrayRef<Dim> shape) {
+  Value in = x.v;
+  RankedTensorType t = typeOf(x.dt, shape);
+  if (in.getType() == t)
+    return in;
+  return ReshapeOp::create(b, loc, t, in);
+}
+
+//===----------------------------------------------------------------------===//
+// Folding
+//===----------------------------------------------------------------------===//
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int i = int(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// Element index of `in` for output index `o` of a broadcast to `out`.
+int64_t bcastIndex(int64_t o, ArrayRef<int64_t> out, ArrayRef<int64_t> in) {
+  SmallVector<int64_t> os = stridesOf(out), is = stridesOf(in);
+  int64_t idx = 0;
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t c = (o / os[i]) % out[i];
+    if (i >= off && in[i - off] != 1)
+      idx += c * is[i - off];
+  }
+  return idx;
+}
+
+bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
+                       std::vector<Val> &out, bool &folded) {
+  folded = false;
+  const std::string &op = node.op_type();
+  auto isHost = [&](Val *v) {
+    if (!v || !v->present)
+      return true;
+    if (!v->weightName.empty()) {
+      const onnx::TensorProto *t = inits.lookup(v->weightName);
+      int64_t n = 1;
+      for (int64_t d : t->dims())
+        n *= d;
+      // Integer initializers and scalars fold; float weights stay weights.
+      if (isFloatDT(t->data_type()) && n > 1)
+        return false;
+      if (n * dtBytes(t->data_type()) > kInlineLimit)
+        return false;
+      return initHost(v->weightName, *v) && v->host.has_value();
+    }
+    return v->host.has_value();
+  };
+  auto setHost = [&](Host h) {
+    Val r;
+    r.dt = h.dt;
+    for (int64_t d : h.shape)
+      r.shape.push_back(Dim::of(d));
+    r.host = std::move(h);
+    out.push_back(std::move(r));
+    folded = true;
+    return true;
+  };
+
+  if (op == "Shape") {
+    Host h;
+    h.dt = DT_I64;
+    int64_t r = in[0]->shape.size();
+    int64_t s = attrInt(node, "start", 0), e = attrInt(node, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = std::clamp<int64_t>(s, 0, r);
+    e = std::clamp<int64_t>(e, s, r);
+    for (int64_t i = s; i < e; ++i)
+      h.iv.push_back(in[0]->shape[i]);
+    h.shape = {e - s};
+    return setHost(std::move(h));
+  }
+  if (op == "Size") {
+    Dim n = Dim::of(1);
+    for (const Dim &d : in[0]->shape)
+      n = *mulDim(n, d);
+    Host h;
+    h.iv = {n};
+    return setHost(std::move(h));
+  }
+  if (op == "Constant") {
+    Host h;
+    if (const auto *a = attr(node, "value")) {
+      if (!load(a->t(), h, node.output(0)))
+        return false;
+    } else if (const auto *a = attr(node, "value_float")) {
+      h.dt = DT_F32; h.fv = {a->f()};
+    } else if (const auto *a = attr(node, "value_floats")) {
+      h.dt = DT_F32; h.fv.assign(a->floats().begin(), a->floats().end());
+      h.shape = {int64_t(h.fv.size())};
+    } else if (const auto *a = attr(node, "value_int")) {
+      h.iv = {Dim::of(a->i())};
+    } else if (const auto *a = attr(node, "value_ints")) {
+      for (int64_t x : a->ints()) h.iv.push_back(Dim::of(x));
+      h.shape = {int64_t(h.iv.size())};
+    } else {
+      return fail("Constant without a supported value attribute");
+    }
+    if (h.numel() * dtBytes(h.dt) > kInlineLimit &&
+        rawIndex.constants.count(node.output(0)))
+      return true; // left to emit(): becomes a weight in place.
+    return setHost(std::move(h));
+  }
+  for (Val *v : in)
+    if (!isHost(v))
+      return true;
+  auto H = [&](int i) -> Host & { return *in[i]->host; };
+  auto hasIn = [&](size_t i) { return i < in.size() && in[i] && in[i]->present; };
+
+  if (op == "Identity")
+    return setHost(H(0));
+  if (op == "Cast") {
+    Host h = H(0);
+    int to = attrInt(node, "to", DT_F32);
+    if (isFloatDT(to) && !h.isF()) {
+      if (!h.allConst()) return true;
+      for (const Dim &d : h.iv) h.fv.push_back(double(d.c));
+      h.iv.clear();
+    } else if (!isFloatDT(to) && h.isF()) {
+      for (double d : h.fv) h.iv.push_back(Dim::of(to == DT_BOOL ? d != 0 : int64_t(d)));
+      h.fv.clear();
+    } else if (to == DT_BOOL) {
+      for (Dim &d : h.iv) if (d.isConst()) d.c = d.c != 0;
+    }
+    h.dt = to;
+    return setHost(std::move(h));
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    Host h = H(0);
+    SmallVector<int64_t> axes;
+    if (hasIn(1)) {
+      if (!constInts(in[1], axes, "axes")) return false;
+    } else if (auto a = attrInts(node, "axes")) {
+      axes = *a;
+    }
+    if (op == "Unsqueeze") {
+      int64_t r = h.shape.size() + axes.size();
+      for (int64_t &a : axes) if (a < 0) a += r;
+      llvm::sort(axes);
+      for (int64_t a : axes) h.shape.insert(h.shape.begin() + std::min<int64_t>(a, h.shape.size()), 1);
+    } else {
+      int64_t r = h.shape.size();
+      SmallVector<int64_t> ns;
+      for (int64_t i = 0; i < r; ++i) {
+        bool drop = axes.empty() ? h.shape[i] == 1
+                                 : llvm::any_of(axes, [&](int64_t a) { return (a < 0 ? a + r : a) == i; });
+        if (!drop) ns.push_back(h.shape[i]);
+      }
+      h.shape = ns;
+    }
+    return setHost(std::move(h));
+  }
+  if (op == "Reshape") {
+    Host h = H(0);
+    SmallVector<int64_t> s;
+    if (!constInts(in[1], s, "shape")) return false;
+    int64_t known = 1, neg = -1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == 0 && i < h.shape.size()) s[i] = h.shape[i];
+      if (s[i] == -1) neg = i; else known *= s[i];
+    }
+    if (neg >= 0) s[neg] = known ? h.numel() / known : 0;
+    h.shape = s;
+    return setHost(std::move(h));
+  }
+  if (op == "Concat") {
+    int64_t r = H(0).shape.size();
+    int64_t axis = attrInt(node, "axis", 0);
+    if (axis < 0) axis += r;
+    Host h;
+    h.dt = H(0).dt;
+    h.shape = H(0).shape;
+    h.shape[axis] = 0;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (hasIn(i)) h.shape[axis] += H(i).shape[axis];
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= h.shape[i];
+    for (int64_t o = 0; o < outer; ++o)
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!hasIn(i)) continue;
+        Host &x = H(i);
+        int64_t chunk = x.numel() / std::max<int64_t>(outer, 1);
+        for (int64_t k = 0; k < chunk; ++k) {
+          if (h.isF()) h.fv.push_back(x.f(o * chunk + k));
+          else h.iv.push_back(x.iv[o * chunk + k]);
+        }
+      }
+    return setHost(std::move(h));
+  }
+  if (op == "Gather") {
+    Host &x = H(0), &idx = H(1);
+    int64_t r = x.shape.size();
+    int64_t axis = attrInt(node, "axis", 0);
+    if (axis < 0) axis += r;
+    if (!idx.allConst()) return true;
+    Host h;
+    h.dt = x.dt;
+    for (int64_t i = 0; i < axis; ++i) h.shape.push_back(x.shape[i]);
+    for (int64_t d : idx.shape) h.shape.push_back(d);
+    for (int64_t i = axis + 1; i < r; ++i) h.shape.push_back(x.shape[i]);
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= x.shape[i];
+    for (int64_t i = axis + 1; i < r; ++i) inner *= x.shape[i];
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Dim &id : idx.iv) {
+        int64_t k = id.c < 0 ? id.c + x.shape[axis] : id.c;
+        if (k < 0 || k >= x.shape[axis])
+          return fail("Gather index " + Twine(id.c) + " is out of range");
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t e = (o * x.shape[axis] + k) * inner + j;
+          if (h.isF()) h.fv.push_back(x.fv[e]); else h.iv.push_back(x.iv[e]);
+        }
+      }
+    return setHost(std::move(h));
+  }
+  if (op == "Slice") {
+    Host &x = H(0);
+    if (x.shape.size() != 1) return true;
+    SmallVector<int64_t> st, en, ax, sp;
+    if (!constInts(in[1], st, "starts") || !constInts(in[2], en, "ends"))
+      return false;
+    if (hasIn(3) && !constInts(in[3], ax, "axes")) return false;
+    if (hasIn(4) && !constInts(in[4], sp, "steps")) return false;
+    int64_t n = x.shape[0];
+    int64_t s = st[0], e = en[0], step = sp.empty() ? 1 : sp[0];
+    if (s < 0) s += n;
+    if (e < 0) e += n;
+    Host h;
+    h.dt = x.dt;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, n); e = std::clamp<int64_t>(e, 0, n);
+      for (int64_t i = s; i < e; i += step)
+        h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
+    } else {
+      s = std::clamp<int64_t>(s, -1, n - 1); e = std::clamp<int64_t>(e, -1, n - 1);
+      for (int64_t i = s; i > e; i += step)
+        h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
+    }
+    h.shape = {int64_t(h.isF() ? h.fv.size() : h.iv.size())};
+    return setHost(std::move(h));
+  }
+  if (op == "ConstantOfShape") {
+    SmallVector<int64_t> s;
+    SmallVector<Dim> ds;
+    if (!hostInts(in[0], ds, "shape")) return false;
+    for (const Dim &d : ds) {
+      if (!d.isConst()) return true; // emitted as a broadcast
+      s.push_back(d.c);
+    }
+    Host h;
+    h.dt = DT_F32;
+    double v = 0;
+    if (const auto *a = attr(node, "value")) {
+      Host vv;
+      if (!load(a->t(), vv, "value")) return false;
+      h.dt = vv.dt;
+      v = vv.f(0);
+    }
+    h.shape = s;
+    int64_t n = h.numel();
+    if (n * dtBytes(h.dt) > kInlineLimit) return true;
+    if (h.isF()) h.fv.assign(n, v); else h.iv.assign(n, Dim::of(int64_t(v)));
+    return setHost(std::move(h));
+  }
+  if (op == "Range") {
+    Host &s = H(0), &l = H(1), &d = H(2);
+    if (!s.isF() && (!s.allConst() || !l.allConst() || !d.allConst()))
+      return true;
+    double a = s.f(0), lim = l.f(0), dd = d.f(0);
+    if (dd == 0) return fail("Range with a zero step");
+    int64_t n = std::max<int64_t>(int64_t(std::ceil((lim - a) / dd)), 0);
+    if (n > kMaxDim) return fail("Range is too long");
+    Host h;
+    h.dt = s.dt;
+    h.shape = {n};
+    for (int64_t i = 0; i < n; ++i)
+      h.isF() ? h.fv.push_back(a + i * dd) : h.iv.push_back(Dim::of(int64_t(a) + i * int64_t(dd)));
+    return setHost(std::move(h));
+  }
+  if (op == "Trilu") {
+    Host h = H(0);
+    int64_t k = 0;
+    if (hasIn(1)) { SmallVector<int64_t> kk; if (!constInts(in[1], kk, "k")) return false; k = kk[0]; }
+    bool upper = attrInt(node, "upper", 1);
+    int64_t r = h.shape.size(), R = h.shape[r - 2], C = h.shape[r - 1];
+    for (int64_t e = 0; e < h.numel(); ++e) {
+      int64_t i = (e / C) % R, j = e % C;
+      bool keep = upper ? j - i >= k : j - i <= k;
+      if (!keep) { if (h.isF()) h.fv[e] = 0; else h.iv[e] = Dim::of(0); }
+    }
+    return setHost(std::move(h));
+  }
+  if (op == "Expand") {
+    Host &x = H(0);
+    SmallVector<int64_t> s;
+    if (!constInts(in[1], s, "shape")) return false;
+    SmallVector<Dim> xs, ss, os;
+    for (int64_t d : x.shape) xs.push_back(Dim::of(d));
+    for (int64_t d : s) ss.push_back(Dim::of(d));
+    if (!broadcast(xs, ss, os)) return false;
+    Host h;
+    h.dt = x.dt;
+    for (const Dim &d : os) h.shape.push_back(d.c);
+    if (h.numel() * dtBytes(h.dt) > kInlineLimit) return true;
+    for (int64_t e = 0; e < h.numel(); ++e) {
+      int64_t k = bcastIndex(e, h.shape, x.shape);
+      h.isF() ? h.fv.push_back(x.fv[k]) : h.iv.push_back(x.iv[k]);
+    }
+    return setHost(std::move(h));
+  }
+  if (op == "Transpose") {
+    Host &x = H(0);
+    int64_t r = x.shape.size();
+    SmallVector<int64_t> perm;
+    if (auto p = attrInts(node, "perm")) perm = *p;
+    else for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+    Host h;
+    h.dt = x.dt;
+    for (int64_t p : perm) h.shape.push_back(x.shape[p]);
+    SmallVector<int64_t> xs = stridesOf(x.shape), os = stridesOf(h.shape);
+    for (int64_t e = 0; e < h.numel(); ++e) {
+      int64_t k = 0;
+      for (int64_t i = 0; i < r; ++i) k += ((e / os[i]) % h.shape[i]) * xs[perm[i]];
+      h.isF() ? h.fv.push_back(x.fv[k]) : h.iv.push_back(x.iv[k]);
+    }
+    return setHost(std::move(h));
+  }
+  // Elementwise on host values.
+  static const StringRef unary[] = {"Neg", "Sqrt", "Reciprocal", "Exp", "Log",
+                                    "Abs", "Not", "Erf", "Tanh", "Sigmoid",
+                                    "Relu"};
+  static const StringRef binary[] = {"Add", "Sub", "Mul", "Div", "Pow",
+                                     "Equal", "Less", "Greater", "And", "Or",
+                                     "Max", "Min", "LessOrEqual",
+                                     "GreaterOrEqual", "Mod"};
+  if (llvm::is_contained(unary, op)) {
+    Host h = H(0);
+    if (h.isF()) {
+      for (double &x : h.fv) {
+        if (op == "Neg") x = -x; else if (op == "Sqrt") x = std::sqrt(x);
+        else if (op == "Reciprocal") x = 1 / x; else if (op == "Exp") x = std::exp(x);
+        else if (op == "Log") x = std::log(x); else if (op == "Abs") x = std::fabs(x);
+        else if (op == "Erf") x = std::erf(x); else if (op == "Tanh") x = std::tanh(x);
+        else if (op == "Sigmoid") x = 1 / (1 + std::exp(-x));
+        else if (op == "Relu") x = std::max(x, 0.0);
+        else return true;
+      }
+    } else {
+      if (!h.allConst()) return true;
+      for (Dim &d : h.iv) {
+        if (op == "Neg") d.c = -d.c; else if (op == "Not") d.c = !d.c;
+        else if (op == "Abs") d.c = std::abs(d.c);
+        else if (op == "Relu") d.c = std::max<int64_t>(d.c, 0);
+        else return true;
+      }
+    }
+    return setHost(std::move(h));
+  }
+  if (llvm::is_contained(binary, op)) {
+    Host &x = H(0), &y = H(1);
+    SmallVector<int64_t> os;
+    {
+      SmallVector<Dim> a, c, o;
+      for (int64_t d : x.shape) a.push_back(Dim::of(d));
+      for (int64_t d : y.shape) c.push_back(Dim::of(d));
+      if (!broadcast(a, c, o)) return false;
+      for (const Dim &d : o) os.push_back(d.c);
+    }
+    bool cmp = op == "Equal" || op == "Less" || op == "Greater" ||
+               op == "LessOrEqual" || op == "GreaterOrEqual";
+    Host h;
+    h.dt = cmp ? DT_BOOL : x.dt;
+    h.shape = os;
+    for (int64_t e = 0; e < h.numel(); ++e) {
+      int64_t i = bcastIndex(e, os, x.shape), j = bcastIndex(e, os, y.shape);
+      if (x.isF()) {
+        double a = x.fv[i], c = y.f(j), r;
+        if (op == "Add") r = a + c; else if (op == "Sub") r = a - c;
+        else if (op == "Mul") r = a * c; else if (op == "Div") r = a / c;
+        else if (op == "Pow") r = std::pow(a, c); else if (op == "Max") r = std::max(a, c);
+        else if (op == "Min") r = std::min(a, c);
+        else if (op == "Equal") r = a == c; else if (op == "Less") r = a < c;
+        else if (op == "Greater") r = a > c; else if (op == "LessOrEqual") r = a <= c;
+        else if (op == "GreaterOrEqual") r = a >= c;
+        else return true;
+        if (cmp) h.iv.push_back(Dim::of(r != 0)); else h.fv.push_back(r);
+        continue;
+      }
+      const Dim &a = x.iv[i], &c = y.iv[j];
+      std::optional<Dim> r;
+      if (op == "Mul") r = mulDim(a, c);
+      else if (op == "Div") {
+        if (a.isConst() && c.isConst()) {
+          if (c.c == 0) return fail("integer division by zero");
+          // ONNX integer Div truncates toward zero.
+          r = Dim::of(a.c / c.c);
+        } else r = divDim(a, c);
+      } else if (op == "Equal" && a == c) r = Dim::of(1);
+      else if (a.isConst() && c.isConst()) {
+        int64_t p = a.c, q = c.c, v;
+        if (op == "Add") v = p + q; else if (op == "Sub") v = p - q;
+        else if (op == "Equal") v = p == q; else if (op == "Less") v = p < q;
+        else if (op == "Greater") v = p > q; else if (op == "LessOrEqual") v = p <= q;
+        else if (op == "GreaterOrEqual") v = p >= q;
+        else if (op == "And") v = p && q; else if (op == "Or") v = p || q;
+        else if (op == "Max") v = std::max(p, q); else if (op == "Min") v = std::min(p, q);
+        else if (op == "Mod") { if (!q) return fail("modulo by zero"); v = p % q; }
+        else if (op == "Pow") { v = 1; for (int64_t k = 0; k < q; ++k) v *= p; }
+        else return true;
+        r = Dim::of(v);
+      } else if (op == "Max" && c.isConst() && c.c <= 1) r = a; // max(dyn, 1)
+      else if (op == "Max" && a.isConst() && a.c <= 1) r = c;
+      if (!r) return true;
+      h.iv.push_back(*r);
+    }
+    return setHost(std::move(h));
+  }
+  if (op == "Where") {
+    Host &cnd = H(0), &x = H(1), &y = H(2);
+    SmallVector<Dim> a, c, d, o1, o;
+    for (int64_t k : cnd.shape) a.push_back(Dim::of(k));
+    for (int64_t k : x.shape) c.push_back(Dim::of(k));
+    for (int64_t k : y.shape) d.push_back(Dim::of(k));
+    if (!broadcast(a, c, o1) || !broadcast(o1, d, o)) return false;
+    Host h;
+    h.dt = x.dt;
+    for (const Dim &k : o) h.shape.push_back(k.c);
+    if (!cnd.allConst()) return true;
+    for (int64_t e = 0; e < h.numel(); ++e) {
+      bool t = cnd.iv[bcastIndex(e, h.shape, cnd.shape)].c != 0;
+      Host &src = t ? x : y;
+      int64_t k = bcastIndex(e, h.shape, src.shape);
+      h.isF() ? h.fv.push_back(src.fv[k]) : h.iv.push_back(src.iv[k]);
+    }
+    return setHost(std::move(h));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+bool Importer::emit(const onnx::NodeProto &node, std::vector<Val *> &in,
+                    std::vector<Val> &out) {
+  const std::string &op = node.op_type();
+  auto hasIn = [&](size_t i) { return i < in.size() && in[i] && in[i]->present; };
+  auto V = [&](int i) -> Value {
+    if (!hasIn(i)) {
+      fail("input " + Twine(i) + " is missing");
+      return {};
+    }
+    return materialize(*in[i], node.input(i));
+  };
+  auto result = [&](int dt, SmallVector<Dim> shape, Value v) {
+    Val r;
+    r.dt = dt;
+    r.shape = std::move(shape);
+    r.v = v;
+    out.push_back(std::move(r));
+    return v != nullptr;
+  };
+  auto rankOf = [&](int i) { return int64_t(in[i]->shape.size()); };
+  auto normAxis = [](int64_t a, int64_t r) { return a < 0 ? a + r : a; };
+
+  // Elementwise binary.
+  static const std::pair<StringRef, int> binaries[] = {
+      {"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Pow", 4},
+      {"Max", 5}, {"Min", 6}, {"And", 7}, {"Or", 8}};
+  for (auto [name, kind] : binaries) {
+    if (op != name)
+      continue;
+    Value l = V(0), r = V(1);
+    if (!l || !r)
+      return false;
+    SmallVector<Dim> s;
+    if (!broadcast(in[0]->shape, in[1]->shape, s))
+      return false;
+    Type rt = typeOf(in[0]->dt, s);
+    Value v;
+    switch (kind) {
+    case 0: v = AddOp::create(b, loc, rt, l, r); break;
+    case 1: v = SubOp::create(b, loc, rt, l, r); break;
+    case 2: v = MulOp::create(b, loc, rt, l, r); break;
+    case 3: v = DivOp::create(b, loc, rt, l, r); break;
+    case 4:
+      if (in[1]->dt != in[0]->dt)
+        r = CastOp::create(b, loc, typeOf(in[0]->dt, in[1]->shape), r);
+      v = PowOp::create(b, loc, rt, l, r);
+      break;
+    case 5: v = MaxOp::create(b, loc, rt, l, r); break;
+    case 6: v = MinOp::create(b, loc, rt, l, r); break;
+    case 7: v = AndOp::create(b, loc, rt, l, r); break;
+    case 8: v = OrOp::create(b, loc, rt, l, r); break;
+    }
+    return result(in[0]->dt, s, v);
+  }
+  static const std::pair<StringRef, CompareKind> compares[] = {
+      {"Equal", CompareKind::eq}, {"Less", CompareKind::lt},
+      {"Greater", CompareKind::gt}, {"LessOrEqual", CompareKind::le},
+      {"GreaterOrEqual", CompareKind::ge}};
+  for (auto [name, kind] : compares) {
+    if (op != name)
+      continue;
+    Value l = V(0), r = V(1);
+    if (!l || !r)
+      return false;
+    SmallVector<Dim> s;
+    if (!broadcast(in[0]->shape, in[1]->shape, s))
+      return false;
+    return result(DT_BOOL, s,
+                  CompareOp::create(b, loc, typeOf(DT_BOOL, s), kind, l, r));
+  }
+  // Elementwise unary.
+  if (op == "Neg" || op == "Abs" || op == "Exp" || op == "Log" ||
+      op == "Sqrt" || op == "Reciprocal" || op == "Sin" || op == "Cos" ||
+      op == "Tanh" || op == "Sigmoid" || op == "Relu" || op == "Erf" ||
+      op == "Not" || op == "Gelu" || op == "Identity") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    Value v;
+    if (op == "Neg") v = NegOp::create(b, loc, x);
+    else if (op == "Abs") v = AbsOp::create(b, loc, x);
+    else if (op == "Exp") v = ExpOp::create(b, loc, x);
+    else if (op == "Log") v = LogOp::create(b, loc, x);
+    else if (op == "Sqrt") v = SqrtOp::create(b, loc, x);
+    else if (op == "Reciprocal") v = ReciprocalOp::create(b, loc, x);
+    else if (op == "Sin") v = SinOp::create(b, loc, x);
+    else if (op == "Cos") v = CosOp::create(b, loc, x);
+    else if (op == "Tanh") v = TanhOp::create(b, loc, x);
+    else if (op == "Sigmoid") v = SigmoidOp::create(b, loc, x);
+    else if (op == "Relu") v = ReluOp::create(b, loc, x);
+    else if (op == "Erf") v = ErfOp::create(b, loc, x);
+    else if (op == "Not") v = NotOp::create(b, loc, x);
+    else if (op == "Identity") v = x;
+    else {
+      const auto *a = attr(node, "approximate");
+      bool tanh = a && a->s() == "tanh";
+      v = GeluOp::create(b, loc, x.getType(), x,
+                         tanh ? GeluApproximation::tanh
+                              : GeluApproximation::none);
+    }
+    return result(in[0]->dt, in[0]->shape, v);
+  }
+  if (op == "Where") {
+    Value c = V(0), x = V(1), y = V(2);
+    if (!c || !x || !y)
+      return false;
+    SmallVector<Dim> s1, s;
+    if (!broadcast(in[0]->shape, in[1]->shape, s1) ||
+        !broadcast(s1, in[2]->shape, s))
+      return false;
+    return result(in[1]->dt, s,
+                  SelectOp::create(b, loc, typeOf(in[1]->dt, s), c, x, y));
+  }
+  if (op == "Cast") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    int to = attrInt(node, "to", DT_F32);
+    if (!elemType(to))
+      return fail("Cast to unsupported element type " + Twine(to));
+    if (to == in[0]->dt)
+      return result(to, in[0]->shape, x);
+    return result(to, in[0]->shape,
+                  CastOp::create(b, loc, typeOf(to, in[0]->shape), x));
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    Value a = V(0), w = V(1);
+    if (!a || !w)
+      return false;
+    bool ta = op == "Gemm" && attrInt(node, "transA", 0);
+    bool tb = op == "Gemm" && attrInt(node, "transB", 0);
+    SmallVector<Dim> as = in[0]->shape, bs = in[1]->shape;
+    if (as.size() < 2 || bs.size() < 2)
+      return fail("MatMul with a rank-1 operand is not supported; reshape "
+                  "it to rank 2 in the model");
+    SmallVector<Dim> batch;
+    if (!broadcast(ArrayRef<Dim>(as).drop_back(2),
+                   ArrayRef<Dim>(bs).drop_back(2), batch))
+      return false;
+    Dim m = ta ? as.back() : as[as.size() - 2];
+    Dim n = tb ? bs[bs.size() - 2] : bs.back();
+    SmallVector<Dim> s = batch;
+    s.push_back(m);
+    s.push_back(n);
+    Value v = MatmulOp::create(b, loc, typeOf(in[0]->dt, s), a, w, ta, tb);
+    if (op == "Gemm") {
+      float alpha = attrFloat(node, "alpha", 1), beta = attrFloat(node, "beta", 1);
+      RankedTensorType rt = typeOf(in[0]->dt, s);
+      auto scalar = [&](float f) {
+        return ConstantOp::create(
+            b, loc, DenseElementsAttr::get(RankedTensorType::get({}, rt.getElementType()), b.getFloatAttr(rt.getElementType(), f)));
+      };
+      if (alpha != 1)
+        v = MulOp::create(b, loc, rt, v, scalar(alpha));
+      if (hasIn(2)) {
+        Value c = V(2);
+        if (!c)
+          return false;
+        if (beta != 1)
+          c = MulOp::create(b, loc, c.getType(), c, scalar(beta));
+        v = AddOp::create(b, loc, rt, v, c);
+      }
+    }
+    return result(in[0]->dt, s, v);
+  }
+  if (op == "Softmax") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    int64_t axis = attrInt(node, "axis", -1);
+    return result(in[0]->dt, in[0]->shape,
+                  SoftmaxOp::create(b, loc, x, b.getI64IntegerAttr(axis)));
+  }
+  if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" ||
+      op == "ReduceMin" || op == "ReduceProd") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    int64_t r = rankOf(0);
+    SmallVector<int64_t> axes;
+    if (hasIn(1)) {
+      if (!constInts(in[1], axes, "axes"))
+        return false;
+    } else if (auto a = attrInts(node, "axes")) {
+      axes = *a;
+    }
+    if (axes.empty()) {
+      if (attrInt(node, "noop_with_empty_axes", 0))
+        return result(in[0]->dt, in[0]->shape, x);
+      for (int64_t i = 0; i < r; ++i)
+        axes.push_back(i);
+    }
+    for (int64_t &a : axes)
+      a = normAxis(a, r);
+    llvm::sort(axes);
+    bool keep = attrInt(node, "keepdims", 1);
+    SmallVector<Dim> s;
+    for (int64_t i = 0; i < r; ++i) {
+      if (llvm::is_contained(axes, i)) {
+        if (keep)
+          s.push_back(Dim::of(1));
+      } else {
+        s.push_back(in[0]->shape[i]);
+      }
+    }
+    ReduceKind k = op == "ReduceMean"  ? ReduceKind::mean
+                   : op == "ReduceSum" ? ReduceKind::sum
+                   : op == "ReduceMax" ? ReduceKind::max
+                   : op == "ReduceMin" ? ReduceKind::min
+                                       : ReduceKind::prod;
+    return result(in[0]->dt, s,
+                  ReduceOp::create(b, loc, typeOf(in[0]->dt, s), k, x, axes,
+                                   keep));
+  }
+  if (op == "LayerNormalization" || op == "SimplifiedLayerNormalization") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    for (int i = 1; i < node.output_size(); ++i)
+      if (!node.output(i).empty())
+        return fail(op + " outputs Mean/InvStdDev, which are not supported");
+    int64_t r = rankOf(0);
+    int64_t axis = normAxis(attrInt(node, "axis", -1), r);
+    float eps = attrFloat(node, "epsilon", 1e-5f);
+    Value scale = hasIn(1) ? V(1) : Value();
+    Value bias = hasIn(2) ? V(2) : Value();
+    if (op == "SimplifiedLayerNormalization") {
+      if (axis != r - 1)
+        return fail("SimplifiedLayerNormalization over more than the last "
+                    "axis is not supported");
+      return result(in[0]->dt, in[0]->shape,
+                    RmsNormOp::create(b, loc, x.getType(), x, scale,
+                                      b.getF32FloatAttr(eps)));
+    }
+    return result(in[0]->dt, in[0]->shape,
+                  LayerNormOp::create(b, loc, x.getType(), x, scale, bias,
+                                      b.getI64IntegerAttr(axis - r),
+                                      b.getF32FloatAttr(eps)));
+  }
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+      op == "Unsqueeze") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    const SmallVector<Dim> &is = in[0]->shape;
+    int64_t r = is.size();
+    SmallVector<Dim> s;
+    if (op == "Reshape") {
+      SmallVector<Dim> target;
+      if (!hostInts(in[1], target, "shape"))
+        return false;
+      bool allowZero = attrInt(node, "allowzero", 0);
+      int neg = -1;
+      Dim known = Dim::of(1), total = Dim::of(1);
+      for (const Dim &d : is)
+        total = *mulDim(total, d);
+      for (size_t i = 0; i < target.size(); ++i) {
+        Dim d = target[i];
+        if (d.isConst() && d.c == 0 && !allowZero) {
+          if (i >= is.size())
+            return fail("Reshape copies dimension " + Twine(i) +
+                        " of an input of rank " + Twine(r));
+          d = is[i];
+        }
+        if (d.isConst() && d.c == -1) {
+          if (neg >= 0)
+            return fail("Reshape with two -1 dimensions");
+          neg = i;
+        } else if (d.isConst() && d.c < 0) {
+          return fail("Reshape to a negative dimension");
+        } else {
+          auto k = mulDim(known, d);
+          if (!k)
+            return fail("Reshape dimensions overflow");
+          known = *k;
+        }
+        s.push_back(d);
+      }
+      if (neg >= 0) {
+        auto q = divDim(total, known);
+        if (!q) {
+          // Not expressible symbolically: a fresh dynamic dimension.
+          q = Dim{1, {nextSym++}};
+        }
+        s[neg] = *q;
+      }
+    } else if (op == "Flatten") {
+      int64_t axis = normAxis(attrInt(node, "axis", 1), r);
+      Dim a = Dim::of(1), c = Dim::of(1);
+      for (int64_t i = 0; i < r; ++i)
+        (i < axis ? a : c) = *mulDim(i < axis ? a : c, is[i]);
+      s = {a, c};
+    } else {
+      SmallVector<int64_t> axes;
+      if (hasIn(1)) {
+        if (!constInts(in[1], axes, "axes"))
+          return false;
+      } else if (auto a = attrInts(node, "axes")) {
+        axes = *a;
+      }
+      if (op == "Unsqueeze") {
+        int64_t nr = r + axes.size();
+        for (int64_t &a : axes)
+          a = normAxis(a, nr);
+        llvm::sort(axes);
+        s = is;
+        for (int64_t a : axes)
+          s.insert(s.begin() + std::min<int64_t>(a, s.size()), Dim::of(1));
+      } else {
+        for (int64_t &a : axes)
+          a = normAxis(a, r);
+        for (int64_t i = 0; i < r; ++i) {
+          bool drop = axes.empty() ? (is[i].isConst() && is[i].c == 1)
+                                   : llvm::is_contained(axes, i);
+          if (!drop)
+            s.push_back(is[i]);
+        }
+      }
+    }
+    return result(in[0]->dt, s, reshapeTo(*in[0], s));
+  }
+  if (op == "Transpose") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    int64_t r = rankOf(0);
+    SmallVector<int64_t> perm;
+    if (auto p = attrInts(node, "perm"))
+      perm = *p;
+    else
+      for (int64_t i = r - 1; i >= 0; --i)
+        perm.push_back(i);
+    SmallVector<Dim> s;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= r)
+        return fail("Transpose permutation out of range");
+      s.push_back(in[0]->shape[p]);
+    }
+    return result(in[0]->dt, s,
+                  TransposeOp::create(b, loc, typeOf(in[0]->dt, s), x, perm));
+  }
+  if (op == "Concat") {
+    int64_t r = rankOf(0);
+    int64_t axis = normAxis(attrInt(node, "axis", 0), r);
+    SmallVector<Value> xs;
+    SmallVector<Dim> s = in[0]->shape;
+    Dim sum = Dim::of(0);
+    bool dyn = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!hasIn(i))
+        continue;
+      Value x = V(i);
+      if (!x)
+        return false;
+      // Empty operands (a zero-length static axis) are dropped.
+      const Dim &d = in[i]->shape[axis];
+      if (d.isConst() && d.c == 0)
+        continue;
+      xs.push_back(x);
+      if (d.isConst() && sum.isConst())
+        sum.c += d.c;
+      else if (sum.isConst() && sum.c == 0)
+        sum = d;
+      else
+        dyn = true;
+    }
+    s[axis] = dyn ? Dim{1, {nextSym++}} : sum;
+    if (xs.size() == 1)
+      return result(in[0]->dt, s, xs[0]);
+    return result(in[0]->dt, s,
+                  ConcatOp::create(b, loc, typeOf(in[0]->dt, s), xs,
+                                   b.getI64IntegerAttr(axis)));
+  }
+  if (op == "Slice" || op == "Split") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    int64_t r = rankOf(0);
+    const SmallVector<Dim> &is = in[0]->shape;
+    // One static slice per output: (axis, start, limit, step).
+    auto makeSlice = [&](int64_t axis, int64_t start, int64_t limit,
+                         int64_t step, SmallVector<Dim> &s) -> Value {
+      SmallVector<int64_t> st(r, 0), li, sp(r, 1);
+      for (int64_t i = 0; i < r; ++i)
+        li.push_back(is[i].isConst() ? is[i].c : std::numeric_limits<int32_t>::max());
+      st[axis] = start;
+      li[axis] = limit;
+      sp[axis] = step;
+      s = is;
+      if (is[axis].isConst()) {
+        s[axis] = Dim::of(std::max<int64_t>(0, (limit - start + step - 1) / step));
+      } else if (!(start == 0 && step == 1 &&
+                   limit >= std::numeric_limits<int32_t>::max())) {
+        s[axis] = Dim{1, {nextSym++}};
+      }
+      return SliceOp::create(b, loc, typeOf(in[0]->dt, s), x, st, li, sp);
+    };
+    if (op == "Split") {
+      int64_t axis = normAxis(attrInt(node, "axis", 0), r);
+      if (!is[axis].isConst())
+        return fail("Split along a dynamic dimension is not supported");
+      SmallVector<int64_t> sizes;
+      if (hasIn(1)) {
+        if (!constInts(in[1], sizes, "split"))
+          return false;
+      } else if (auto a = attrInts(node, "split")) {
+        sizes = *a;
+      } else {
+        int64_t n = attrInt(node, "num_outputs", node.output_size());
+        int64_t each = (is[axis].c + n - 1) / n;
+        for (int64_t i = 0, left = is[axis].c; i < n; ++i, left -= each)
+          sizes.push_back(std::min(each, left));
+      }
+      if (int64_t(sizes.size()) != node.output_size())
+        return fail("Split has " + Twine(sizes.size()) + " sizes for " +
+                    Twine(node.output_size()) + " outputs");
+      int64_t start = 0;
+      for (int64_t sz : sizes) {
+        SmallVector<Dim> s;
+        Value v = makeSlice(axis, start, start + sz, 1, s);
+        start += sz;
+        result(in[0]->dt, s, v);
+      }
+      return true;
+    }
+    SmallVector<int64_t> st, en, ax, sp;
+    if (!constInts(in[1], st, "starts") || !constInts(in[2], en, "ends"))
+      return false;
+    if (hasIn(3) && !constInts(in[3], ax, "axes"))
+      return false;
+    if (hasIn(4) && !constInts(in[4], sp, "steps"))
+      return false;
+    if (ax.empty())
+      for (size_t i = 0; i < st.size(); ++i)
+        ax.push_back(i);
+    Value v = x;
+    SmallVector<Dim> s = is;
+    for (size_t k = 0; k < ax.size(); ++k) {
+      int64_t axis = normAxis(ax[k], r);
+      int64_t step = sp.empty() ? 1 : sp[k];
+      if (step <= 0)
+        return fail("Slice with a non-positive step is not supported");
+      int64_t start = st[k], limit = en[k];
+      if (s[axis].isConst()) {
+        int64_t n = s[axis].c;
+        if (start < 0) start += n;
+        if (limit < 0) limit += n;
+        start = std::clamp<int64_t>(start, 0, n);
+        limit = std::clamp<int64_t>(limit, start, n);
+        if (start == 0 && limit == n && step == 1)
+          continue;
+      } else {
+        if (start < 0 || limit < 0)
+          return fail("Slice from the end of a dynamic dimension is not "
+                      "supported; export with a static size for it");
+        limit = std::min<int64_t>(limit, std::numeric_limits<int32_t>::max());
+        if (start == 0 && step == 1 && limit >= std::numeric_limits<int32_t>::max())
+          continue;
+      }
+      Val tmp;
+      tmp.dt = in[0]->dt;
+      tmp.shape = s;
+      tmp.v = v;
+      std::swap(*in[0], tmp);
+      x = v;
+      v = makeSlice(axis, start, limit, step, s);
+      std::swap(*in[0], tmp);
+    }
+    return result(in[0]->dt, s, v);
+  }
+  if (op == "Gather") {
+    Value x = V(0), idx = V(1);
+    if (!x || !idx)
+      return false;
+    int64_t r = rankOf(0);
+    int64_t axis = normAxis(attrInt(node, "axis", 0), r);
+    SmallVector<Dim> s;
+    for (int64_t i = 0; i < axis; ++i)
+      s.push_back(in[0]->shape[i]);
+    for (const Dim &d : in[1]->shape)
+      s.push_back(d);
+    for (int64_t i = axis + 1; i < r; ++i)
+      s.push_back(in[0]->shape[i]);
+    if (in[1]->dt != DT_I64 && in[1]->dt != DT_I32)
+      return fail("Gather indices must be int32 or int64");
+    RankedTensorType rt = typeOf(in[0]->dt, s);
+    if (axis == 0 && r == 2 && isFloatDT(in[0]->dt) && !in[0]->weightName.empty())
+      return result(in[0]->dt, s, EmbeddingOp::create(b, loc, rt, x, idx));
+    return result(in[0]->dt, s,
+                  GatherOp::create(b, loc, rt, x, idx, b.getI64IntegerAttr(axis)));
+  }
+  if (op == "Expand") {
+    Value x = V(0);
+    if (!x)
+      return false;
+    SmallVector<Dim> target, s;
+    if (!hostInts(in[1], target, "shape"))
+      return false;
+    if (!broadcast(in[0]->shape, target, s))
+      return false;
+    RankedTensorType rt = typeOf(in[0]->dt, s);
+    if (rt == x.getType())
+      return result(in[0]->dt, s, x);
+    return result(in[0]->dt, s, BroadcastOp::create(b, loc, rt, x));
+  }
+  if (op == "Constant") {
+    // A large constant stored in place in the .onnx: a weight.
+    const auto *a = attr(node, "value");
+    auto it = rawIndex.constants.find(node.output(0));
+    SmallVector<Dim> s;
+    for (int64_t d : a->t().dims())
+      s.push_back(Dim::of(d));
+    int dt = a->t().data_type();
+    auto src = ExternAttr::get(ctx, b.getStringAttr(path), it->second.offset);
+    return result(dt, s,
+                  WeightOp::create(b, loc, typeOf(dt, s),
+                                   b.getStringAttr(node.output(0)), src));
+  }
+  if (op == "ConstantOfShape" || op == "Range" || op == "Trilu" ||
+      op == "Shape")
+    return fail(op + " on values only known at run time is not supported "
+                "(its shape or inputs depend on run-time data); export with "
+                "static shapes for this part of the graph");
+  return fail("unsupported op '" + op +
+              "'; supported ops are listed in docs/IMPORT-ONNX.md");
+}
+
+bool Importer::importNode(const onnx::NodeProto &node) {
+  where = "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
+          "' (" + node.op_type() + ")";
+  if (!node.domain().empty() && node.domain() != "ai.onnx" &&
+      node.domain() != "com.microsoft")
+    return fail("op domain '" + node.domain() + "' is not supported");
+  std::vector<Val *> in;
+  for (const std::string &name : node.input()) {
+    if (name.empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    auto it = vals.find(name);
+    if (it == vals.end())
+      return fail("input '" + name + "' is not produced by any node, "
+                  "initializer or graph input");
+    in.push_back(&it->second);
+  }
+  std::vector<Val> out;
+  bool folded = false;
+  if (!tryFold(node, in, out, folded))
+    return false;
+  if (!folded) {
+    out.clear();
+    loc = NameLoc::get(b.getStringAttr(node.name().empty() ? node.output(0)
+                                                            : node.name()));
+    if (!emit(node, in, out))
+      return false;
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (size_t(i) >= out.size())
+      return fail("output " + Twine(i) + " ('" + node.output(i) +
+                  "') is not supported");
+    vals[node.output(i)] = std::move(out[i]);
+  }
+  where.clear();
+  return true;
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  auto bufOr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!bufOr) {
+    fail("cannot read: " + bufOr.getError().message());
+    return nullptr;
+  }
+  file = std::move(*bufOr);
+  SmallString<256> abs(path);
+  llvm::sys::fs::make_absolute(abs);
+  llvm::sys::path::remove_dots(abs, true);
+  path = abs.str().str();
+  dir = llvm::sys::path::parent_path(path).str();
+  StringRef bytes = file->getBuffer();
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), int(bytes.size()))) {
+    fail("not a valid ONNX ModelProto (truncated or corrupt protobuf, or "
+         "over 2 GiB: keep weights in external data); re-export the model");
+    return nullptr;
+  }
+  std::string wireError;
+  if (!scanOnnxRawData(bytes, rawIndex, wireError)) {
+    fail(wireError);
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    fail("the model has no graph");
+    return nullptr;
+  }
+  int64_t opset = -1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < 13 || opset > 21) {
+    fail("default-domain opset " + Twine(opset) +
+         " is not supported (13-21 are); convert the model with "
+         "onnx.version_converter.convert_version(model, 17)");
+    return nullptr;
+  }
+  const onnx::GraphProto &g = model.graph();
+
+  // Initializers.
+  for (const auto &t : g.initializer()) {
+    Val v;
+    v.dt = t.data_type();
+    if (!dtBytes(v.dt)) {
+      fail("initializer '" + t.name() + "' has unsupported element type " +
+           Twine(v.dt));
+      return nullptr;
+    }
+    for (int64_t d : t.dims()) {
+      if (d < 0 || d > kMaxDim) {
+        fail("initializer '" + t.name() + "' has dimension " + Twine(d) +
+             ", which is negative or overflows");
+        return nullptr;
+      }
+      v.shape.push_back(Dim::of(d));
+    }
+    v.weightName = t.name();
+    inits[t.name()] = &t;
+    vals[t.name()] = std::move(v);
+  }
+
+  // The function and its arguments.
+  auto module = ModuleOp::create(UnknownLoc::get(ctx));
+  b.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &i : g.input()) {
+    if (inits.count(i.name()))
+      continue; // an initializer also listed as an input (IR version < 4)
+    Val v;
+    if (!readShape(i.type(), i.name(), v))
+      return nullptr;
+    argTypes.push_back(typeOf(v.dt, v.shape));
+    argNames.push_back(i.name());
+    vals[i.name()] = std::move(v);
+  }
+  auto fn = func::FuncOp::create(b, UnknownLoc::get(ctx), "main",
+                                 b.getFunctionType(argTypes, {}));
+  Block *body = fn.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    vals[name].v = body->getArgument(i);
+    fn.setArgAttr(i, "loom.name", b.getStringAttr(name));
+  }
+  b.setInsertionPointToEnd(body);
+
+  // Nodes in dependency order (Kahn); a cycle is reported with a node.
+  int n = g.node_size();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const std::string &o : g.node(i).output())
+      if (!o.empty())
+        producer[o] = i;
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i)
+    for (const std::string &x : g.node(i).input()) {
+      auto it = producer.find(x);
+      if (!x.empty() && it != producer.end() && !vals.count(x)) {
+        ++indeg[i];
+        users[it->second].push_back(i);
+      }
+    }
+  std::vector<int> ready, order;
+  for (int i = 0; i < n; ++i)
+    if (!indeg[i])
+      ready.push_back(i);
+  while (!ready.empty()) {
+    int i = ready.front();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int u : users[i])
+      if (!--indeg[u])
+        ready.push_back(u);
+  }
+  if (int(order.size()) != n) {
+    for (int i = 0; i < n; ++i)
+      if (indeg[i]) {
+        fail("the graph has a cycle through node '" + g.node(i).name() +
+             "' (" + g.node(i).op_type() + "); ONNX graphs must be acyclic");
+        break;
+      }
+    module.erase();
+    return nullptr;
+  }
+  for (int i : order) {
+    if (!importNode(g.node(i))) {
+      module.erase();
+      return nullptr;
+    }
+  }
+
+  // Results.
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &o : g.output()) {
+    auto it = vals.find(o.name());
+    if (it == vals.end()) {
+      fail("graph output '" + o.name() + "' is not produced");
+      module.erase();
+      return nullptr;
+    }
+    Value v = materialize(it->second, o.name());
+    if (!v) {
+      module.erase();
+      return nullptr;
+    }
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+  }
+  func::ReturnOp::create(b, UnknownLoc::get(ctx), results);
+  fn.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, o] : llvm::enumerate(g.output()))
+    fn.setResultAttr(i, "loom.name", b.getStringAttr(o.name()));
+  if (failed(verify(module))) {
+    fail("the imported IR does not verify (see the diagnostics above); "
+         "please report this model");
+    module.erase();
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnx(MLIRContext *context, StringRef path,
+                                 std::string &error) {
+  context->getOrLoadDialect<LoomDialect>();
+  context->getOrLoadDialect<func::FuncDialect>();
+  Importer importer(context, path, error);
+  return importer.run();
+}
+
+} // namespace loom
