@@ -311,7 +311,8 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l, Value cos, Value sin) {
   k = RotaryOp::create(b, loc, k.getType(), k, cos, sin, d.ropeStyle);
   Value o = AttentionOp::create(b, loc, act({1, Hq, kDyn, Dh}), TypeRange{},
                                 q, k, v, Value(), Value(), Value(),
-                                /*causal=*/true, FloatAttr());
+                                /*causal=*/true, FloatAttr())
+                .getOutput();
   o = mergeHeads(o, Hq);
   o = linear(o, weight(Role::Output, l, {D, Hq * Dh}), D);
   x = add(x, o);
@@ -354,7 +355,8 @@ Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
   Value o = AttentionOp::create(b, loc, act({1, H, kDyn, d.headDim}),
                                 TypeRange{}, heads[0], heads[1], heads[2],
                                 Value(), Value(), Value(), /*causal=*/true,
-                                FloatAttr());
+                                FloatAttr())
+                .getOutput();
   o = mergeHeads(o, H);
   o = conv1d(o, weight(Role::Output, l, {D, D}), D);
   o = addBias(o, weight(Role::OutputBias, l, {D}));

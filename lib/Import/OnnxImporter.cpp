@@ -34,7 +34,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include "onnx/onnx-ml.pb.h"
+#include "onnx/onnx_pb.h"
 
 #include <cmath>
 #include <limits>

