@@ -339,8 +339,8 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   Builder b(context);
   SmallVector<NamedAttribute> attrs;
   llama::ModelDesc &dd = d;
-  attrs.push_back(b.getNamedAttr("loom.model", modelAttr(b, dd)));
-  attrs.push_back(b.getNamedAttr("loom.tokenizer", tokenizerAttr(b, g, file)));
+  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, dd)));
+  attrs.push_back(b.getNamedAttr("llm.tokenizer", tokenizerAttr(b, g, file)));
   return llama::buildModule(context, d, weights, ggufName, attrs, error);
 }
 
@@ -543,12 +543,12 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
 
   Builder b(context);
   SmallVector<NamedAttribute> attrs;
-  attrs.push_back(b.getNamedAttr("loom.model", modelAttr(b, d)));
+  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, d)));
   llvm::SmallString<256> tok(dir);
   llvm::sys::path::append(tok, "tokenizer.json");
   if (llvm::sys::fs::exists(tok))
     attrs.push_back(b.getNamedAttr(
-        "loom.tokenizer",
+        "llm.tokenizer",
         b.getDictionaryAttr({b.getNamedAttr(
             "file", b.getStringAttr(tok.str()))})));
   return llama::buildModule(context, d, weights, nameOf, attrs, error);

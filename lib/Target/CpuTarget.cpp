@@ -48,8 +48,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
 
   pm.addPass(createConvertLinalgToLoopsPass());
-  pm.addPass(createLowerAffinePass());
+  // expand-strided-metadata creates affine.apply: lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

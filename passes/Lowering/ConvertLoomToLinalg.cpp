@@ -1702,11 +1702,14 @@ LogicalResult Lowerer::run() {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
       fn.removeArgAttr(i, LoomDialect::kWeightAttrName);
-      fn.removeArgAttr(i, "loom.name");
+      fn.removeArgAttr(i, LoomDialect::kNameAttrName);
     }
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
       fn.removeResultAttr(i, StringAttr::get(fn.getContext(),
                                              LoomDialect::kShardingAttrName));
+      fn.removeResultAttr(
+          i, StringAttr::get(fn.getContext(), LoomDialect::kNameAttrName));
+    }
   });
   return success();
 }

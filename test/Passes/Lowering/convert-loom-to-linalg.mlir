@@ -1,0 +1,77 @@
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
+
+// Elementwise ops with broadcasting become one linalg.generic whose maps
+// broadcast the bias; the dynamic size comes from the input.
+// CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @bias
+// CHECK: %[[D:.+]] = tensor.dim %{{.*}}, %{{.*}} : tensor<?x8xf32>
+// CHECK: tensor.empty(%[[D]]) : tensor<?x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$ROW]], #[[$ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+func.func @bias(%x: tensor<?x8xf32>, %b: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = loom.add %x, %b : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// A matmul is a generic with a reduction over K after a zero fill; with
+// transpose_b the weight is read as (n, k).
+// CHECK-DAG: #[[$A:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[$B:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @matmul
+// CHECK: linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[$A]], #[[$B]], #[[$C]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %0 = loom.matmul %x, %w transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// A collective becomes a call into the runtime ABI: context, dtype (f32 =
+// 0), reduction (sum = 0), input and output pointers, count, axes mask
+// (tp is axis 1 of the mesh: mask 2).
+// CHECK: func.func private @loom_rt_all_reduce(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i64, i64)
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr
+// CHECK: bufferization.to_buffer %{{.*}} read_only
+// CHECK: memref.alloc() : memref<4x8xf32>
+// CHECK-DAG: %[[MASK:.+]] = arith.constant 2 : i64
+// CHECK: call @loom_rt_all_reduce(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]])
+// CHECK: bufferization.to_tensor %{{.*}} restrict writable
+// CHECK-NOT: loom.mesh
+loom.mesh @mesh = <dp = 2, tp = 4>
+func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Send and recv compute the peer's global rank from this rank's coordinates.
+// CHECK-LABEL: func.func @ring
+// CHECK: call @loom_rt_coord
+// CHECK: call @loom_rt_send
+// CHECK: call @loom_rt_recv
+loom.mesh @mesh = <pp = 4>
+func.func @ring(%x: tensor<8xf32>) -> tensor<8xf32> {
+  loom.send %x to @mesh axes = ["pp"] shift = 1 channel = 3 : tensor<8xf32>
+  %0 = loom.recv from @mesh axes = ["pp"] shift = -1 channel = 3 : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Attention: grouped-query heads read KV head h / (Hq / Hkv) = h floordiv 3.
+// CHECK-DAG: affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 3, d3, d4)>
+// CHECK-LABEL: func.func @attention
+// CHECK: math.exp
+func.func @attention(%q: tensor<1x9x4x8xf32>, %k: tensor<1x3x4x8xf32>, %v: tensor<1x3x4x8xf32>) -> tensor<1x9x4x8xf32> {
+  %0 = loom.attention %q, %k, %v causal : tensor<1x9x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32> -> tensor<1x9x4x8xf32>
+  return %0 : tensor<1x9x4x8xf32>
+}
