@@ -2,6 +2,9 @@
 
 #include "passes/Pipelines.h"
 #include "passes/Lowering/Passes.h"
+#include "passes/Raise/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -65,8 +68,8 @@ std::optional<Phase> parsePhase(StringRef name) {
 bool isPhaseBuilt(Phase phase) {
   // Import is done by the driver itself (parsing .mlir); lower and bundle
   // are built; the other phases' pass groups are added as they land.
-  return phase == Phase::Import || phase == Phase::Lower ||
-         phase == Phase::Bundle;
+  return phase == Phase::Import || phase == Phase::Raise ||
+         phase == Phase::Lower || phase == Phase::Bundle;
 }
 
 LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
@@ -76,6 +79,18 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
   (void)options;
   if (phase == Phase::Import)
     return success();
+  if (phase == Phase::Raise) {
+    // Cheap patterns first: attention matching sees raised softmax/norms.
+    OpPassManager &f = pm.nest<func::FuncOp>();
+    f.addPass(createRaiseSoftmaxPass());
+    f.addPass(createRaiseGeluPass());
+    f.addPass(createRaiseSiluPass());
+    f.addPass(createRaiseNormsPass());
+    f.addPass(createRaiseRotaryPass());
+    f.addPass(createRaiseAttentionPass());
+    f.addPass(createCanonicalizerPass());
+    return success();
+  }
   error = ("phase '" + getPhaseName(phase) +
            "' is not built yet in this version of Loom; stop earlier with "
            "--compile-to=<phase> (see README.md, status table)")
@@ -86,6 +101,7 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
 void registerAllLoomPassesAndPipelines() {
   // Each phase folder registers its group here as it lands.
   registerLoweringPasses();
+  registerRaisePasses();
 }
 
 } // namespace loom

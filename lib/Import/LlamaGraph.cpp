@@ -134,8 +134,20 @@ private:
   /// [1, H, S, Dh] -> [1, S, H*Dh].
   Value mergeHeads(Value x, int64_t heads);
 
+  /// Causal attention of q [1, Hq, S, Dh] over k/v [1, Hkv, S, Dh]; with a
+  /// cache (`past` set) the keys and values of earlier positions come first
+  /// and the concatenations are appended to `presents`.
+  Value attend(Value q, Value k, Value v, int64_t heads, int64_t kvHeads,
+               int64_t layer);
   Value llamaLayer(Value x, int64_t layer, Value cos, Value sin);
   Value gpt2Layer(Value x, int64_t layer);
+  /// One entry point: `forward` (prefill) or, with `cache`, `decode`.
+  bool buildEntry(ModuleOp module, StringRef name, bool cache);
+
+  /// The KV cache arguments of the function being built (2 per layer), or
+  /// empty; and the present key/value results collected while building.
+  SmallVector<Value> past;
+  SmallVector<Value> presents;
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -285,6 +297,25 @@ Value GraphBuilder::mergeHeads(Value x, int64_t heads) {
   return ReshapeOp::create(b, loc, act({1, kDyn, heads * d.headDim}), t);
 }
 
+Value GraphBuilder::attend(Value q, Value k, Value v, int64_t heads,
+                           int64_t kvHeads, int64_t l) {
+  if (!q || !k || !v)
+    return Value();
+  auto outType = act({1, heads, kDyn, d.headDim});
+  if (past.empty())
+    return AttentionOp::create(b, loc, outType, TypeRange{}, q, k, v, Value(),
+                               Value(), Value(), /*causal=*/true, FloatAttr())
+        .getOutput();
+  auto cacheType = act({1, kvHeads, kDyn, d.headDim});
+  auto op = AttentionOp::create(b, loc, outType,
+                                TypeRange{cacheType, cacheType}, q, k, v,
+                                Value(), past[2 * l], past[2 * l + 1],
+                                /*causal=*/true, FloatAttr());
+  presents.push_back(op.getPresent()[0]);
+  presents.push_back(op.getPresent()[1]);
+  return op.getOutput();
+}
+
 Value GraphBuilder::llamaLayer(Value x, int64_t l, Value cos, Value sin) {
   const int64_t D = d.hiddenSize, Hq = d.numHeads, Hkv = d.numKvHeads,
                 Dh = d.headDim, F = d.ffnSize;
@@ -309,10 +340,7 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l, Value cos, Value sin) {
     return Value();
   q = RotaryOp::create(b, loc, q.getType(), q, cos, sin, d.ropeStyle);
   k = RotaryOp::create(b, loc, k.getType(), k, cos, sin, d.ropeStyle);
-  Value o = AttentionOp::create(b, loc, act({1, Hq, kDyn, Dh}), TypeRange{},
-                                q, k, v, Value(), Value(), Value(),
-                                /*causal=*/true, FloatAttr())
-                .getOutput();
+  Value o = attend(q, k, v, Hq, Hkv, l);
   o = mergeHeads(o, Hq);
   o = linear(o, weight(Role::Output, l, {D, Hq * Dh}), D);
   x = add(x, o);
@@ -352,11 +380,7 @@ Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
   }
   if (failed())
     return Value();
-  Value o = AttentionOp::create(b, loc, act({1, H, kDyn, d.headDim}),
-                                TypeRange{}, heads[0], heads[1], heads[2],
-                                Value(), Value(), Value(), /*causal=*/true,
-                                FloatAttr())
-                .getOutput();
+  Value o = attend(heads[0], heads[1], heads[2], H, H, l);
   o = mergeHeads(o, H);
   o = conv1d(o, weight(Role::Output, l, {D, D}), D);
   o = addBias(o, weight(Role::OutputBias, l, {D}));
@@ -377,25 +401,56 @@ GraphBuilder::build(ArrayRef<NamedAttribute> moduleAttrs) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   for (const NamedAttribute &a : moduleAttrs)
     (*module)->setAttr(a.getName(), a.getValue());
-  b.setInsertionPointToEnd(module->getBody());
+  if (!buildEntry(*module, "forward", /*cache=*/false) ||
+      !buildEntry(*module, "decode", /*cache=*/true))
+    return nullptr;
+  return module;
+}
+
+bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
+  b.setInsertionPointToEnd(module.getBody());
+  weightOps.clear(); // weights are values of one function
+  past.clear();
+  presents.clear();
 
   const int64_t D = d.hiddenSize, V = d.vocabSize;
   auto tokensType = RankedTensorType::get({1, kDyn}, b.getI64Type());
   auto posType = RankedTensorType::get({kDyn}, b.getI64Type());
   auto logitsType = act({1, kDyn, V});
-  auto fnType = b.getFunctionType({tokensType, posType}, {logitsType});
-  auto fn = func::FuncOp::create(b, loc, "forward", fnType);
-  fn.setArgAttr(0, LoomDialect::kNameAttrName, b.getStringAttr("tokens"));
-  fn.setArgAttr(1, LoomDialect::kNameAttrName, b.getStringAttr("positions"));
-  fn.setResultAttr(0, LoomDialect::kNameAttrName, b.getStringAttr("logits"));
+  SmallVector<Type> argTypes{tokensType, posType};
+  SmallVector<Type> resultTypes{logitsType};
+  SmallVector<std::string> argNames{"tokens", "positions"};
+  SmallVector<std::string> resultNames{"logits"};
+  if (cache) {
+    auto cacheType = act({1, d.numKvHeads, kDyn, d.headDim});
+    for (int64_t l = 0; l < d.numLayers; ++l) {
+      for (const char *kv : {"key", "value"}) {
+        argTypes.push_back(cacheType);
+        resultTypes.push_back(cacheType);
+        argNames.push_back("past_" + std::string(kv) + "_" +
+                           std::to_string(l));
+        resultNames.push_back("present_" + std::string(kv) + "_" +
+                              std::to_string(l));
+      }
+    }
+  }
+  auto fn = func::FuncOp::create(b, loc, name,
+                                 b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, n] : llvm::enumerate(argNames))
+    fn.setArgAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
+  for (auto [i, n] : llvm::enumerate(resultNames))
+    fn.setResultAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value tokens = body->getArgument(0), positions = body->getArgument(1);
+  if (cache)
+    for (unsigned i = 2; i < body->getNumArguments(); ++i)
+      past.push_back(body->getArgument(i));
 
   // Embedding (a quantized table gives f32; f16/bf16 rows are cast).
   Value table = weight(Role::TokenEmbedding, -1, {V, D});
   if (!table)
-    return nullptr;
+    return false;
   Type rowType = f32();
   if (auto t = dyn_cast<RankedTensorType>(table.getType()))
     rowType = t.getElementType();
@@ -407,7 +462,7 @@ GraphBuilder::build(ArrayRef<NamedAttribute> moduleAttrs) {
   if (d.family == Family::Gpt2) {
     Value wpe = weight(Role::PositionEmbedding, -1, {d.contextLength, D});
     if (!wpe)
-      return nullptr;
+      return false;
     auto pt = cast<RankedTensorType>(wpe.getType());
     Value p = EmbeddingOp::create(
         b, loc, RankedTensorType::get({kDyn, D}, pt.getElementType()), wpe,
@@ -429,9 +484,11 @@ GraphBuilder::build(ArrayRef<NamedAttribute> moduleAttrs) {
   Value head = d.tiedEmbeddings ? table : weight(Role::LmHead, -1, {V, D});
   Value logits = linear(x, head, V);
   if (failed() || !logits)
-    return nullptr;
-  func::ReturnOp::create(b, loc, logits);
-  return module;
+    return false;
+  SmallVector<Value> results{logits};
+  llvm::append_range(results, presents);
+  func::ReturnOp::create(b, loc, results);
+  return true;
 }
 
 } // namespace

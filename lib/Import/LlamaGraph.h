@@ -12,7 +12,8 @@
 //   func.func @forward(%tokens: tensor<1x?xi64>, %positions: tensor<?xi64>)
 //       -> tensor<1x?xVOCABxf32>
 //
-// whose weights are `loom.weight ... from <file, offset>` references into the
+// (plus `@decode`, the same graph over a KV cache) whose weights are
+// `loom.weight ... from <file, offset>` references into the
 // original files. Each importer only maps its tensor names to the roles below
 // and fills ModelDesc from its metadata.
 //
@@ -108,7 +109,7 @@ using NameFn = std::function<std::string(Role role, int64_t layer)>;
 
 /// Builds the module. `weights` holds every tensor of the model files by
 /// name (absolute file paths and offsets). `moduleAttrs` are added to the
-/// module (e.g. loom.tokenizer). On failure returns null and sets `error`
+/// module (e.g. llm.tokenizer). On failure returns null and sets `error`
 /// (naming the file, the tensor and what was expected).
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(mlir::MLIRContext *context, const ModelDesc &desc,

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // GGUF v3 (llama, mistral, qwen2) and Hugging Face config.json + safetensors
-// (llama, mistral, qwen2, gpt2) -> one `@forward` prefill function (see
+// (llama, mistral, qwen2, gpt2) -> `@forward` (prefill) and `@decode` (KV cache) (see
 // LlamaGraph.h). The weights stay in the files: every loom.weight names its
 // file and the absolute byte offset of its data. docs/IMPORT-LLAMA.md.
 //

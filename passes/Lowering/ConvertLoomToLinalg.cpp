@@ -194,13 +194,18 @@ private:
   AffineMap dropDimsMap(unsigned rank, ArrayRef<int64_t> axes);
   /// Reshape to `type`; dynamic target sizes given in order.
   Value reshape(Value input, RankedTensorType type, ArrayRef<Value> dynSizes);
-  /// Infers the dynamic sizes of a loom.reshape target.
-  FailureOr<SmallVector<Value>> reshapeSizes(Operation *op, Value input,
-                                             RankedTensorType type);
+  /// Reshape with sizes inferred from the input; fails on `op` when the
+  /// dynamic sizes cannot be inferred.
+  FailureOr<Value> reshapeTo(Operation *op, Value input,
+                             RankedTensorType type);
   Value transpose(Value input, ArrayRef<int64_t> perm);
   Value concat(ValueRange inputs, int64_t axis, RankedTensorType type);
   Value softmax(Value input, int64_t axis);
   Value matmul(Value lhs, Value rhs, bool ta, bool tb, RankedTensorType type);
+  /// The same product through the runtime's GEMM (OpenBLAS), or null when
+  /// the shapes do not map to one GEMM call.
+  Value matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta, bool tb,
+                     RankedTensorType type);
 
   // --- composite ops --------------------------------------------------------
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op);
@@ -552,83 +557,143 @@ Value Lowerer::reduce(
   return op.getResult(0);
 }
 
-Value Lowerer::reshape(Value input, RankedTensorType type,
-                       ArrayRef<Value> dynSizes) {
-  if (input.getType() == type)
-    return input;
-  // Row-major reshape as collapse-to-1-D then expand: both are views of a
-  // contiguous buffer after bufferization (no copy), with dynamic sizes.
-  auto in = cast<RankedTensorType>(input.getType());
-  Type et = in.getElementType();
-  Value flat = input;
-  auto flatType = RankedTensorType::get(
-      {in.hasStaticShape() ? in.getNumElements() : ShapedType::kDynamic}, et);
-  if (in.getRank() == 0) {
-    flat = tensor::ExpandShapeOp::create(
-        b, loc, flatType, input, ArrayRef<ReassociationIndices>{},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  } else if (in.getRank() > 1) {
-    ReassociationIndices all;
-    for (int64_t d = 0; d < in.getRank(); ++d)
-      all.push_back(d);
-    flat = tensor::CollapseShapeOp::create(b, loc, flatType, input,
-                                           ArrayRef<ReassociationIndices>{all});
+/// Splits a reshape from `in` to `out` into a kept prefix, a middle that is
+/// collapsed and re-expanded, and a kept static suffix, such that the
+/// re-expanded middle has at most one dynamic dimension (one expand group
+/// cannot hold two dynamic sizes). Returns false when no split exists.
+static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                         int64_t &prefix, int64_t &suffix) {
+  int64_t maxP = 0;
+  while (maxP < (int64_t)std::min(in.size(), out.size()) &&
+         in[maxP] == out[maxP]) // equal static sizes, or both dynamic
+    ++maxP;
+  for (int64_t p = maxP; p >= 0; --p) {
+    int64_t q = 0;
+    while (q < (int64_t)in.size() - p && q < (int64_t)out.size() - p &&
+           !isDyn(in[in.size() - 1 - q]) &&
+           in[in.size() - 1 - q] == out[out.size() - 1 - q])
+      ++q;
+    for (; q >= 0; --q) {
+      ArrayRef<int64_t> mi = in.slice(p, in.size() - p - q);
+      ArrayRef<int64_t> mo = out.slice(p, out.size() - p - q);
+      if (mi.empty() != mo.empty())
+        continue;
+      if (llvm::count_if(mo, isDyn) > 1)
+        continue;
+      bool staticMid = llvm::none_of(mi, isDyn) && llvm::none_of(mo, isDyn);
+      int64_t pi = 1, po = 1;
+      for (int64_t d : mi)
+        pi *= isDyn(d) ? 1 : d;
+      for (int64_t d : mo)
+        po *= isDyn(d) ? 1 : d;
+      if (staticMid && pi != po)
+        continue;
+      if (llvm::none_of(mo, isDyn) && llvm::any_of(mi, isDyn))
+        continue; // trust a static result only when the input is static too
+      prefix = p;
+      suffix = q;
+      return true;
+    }
   }
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, flat,
-                                           ArrayRef<ReassociationIndices>{});
-  if (type.getRank() == 1) {
-    Value v = flat;
-    if (v.getType() != type)
-      v = tensor::CastOp::create(b, loc, type, v);
-    return v;
-  }
-  SmallVector<OpFoldResult> outShape;
-  unsigned next = 0;
-  ReassociationIndices group;
-  for (auto [i, d] : llvm::enumerate(type.getShape())) {
-    group.push_back(i);
-    outShape.push_back(isDyn(d) ? OpFoldResult(dynSizes[next++])
-                                : OpFoldResult(b.getIndexAttr(d)));
-  }
-  return tensor::ExpandShapeOp::create(b, loc, type, flat,
-                                       ArrayRef<ReassociationIndices>{group},
-                                       outShape);
+  return false;
 }
 
-FailureOr<SmallVector<Value>>
-Lowerer::reshapeSizes(Operation *op, Value input, RankedTensorType type) {
+FailureOr<Value> Lowerer::reshapeTo(Operation *op, Value input,
+                                    RankedTensorType type) {
+  if (input.getType() == type)
+    return input;
   auto in = cast<RankedTensorType>(input.getType());
-  SmallVector<int64_t> inDyn, outDyn;
-  for (auto [i, d] : llvm::enumerate(in.getShape()))
-    if (isDyn(d))
-      inDyn.push_back(i);
-  for (auto [i, d] : llvm::enumerate(type.getShape()))
-    if (isDyn(d))
-      outDyn.push_back(i);
-  SmallVector<Value> sizes;
-  if (outDyn.empty())
-    return sizes;
-  if (outDyn.size() == inDyn.size()) {
-    // Dynamic dimensions keep their order (batch, sequence): check that the
-    // static parts match around them, then pass the sizes through.
-    for (int64_t i : inDyn)
-      sizes.push_back(dim(input, i));
-    return sizes;
+  Type et = in.getElementType();
+  int64_t p = 0, q = 0;
+  bool split = splitReshape(in.getShape(), type.getShape(), p, q);
+  if (!split && llvm::count_if(type.getShape(), isDyn) <= 1) {
+    p = 0; // one group holding everything
+    q = 0;
+    split = true;
   }
-  if (outDyn.size() == 1) {
-    int64_t known = 1;
-    for (int64_t d : type.getShape())
-      if (!isDyn(d))
-        known *= d;
-    Value total = numElements(input);
-    sizes.push_back(arith::DivUIOp::create(b, loc, total, cIndex(known)));
-    return sizes;
+  if (!split)
+    return op->emitOpError()
+           << "cannot lower this reshape: its dynamic sizes cannot be "
+              "inferred (make all but one of the changed dimensions static)";
+  int64_t inMidEnd = in.getRank() - q, outMidEnd = type.getRank() - q;
+  // Collapse: prefix dims alone, the middle into one, suffix dims alone.
+  SmallVector<ReassociationIndices> collapse;
+  SmallVector<int64_t> midShape;
+  for (int64_t d = 0; d < p; ++d) {
+    collapse.push_back({d});
+    midShape.push_back(in.getDimSize(d));
   }
-  return op->emitOpError()
-         << "cannot infer the dynamic sizes of this reshape ("
-         << outDyn.size() << " dynamic target dimensions from "
-         << inDyn.size() << "); make all but one of them static";
+  ReassociationIndices middle;
+  int64_t midStatic = 1;
+  bool midDyn = false;
+  for (int64_t d = p; d < inMidEnd; ++d) {
+    middle.push_back(d);
+    midDyn |= in.isDynamicDim(d);
+    midStatic *= in.isDynamicDim(d) ? 1 : in.getDimSize(d);
+  }
+  bool hasMiddle = !middle.empty();
+  if (hasMiddle) {
+    collapse.push_back(middle);
+    midShape.push_back(midDyn ? ShapedType::kDynamic : midStatic);
+  }
+  for (int64_t d = inMidEnd; d < in.getRank(); ++d) {
+    collapse.push_back({d});
+    midShape.push_back(in.getDimSize(d));
+  }
+  auto midType = RankedTensorType::get(midShape, et);
+  Value mid = input;
+  if (midType != in)
+    mid = tensor::CollapseShapeOp::create(b, loc, midType, input, collapse);
+  if (midType == type)
+    return mid;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, mid,
+                                           ArrayRef<ReassociationIndices>{})
+        .getResult();
+  // Expand back: every output size; the middle's dynamic one by division.
+  SmallVector<ReassociationIndices> expand;
+  SmallVector<OpFoldResult> outShape;
+  for (int64_t d = 0; d < p; ++d) {
+    expand.push_back({d});
+    outShape.push_back(dimOfr(input, d));
+  }
+  if (hasMiddle || midType.getRank() == 0) {
+    ReassociationIndices group;
+    int64_t knownOut = 1;
+    for (int64_t d = p; d < outMidEnd; ++d) {
+      group.push_back(d);
+      if (!type.isDynamicDim(d))
+        knownOut *= type.getDimSize(d);
+    }
+    Value midSize = numElements(input, p, inMidEnd);
+    for (int64_t d = p; d < outMidEnd; ++d) {
+      if (!type.isDynamicDim(d))
+        outShape.push_back(b.getIndexAttr(type.getDimSize(d)));
+      else
+        outShape.push_back(
+            arith::DivUIOp::create(b, loc, midSize, cIndex(knownOut))
+                .getResult());
+    }
+    if (midType.getRank() > 0)
+      expand.push_back(group);
+  }
+  for (int64_t d = outMidEnd; d < type.getRank(); ++d) {
+    expand.push_back({d});
+    outShape.push_back(b.getIndexAttr(type.getDimSize(d)));
+  }
+  return tensor::ExpandShapeOp::create(b, loc, type, mid, expand, outShape)
+      .getResult();
+}
+
+Value Lowerer::reshape(Value input, RankedTensorType type,
+                       ArrayRef<Value> dynSizes) {
+  (void)dynSizes; // sizes are recomputed from the input by reshapeTo
+  Operation *anchor = input.getDefiningOp();
+  if (!anchor)
+    anchor = cast<BlockArgument>(input).getOwner()->getParentOp();
+  FailureOr<Value> r = reshapeTo(anchor, input, type);
+  assert(succeeded(r) && "internal reshapes are always splittable");
+  return *r;
 }
 
 Value Lowerer::transpose(Value input, ArrayRef<int64_t> perm) {
@@ -752,6 +817,49 @@ Value Lowerer::matmul(Value lhs, Value rhs, bool ta, bool tb,
                                 Value(arith::AddFOp::create(bb, l, a[2], p)));
       });
   return op.getResult(0);
+}
+
+Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
+                            bool tb, RankedTensorType type) {
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  auto rt = cast<RankedTensorType>(rhs.getType());
+  // One GEMM: f32, a shared rank-2 right operand, and a left operand whose
+  // batch dimensions fold into M (so not transposed when batched).
+  if (!type.getElementType().isF32() || rt.getRank() != 2 ||
+      (ta && lt.getRank() != 2))
+    return {};
+  auto fn = op->getParentOfType<func::FuncOp>();
+  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName))
+    return {};
+  // Small static products stay generated: a call costs more than it saves.
+  if (lt.hasStaticShape() && rt.hasStaticShape() &&
+      lt.getNumElements() * rt.getDimSize(tb ? 0 : 1) < 32 * 1024)
+    return {};
+  Value ctx = fn.getArgument(0);
+  int64_t k = ta ? lt.getDimSize(0) : lt.getShape().back();
+  Value kv = dim(lhs, ta ? 0 : lt.getRank() - 1);
+  Value n = dim(rhs, tb ? 0 : 1);
+  int64_t nStatic = rt.getDimSize(tb ? 0 : 1);
+  // A contiguous [..., M, K] is a row-major [B*M, K]: pass the buffers as
+  // they are and allocate C with its final shape [..., M, N].
+  Value m = ta ? dim(lhs, 1) : numElements(lhs, 0, lt.getRank() - 1);
+  SmallVector<Value> cSizes;
+  for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+    cSizes.push_back(ta ? dim(lhs, 1) : dim(lhs, d));
+  cSizes.push_back(n);
+  Value bufA = bufferOf(lhs), bufB = bufferOf(rhs);
+  Value bufC = allocLike(type, cSizes);
+  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto gemm = runtimeFunc("loom_rt_sgemm",
+                          {ptrT, i32, i32, i64, i64, i64, ptrT, ptrT, ptrT});
+  func::CallOp::create(b, loc, gemm,
+                       ValueRange{ctx, cI32(ta), cI32(tb), indexToI64(m),
+                                  indexToI64(n), indexToI64(kv),
+                                  ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
+  (void)k;
+  (void)nStatic;
+  return toTensor(bufC, type);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1611,8 +1719,11 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
         bc.getResult().getType(), op->getOperands(),
         [](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; });
   } else if (auto mm = dyn_cast<MatmulOp>(op)) {
-    result = matmul(mm.getLhs(), mm.getRhs(), mm.getTransposeA(),
-                    mm.getTransposeB(), mm.getResult().getType());
+    result = matmulByGemm(op, mm.getLhs(), mm.getRhs(), mm.getTransposeA(),
+                          mm.getTransposeB(), mm.getResult().getType());
+    if (!result)
+      result = matmul(mm.getLhs(), mm.getRhs(), mm.getTransposeA(),
+                      mm.getTransposeB(), mm.getResult().getType());
   } else if (auto sm = dyn_cast<SoftmaxOp>(op)) {
     int64_t rank = sm.getInput().getType().getRank();
     int64_t axis = normAxis(sm.getAxis(), rank);
@@ -1624,11 +1735,11 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
   } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
     result = lowerLayerNorm(ln);
   } else if (auto rs = dyn_cast<ReshapeOp>(op)) {
-    FailureOr<SmallVector<Value>> sizes =
-        reshapeSizes(op, rs.getInput(), rs.getResult().getType());
-    if (failed(sizes))
+    FailureOr<Value> r = reshapeTo(op, rs.getInput(),
+                                   rs.getResult().getType());
+    if (failed(r))
       return failure();
-    result = reshape(rs.getInput(), rs.getResult().getType(), *sizes);
+    result = *r;
   } else if (auto tr = dyn_cast<TransposeOp>(op)) {
     result = transpose(tr.getInput(), tr.getPermutation());
     if (result.getType() != tr.getResult().getType())

@@ -251,7 +251,16 @@ int main(int argc, char **argv) {
                      << "' (not built yet): the program runs as written\n";
       continue;
     }
-    if (p == loom::Phase::Lower) {
+    if (p != loom::Phase::Import && p != loom::Phase::Lower &&
+        p != loom::Phase::Bundle) {
+      PassManager pm(&context);
+      if (failed(loom::buildPhasePipeline(pm, p, options, error))) {
+        llvm::errs() << "loomc: " << error << "\n";
+        return 1;
+      }
+      if (failed(pm.run(*module)))
+        return 1;
+    } else if (p == loom::Phase::Lower) {
       PassManager prepare(&context);
       prepare.addPass(loom::createPrepareEntryPointsPass());
       if (failed(prepare.run(*module)))

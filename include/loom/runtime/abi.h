@@ -152,6 +152,17 @@ LOOM_RT_EXPORT int32_t loom_rt_ctx_map_weight(loom_rt_ctx *ctx, int64_t index,
                                               int64_t size, char *err,
                                               int64_t err_size);
 
+/* --- Compute called from generated code -----------------------------------
+ * c[m,n] = a[m,k] x b[k,n], f32, row-major and contiguous; `trans_a` means a
+ * is stored [k,m], `trans_b` that b is stored [n,k]. OpenBLAS when the
+ * runtime was built with it (threads per process: $LOOM_BLAS_THREADS, else
+ * the cores divided among the ranks of the process), a blocked loop
+ * otherwise. Added in ABI version 1 (additive). */
+LOOM_RT_EXPORT void loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, const float *a, const float *b,
+                                  float *c);
+
 /* --- Failure, timeouts, tracing, time ------------------------------------- */
 
 /* Aborts the whole job with `msg` (every other rank stops within bounded

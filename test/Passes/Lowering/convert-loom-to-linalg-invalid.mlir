@@ -11,7 +11,7 @@ func.func @q(%x: tensor<2x64xf32>, %w: !loom.qtensor<8x64, #loom.quant<q4_0>>) -
 
 // A reshape whose dynamic sizes cannot be inferred is rejected clearly.
 func.func @r(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
-  // expected-error @+1 {{cannot infer the dynamic sizes of this reshape}}
+  // expected-error @+1 {{cannot lower this reshape: its dynamic sizes cannot be inferred}}
   %0 = loom.reshape %x : tensor<?x?xf32> -> tensor<?x?x?xf32>
   return %0 : tensor<?x?x?xf32>
 }

@@ -127,6 +127,31 @@ case("batched_matmul_broadcast",
      "(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32>",
      "%0 = loom.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>",
      [r(2, 3, 4), r(4, 5)], lambda a, b: a @ b, 1e-4)
+# Large enough to be called through the runtime's GEMM (OpenBLAS).
+case("gemm_batched_lhs_transpose_b",
+     "(%a: tensor<2x?x64xf32>, %b: tensor<48x64xf32>) -> tensor<2x?x48xf32>",
+     "%0 = loom.matmul %a, %b transpose_b : tensor<2x?x64xf32>, tensor<48x64xf32> -> tensor<2x?x48xf32>",
+     [r(2, 33, 64), r(48, 64)], lambda a, b: a @ b.T, 1e-4)
+case("gemm_transpose_a",
+     "(%a: tensor<64x40xf32>, %b: tensor<64x48xf32>) -> tensor<40x48xf32>",
+     "%0 = loom.matmul %a, %b transpose_a : tensor<64x40xf32>, tensor<64x48xf32> -> tensor<40x48xf32>",
+     [r(64, 40), r(64, 48)], lambda a, b: a.T @ b, 1e-4)
+case("gemm_two_dynamic_dims",
+     "(%a: tensor<?x?x64xf32>, %b: tensor<64x96xf32>) -> tensor<?x?x96xf32>",
+     "%0 = loom.matmul %a, %b : tensor<?x?x64xf32>, tensor<64x96xf32> -> tensor<?x?x96xf32>",
+     [r(3, 11, 64), r(64, 96)], lambda a, b: a @ b, 1e-4)
+case("reshape_merge_dynamic",
+     "(%a: tensor<8x?x64xf32>) -> tensor<8x?x16xf32>",
+     "%0 = loom.reshape %a : tensor<8x?x64xf32> -> tensor<8x?x16xf32>",
+     [r(8, 3, 64)], lambda a: a.reshape(8, -1, 16))
+case("reshape_split_heads",
+     "(%a: tensor<?x?x576xf32>) -> tensor<?x?x9x64xf32>",
+     "%0 = loom.reshape %a : tensor<?x?x576xf32> -> tensor<?x?x9x64xf32>",
+     [r(2, 3, 576)], lambda a: a.reshape(2, 3, 9, 64))
+case("reshape_rank0",
+     "(%a: tensor<1x1xf32>) -> tensor<f32>",
+     "%0 = loom.reshape %a : tensor<1x1xf32> -> tensor<f32>",
+     [r(1, 1)], lambda a: a.reshape(()))
 pos = np.arange(6, dtype=np.int64)
 case("rotary_table", "(%p: tensor<?xi64>) -> tensor<?x4xf32>",
      "%c, %0 = loom.rotary_table %p theta = 1.0e4 dim = 8 : tensor<?xi64> -> tensor<?x4xf32>",

@@ -68,15 +68,28 @@ class Loom:
         src = model
         if ranks > 1:
             ir = self.import_ir(model)
-            ir = re.sub(r"^(module[^{]*\{)",
-                        rf"\1\n  loom.mesh @mesh = <dp = {ranks}>",
-                        ir, count=1, flags=re.M)
+            head, rest = ir.split("\n", 1)
+            assert head.startswith("module") and head.endswith("{"), head
+            ir = f"{head}\n  loom.mesh @mesh = <dp = {ranks}>\n{rest}"
             src = self._fresh("meshed").with_suffix(".mlir")
             src.write_text(ir)
         r = subprocess.run([str(self.loomc), str(src), "-o", str(bundle)],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return bundle
+
+    def run_entry(self, bundle: Path, entry: str, inputs: dict) -> dict:
+        """Runs one entry point with named inputs; returns its outputs."""
+        d = self._fresh("run")
+        d.mkdir()
+        cmd = [str(self.loom_run), str(bundle), "--entry", entry,
+               "--output", str(d / "res")]
+        for name, value in inputs.items():
+            np.save(d / f"{name}.npy", value)
+            cmd += ["--input", f"{name}={d / (name + '.npy')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
 
     def run(self, bundle: Path, tokens: np.ndarray, positions: np.ndarray,
             all_ranks: bool = False):
@@ -98,6 +111,13 @@ class Loom:
 @pytest.fixture
 def loom(tmp_path) -> Loom:
     return Loom(tmp_path)
+
+
+def entry_ir(ir: str, name: str = "forward") -> str:
+    """The text of one function of an imported module."""
+    start = ir.index(f"func.func @{name}(")
+    end = ir.find("func.func @", start + 1)
+    return ir[start:end if end >= 0 else len(ir)]
 
 
 def assert_close(got, ref, rel=1e-4):

@@ -404,7 +404,9 @@ def _rope_pairs(x, pos, theta):
     return out
 
 
-def _llama_forward(cfg, names, wts, tokens, positions, rope):
+def _llama_forward(cfg, names, wts, tokens, positions, rope, cache=None):
+    """Logits [1, S, V]. With `cache` (a list), appends each layer's keys
+    (after rotary) and values, [1, Hkv, S, Dh], as the KV cache holds them."""
     W = {k: v.astype(np.float64) for k, v in wts.items()}
     H, Hkv, Dh = cfg.heads, cfg.kv_heads, cfg.head_dim
     x = W[names("embd")][tokens[0]]
@@ -423,6 +425,8 @@ def _llama_forward(cfg, names, wts, tokens, positions, rope):
         v = v.reshape(S, Hkv, Dh).transpose(1, 0, 2)
         q = rope(q, positions, cfg.theta)
         k = rope(k, positions, cfg.theta)
+        if cache is not None:
+            cache += [k[None], v[None]]
         o = _attention(q, k, v).transpose(1, 0, 2).reshape(S, H * Dh)
         x = x + o @ W[names("o", i)].T
         h = _rms(x, W[names("ffn_norm", i)], cfg.eps)
@@ -460,19 +464,22 @@ def _gguf_names(role, i=None):
             "up": p + "ffn_up.weight", "down": p + "ffn_down.weight"}[role]
 
 
-def llama_forward_hf(cfg: Config, weights, tokens, positions):
+def llama_forward_hf(cfg: Config, weights, tokens, positions, cache=None):
     """Logits [1, S, V] of the HF model (rotate_half convention)."""
-    return _llama_forward(cfg, _hf_names, weights, tokens, positions, _rope_halves)
+    return _llama_forward(cfg, _hf_names, weights, tokens, positions, _rope_halves,
+                          cache)
 
 
-def llama_forward_gguf(cfg: Config, gguf_weights, tokens, positions, arch="llama"):
+def llama_forward_gguf(cfg: Config, gguf_weights, tokens, positions, arch="llama",
+                       cache=None):
     """Logits of the GGUF model as llama.cpp computes them: adjacent-pair rope
     for llama/mistral (permuted rows), halves (NEOX) for qwen2."""
     rope = _rope_halves if arch == "qwen2" else _rope_pairs
-    return _llama_forward(cfg, _gguf_names, gguf_weights, tokens, positions, rope)
+    return _llama_forward(cfg, _gguf_names, gguf_weights, tokens, positions, rope,
+                          cache)
 
 
-def gpt2_forward(cfg: Config, weights, tokens, positions):
+def gpt2_forward(cfg: Config, weights, tokens, positions, cache=None):
     W = {k: v.astype(np.float64) for k, v in weights.items()}
     D, H = cfg.hidden, cfg.heads
     Dh = D // H
@@ -488,6 +495,8 @@ def gpt2_forward(cfg: Config, weights, tokens, positions):
         qkv = h @ W[p + "attn.c_attn.weight"] + W[p + "attn.c_attn.bias"]
         q, k, v = (qkv[:, j * D:(j + 1) * D].reshape(S, H, Dh).transpose(1, 0, 2)
                    for j in range(3))
+        if cache is not None:
+            cache += [k[None], v[None]]
         o = _attention(q, k, v).transpose(1, 0, 2).reshape(S, D)
         x = x + o @ W[p + "attn.c_proj.weight"] + W[p + "attn.c_proj.bias"]
         h = _ln(x, W[p + "ln_2.weight"], W[p + "ln_2.bias"], cfg.eps)

@@ -17,7 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import llama_models as lm  # noqa: E402
-from conftest import assert_close  # noqa: E402
+from conftest import assert_close, entry_ir  # noqa: E402
 
 TOKENS = np.array([[5, 17, 3, 90, 44, 2, 8, 61, 33]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
@@ -51,10 +51,11 @@ def test_logits_match_reference(tmp_path, loom, arch, ttype, tied):
 
 
 def test_positions_offset(tmp_path, loom):
-    """Positions are an input: a continuation at position 100.. rotates by
-    those angles (checked against the reference, which differs from 0..)."""
+    """Positions are an input, not implied by the token index: positions with
+    gaps (rotary is relative, so a constant shift alone would not show) give
+    the reference's logits, which differ from those of 0..S-1."""
     cfg, w, path = _model(tmp_path)
-    pos = POSITIONS + 100
+    pos = 100 + 3 * POSITIONS
     logits = loom.run(loom.compile(path), TOKENS, pos)
     ref = lm.llama_forward_hf(cfg, w, TOKENS, pos)
     assert_close(logits, ref)
@@ -97,7 +98,8 @@ def test_quantized_import(tmp_path, loom, ttype, quant):
     """Quantized weights stay in their blocks: qmatmul on !loom.qtensor, the
     offsets those of gguf.GGUFReader, the file the absolute path."""
     cfg, w, path = _model(tmp_path, "llama", ttype, tied=True, layers=3)
-    ir = loom.import_ir(path)
+    whole = loom.import_ir(path)
+    ir = entry_ir(whole)
     L = cfg.layers
     assert ir.count("loom.attention") == L
     assert ir.count("loom.rms_norm") == 2 * L + 1
@@ -107,6 +109,8 @@ def test_quantized_import(tmp_path, loom, ttype, quant):
     assert ir.count("loom.rotary ") == 2 * L
     assert ir.count("loom.embedding") == 1
     assert f"#loom.quant<{quant}>" in ir
+    # decode: the same graph, attention over a cache.
+    assert entry_ir(whole, "decode").count("past(") == L
     weights = _weights_in_ir(ir)
     reader = gguf.GGUFReader(str(path))
     assert len(weights) == len(reader.tensors)
@@ -141,7 +145,7 @@ def test_tokenizer_and_model_attrs(tmp_path, loom):
 
 def test_qwen2_biases_and_half_rope(tmp_path, loom):
     cfg, w, path = _model(tmp_path, "qwen2")
-    ir = loom.import_ir(path)
+    ir = entry_ir(loom.import_ir(path))
     assert ir.count("attn_q.bias") == cfg.layers
     assert "style = half" in ir
 
@@ -211,7 +215,8 @@ def test_unknown_layer_tensor(tmp_path, loom):
 # --- the real model --------------------------------------------------------
 
 def test_smollm2_import(smollm2, loom):
-    ir = loom.import_ir(smollm2)
+    whole = loom.import_ir(smollm2)
+    ir = entry_ir(whole)
     assert ir.count("loom.attention") == 30
     assert ir.count("loom.rms_norm") == 61
     assert ir.count("loom.qmatmul") == 7 * 30 + 1  # + tied lm head (Q8_0)
@@ -226,4 +231,39 @@ def test_smollm2_import(smollm2, loom):
     assert len(weights) == len(reader.tensors) == 272
     for t in reader.tensors:
         assert weights[t.name][1] == t.data_offset, t.name
-    assert "count = 49152" in ir
+    assert "count = 49152" in whole
+    dec = entry_ir(whole, "decode")
+    assert dec.count("past(") == 30 and dec.count("loom.qmatmul") == 211
+
+
+# --- decode with a KV cache -------------------------------------------------
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_decode_with_kv_cache(tmp_path, loom, arch):
+    """@decode attends over past keys/values (after rotary, in the file's row
+    order) and returns the concatenations: fed the reference cache of the
+    first n tokens, it gives the full forward's logits of the rest."""
+    cfg, w, path = _model(tmp_path, arch)
+    gw = lm.read_gguf_weights(path)
+    cache = []
+    ref = lm.llama_forward_gguf(cfg, gw, TOKENS, POSITIONS, arch=arch, cache=cache)
+    n = 5
+    inputs = {"tokens": TOKENS[:, n:], "positions": POSITIONS[n:]}
+    for l in range(cfg.layers):
+        inputs[f"past_key_{l}"] = cache[2 * l][:, :, :n].astype(np.float32)
+        inputs[f"past_value_{l}"] = cache[2 * l + 1][:, :, :n].astype(np.float32)
+    bundle = loom.compile(path)
+    out = loom.run_entry(bundle, "decode", inputs)
+    assert_close(out["logits"], ref[:, n:])
+    for l in range(cfg.layers):
+        assert_close(out[f"present_key_{l}"], cache[2 * l])
+        assert_close(out[f"present_value_{l}"], cache[2 * l + 1])
+    # One token at a time, chaining Loom's own cache.
+    inputs = {k: v for k, v in inputs.items() if k.startswith("past")}
+    for i in range(n, TOKENS.shape[1]):
+        inputs.update(tokens=TOKENS[:, i:i + 1], positions=POSITIONS[i:i + 1])
+        out = loom.run_entry(bundle, "decode", inputs)
+        assert_close(out["logits"], ref[:, i:i + 1])
+        for l in range(cfg.layers):
+            inputs[f"past_key_{l}"] = out[f"present_key_{l}"]
+            inputs[f"past_value_{l}"] = out[f"present_value_{l}"]

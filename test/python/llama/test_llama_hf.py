@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("safetensors")
 
 import llama_models as lm  # noqa: E402
-from conftest import assert_close  # noqa: E402
+from conftest import assert_close, entry_ir  # noqa: E402
 
 TOKENS = np.array([[5, 17, 3, 90, 44, 2, 8, 61, 33]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
@@ -61,7 +61,7 @@ def test_ir_structure(tmp_path, loom):
     cfg = lm.tiny_config("llama", layers=3)
     w = lm.make_weights(cfg)
     d = lm.write_hf(tmp_path / "m", cfg, w, "bf16", sharded=True)
-    ir = loom.import_ir(d)
+    ir = entry_ir(loom.import_ir(d))
     assert ir.count("loom.attention") == 3
     assert ir.count("loom.rms_norm") == 7
     assert ir.count("loom.rotary ") == 6 and "style = half" in ir
@@ -136,3 +136,25 @@ def test_rope_scaling_refused(tmp_path, loom):
                          "original_max_position_embeddings": 8192}})
     err = loom.import_fails(d)
     assert "rope_scaling" in err and "llama3" in err
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_decode_with_kv_cache(tmp_path, loom, family):
+    """@decode continues from a KV cache: the reference cache of the first n
+    tokens plus the rest gives the full forward's logits and caches."""
+    cfg = lm.tiny_config(family)
+    w = lm.make_weights(cfg, seed=5)
+    d = lm.write_hf(tmp_path / "m", cfg, w)
+    fwd = lm.gpt2_forward if family == "gpt2" else lm.llama_forward_hf
+    cache = []
+    ref = fwd(cfg, w, TOKENS, POSITIONS, cache=cache)
+    n = 4
+    inputs = {"tokens": TOKENS[:, n:], "positions": POSITIONS[n:]}
+    for l in range(cfg.layers):
+        inputs[f"past_key_{l}"] = cache[2 * l][:, :, :n].astype(np.float32)
+        inputs[f"past_value_{l}"] = cache[2 * l + 1][:, :, :n].astype(np.float32)
+    out = loom.run_entry(loom.compile(d), "decode", inputs)
+    assert_close(out["logits"], ref[:, n:])
+    for l in range(cfg.layers):
+        assert_close(out[f"present_key_{l}"], cache[2 * l])
+        assert_close(out[f"present_value_{l}"], cache[2 * l + 1])

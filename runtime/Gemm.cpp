@@ -1,0 +1,90 @@
+//===- Gemm.cpp - f32 GEMM for generated code -----------------------------===//
+//
+// Large f32 matrix products are called, not generated: OpenBLAS is the
+// well-kept library for them (docs/ARCHITECTURE.md says which is which).
+// Without OpenBLAS a cache-blocked loop keeps the build working.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Comm.h"
+
+#include "loom/runtime/abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#ifdef LOOM_RT_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+#ifdef LOOM_RT_HAVE_OPENBLAS
+/// BLAS threads for this process: $LOOM_BLAS_THREADS, else the cores shared
+/// by the ranks of this process (all ranks for `threads`, one under MPI).
+void configureThreads(loom_rt_ctx *ctx) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    int threads = 0;
+    if (const char *env = std::getenv("LOOM_BLAS_THREADS"))
+      threads = std::atoi(env);
+    if (threads <= 0) {
+      int cores = std::max(1u, std::thread::hardware_concurrency());
+      int local = 1;
+      if (ctx && ctx->comm && std::strcmp(ctx->comm->name(), "threads") == 0)
+        local = static_cast<int>(ctx->worldSize);
+      else if (const char *l = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+        local = std::max(1, std::atoi(l));
+      threads = std::max(1, cores / std::max(1, local));
+    }
+    openblas_set_num_threads(threads);
+  });
+}
+#endif
+
+/// C[m,n] = sum_k A[m,k] B[k,n] with optional transposes, row-major.
+void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 const float *a, const float *b, float *c) {
+  auto A = [&](int64_t i, int64_t p) { return ta ? a[p * m + i] : a[i * k + p]; };
+  auto B = [&](int64_t p, int64_t j) { return tb ? b[j * k + p] : b[p * n + j]; };
+  std::fill(c, c + m * n, 0.0f);
+  constexpr int64_t kb = 256;
+  for (int64_t p0 = 0; p0 < k; p0 += kb) {
+    int64_t p1 = std::min(k, p0 + kb);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = p0; p < p1; ++p) {
+        float av = A(i, p);
+        float *ci = c + i * n;
+        for (int64_t j = 0; j < n; ++j)
+          ci[j] += av * B(p, j);
+      }
+  }
+}
+
+} // namespace
+
+extern "C" LOOM_RT_EXPORT void
+loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
+              int64_t n, int64_t k, const float *a, const float *b,
+              float *c) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    std::memset(c, 0, sizeof(float) * size_t(m) * size_t(n));
+    return;
+  }
+#ifdef LOOM_RT_HAVE_OPENBLAS
+  configureThreads(ctx);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+              blasint(k), 1.0f, a, blasint(trans_a ? m : k), b,
+              blasint(trans_b ? k : n), 0.0f, c, blasint(n));
+#else
+  (void)ctx;
+  blockedGemm(trans_a != 0, trans_b != 0, m, n, k, a, b, c);
+#endif
+}
