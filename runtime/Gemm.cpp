@@ -88,3 +88,23 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
   blockedGemm(trans_a != 0, trans_b != 0, m, n, k, a, b, c);
 #endif
 }
+
+extern "C" LOOM_RT_EXPORT void
+loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
+                      int64_t batch, int64_t heads, int64_t group, int64_t m,
+                      int64_t n, int64_t k, const float *a, const float *b,
+                      float *c) {
+  if (batch <= 0)
+    return;
+  if (heads <= 0 || group <= 0 || heads % group != 0)
+    loom_rt_abort(ctx, "loom_rt_sgemm_batched: heads must be a positive "
+                       "multiple of group");
+  int64_t kvHeads = heads / group;
+  for (int64_t i = 0; i < batch; ++i) {
+    // Grouped-query: product i reads right operand (i / heads) * kvHeads +
+    // (i % heads) / group.
+    int64_t j = (i / heads) * kvHeads + (i % heads) / group;
+    loom_rt_sgemm(ctx, trans_a, trans_b, m, n, k, a + i * m * k,
+                  b + j * k * n, c + i * m * n);
+  }
+}

@@ -32,10 +32,14 @@ using namespace mlir;
 namespace loom {
 
 void buildCpuLoweringPipeline(OpPassManager &pm) {
+  // CSE runs on loom ops only: after lowering it would merge the
+  // to_buffer ops of runtime calls and hide later reads from the
+  // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).
+  pm.addPass(createCSEPass());
   pm.addPass(createConvertLoomToLinalgPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -43,6 +43,16 @@ using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 bool isDyn(int64_t d) { return ShapedType::isDynamic(d); }
 
+/// LOOM_NO_GEMM=1 generates every matmul instead of calling the runtime's
+/// GEMM (for A/B measurements and for debugging the generated path).
+bool gemmDisabled() {
+  static const bool disabled = [] {
+    const char *v = std::getenv("LOOM_NO_GEMM");
+    return v && *v && *v != '0';
+  }();
+  return disabled;
+}
+
 /// Axis attributes are stored as unsigned 64-bit values: reinterpret them as
 /// signed, then count negative axes from the end.
 int64_t normAxis(uint64_t raw, int64_t rank) {
@@ -206,6 +216,11 @@ private:
   /// the shapes do not map to one GEMM call.
   Value matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta, bool tb,
                      RankedTensorType type);
+  /// c[b,h] = a[b,h] x rhs[b,h/group] (rhs transposed when `tb`) through
+  /// the runtime's batched GEMM; all rank 4, f32. Null when not applicable.
+  Value attentionGemm(Operation *op, Value a, Value rhs, bool tb,
+                      int64_t heads, int64_t group, RankedTensorType type,
+                      ArrayRef<Value> sizes);
 
   // --- composite ops --------------------------------------------------------
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op);
@@ -829,7 +844,7 @@ Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
       (ta && lt.getRank() != 2))
     return {};
   auto fn = op->getParentOfType<func::FuncOp>();
-  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName))
+  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName) || gemmDisabled())
     return {};
   // Small static products stay generated: a call costs more than it saves.
   if (lt.hasStaticShape() && rt.hasStaticShape() &&
@@ -859,6 +874,34 @@ Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
                                   ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
   (void)k;
   (void)nStatic;
+  return toTensor(bufC, type);
+}
+
+Value Lowerer::attentionGemm(Operation *op, Value a, Value rhs, bool tb,
+                             int64_t heads, int64_t group,
+                             RankedTensorType type, ArrayRef<Value> sizes) {
+  auto fn = op->getParentOfType<func::FuncOp>();
+  if (!type.getElementType().isF32() || !fn ||
+      !fn->hasAttr(LoomDialect::kEntryAttrName) ||
+      gemmDisabled())
+    return {};
+  Value ctx = fn.getArgument(0);
+  // m, n, k of each product.
+  Value m = dim(a, 2), k = dim(a, 3);
+  Value n = tb ? dim(rhs, 2) : dim(rhs, 3);
+  Value batch = arith::MulIOp::create(b, loc, dim(a, 0), cIndex(heads));
+  Value bufA = bufferOf(a), bufB = bufferOf(rhs);
+  Value bufC = allocLike(type, sizes);
+  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto gemm = runtimeFunc(
+      "loom_rt_sgemm_batched",
+      {ptrT, i32, i32, i64, i64, i64, i64, i64, i64, ptrT, ptrT, ptrT});
+  func::CallOp::create(
+      b, loc, gemm,
+      ValueRange{ctx, cI32(0), cI32(tb), indexToI64(batch), cI64(heads),
+                 cI64(group), indexToI64(m), indexToI64(n), indexToI64(k),
+                 ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
   return toTensor(bufC, type);
 }
 
@@ -1243,24 +1286,28 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
   // scores[b,h,s,t] = scale * sum_d q[b,h,s,d] k[b,h/G,t,d]
   auto scoresType = RankedTensorType::get(
       {qt.getDimSize(0), hq, qt.getDimSize(2), kAll.getDimSize(2)}, et);
-  Value init = fill(emptyAll(scoresType, {B, cIndex(hq), S, T}),
-                    cFloat(b, loc, et, 0.0));
   SmallVector<utils::IteratorType> it5(5, utils::IteratorType::parallel);
   it5[4] = utils::IteratorType::reduction;
-  Value scores =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{scoresType}, ValueRange{q, k}, ValueRange{init},
-          ArrayRef<AffineMap>{
-              AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
-              AffineMap::get(5, 0, {d(0), kvHead, d(3), d(4)}, ctx),
-              AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-          it5,
-          [](OpBuilder &bb, Location l, ValueRange a) {
-            Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
-            linalg::YieldOp::create(
-                bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
-          })
-          .getResult(0);
+  Value scores = attentionGemm(op, q, k, /*tb=*/true, hq, group, scoresType,
+                               {B, cIndex(hq), S, T});
+  if (!scores) {
+    Value init = fill(emptyAll(scoresType, {B, cIndex(hq), S, T}),
+                      cFloat(b, loc, et, 0.0));
+    scores =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{scoresType}, ValueRange{q, k}, ValueRange{init},
+            ArrayRef<AffineMap>{
+                AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+                AffineMap::get(5, 0, {d(0), kvHead, d(3), d(4)}, ctx),
+                AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+            it5,
+            [](OpBuilder &bb, Location l, ValueRange a) {
+              Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
+              linalg::YieldOp::create(
+                  bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
+            })
+            .getResult(0);
+  }
 
   // Scale, then the causal and explicit masks.
   Value mask = op.getMask();
@@ -1301,23 +1348,26 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
 
   // out[b,h,s,e] = sum_t p[b,h,s,t] v[b,h/G,t,e]
   auto outType = op.getOutput().getType();
-  Value outInit =
-      fill(emptyAll(outType, {B, cIndex(hq), S, Dv}), cFloat(b, loc, et, 0));
-  Value out =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{outType}, ValueRange{probs, v},
-          ValueRange{outInit},
-          ArrayRef<AffineMap>{
-              AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
-              AffineMap::get(5, 0, {d(0), kvHead, d(4), d(3)}, ctx),
-              AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
-          it5,
-          [](OpBuilder &bb, Location l, ValueRange a) {
-            Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
-            linalg::YieldOp::create(
-                bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
-          })
-          .getResult(0);
+  Value out = attentionGemm(op, probs, v, /*tb=*/false, hq, group, outType,
+                            {B, cIndex(hq), S, Dv});
+  if (!out) {
+    Value outInit = fill(emptyAll(outType, {B, cIndex(hq), S, Dv}),
+                         cFloat(b, loc, et, 0));
+    out = linalg::GenericOp::create(
+              b, loc, TypeRange{outType}, ValueRange{probs, v},
+              ValueRange{outInit},
+              ArrayRef<AffineMap>{
+                  AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+                  AffineMap::get(5, 0, {d(0), kvHead, d(4), d(3)}, ctx),
+                  AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)},
+              it5,
+              [](OpBuilder &bb, Location l, ValueRange a) {
+                Value p = arith::MulFOp::create(bb, l, a[0], a[1]);
+                linalg::YieldOp::create(
+                    bb, l, Value(arith::AddFOp::create(bb, l, a[2], p)));
+              })
+              .getResult(0);
+  }
   results.push_back(out);
   if (op.getPastKey()) {
     Value pk = k, pv = v;
@@ -1360,6 +1410,10 @@ func::FuncOp Lowerer::runtimeFunc(StringRef name, TypeRange args,
   return fn;
 }
 
+/// The buffer of `tensor` for a runtime call that reads it right after.
+/// Each call gets its own to_buffer at the call site (CSE must not merge
+/// them): the one-shot analysis sees the read there, and keeps the buffer
+/// unmodified until then.
 Value Lowerer::bufferOf(Value tensor) {
   auto t = cast<RankedTensorType>(tensor.getType());
   auto mt = MemRefType::get(t.getShape(), t.getElementType());
@@ -1385,9 +1439,13 @@ Value Lowerer::ptrOf(Value memref) {
 }
 
 Value Lowerer::toTensor(Value memref, RankedTensorType type) {
+  // Not writable: a runtime call reads its inputs through raw pointers that
+  // the bufferization analysis cannot see, so a buffer handed to one call
+  // must never be overwritten in place by a later op (to_buffer of this
+  // tensor folds to `memref` itself).
   return bufferization::ToTensorOp::create(b, loc, type, memref,
                                            /*restrict=*/true,
-                                           /*writable=*/true);
+                                           /*writable=*/false);
 }
 
 FailureOr<std::pair<int64_t, uint64_t>>

@@ -38,6 +38,20 @@ def ConvertLoomToLinalgPass
   ];
 }
 
+def ApproximateMathPass : Pass<"loom-approximate-math", "mlir::ModuleOp"> {
+  let summary = "Polynomial tanh/exp/erf/log... and fast-math arithmetic";
+  let description = [{
+    Replaces f32 transcendental functions by MLIR's polynomial approximations
+    (a few ulp, vectorisable, no libm call per element), and marks float
+    arithmetic `reassoc contract afn` so that LLVM vectorises reductions and
+    fuses multiply-adds. No `nnan`/`ninf`: masks rely on -inf.
+  }];
+  let dependentDialects = ["mlir::math::MathDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::x86vector::X86VectorDialect"];
+}
+
 def PackEntryPointsPass : Pass<"loom-pack-entry-points", "mlir::ModuleOp"> {
   let summary = "Emit loom_entry_<name>(void **args) for every C interface";
   let description = [{

@@ -163,6 +163,18 @@ LOOM_RT_EXPORT void loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a,
                                   int64_t k, const float *a, const float *b,
                                   float *c);
 
+/* `batch` products c[i] = a[i] x b[j(i)] of the shapes above, each operand
+ * contiguous and packed back to back; b is shared by grouped heads:
+ * j(i) = (i / heads) * (heads / group) + (i % heads) / group (group = 1 and
+ * heads = batch for a plain batched product). For attention with grouped
+ * KV heads. Added in ABI version 1 (additive). */
+LOOM_RT_EXPORT void loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a,
+                                          int32_t trans_b, int64_t batch,
+                                          int64_t heads, int64_t group,
+                                          int64_t m, int64_t n, int64_t k,
+                                          const float *a, const float *b,
+                                          float *c);
+
 /* --- Failure, timeouts, tracing, time ------------------------------------- */
 
 /* Aborts the whole job with `msg` (every other rank stops within bounded

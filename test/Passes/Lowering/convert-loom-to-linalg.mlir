@@ -67,10 +67,14 @@ func.func @ring(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// Attention: grouped-query heads read KV head h / (Hq / Hkv) = h floordiv 3.
-// CHECK-DAG: affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 3, d3, d4)>
+// Attention in f32: both products are batched GEMMs in the runtime; with
+// 9 query heads on 3 KV heads, head h reads KV head h / 3 (group = 3).
 // CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[H:.+]] = arith.constant 9 : i64
+// CHECK-DAG: %[[G:.+]] = arith.constant 3 : i64
+// CHECK: call @loom_rt_sgemm_batched(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[H]], %[[G]],
 // CHECK: math.exp
+// CHECK: call @loom_rt_sgemm_batched
 func.func @attention(%q: tensor<1x9x4x8xf32>, %k: tensor<1x3x4x8xf32>, %v: tensor<1x3x4x8xf32>) -> tensor<1x9x4x8xf32> {
   %0 = loom.attention %q, %k, %v causal : tensor<1x9x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32> -> tensor<1x9x4x8xf32>
   return %0 : tensor<1x9x4x8xf32>

@@ -25,13 +25,3 @@ def tools():
         pytest.skip("loom-run was built without the runtime")
     return {"loomc": str(loomc), "loom-run": str(loom_run),
             "mpirun": shutil.which("mpirun")}
-
-
-def run(cmd, **kw):
-    """Runs cmd, failing the test with its output when it fails."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
-    if p.returncode != 0:
-        raise AssertionError(
-            f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n"
-            f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
-    return p

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import run
+from e2e_util import run
 
 MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe"]
 

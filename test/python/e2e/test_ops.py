@@ -5,7 +5,7 @@ from math import erf
 import numpy as np
 import pytest
 
-from conftest import run
+from e2e_util import run
 
 rng = np.random.default_rng(7)
 f32 = np.float32

@@ -113,21 +113,7 @@ def loom(tmp_path) -> Loom:
     return Loom(tmp_path)
 
 
-def entry_ir(ir: str, name: str = "forward") -> str:
-    """The text of one function of an imported module."""
-    start = ir.index(f"func.func @{name}(")
-    end = ir.find("func.func @", start + 1)
-    return ir[start:end if end >= 0 else len(ir)]
-
-
-def assert_close(got, ref, rel=1e-4):
-    got = np.asarray(got, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    assert got.shape == ref.shape, (got.shape, ref.shape)
-    err = np.abs(got - ref).max()
-    scale = np.abs(ref).max()
-    assert err <= rel * scale, f"max abs err {err:.3g} > {rel} x max|ref| {scale:.3g}"
-    return err / scale
+from llama_util import assert_close, entry_ir  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import llama_models as lm  # noqa: E402
-from conftest import assert_close, entry_ir  # noqa: E402
+from llama_util import assert_close, entry_ir  # noqa: E402
 
 TOKENS = np.array([[5, 17, 3, 90, 44, 2, 8, 61, 33]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
