@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <malloc.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -420,6 +421,13 @@ double median(std::vector<double> v) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Generated code allocates and frees its intermediate tensors on every
+  // run; keep freed memory in the heap instead of returning it to the
+  // kernel (glibc would mmap/munmap large blocks each time: page faults and
+  // zeroing dominated small models).
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
   Options opts;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

@@ -43,7 +43,7 @@ func.func @matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32>
 // CHECK: memref.alloc() : memref<4x8xf32>
 // CHECK-DAG: %[[MASK:.+]] = arith.constant 2 : i64
 // CHECK: call @loom_rt_all_reduce(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]])
-// CHECK: bufferization.to_tensor %{{.*}} restrict writable
+// CHECK: bufferization.to_tensor %{{.*}} restrict :
 // CHECK-NOT: loom.mesh
 loom.mesh @mesh = <dp = 2, tp = 4>
 func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
