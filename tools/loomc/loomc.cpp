@@ -234,9 +234,16 @@ int main(int argc, char **argv) {
 
   for (loom::Phase p : loom::kAllPhases) {
     bool required = p == *last ||
-                    (p == loom::Phase::Quantize && !quantSpec.empty()) ||
-                    (p == loom::Phase::Shard && !meshSpec.empty() &&
-                     module->getOps<loom::MeshOp>().empty());
+                    (p == loom::Phase::Quantize && !quantSpec.empty());
+    if (p == loom::Phase::Shard && !loom::isPhaseBuilt(p) &&
+        !meshSpec.empty() && module->getOps<loom::MeshOp>().empty()) {
+      // Until the planner exists, a mesh given for a program without one
+      // replicates the program on every rank (each rank computes the whole
+      // model on its own inputs: data parallel without collectives).
+      llvm::errs() << "loomc: note: the shard phase is not built yet; the "
+                      "program is replicated on every rank of --mesh "
+                   << meshSpec << "\n";
+    }
     if (!loom::isPhaseBuilt(p)) {
       if (required) {
         llvm::errs() << "loomc: phase '" << loom::getPhaseName(p)

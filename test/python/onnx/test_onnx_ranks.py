@@ -1,0 +1,63 @@
+"""ONNX models compiled by loomc and run by loom-run on 1, 2, 4 and 8 CPU
+ranks with both backends: until the planner exists (issue 5) `--mesh dp=N`
+replicates the program, so each rank runs the whole model on its own input
+and must match ONNX Runtime on that input."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch (Debian python3-torch)")
+ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip)")
+sys.path.insert(0, str(Path(__file__).parent))
+import models  # noqa: E402
+
+BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
+LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
+pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
+
+
+def run(cmd):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gpt2")
+    torch.manual_seed(0)
+    path = tmp / "gpt2.onnx"
+    models.export(models.GPT2Block(), torch.randn(1, 8, 64), path, None)
+    return path
+
+
+@pytest.mark.parametrize("backend,n", [("threads", 1), ("threads", 2),
+                                       ("threads", 4), ("threads", 8),
+                                       ("mpi", 2), ("mpi", 4)])
+def test_gpt2_block_on_ranks(tmp_path, gpt2, backend, n):
+    if backend == "mpi" and not shutil.which("mpirun"):
+        pytest.skip("mpirun not installed")
+    run([LOOMC, gpt2, "--mesh", f"dp={n}", "-o", tmp_path / "out"])
+    sess = ort.InferenceSession(str(gpt2))
+    rng = np.random.default_rng(n)
+    xs = [rng.standard_normal((1, 8, 64)).astype(np.float32) for _ in range(n)]
+    for r, x in enumerate(xs):
+        np.save(tmp_path / f"x{r}.npy", x)
+    args = [tmp_path / "out", "--input", f"x={tmp_path}/x{{rank}}.npy",
+            "--output", tmp_path / "res", "--all-ranks"]
+    if backend == "threads":
+        run([LOOM_RUN, *args])
+    else:
+        run([shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
+             "-np", str(n), LOOM_RUN, *args])
+    for r, x in enumerate(xs):
+        want = sess.run(None, {"x": x})[0]
+        got = np.load(tmp_path / "res" / f"y.rank{r}.npy")
+        err = np.abs(got - want).max() / np.abs(want).max()
+        assert err <= 1e-4, f"rank {r}: max relative error {err:.3g}"
