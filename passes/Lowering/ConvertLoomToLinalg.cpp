@@ -368,52 +368,20 @@ Value scalarUnary(Operation *op, OpBuilder &b, Location loc, Value x) {
 
 Value scalarCompare(CompareKind kind, OpBuilder &b, Location loc, Value x,
                     Value y) {
-  if (isFloat(x.getType())) {
-    arith::CmpFPredicate p;
-    switch (kind) {
-    case CompareKind::eq:
-      p = arith::CmpFPredicate::OEQ;
-      break;
-    case CompareKind::ne:
-      p = arith::CmpFPredicate::UNE;
-      break;
-    case CompareKind::lt:
-      p = arith::CmpFPredicate::OLT;
-      break;
-    case CompareKind::le:
-      p = arith::CmpFPredicate::OLE;
-      break;
-    case CompareKind::gt:
-      p = arith::CmpFPredicate::OGT;
-      break;
-    case CompareKind::ge:
-      p = arith::CmpFPredicate::OGE;
-      break;
-    }
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  arith::CmpIPredicate p;
-  switch (kind) {
-  case CompareKind::eq:
-    p = arith::CmpIPredicate::eq;
-    break;
-  case CompareKind::ne:
-    p = arith::CmpIPredicate::ne;
-    break;
-  case CompareKind::lt:
-    p = arith::CmpIPredicate::slt;
-    break;
-  case CompareKind::le:
-    p = arith::CmpIPredicate::sle;
-    break;
-  case CompareKind::gt:
-    p = arith::CmpIPredicate::sgt;
-    break;
-  case CompareKind::ge:
-    p = arith::CmpIPredicate::sge;
-    break;
-  }
-  return arith::CmpIOp::create(b, loc, p, x, y);
+  // Indexed by CompareKind: eq, ne, lt, le, gt, ge (ordered float compares,
+  // except `ne`, which is true for NaN as in numpy; signed integers).
+  static constexpr arith::CmpFPredicate kFloat[] = {
+      arith::CmpFPredicate::OEQ, arith::CmpFPredicate::UNE,
+      arith::CmpFPredicate::OLT, arith::CmpFPredicate::OLE,
+      arith::CmpFPredicate::OGT, arith::CmpFPredicate::OGE};
+  static constexpr arith::CmpIPredicate kInt[] = {
+      arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+      arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+      arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge};
+  auto index = static_cast<size_t>(kind);
+  if (isFloat(x.getType()))
+    return arith::CmpFOp::create(b, loc, kFloat[index], x, y);
+  return arith::CmpIOp::create(b, loc, kInt[index], x, y);
 }
 
 Value scalarCast(OpBuilder &b, Location loc, Value x, Type to) {
