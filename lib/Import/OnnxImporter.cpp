@@ -405,6 +405,13 @@ Value Importer::materialize(Val &val, StringRef name) {
           return {};
         }
       } else {
+        uint64_t need = uint64_t(type.getNumElements()) * dtBytes(val.dt);
+        if (it->second.size != need) {
+          fail("weight '" + val.weightName + "' has " +
+               Twine(it->second.size) + " bytes of raw_data but its shape "
+               "needs " + Twine(need) + "; the file is corrupt");
+          return {};
+        }
         file = path;
         offset = it->second.offset;
       }
@@ -1518,12 +1525,35 @@ bool Importer::emit(const onnx::NodeProto &node, std::vector<Val *> &in,
               "'; supported ops are listed in docs/IMPORT-ONNX.md");
 }
 
+/// The number of leading inputs an op cannot do without (opsets 13+).
+static int minInputs(StringRef op) {
+  if (op == "Constant")
+    return 0;
+  if (op == "Where" || op == "Range" || op == "Slice")
+    return 3;
+  if (llvm::is_contained({"Add", "Sub", "Mul", "Div", "Pow", "And", "Or",
+                          "Equal", "Less", "Greater", "LessOrEqual",
+                          "GreaterOrEqual", "MatMul", "Gemm", "Reshape",
+                          "Expand", "Gather", "LayerNormalization",
+                          "SimplifiedLayerNormalization"},
+                         op))
+    return 2;
+  return 1;
+}
+
 bool Importer::importNode(const onnx::NodeProto &node) {
   where = "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
           "' (" + node.op_type() + ")";
   if (!node.domain().empty() && node.domain() != "ai.onnx" &&
       node.domain() != "com.microsoft")
     return fail("op domain '" + node.domain() + "' is not supported");
+  if (node.output_size() == 0 || node.output(0).empty())
+    return fail("the node has no output");
+  int need = minInputs(node.op_type());
+  for (int i = 0; i < need; ++i)
+    if (i >= node.input_size() || node.input(i).empty())
+      return fail("needs at least " + Twine(need) + " input(s) but input " +
+                  Twine(i) + " is missing; the file is corrupt");
   std::vector<Val *> in;
   for (const std::string &name : node.input()) {
     if (name.empty()) {
@@ -1535,6 +1565,23 @@ bool Importer::importNode(const onnx::NodeProto &node) {
       return fail("input '" + name + "' is not produced by any node, "
                   "initializer or graph input");
     in.push_back(&it->second);
+  }
+  // Axis attributes index the first input's dimensions (Flatten's may equal
+  // the rank; Unsqueeze's index the result).
+  if (!in.empty() && in[0] && node.op_type() != "Unsqueeze") {
+    int64_t r = in[0]->shape.size();
+    int64_t hi = node.op_type() == "Flatten" ? r : r - 1;
+    for (const auto &a : node.attribute()) {
+      if (a.name() != "axis" && a.name() != "axes")
+        continue;
+      SmallVector<int64_t> axes(a.ints().begin(), a.ints().end());
+      if (a.name() == "axis")
+        axes.assign(1, a.i());
+      for (int64_t ax : axes)
+        if (ax < -r || ax > hi)
+          return fail("axis " + Twine(ax) + " is out of range for an input "
+                      "of rank " + Twine(r) + "; the file is corrupt");
+    }
   }
   std::vector<Val> out;
   bool folded = false;
