@@ -76,6 +76,9 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
     };
     for (unsigned i = 1; i < fn.getNumArguments(); ++i) {
       Type t = fn.getArgumentTypes()[i];
+      // GGUF blocks travel as their bytes: i8 rows of blocks.
+      if (auto q = dyn_cast<QTensorType>(t); q && q.getStorageType())
+        t = q.getStorageType();
       auto st = dyn_cast<RankedTensorType>(t);
       if (!st)
         return fail("argument " + Twine(i - 1) + " of type " +

@@ -222,6 +222,17 @@ private:
                       int64_t heads, int64_t group, RankedTensorType type,
                       ArrayRef<Value> sizes);
 
+  // --- quantized weights -----------------------------------------------------
+  /// Entry-point arguments of GGUF block type become their bytes
+  /// (QTensorType::getStorageType); the quantization of each is kept here.
+  llvm::DenseMap<Value, QTensorType> quantOf;
+  LogicalResult convertQuantizedArguments();
+  /// One dequantized element: row `row`, column `k` of the bytes `bytes`.
+  static Value dequantElement(OpBuilder &bb, Location l, Value bytes,
+                              ValueRange rowIndices, Value k, QuantAttr q);
+  FailureOr<Value> dequantize(Operation *op, Value weight);
+  FailureOr<Value> quantizedEmbedding(EmbeddingOp op);
+
   // --- composite ops --------------------------------------------------------
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op);
   Value lowerRotary(RotaryOp op);
@@ -871,6 +882,149 @@ Value Lowerer::attentionGemm(Operation *op, Value a, Value rhs, bool tb,
                  cI64(group), indexToI64(m), indexToI64(n), indexToI64(k),
                  ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
   return toTensor(bufC, type);
+}
+
+//===----------------------------------------------------------------------===//
+// Quantized weights (GGUF blocks kept as they are)
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowerer::convertQuantizedArguments() {
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    SmallVector<Type> inputs(fn.getArgumentTypes());
+    bool changed = false;
+    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+      auto q = dyn_cast<QTensorType>(arg.getType());
+      if (!q)
+        continue;
+      RankedTensorType storage = q.getStorageType();
+      if (!storage)
+        return fn.emitOpError()
+               << "argument " << i << " of type " << q
+               << ": only the GGUF block formats (q4_0, q4_1, q8_0) are "
+                  "lowered to CPU code yet";
+      quantOf[arg] = q;
+      arg.setType(storage);
+      inputs[i] = storage;
+      changed = true;
+    }
+    if (changed)
+      fn.setType(FunctionType::get(fn.getContext(), inputs,
+                                   fn.getResultTypes()));
+  }
+  return success();
+}
+
+Value Lowerer::dequantElement(OpBuilder &bb, Location l, Value bytes,
+                              ValueRange rowIndices, Value k, QuantAttr q) {
+  // Block layouts (docs/REFERENCES.md; gguf): q4_0 = f16 d, 16 bytes of
+  // nibbles (x = d (q - 8)); q4_1 = f16 d, f16 m, 16 bytes (x = d q + m);
+  // q8_0 = f16 d, 32 int8 (x = d q). Byte j holds element j (low nibble)
+  // and element j + 16 (high nibble).
+  auto ci = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(bb, l, v);
+  };
+  Type i8 = bb.getI8Type(), i16 = bb.getI16Type(), f32 = bb.getF32Type();
+  int64_t blockBytes = q.getBlockBytes();
+  Value blk = arith::DivUIOp::create(bb, l, k, ci(32));
+  Value j = arith::RemUIOp::create(bb, l, k, ci(32));
+  Value base = arith::MulIOp::create(bb, l, blk, ci(blockBytes));
+  auto byteAt = [&](Value off) -> Value {
+    SmallVector<Value> idx(rowIndices);
+    idx.push_back(off);
+    return tensor::ExtractOp::create(bb, l, bytes, idx);
+  };
+  auto half = [&](Value off) -> Value {
+    Value lo = arith::ExtUIOp::create(bb, l, i16, byteAt(off));
+    Value hi = arith::ExtUIOp::create(
+        bb, l, i16, byteAt(arith::AddIOp::create(bb, l, off, ci(1))));
+    Value bits = arith::OrIOp::create(
+        bb, l, lo,
+        arith::ShLIOp::create(bb, l, hi,
+                              arith::ConstantIntOp::create(bb, l, i16, 8)));
+    Value h = arith::BitcastOp::create(bb, l, bb.getF16Type(), bits);
+    return arith::ExtFOp::create(bb, l, f32, h);
+  };
+  Value d = half(base);
+  if (q.getFormat() == QuantFormat::q8_0) {
+    Value v = byteAt(arith::AddIOp::create(
+        bb, l, arith::AddIOp::create(bb, l, base, ci(2)), j));
+    return arith::MulFOp::create(bb, l, d,
+                                 arith::SIToFPOp::create(bb, l, f32, v));
+  }
+  int64_t dataOffset = q.getFormat() == QuantFormat::q4_1 ? 4 : 2;
+  Value j16 = arith::RemUIOp::create(bb, l, j, ci(16));
+  Value byte = byteAt(arith::AddIOp::create(
+      bb, l, arith::AddIOp::create(bb, l, base, ci(dataOffset)), j16));
+  Value high = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::uge, j,
+                                     ci(16));
+  Value shift = arith::SelectOp::create(
+      bb, l, high, arith::ConstantIntOp::create(bb, l, i8, 4),
+      arith::ConstantIntOp::create(bb, l, i8, 0));
+  Value nib = arith::AndIOp::create(
+      bb, l, arith::ShRUIOp::create(bb, l, byte, shift),
+      arith::ConstantIntOp::create(bb, l, i8, 15));
+  Value qv = arith::UIToFPOp::create(bb, l, f32, nib);
+  if (q.getFormat() == QuantFormat::q4_1) {
+    Value m = half(arith::AddIOp::create(bb, l, base, ci(2)));
+    return arith::AddFOp::create(bb, l, arith::MulFOp::create(bb, l, d, qv),
+                                 m);
+  }
+  Value centred = arith::SubFOp::create(
+      bb, l, qv, arith::ConstantOp::create(bb, l, bb.getF32FloatAttr(8.0)));
+  return arith::MulFOp::create(bb, l, d, centred);
+}
+
+FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
+  auto it = quantOf.find(weight);
+  if (it == quantOf.end())
+    return op->emitOpError()
+           << "quantized values lower to CPU code only when they are "
+              "weights of an entry point (GGUF blocks)";
+  QTensorType q = it->second;
+  auto type = q.getDequantizedType();
+  SmallVector<Value> sizes;
+  for (int64_t d : type.getShape())
+    sizes.push_back(cIndex(d));
+  QuantAttr quant = q.getQuant();
+  int64_t rank = type.getRank();
+  return generic(type, {}, {}, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+                   SmallVector<Value> rows;
+                   for (int64_t d = 0; d + 1 < rank; ++d)
+                     rows.push_back(linalg::IndexOp::create(bb, l, d));
+                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
+                   return dequantElement(bb, l, weight, rows, k, quant);
+                 });
+}
+
+FailureOr<Value> Lowerer::quantizedEmbedding(EmbeddingOp op) {
+  Value table = op.getTable();
+  auto it = quantOf.find(table);
+  if (it == quantOf.end())
+    return op.emitOpError() << "quantized embedding tables lower to CPU "
+                               "code only as entry-point weights";
+  QuantAttr quant = it->second.getQuant();
+  Value ids = op.getIds();
+  auto type = op.getResult().getType();
+  unsigned rank = type.getRank();
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    sizes.push_back(dim(ids, d));
+  sizes.push_back(cIndex(type.getShape().back()));
+  SmallVector<AffineExpr> idExprs;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    idExprs.push_back(b.getAffineDimExpr(d));
+  AffineMap idMap = AffineMap::get(rank, 0, idExprs, b.getContext());
+  return generic(type, {ids}, {idMap}, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+                   Value row = arith::IndexCastOp::create(
+                       bb, l, bb.getIndexType(), a[0]);
+                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
+                   return dequantElement(bb, l, table, ValueRange{row}, k,
+                                         quant);
+                 });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1783,11 +1937,16 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
     result = lowerGather(g.getInput(), g.getIndices(), axis,
                          g.getResult().getType());
   } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
-    if (isa<QTensorType>(e.getTable().getType()))
-      return e.emitOpError() << "quantized embedding tables are not lowered "
-                                "to CPU code yet";
-    result = lowerGather(e.getTable(), e.getIds(), 0,
-                         e.getResult().getType());
+    if (quantOf.count(e.getTable()) ||
+        isa<QTensorType>(e.getTable().getType())) {
+      FailureOr<Value> r = quantizedEmbedding(e);
+      if (failed(r))
+        return failure();
+      result = *r;
+    } else {
+      result = lowerGather(e.getTable(), e.getIds(), 0,
+                           e.getResult().getType());
+    }
   } else if (auto rot = dyn_cast<RotaryOp>(op)) {
     result = lowerRotary(rot);
   } else if (auto tab = dyn_cast<RotaryTableOp>(op)) {
@@ -1810,9 +1969,29 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
     if (failed(r))
       return failure();
     result = *r;
-  } else if (isa<QMatmulOp, QuantizeOp, DequantizeOp>(op)) {
+  } else if (auto qm = dyn_cast<QMatmulOp>(op)) {
+    // The accurate f32 path: dequantize the weight, then the f32 GEMM.
+    // (Generated int4/int8 kernels are issue 6.)
+    FailureOr<Value> w = dequantize(op, qm.getWeight());
+    if (failed(w))
+      return failure();
+    auto type = qm.getResult().getType();
+    Value x = qm.getInput();
+    if (cast<RankedTensorType>(x.getType()).getRank() < 2) {
+      return op->emitOpError() << "a rank-1 input is not lowered yet";
+    }
+    result = matmulByGemm(op, x, *w, false, true, type);
+    if (!result)
+      result = matmul(x, *w, false, true, type);
+  } else if (auto dq = dyn_cast<DequantizeOp>(op)) {
+    FailureOr<Value> w = dequantize(op, dq.getInput());
+    if (failed(w))
+      return failure();
+    result = *w;
+  } else if (isa<QuantizeOp>(op)) {
     return op->emitOpError()
-           << "quantized ops are not lowered to CPU code yet";
+           << "loom.quantize is not lowered to CPU code yet (the quantize "
+              "phase quantizes weights at compile time)";
   } else {
     return op->emitOpError() << "has no CPU lowering";
   }
@@ -1823,6 +2002,8 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
 }
 
 LogicalResult Lowerer::run() {
+  if (failed(convertQuantizedArguments()))
+    return failure();
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
     if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp>(op))

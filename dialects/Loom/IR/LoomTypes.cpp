@@ -79,3 +79,11 @@ RankedTensorType QTensorType::getDequantizedType() const {
   return RankedTensorType::get(getShape(),
                                Float32Type::get(getContext()));
 }
+
+RankedTensorType QTensorType::getStorageType() const {
+  if (!getQuant().isGguf())
+    return {};
+  SmallVector<int64_t> shape(getShape());
+  shape.back() = getBlocksPerRow() * getQuant().getBlockBytes();
+  return RankedTensorType::get(shape, IntegerType::get(getContext(), 8));
+}

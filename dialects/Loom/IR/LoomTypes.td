@@ -30,6 +30,10 @@ def Loom_QTensorType : Loom_Type<"QTensor", "qtensor"> {
     int64_t getBlocksPerRow() const;
     /// The f32 tensor type this dequantizes to.
     ::mlir::RankedTensorType getDequantizedType() const;
+    /// The bytes as stored, for the GGUF block formats: i8 rows of
+    /// (K / block) blocks of getBlockBytes() each ([..., rowBytes]); a null
+    /// type for the planar int4/int8 formats.
+    ::mlir::RankedTensorType getStorageType() const;
   }];
 }
 

@@ -79,3 +79,18 @@ func.func @attention(%q: tensor<1x9x4x8xf32>, %k: tensor<1x3x4x8xf32>, %v: tenso
   %0 = loom.attention %q, %k, %v causal : tensor<1x9x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32> -> tensor<1x9x4x8xf32>
   return %0 : tensor<1x9x4x8xf32>
 }
+
+// -----
+
+// GGUF blocks travel as their bytes (8 rows of 2 Q4_0 blocks of 18 bytes);
+// the weight is dequantized by generated code (f16 scale from two bytes,
+// nibbles), then multiplied through the runtime's GEMM.
+// CHECK-LABEL: func.func @qmatmul
+// CHECK-SAME: tensor<8x36xi8>
+// CHECK: arith.bitcast %{{.*}} : i16 to f16
+// CHECK: arith.shrui
+// CHECK: call @loom_rt_sgemm
+func.func @qmatmul(%x: tensor<?x64xf32>, %w: !loom.qtensor<8x64, #loom.quant<q4_0>>) -> tensor<?x8xf32> {
+  %0 = loom.qmatmul %x, %w : tensor<?x64xf32>, !loom.qtensor<8x64, #loom.quant<q4_0>> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
