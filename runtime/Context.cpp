@@ -62,30 +62,23 @@ std::string formatFailure(const loom_rt_ctx &ctx, const std::string &reason) {
   if (d.name && *d.name) {
     os << ": " << d.name << "(";
     const char *sep = "";
-    if (d.dtype >= 0) {
-      os << "dtype=" << dtypeName(d.dtype);
+    // Each known field as `name=value`, comma-separated.
+    auto field = [&](const char *name, auto value) {
+      os << sep << name << "=" << value;
       sep = ", ";
-    }
-    if (d.op >= 0) {
-      os << sep << "op=" << reduceOpName(d.op);
-      sep = ", ";
-    }
-    if (d.count >= 0) {
-      os << sep << "count=" << d.count;
-      sep = ", ";
-    }
-    if (d.inner >= 0) {
-      os << sep << "inner=" << d.inner;
-      sep = ", ";
-    }
-    if (d.peer >= 0) {
-      os << sep << "peer=" << d.peer;
-      sep = ", ";
-    }
-    if (d.tag >= 0) {
-      os << sep << "tag=" << d.tag;
-      sep = ", ";
-    }
+    };
+    if (d.dtype >= 0)
+      field("dtype", dtypeName(d.dtype));
+    if (d.op >= 0)
+      field("op", reduceOpName(d.op));
+    if (d.count >= 0)
+      field("count", d.count);
+    if (d.inner >= 0)
+      field("inner", d.inner);
+    if (d.peer >= 0)
+      field("peer", d.peer);
+    if (d.tag >= 0)
+      field("tag", d.tag);
     if (d.hasMask) {
       uint64_t mask = d.mask;
       if (ctx.dims.size() < 64)

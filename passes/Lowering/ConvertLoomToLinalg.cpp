@@ -197,13 +197,12 @@ private:
   /// each input element before combining (may be null).
   Value reduce(Value input, ArrayRef<int64_t> axes, double init,
                function_ref<Value(OpBuilder &, Location, Value, Value)> combine,
-               function_ref<Value(OpBuilder &, Location, Value)> pre = nullptr,
-               ArrayRef<Value> extraInputs = {},
-               ArrayRef<AffineMap> extraMaps = {});
+               function_ref<Value(OpBuilder &, Location, Value)> pre = nullptr);
   /// Map from rank-`rank` loops to the non-reduced dims.
   AffineMap dropDimsMap(unsigned rank, ArrayRef<int64_t> axes);
-  /// Reshape to `type`; dynamic target sizes given in order.
-  Value reshape(Value input, RankedTensorType type, ArrayRef<Value> dynSizes);
+  /// Reshape to `type` for the lowering's own needs (always splittable;
+  /// sizes are derived from the input).
+  Value reshape(Value input, RankedTensorType type);
   /// Reshape with sizes inferred from the input; fails on `op` when the
   /// dynamic sizes cannot be inferred.
   FailureOr<Value> reshapeTo(Operation *op, Value input,
@@ -245,8 +244,13 @@ private:
   Value lowerSlice(SliceOp op);
 
   // --- runtime calls ---------------------------------------------------------
+  /// The runtime context of the entry point holding `op`, or null.
+  static Value entryContext(Operation *op);
+  /// entryContext, with a diagnostic when there is none.
   FailureOr<Value> contextOf(Operation *op);
-  func::FuncOp runtimeFunc(StringRef name, TypeRange args,
+  /// Calls the runtime function `name` (declared on first use with the
+  /// types of `args` and `results`).
+  func::CallOp callRuntime(StringRef name, ValueRange args,
                            TypeRange results = {});
   Value bufferOf(Value tensor);
   Value allocLike(RankedTensorType type, ArrayRef<Value> allSizes);
@@ -501,8 +505,7 @@ AffineMap Lowerer::dropDimsMap(unsigned rank, ArrayRef<int64_t> axes) {
 Value Lowerer::reduce(
     Value input, ArrayRef<int64_t> axes, double init,
     function_ref<Value(OpBuilder &, Location, Value, Value)> combine,
-    function_ref<Value(OpBuilder &, Location, Value)> pre,
-    ArrayRef<Value> extraInputs, ArrayRef<AffineMap> extraMaps) {
+    function_ref<Value(OpBuilder &, Location, Value)> pre) {
   auto t = cast<RankedTensorType>(input.getType());
   unsigned rank = t.getRank();
   SmallVector<int64_t> shape;
@@ -528,24 +531,17 @@ Value Lowerer::reduce(
     initValue = arith::ConstantIntOp::create(b, loc, et, (int64_t)init);
   }
   Value out = fill(empty(outType, dyn), initValue);
-  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
-  llvm::append_range(maps, extraMaps);
-  maps.push_back(dropDimsMap(rank, axes));
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
+                              dropDimsMap(rank, axes)};
   SmallVector<utils::IteratorType> iters;
   for (unsigned d = 0; d < rank; ++d)
     iters.push_back(llvm::is_contained(axes, d)
                         ? utils::IteratorType::reduction
                         : utils::IteratorType::parallel);
-  SmallVector<Value> inputs{input};
-  llvm::append_range(inputs, extraInputs);
   auto op = linalg::GenericOp::create(
-      b, loc, TypeRange{outType}, inputs, ValueRange{out}, maps, iters,
-      [&](OpBuilder &bb, Location l, ValueRange args) {
-        Value x = args[0];
-        if (pre) {
-          // `pre` may read the extra inputs: pass them packed after x.
-          x = pre(bb, l, x);
-        }
+      b, loc, TypeRange{outType}, ValueRange{input}, ValueRange{out}, maps,
+      iters, [&](OpBuilder &bb, Location l, ValueRange args) {
+        Value x = pre ? pre(bb, l, args[0]) : args[0];
         linalg::YieldOp::create(bb, l, combine(bb, l, args.back(), x));
       });
   return op.getResult(0);
@@ -679,14 +675,13 @@ FailureOr<Value> Lowerer::reshapeTo(Operation *op, Value input,
       .getResult();
 }
 
-Value Lowerer::reshape(Value input, RankedTensorType type,
-                       ArrayRef<Value> dynSizes) {
-  (void)dynSizes; // sizes are recomputed from the input by reshapeTo
+Value Lowerer::reshape(Value input, RankedTensorType type) {
   Operation *anchor = input.getDefiningOp();
   if (!anchor)
     anchor = cast<BlockArgument>(input).getOwner()->getParentOp();
   FailureOr<Value> r = reshapeTo(anchor, input, type);
-  assert(succeeded(r) && "internal reshapes are always splittable");
+  if (failed(r))
+    llvm::report_fatal_error("loom: an internal reshape is not splittable");
   return *r;
 }
 
@@ -728,7 +723,6 @@ Value Lowerer::concat(ValueRange inputs, int64_t axis, RankedTensorType type) {
 
 Value Lowerer::softmax(Value input, int64_t axis) {
   auto t = cast<RankedTensorType>(input.getType());
-  Type et = t.getElementType();
   unsigned rank = t.getRank();
   SmallVector<Value> sizes;
   for (unsigned d = 0; d < rank; ++d)
@@ -749,7 +743,6 @@ Value Lowerer::softmax(Value input, int64_t axis) {
                    [](OpBuilder &bb, Location l, Value acc, Value x) -> Value {
                      return arith::AddFOp::create(bb, l, acc, x);
                    });
-  (void)et;
   return generic(t, {e, s}, {id, drop}, sizes,
                  [](OpBuilder &bb, Location l, ValueRange a) -> Value {
                    return arith::DivFOp::create(bb, l, a[0], a[1]);
@@ -822,18 +815,15 @@ Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
   if (!type.getElementType().isF32() || rt.getRank() != 2 ||
       (ta && lt.getRank() != 2))
     return {};
-  auto fn = op->getParentOfType<func::FuncOp>();
-  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName) || gemmDisabled())
+  Value ctx = entryContext(op);
+  if (!ctx || gemmDisabled())
     return {};
   // Small static products stay generated: a call costs more than it saves.
   if (lt.hasStaticShape() && rt.hasStaticShape() &&
       lt.getNumElements() * rt.getDimSize(tb ? 0 : 1) < 32 * 1024)
     return {};
-  Value ctx = fn.getArgument(0);
-  int64_t k = ta ? lt.getDimSize(0) : lt.getShape().back();
   Value kv = dim(lhs, ta ? 0 : lt.getRank() - 1);
   Value n = dim(rhs, tb ? 0 : 1);
-  int64_t nStatic = rt.getDimSize(tb ? 0 : 1);
   // A contiguous [..., M, K] is a row-major [B*M, K]: pass the buffers as
   // they are and allocate C with its final shape [..., M, N].
   Value m = ta ? dim(lhs, 1) : numElements(lhs, 0, lt.getRank() - 1);
@@ -843,42 +833,25 @@ Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
   cSizes.push_back(n);
   Value bufA = bufferOf(lhs), bufB = bufferOf(rhs);
   Value bufC = allocLike(type, cSizes);
-  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto gemm = runtimeFunc("loom_rt_sgemm",
-                          {ptrT, i32, i32, i64, i64, i64, ptrT, ptrT, ptrT});
-  func::CallOp::create(b, loc, gemm,
-                       ValueRange{ctx, cI32(ta), cI32(tb), indexToI64(m),
+  callRuntime("loom_rt_sgemm", ValueRange{ctx, cI32(ta), cI32(tb), indexToI64(m),
                                   indexToI64(n), indexToI64(kv),
                                   ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
-  (void)k;
-  (void)nStatic;
   return toTensor(bufC, type);
 }
 
 Value Lowerer::attentionGemm(Operation *op, Value a, Value rhs, bool tb,
                              int64_t heads, int64_t group,
                              RankedTensorType type, ArrayRef<Value> sizes) {
-  auto fn = op->getParentOfType<func::FuncOp>();
-  if (!type.getElementType().isF32() || !fn ||
-      !fn->hasAttr(LoomDialect::kEntryAttrName) ||
-      gemmDisabled())
+  Value ctx = entryContext(op);
+  if (!type.getElementType().isF32() || !ctx || gemmDisabled())
     return {};
-  Value ctx = fn.getArgument(0);
   // m, n, k of each product.
   Value m = dim(a, 2), k = dim(a, 3);
   Value n = tb ? dim(rhs, 2) : dim(rhs, 3);
   Value batch = arith::MulIOp::create(b, loc, dim(a, 0), cIndex(heads));
   Value bufA = bufferOf(a), bufB = bufferOf(rhs);
   Value bufC = allocLike(type, sizes);
-  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto gemm = runtimeFunc(
-      "loom_rt_sgemm_batched",
-      {ptrT, i32, i32, i64, i64, i64, i64, i64, i64, ptrT, ptrT, ptrT});
-  func::CallOp::create(
-      b, loc, gemm,
-      ValueRange{ctx, cI32(0), cI32(tb), indexToI64(batch), cI64(heads),
+  callRuntime("loom_rt_sgemm_batched", ValueRange{ctx, cI32(0), cI32(tb), indexToI64(batch), cI64(heads),
                  cI64(group), indexToI64(m), indexToI64(n), indexToI64(k),
                  ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
   return toTensor(bufC, type);
@@ -1088,14 +1061,9 @@ Value Lowerer::lowerReduce(ReduceOp op) {
                   return arith::DivFOp::create(bb, l, a[0], n);
                 });
   }
-  auto outType = op.getResult().getType();
   if (!op.getKeepDims())
     return r;
-  SmallVector<Value> dyn;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (outType.isDynamicDim(d))
-      dyn.push_back(dim(input, d));
-  return reshape(r, outType, dyn);
+  return reshape(r, op.getResult().getType());
 }
 
 Value Lowerer::lowerRmsNorm(RmsNormOp op) {
@@ -1232,7 +1200,6 @@ Value Lowerer::lowerSlice(SliceOp op) {
 
 Value Lowerer::lowerGather(Value data, Value indices, int64_t axis,
                            RankedTensorType type) {
-  auto dt = cast<RankedTensorType>(data.getType());
   auto it = cast<RankedTensorType>(indices.getType());
   unsigned rank = type.getRank(), ir = it.getRank();
   SmallVector<Value> sizes;
@@ -1267,7 +1234,6 @@ Value Lowerer::lowerGather(Value data, Value indices, int64_t axis,
           coords.push_back(linalg::IndexOp::create(bb, l, d));
         return tensor::ExtractOp::create(bb, l, data, coords);
       });
-  (void)dt;
 }
 
 Value Lowerer::lowerRotary(RotaryOp op) {
@@ -1391,10 +1357,8 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
     v = concat({op.getPastValue(), v}, 2, pv);
   }
   auto kAll = cast<RankedTensorType>(k.getType());
-  auto vAll = cast<RankedTensorType>(v.getType());
-  Value B = dim(q, 0), S = dim(q, 2), T = dim(k, 2), D = dim(q, 3),
+  Value B = dim(q, 0), S = dim(q, 2), T = dim(k, 2),
         Dv = dim(v, 3);
-  (void)D;
   int64_t headDim = qt.getDimSize(3);
   double scale = op.getScale() ? op.getScale()->convertToDouble()
                                : 1.0 / std::sqrt((double)headDim);
@@ -1500,7 +1464,6 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
     results.push_back(pk);
     results.push_back(pv);
   }
-  (void)vAll;
   return results;
 }
 
@@ -1508,28 +1471,35 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
 // Runtime calls
 //===----------------------------------------------------------------------===//
 
-FailureOr<Value> Lowerer::contextOf(Operation *op) {
+Value Lowerer::entryContext(Operation *op) {
   auto fn = op->getParentOfType<func::FuncOp>();
-  if (!fn || fn.getNumArguments() == 0 ||
-      !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()) ||
-      !fn->hasAttr(LoomDialect::kEntryAttrName))
-    return op->emitOpError()
-           << "collectives lower only inside entry points with a runtime "
-              "context; run loom-prepare-entry-points first (collectives "
-              "in private functions are not supported)";
-  return Value(fn.getArgument(0));
+  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName) ||
+      fn.getNumArguments() == 0 ||
+      !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()))
+    return {};
+  return fn.getArgument(0);
 }
 
-func::FuncOp Lowerer::runtimeFunc(StringRef name, TypeRange args,
+FailureOr<Value> Lowerer::contextOf(Operation *op) {
+  if (Value ctx = entryContext(op))
+    return ctx;
+  return op->emitOpError()
+         << "collectives lower only inside entry points with a runtime "
+            "context; run loom-prepare-entry-points first (collectives "
+            "in private functions are not supported)";
+}
+
+func::CallOp Lowerer::callRuntime(StringRef name, ValueRange args,
                                   TypeRange results) {
-  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
-    return fn;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), name,
-                                 b.getFunctionType(args, results));
-  fn.setPrivate();
-  return fn;
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    fn = func::FuncOp::create(b, module.getLoc(), name,
+                              b.getFunctionType(args.getTypes(), results));
+    fn.setPrivate();
+  }
+  return func::CallOp::create(b, loc, fn, args);
 }
 
 /// The buffer of `tensor` for a runtime call that reads it right after.
@@ -1595,9 +1565,6 @@ FailureOr<Value> Lowerer::peerRank(Operation *op, Value ctx,
   if (!meshOp)
     return op->emitOpError() << "unknown mesh " << meshSym;
   MeshAttr mesh = meshOp.getMesh();
-  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
-  auto coordFn = runtimeFunc("loom_rt_coord", {ptrT, b.getI32Type()},
-                             {b.getI64Type()});
   FailureOr<std::pair<int64_t, uint64_t>> group = groupOf(op, meshSym, axes);
   if (failed(group))
     return failure();
@@ -1606,9 +1573,9 @@ FailureOr<Value> Lowerer::peerRank(Operation *op, Value ctx,
   // masked axes in increasing axis order).
   SmallVector<Value> coords;
   for (unsigned a = 0; a < mesh.getNumAxes(); ++a)
-    coords.push_back(func::CallOp::create(b, loc, coordFn,
-                                          ValueRange{ctx, cI32(a)})
-                         .getResult(0));
+    coords.push_back(
+        callRuntime("loom_rt_coord", {ctx, cI32(a)}, b.getI64Type())
+            .getResult(0));
   SmallVector<unsigned> masked;
   for (unsigned a = 0; a < mesh.getNumAxes(); ++a)
     if (group->second & (uint64_t(1) << a))
@@ -1649,8 +1616,6 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
   if (failed(ctxOr))
     return failure();
   Value ctx = *ctxOr;
-  auto ptrT = LLVM::LLVMPointerType::get(b.getContext());
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto dtypeOf = [&](Type t) -> FailureOr<int32_t> {
     int32_t d = runtimeDType(getElementTypeOrSelf(t));
     if (d < 0)
@@ -1674,11 +1639,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     auto type = cast<RankedTensorType>(ar.getType());
     Value in = bufferOf(ar.getInput());
     Value out = allocLike(type, sizesOf(ar.getInput()));
-    auto fn = runtimeFunc("loom_rt_all_reduce",
-                          {ptrT, i32, i32, ptrT, ptrT, i64, i64});
-    func::CallOp::create(
-        b, loc, fn,
-        ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(ar.getReduction())),
+    callRuntime("loom_rt_all_reduce", ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(ar.getReduction())),
                    ptrOf(in), ptrOf(out),
                    indexToI64(numElements(ar.getInput())),
                    cI64((int64_t)group->second)});
@@ -1697,11 +1658,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
                                       cIndex(group->first));
     Value in = bufferOf(ag.getInput());
     Value out = allocLike(type, sizes);
-    auto fn = runtimeFunc("loom_rt_all_gather",
-                          {ptrT, i32, ptrT, ptrT, i64, i64, i64});
-    func::CallOp::create(
-        b, loc, fn,
-        ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
+    callRuntime("loom_rt_all_gather", ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
                    indexToI64(numElements(ag.getInput(), 0, gd)),
                    indexToI64(numElements(ag.getInput(), gd)),
                    cI64((int64_t)group->second)});
@@ -1723,11 +1680,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     // inner = (in[sd] / p) * prod(in[sd+1:])
     Value inner = arith::MulIOp::create(
         b, loc, sizes[sd], numElements(rs.getInput(), sd + 1));
-    auto fn = runtimeFunc("loom_rt_reduce_scatter",
-                          {ptrT, i32, i32, ptrT, ptrT, i64, i64, i64});
-    func::CallOp::create(
-        b, loc, fn,
-        ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(rs.getReduction())),
+    callRuntime("loom_rt_reduce_scatter", ValueRange{ctx, cI32(*dt), cI32(runtimeReduction(rs.getReduction())),
                    ptrOf(in), ptrOf(out),
                    indexToI64(numElements(rs.getInput(), 0, sd)),
                    indexToI64(inner), cI64((int64_t)group->second)});
@@ -1748,26 +1701,16 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     // 1. [.., S[sd], ..] -> [.., p, S[sd]/p, ..] -> move p to the front so
     //    that block j (for member j) is contiguous.
     SmallVector<int64_t> s1;
-    SmallVector<Value> d1;
-    SmallVector<Value> inSizes = sizesOf(x);
     for (int64_t d = 0; d < rank; ++d) {
       if (d == sd) {
         s1.push_back(p);
         s1.push_back(isDyn(inT.getDimSize(d)) ? ShapedType::kDynamic
                                               : inT.getDimSize(d) / p);
-        d1.push_back(cIndex(p));
-        d1.push_back(arith::DivUIOp::create(b, loc, inSizes[d], cIndex(p)));
       } else {
         s1.push_back(inT.getDimSize(d));
-        d1.push_back(inSizes[d]);
       }
     }
-    auto t1 = RankedTensorType::get(s1, et);
-    SmallVector<Value> dyn1;
-    for (auto [i, s] : llvm::enumerate(s1))
-      if (isDyn(s))
-        dyn1.push_back(d1[i]);
-    Value x1 = reshape(x, t1, dyn1);
+    Value x1 = reshape(x, RankedTensorType::get(s1, et));
     SmallVector<int64_t> perm{sd};
     for (int64_t d = 0; d <= rank; ++d)
       if (d != sd)
@@ -1777,11 +1720,8 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     SmallVector<Value> s2 = sizesOf(x2);
     Value in = bufferOf(x2);
     Value out = allocLike(t2, s2);
-    auto fn = runtimeFunc("loom_rt_all_to_all",
-                          {ptrT, i32, ptrT, ptrT, i64, i64});
     Value block = arith::DivUIOp::create(b, loc, numElements(x2), cIndex(p));
-    func::CallOp::create(b, loc, fn,
-                         ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
+    callRuntime("loom_rt_all_to_all", ValueRange{ctx, cI32(*dt), ptrOf(in), ptrOf(out),
                                     indexToI64(block),
                                     cI64((int64_t)group->second)});
     Value y2 = toTensor(out, t2);
@@ -1793,20 +1733,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
       back.push_back(d);
     }
     Value y3 = transpose(y2, back);
-    auto type = cast<RankedTensorType>(a2a.getType());
-    SmallVector<Value> dynOut;
-    SmallVector<Value> s3 = sizesOf(y3);
-    for (int64_t d = 0; d < rank; ++d) {
-      if (!type.isDynamicDim(d))
-        continue;
-      if (d < cd)
-        dynOut.push_back(s3[d]);
-      else if (d == cd)
-        dynOut.push_back(arith::MulIOp::create(b, loc, s3[d], s3[d + 1]));
-      else
-        dynOut.push_back(s3[d + 1]);
-    }
-    return reshape(y3, type, dynOut);
+    return reshape(y3, cast<RankedTensorType>(a2a.getType()));
   }
   if (auto send = dyn_cast<SendOp>(op)) {
     FailureOr<int32_t> dt = dtypeOf(send.getInput().getType());
@@ -1816,9 +1743,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     if (failed(dt) || failed(peer))
       return failure();
     Value in = bufferOf(send.getInput());
-    auto fn = runtimeFunc("loom_rt_send", {ptrT, i32, ptrT, i64, i64, i64});
-    func::CallOp::create(b, loc, fn,
-                         ValueRange{ctx, cI32(*dt), ptrOf(in),
+    callRuntime("loom_rt_send", ValueRange{ctx, cI32(*dt), ptrOf(in),
                                     indexToI64(numElements(send.getInput())),
                                     *peer, cI64(send.getChannel())});
     return Value();
@@ -1834,10 +1759,7 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
     if (failed(dt) || failed(peer))
       return failure();
     Value out = allocLike(type, {});
-    auto fn = runtimeFunc("loom_rt_recv", {ptrT, i32, ptrT, i64, i64, i64});
-    func::CallOp::create(
-        b, loc, fn,
-        ValueRange{ctx, cI32(*dt), ptrOf(out), cI64(type.getNumElements()),
+    callRuntime("loom_rt_recv", ValueRange{ctx, cI32(*dt), ptrOf(out), cI64(type.getNumElements()),
                    *peer, cI64(recv.getChannel())});
     return toTensor(out, type);
   }
