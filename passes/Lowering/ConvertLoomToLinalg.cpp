@@ -1937,19 +1937,21 @@ LogicalResult Lowerer::run() {
   // Meshes are fully consumed: collectives now name ranks and masks.
   for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
     mesh.erase();
-  // Function-level discardable loom attributes have no meaning below.
+  // Discardable loom.* attributes of arguments and results have no meaning
+  // below (and LLVM translation warns about each): drop them all.
+  auto withoutLoom = [](DictionaryAttr attrs) {
+    SmallVector<NamedAttribute> kept;
+    if (attrs)
+      for (NamedAttribute a : attrs)
+        if (!a.getName().getValue().starts_with("loom."))
+          kept.push_back(a);
+    return kept;
+  };
   module.walk([&](func::FuncOp fn) {
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
-      fn.removeArgAttr(i, LoomDialect::kWeightAttrName);
-      fn.removeArgAttr(i, LoomDialect::kNameAttrName);
-    }
-    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
-      fn.removeResultAttr(i, StringAttr::get(fn.getContext(),
-                                             LoomDialect::kShardingAttrName));
-      fn.removeResultAttr(
-          i, StringAttr::get(fn.getContext(), LoomDialect::kNameAttrName));
-    }
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.setArgAttrs(i, withoutLoom(fn.getArgAttrDict(i)));
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.setResultAttrs(i, withoutLoom(fn.getResultAttrDict(i)));
   });
   return success();
 }
