@@ -443,8 +443,6 @@ LogicalResult RotaryTableOp::verify() {
   if (getDim() <= 0 || getDim() % 2 != 0)
     return emitOpError() << "rotary dim must be positive and even, got "
                          << getDim();
-  if (getCos().getType() != getSin().getType())
-    return emitOpError() << "cos and sin must have the same type";
   SmallVector<int64_t> expected(getPositions().getType().getShape());
   expected.push_back(getDim() / 2);
   return checkShape(*this, "cos", getCos().getType().getShape(), expected);
@@ -455,8 +453,6 @@ LogicalResult RotaryOp::verify() {
   if (in.getRank() != 4)
     return emitOpError() << "input must be [batch, heads, seq, head_dim], "
                          << "got rank " << in.getRank();
-  if (getCos().getType() != getSin().getType())
-    return emitOpError() << "cos and sin must have the same type";
   auto cos = getCos().getType();
   if (cos.getRank() != 2 && cos.getRank() != 3)
     return emitOpError() << "cos/sin must be [seq, R] or [batch, seq, R], "
