@@ -2,7 +2,10 @@
 
 #include "passes/Pipelines.h"
 #include "passes/Lowering/Passes.h"
+#include "passes/Partition/Passes.h"
+#include "passes/Quantize/Passes.h"
 #include "passes/Raise/Passes.h"
+#include "passes/Sharding/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -69,6 +72,8 @@ bool isPhaseBuilt(Phase phase) {
   // Import is done by the driver itself (parsing .mlir); lower and bundle
   // are built; the other phases' pass groups are added as they land.
   return phase == Phase::Import || phase == Phase::Raise ||
+         phase == Phase::Quantize || phase == Phase::Shard ||
+         phase == Phase::Partition ||
          phase == Phase::Lower || phase == Phase::Bundle;
 }
 
@@ -91,6 +96,48 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     f.addPass(createCanonicalizerPass());
     return success();
   }
+  if (phase == Phase::Quantize) {
+    // Without --quant the phase has nothing to do (GGUF blocks stay as the
+    // file stores them).
+    if (options.quant.empty())
+      return success();
+    QuantizeWeightsPassOptions q;
+    q.scheme = options.quant;
+    q.rules = options.quantRules;
+    q.skip = options.quantSkip;
+    q.output = options.quantFile;
+    q.report = options.quantReport;
+    q.baseDir = options.baseDir;
+    q.verbose = options.quantVerbose;
+    pm.addPass(createQuantizeWeightsPass(q));
+    return success();
+  }
+  if (phase == Phase::Shard) {
+    // Custom sharding passes (plugins) annotate first; the planner keeps
+    // every annotation and chooses the rest (a no-op without a mesh).
+    if (!options.shardPasses.empty() &&
+        failed(parsePassPipeline(options.shardPasses, pm))) {
+      error = "cannot parse the sharding passes '" + options.shardPasses +
+              "' (is the plugin that registers them loaded with --plugin?)";
+      return failure();
+    }
+    PlanShardingPassOptions o;
+    o.mesh = options.mesh;
+    o.device = options.device;
+    o.meshJson = options.meshJson;
+    o.memoryLimitGiB = options.memoryLimitGiB;
+    o.planFile = options.planFile;
+    o.summary = options.planSummary;
+    pm.addPass(createPlanShardingPass(o));
+    return success();
+  }
+  if (phase == Phase::Partition) {
+    // The per-rank program with its collectives (a no-op on a program
+    // without shardings), then cheaper collective sequences.
+    pm.addPass(createPartitionPass());
+    pm.addPass(createOptimizeCollectivesPass());
+    return success();
+  }
   error = ("phase '" + getPhaseName(phase) +
            "' is not built yet in this version of Loom; stop earlier with "
            "--compile-to=<phase> (see README.md, status table)")
@@ -102,6 +149,9 @@ void registerAllLoomPassesAndPipelines() {
   // Each phase folder registers its group here as it lands.
   registerLoweringPasses();
   registerRaisePasses();
+  registerShardingPasses();
+  registerPartitionPasses();
+  registerQuantizePasses();
 }
 
 } // namespace loom

@@ -41,6 +41,21 @@ std::optional<Phase> parsePhase(llvm::StringRef name);
 struct PipelineOptions {
   std::string mesh;  ///< e.g. "dp=2,tp=4"
   std::string quant; ///< e.g. "int4:32"
+  // The quantize phase (passes/Quantize, docs/QUANTIZE.md).
+  std::string quantFile;   ///< where the quantized blocks are written
+  std::string quantReport; ///< JSON error report (none when empty)
+  std::string quantSkip = "default"; ///< globs kept in float
+  std::string quantRules;  ///< 'GLOB=SCHEME;GLOB=skip'
+  std::string baseDir;     ///< relative weight files are resolved here
+  bool quantVerbose = false;
+  // The shard phase (passes/Sharding, docs/SHARDING.md).
+  std::string device = "cpu"; ///< lib/Cost device of every rank
+  std::string meshJson;       ///< JSON mesh spec (links), optional
+  double memoryLimitGiB = 0;  ///< per device; 0: the device's capacity
+  std::string planFile;       ///< plan JSON (none when empty)
+  bool planSummary = false;   ///< print the readable plan summary
+  std::string shardPasses;    ///< pass pipeline run before the planner
+                              ///< (plugins' sharding rules)
 };
 
 /// Whether the passes of `phase` exist in this build.

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Lowering/Passes.h"
+#include "passes/Lowering/QuantKernels.h"
 
 #include "loom/runtime/abi.h"
 
@@ -222,7 +223,7 @@ private:
                       ArrayRef<Value> sizes);
 
   // --- quantized weights -----------------------------------------------------
-  /// Entry-point arguments of GGUF block type become their bytes
+  /// Entry-point arguments of block type become their bytes
   /// (QTensorType::getStorageType); the quantization of each is kept here.
   llvm::DenseMap<Value, QTensorType> quantOf;
   LogicalResult convertQuantizedArguments();
@@ -231,6 +232,9 @@ private:
                               ValueRange rowIndices, Value k, QuantAttr q);
   FailureOr<Value> dequantize(Operation *op, Value weight);
   FailureOr<Value> quantizedEmbedding(EmbeddingOp op);
+  /// loom.qmatmul through a generated vector kernel (QuantKernels.cpp), or
+  /// null when none applies (then dequantize + f32 GEMM).
+  FailureOr<Value> quantizedMatmulKernel(QMatmulOp op);
 
   // --- composite ops --------------------------------------------------------
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op);
@@ -263,6 +267,7 @@ private:
                             ArrayAttr axes, std::optional<int64_t> peer,
                             std::optional<int64_t> shift);
   FailureOr<Value> lowerCollective(Operation *op);
+  FailureOr<Value> lowerLocalSlice(LocalSliceOp op);
 };
 
 //===----------------------------------------------------------------------===//
@@ -858,7 +863,7 @@ Value Lowerer::attentionGemm(Operation *op, Value a, Value rhs, bool tb,
 }
 
 //===----------------------------------------------------------------------===//
-// Quantized weights (GGUF blocks kept as they are)
+// Quantized weights (GGUF blocks kept as they are, Loom int4/int8 blocks)
 //===----------------------------------------------------------------------===//
 
 LogicalResult Lowerer::convertQuantizedArguments() {
@@ -872,11 +877,10 @@ LogicalResult Lowerer::convertQuantizedArguments() {
       if (!q)
         continue;
       RankedTensorType storage = q.getStorageType();
-      if (!storage)
+      std::string why;
+      if (!storage || !hasQMatmulKernel(q.getQuant(), &why))
         return fn.emitOpError()
-               << "argument " << i << " of type " << q
-               << ": only the GGUF block formats (q4_0, q4_1, q8_0) are "
-                  "lowered to CPU code yet";
+               << "argument " << i << " of type " << q << ": " << why;
       quantOf[arg] = q;
       arg.setType(storage);
       inputs[i] = storage;
@@ -891,62 +895,73 @@ LogicalResult Lowerer::convertQuantizedArguments() {
 
 Value Lowerer::dequantElement(OpBuilder &bb, Location l, Value bytes,
                               ValueRange rowIndices, Value k, QuantAttr q) {
-  // Block layouts (docs/REFERENCES.md; gguf): q4_0 = f16 d, 16 bytes of
-  // nibbles (x = d (q - 8)); q4_1 = f16 d, f16 m, 16 bytes (x = d q + m);
-  // q8_0 = f16 d, 32 int8 (x = d q). Byte j holds element j (low nibble)
-  // and element j + 16 (high nibble).
+  // Block layouts (docs/QUANTIZE.md; GGUF's in docs/REFERENCES.md): scale,
+  // [min, for mode min], values. int4: byte j holds element j (low nibble)
+  // and j + block/2 (high nibble); symmetric stores q + 8 (x = d (q - 8)),
+  // min stores q (x = d q + m). int8: int8 q (x = d q) or uint8 q
+  // (x = d q + m). q4_0, q4_1 and q8_0 are the block-32 f16 cases.
   auto ci = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(bb, l, v);
   };
-  Type i8 = bb.getI8Type(), i16 = bb.getI16Type(), f32 = bb.getF32Type();
-  int64_t blockBytes = q.getBlockBytes();
-  Value blk = arith::DivUIOp::create(bb, l, k, ci(32));
-  Value j = arith::RemUIOp::create(bb, l, k, ci(32));
+  Type i8 = bb.getI8Type(), f32 = bb.getF32Type();
+  int64_t blockBytes = q.getBlockBytes(), block = q.getBlockSize();
+  Type scaleType = q.getScaleType();
+  int64_t scaleBytes = scaleType.getIntOrFloatBitWidth() / 8;
+  bool sym = q.getMode() != QuantMode::min;
+  int64_t valOff = blockBytes - block * q.getBits() / 8;
+  Value blk = arith::DivUIOp::create(bb, l, k, ci(block));
+  Value j = arith::RemUIOp::create(bb, l, k, ci(block));
   Value base = arith::MulIOp::create(bb, l, blk, ci(blockBytes));
   auto byteAt = [&](Value off) -> Value {
     SmallVector<Value> idx(rowIndices);
     idx.push_back(off);
     return tensor::ExtractOp::create(bb, l, bytes, idx);
   };
-  auto half = [&](Value off) -> Value {
-    Value lo = arith::ExtUIOp::create(bb, l, i16, byteAt(off));
-    Value hi = arith::ExtUIOp::create(
-        bb, l, i16, byteAt(arith::AddIOp::create(bb, l, off, ci(1))));
-    Value bits = arith::OrIOp::create(
-        bb, l, lo,
-        arith::ShLIOp::create(bb, l, hi,
-                              arith::ConstantIntOp::create(bb, l, i16, 8)));
-    Value h = arith::BitcastOp::create(bb, l, bb.getF16Type(), bits);
-    return arith::ExtFOp::create(bb, l, f32, h);
+  auto scaleAt = [&](Value off) -> Value {
+    Type it = bb.getIntegerType(scaleBytes * 8);
+    Value bits;
+    for (int64_t i = 0; i < scaleBytes; ++i) {
+      Value byte = arith::ExtUIOp::create(
+          bb, l, it,
+          byteAt(i ? arith::AddIOp::create(bb, l, off, ci(i)).getResult()
+                   : off));
+      if (i)
+        byte = arith::ShLIOp::create(
+            bb, l, byte, arith::ConstantIntOp::create(bb, l, it, 8 * i));
+      bits = bits ? arith::OrIOp::create(bb, l, bits, byte).getResult()
+                  : byte;
+    }
+    Value h = arith::BitcastOp::create(bb, l, scaleType, bits);
+    return scaleType.isF32() ? h : arith::ExtFOp::create(bb, l, f32, h);
   };
-  Value d = half(base);
-  if (q.getFormat() == QuantFormat::q8_0) {
-    Value v = byteAt(arith::AddIOp::create(
-        bb, l, arith::AddIOp::create(bb, l, base, ci(2)), j));
-    return arith::MulFOp::create(bb, l, d,
-                                 arith::SIToFPOp::create(bb, l, f32, v));
+  Value d = scaleAt(base);
+  Value valBase = arith::AddIOp::create(bb, l, base, ci(valOff));
+  Value qv;
+  if (q.getBits() == 8) {
+    Value v = byteAt(arith::AddIOp::create(bb, l, valBase, j));
+    qv = sym ? arith::SIToFPOp::create(bb, l, f32, v).getResult()
+             : arith::UIToFPOp::create(bb, l, f32, v).getResult();
+  } else {
+    Value jh = arith::RemUIOp::create(bb, l, j, ci(block / 2));
+    Value byte = byteAt(arith::AddIOp::create(bb, l, valBase, jh));
+    Value high = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::uge, j,
+                                       ci(block / 2));
+    Value shift = arith::SelectOp::create(
+        bb, l, high, arith::ConstantIntOp::create(bb, l, i8, 4),
+        arith::ConstantIntOp::create(bb, l, i8, 0));
+    Value nib = arith::AndIOp::create(
+        bb, l, arith::ShRUIOp::create(bb, l, byte, shift),
+        arith::ConstantIntOp::create(bb, l, i8, 15));
+    qv = arith::UIToFPOp::create(bb, l, f32, nib);
+    if (sym)
+      qv = arith::SubFOp::create(
+          bb, l, qv, arith::ConstantOp::create(bb, l, bb.getF32FloatAttr(8.0)));
   }
-  int64_t dataOffset = q.getFormat() == QuantFormat::q4_1 ? 4 : 2;
-  Value j16 = arith::RemUIOp::create(bb, l, j, ci(16));
-  Value byte = byteAt(arith::AddIOp::create(
-      bb, l, arith::AddIOp::create(bb, l, base, ci(dataOffset)), j16));
-  Value high = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::uge, j,
-                                     ci(16));
-  Value shift = arith::SelectOp::create(
-      bb, l, high, arith::ConstantIntOp::create(bb, l, i8, 4),
-      arith::ConstantIntOp::create(bb, l, i8, 0));
-  Value nib = arith::AndIOp::create(
-      bb, l, arith::ShRUIOp::create(bb, l, byte, shift),
-      arith::ConstantIntOp::create(bb, l, i8, 15));
-  Value qv = arith::UIToFPOp::create(bb, l, f32, nib);
-  if (q.getFormat() == QuantFormat::q4_1) {
-    Value m = half(arith::AddIOp::create(bb, l, base, ci(2)));
-    return arith::AddFOp::create(bb, l, arith::MulFOp::create(bb, l, d, qv),
-                                 m);
-  }
-  Value centred = arith::SubFOp::create(
-      bb, l, qv, arith::ConstantOp::create(bb, l, bb.getF32FloatAttr(8.0)));
-  return arith::MulFOp::create(bb, l, d, centred);
+  Value p = arith::MulFOp::create(bb, l, d, qv);
+  if (sym)
+    return p;
+  Value m = scaleAt(arith::AddIOp::create(bb, l, base, ci(scaleBytes)));
+  return arith::AddFOp::create(bb, l, p, m);
 }
 
 FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
@@ -970,6 +985,59 @@ FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
                    Value k = linalg::IndexOp::create(bb, l, rank - 1);
                    return dequantElement(bb, l, weight, rows, k, quant);
                  });
+}
+
+FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
+  static const std::string mode = [] {
+    const char *v = std::getenv("LOOM_QMATMUL");
+    return std::string(v ? v : "");
+  }();
+  auto it = quantOf.find(op.getWeight());
+  if (it == quantOf.end())
+    return op->emitOpError()
+           << "quantized values lower to CPU code only when they are "
+              "weights of an entry point";
+  QTensorType qt = it->second;
+  Value x = op.getInput();
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto type = op.getResult().getType();
+  if (mode == "dequant" || xt.getRank() < 2 ||
+      !xt.getElementType().isF32() || !type.getElementType().isF32() ||
+      !hasQMatmulKernel(qt.getQuant()))
+    return Value();
+  int64_t k = qt.getShape()[1];
+  func::FuncOp kernel = getOrCreateQMatmulKernel(
+      module, qt.getQuant(), k,
+      mode == "i8" ? QKernelActivations::I8 : QKernelActivations::F32);
+  int64_t dyn = ShapedType::kDynamic;
+  int64_t rank = xt.getRank();
+  // x as [M, K], y allocated with its final shape [..., N] and passed as
+  // [M, N]: contiguous row-major views of the same buffers.
+  auto collapse = [&](Value m) -> Value {
+    if (rank == 2)
+      return m;
+    SmallVector<ReassociationIndices> re(2);
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      re[0].push_back(d);
+    re[1].push_back(rank - 1);
+    return memref::CollapseShapeOp::create(b, loc, m, re);
+  };
+  auto castTo = [&](Value m, ArrayRef<int64_t> shape, Type elt) -> Value {
+    return memref::CastOp::create(b, loc, MemRefType::get(shape, elt), m);
+  };
+  SmallVector<Value> ySizes;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    ySizes.push_back(dim(x, d));
+  ySizes.push_back(cIndex(qt.getShape()[0]));
+  Value xb = castTo(collapse(bufferOf(x)), {dyn, k}, b.getF32Type());
+  Value wv = op.getWeight();
+  auto wst = cast<RankedTensorType>(wv.getType());
+  Value wb = castTo(bufferOf(wv), {dyn, wst.getShape().back()},
+                    b.getI8Type());
+  Value yAlloc = allocLike(type, ySizes);
+  Value yb = castTo(collapse(yAlloc), {dyn, dyn}, b.getF32Type());
+  func::CallOp::create(b, loc, kernel, ValueRange{xb, wb, yb});
+  return toTensor(yAlloc, type);
 }
 
 FailureOr<Value> Lowerer::quantizedEmbedding(EmbeddingOp op) {
@@ -1766,6 +1834,82 @@ FailureOr<Value> Lowerer::lowerCollective(Operation *op) {
   return op->emitOpError() << "is not a collective";
 }
 
+/// This rank's block of a replicated value: the block index of dimension d
+/// is the row-major linearisation of the rank's coordinates over split[d]
+/// in the listed order (one loom_rt_group_index when that is mesh order, as
+/// the runtime numbers groups). The block is copied into a fresh tensor so
+/// that a runtime call reading it gets a contiguous buffer.
+FailureOr<Value> Lowerer::lowerLocalSlice(LocalSliceOp op) {
+  MeshOp meshOp = lookupMesh(op, op.getMeshAttr());
+  if (!meshOp)
+    return op.emitOpError() << "unknown mesh " << op.getMeshAttr();
+  MeshAttr mesh = meshOp.getMesh();
+  FailureOr<Value> ctxOr = contextOf(op);
+  if (failed(ctxOr))
+    return failure();
+  Value ctx = *ctxOr;
+  Value in = op.getInput();
+  auto type = op.getResult().getType();
+  SmallVector<OpFoldResult> offsets, sizes,
+      strides(type.getRank(), b.getIndexAttr(1));
+  for (auto [d, entry] : llvm::enumerate(op.getSplit())) {
+    auto axes = cast<ArrayAttr>(entry);
+    if (axes.empty()) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(dimOfr(in, d));
+      continue;
+    }
+    SmallVector<unsigned> idx;
+    int64_t parts = 1;
+    for (Attribute a : axes) {
+      auto ax = mesh.getAxisIndex(cast<StringAttr>(a).getValue());
+      if (!ax || *ax >= LOOM_RT_MAX_AXES)
+        return op.emitOpError() << "mesh axis " << a
+                                << " is not usable by the runtime (at most "
+                                << LOOM_RT_MAX_AXES << " axes)";
+      idx.push_back(*ax);
+      parts *= mesh.getAxisSizes()[*ax];
+    }
+    Value block;
+    if (llvm::is_sorted(idx)) {
+      uint64_t mask = 0;
+      for (unsigned ax : idx)
+        mask |= uint64_t(1) << ax;
+      block = callRuntime("loom_rt_group_index", {ctx, cI64((int64_t)mask)},
+                          b.getI64Type())
+                  .getResult(0);
+    } else {
+      block = cI64(0);
+      for (unsigned ax : idx) {
+        Value c = callRuntime("loom_rt_coord", {ctx, cI32(ax)},
+                              b.getI64Type())
+                      .getResult(0);
+        block = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, block,
+                                  cI64(mesh.getAxisSizes()[ax])),
+            c);
+      }
+    }
+    Value local = type.isDynamicDim(d)
+                      ? arith::DivUIOp::create(b, loc, dim(in, d),
+                                               cIndex(parts))
+                            .getResult()
+                      : cIndex(type.getDimSize(d));
+    Value blockIdx =
+        arith::IndexCastOp::create(b, loc, b.getIndexType(), block);
+    offsets.push_back(
+        arith::MulIOp::create(b, loc, blockIdx, local).getResult());
+    sizes.push_back(type.isDynamicDim(d) ? OpFoldResult(local)
+                                         : b.getIndexAttr(type.getDimSize(d)));
+  }
+  Value slice = tensor::ExtractSliceOp::create(b, loc, type, in, offsets,
+                                               sizes, strides);
+  return elementwise(
+      type, ValueRange{slice},
+      [](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; });
+}
+
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
@@ -1886,14 +2030,28 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
   } else if (auto sh = dyn_cast<ShardOp>(op)) {
     // An annotation for the planner; by now the program is per rank.
     result = sh.getInput();
+  } else if (auto ls = dyn_cast<LocalSliceOp>(op)) {
+    FailureOr<Value> r = lowerLocalSlice(ls);
+    if (failed(r))
+      return failure();
+    result = *r;
   } else if (isa<CollectiveOpInterface>(op)) {
     FailureOr<Value> r = lowerCollective(op);
     if (failed(r))
       return failure();
     result = *r;
   } else if (auto qm = dyn_cast<QMatmulOp>(op)) {
-    // The accurate f32 path: dequantize the weight, then the f32 GEMM.
-    // (Generated int4/int8 kernels are issue 6.)
+    // The generated kernel (QuantKernels.cpp) multiplies in the blocks;
+    // LOOM_QMATMUL=dequant selects the reference path: dequantize the
+    // weight, then the f32 GEMM.
+    FailureOr<Value> k = quantizedMatmulKernel(qm);
+    if (failed(k))
+      return failure();
+    if (*k) {
+      op->getResult(0).replaceAllUsesWith(*k);
+      op->erase();
+      return success();
+    }
     FailureOr<Value> w = dequantize(op, qm.getWeight());
     if (failed(w))
       return failure();

@@ -34,7 +34,8 @@ def ConvertLoomToLinalgPass
     "mlir::arith::ArithDialect", "mlir::math::MathDialect",
     "mlir::bufferization::BufferizationDialect",
     "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect",
-    "mlir::func::FuncDialect"
+    "mlir::func::FuncDialect", "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect"
   ];
 }
 

@@ -26,6 +26,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -62,9 +63,50 @@ cl::opt<std::string> meshSpec("mesh",
 cl::opt<std::string> quantSpec("quant",
                                cl::desc("Weight quantization, e.g. int4:32"),
                                cl::value_desc("spec"), cl::cat(loomcCategory));
+cl::opt<std::string> quantSkip(
+    "quant-skip",
+    cl::desc("Weights kept in float under --quant: comma-separated globs, "
+             "'default' (embeddings and the LM head) or 'none'"),
+    cl::value_desc("globs"), cl::init("default"), cl::cat(loomcCategory));
+cl::opt<std::string> quantRules(
+    "quant-rules",
+    cl::desc("Per-tensor schemes under --quant, first match wins: "
+             "'GLOB=SCHEME;GLOB=skip' (e.g. 'blk.*.ffn_down*=int8:32')"),
+    cl::value_desc("rules"), cl::cat(loomcCategory));
+cl::opt<std::string> quantFile(
+    "quant-file",
+    cl::desc("File the quantized weights are written to (default: "
+             "<-o>.qweights, beside the bundle)"),
+    cl::value_desc("path"), cl::cat(loomcCategory));
+cl::opt<std::string> quantReport(
+    "quant-report",
+    cl::desc("JSON error report per quantized tensor (default: "
+             "<quant-file>.report.json)"),
+    cl::value_desc("path"), cl::cat(loomcCategory));
 cl::list<std::string> plugins("plugin",
-                              cl::desc("Load a pass plugin (shared library)"),
+                              cl::desc("Load a pass plugin (shared library); "
+                                       "run its passes with --shard-passes"),
                               cl::value_desc("path"), cl::cat(loomcCategory));
+cl::opt<std::string> shardPasses(
+    "shard-passes",
+    cl::desc("Passes run at the start of the shard phase, before the "
+             "planner, e.g. 'loom-pin-attention-heads{axis=tp}'"),
+    cl::value_desc("pipeline"), cl::cat(loomcCategory));
+cl::opt<std::string> deviceName(
+    "device",
+    cl::desc("Device of every rank for the cost model: a100-40gb, "
+             "a100-80gb, h100-sxm, h200, cpu"),
+    cl::value_desc("name"), cl::init("cpu"), cl::cat(loomcCategory));
+cl::opt<double> memoryLimit(
+    "memory-limit",
+    cl::desc("Memory per device in GiB for the planner (default: the "
+             "device's capacity)"),
+    cl::value_desc("GiB"), cl::init(0), cl::cat(loomcCategory));
+cl::opt<std::string> emitWhat(
+    "emit",
+    cl::desc("'plan': stop after the shard phase, write the plan as JSON to "
+             "-o and print its summary"),
+    cl::value_desc("what"), cl::cat(loomcCategory));
 cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
                          cl::cat(loomcCategory));
 cl::opt<bool> verbose("v", cl::desc("Say what each phase does"),
@@ -142,9 +184,18 @@ int main(int argc, char **argv) {
                     "quantize, shard, pipeline, partition, lower, bundle\n";
     return 2;
   }
-  if (!plugins.empty()) {
-    llvm::errs() << "loomc: --plugin: pass plugins are not supported yet by "
-                    "loomc (they load in loom-opt with --load-pass-plugin)\n";
+  for (const std::string &path : plugins) {
+    auto plugin = PassPlugin::load(path);
+    if (!plugin) {
+      llvm::errs() << "loomc: --plugin " << path << ": "
+                   << llvm::toString(plugin.takeError()) << "\n";
+      return 1;
+    }
+    plugin->registerPassRegistryCallbacks();
+  }
+  if (!emitWhat.empty() && emitWhat != "plan") {
+    llvm::errs() << "loomc: --emit=" << emitWhat
+                 << ": unknown; the one supported value is 'plan'\n";
     return 1;
   }
 
@@ -218,6 +269,31 @@ int main(int argc, char **argv) {
 
   loom::PipelineOptions options;
   options.mesh = meshSpec;
+  if (StringRef(meshSpec).ends_with(".json")) {
+    options.mesh.clear();
+    options.meshJson = meshSpec;
+  }
+  options.device = deviceName;
+  options.memoryLimitGiB = memoryLimit;
+  options.shardPasses = shardPasses;
+  bool emitPlan = emitWhat == "plan";
+  if (emitPlan) {
+    // The plan is the output: stop after the shard phase.
+    last = loom::Phase::Shard;
+    options.planFile = outputFilename == "-" ? "" : outputFilename.getValue();
+    options.planSummary = true;
+    if (outputFilename == "-") {
+      llvm::errs() << "loomc: --emit=plan writes JSON to a file: give -o "
+                      "plan.json\n";
+      return 1;
+    }
+  } else if (*last == loom::Phase::Bundle) {
+    // A bundle carries its plan (moved in once the bundle exists).
+    std::string out = outputFilename;
+    while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
+      out.pop_back();
+    options.planFile = out + ".plan.json";
+  }
   options.quant = quantSpec;
   SmallString<256> baseDir(inputFilename == "-" ? std::string(".")
                                                 : std::string(inputFilename));
@@ -228,6 +304,24 @@ int main(int argc, char **argv) {
   std::string model =
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
+  if (!quantSpec.empty()) {
+    // The quantized blocks go to one file beside the output (a bundle
+    // directory is replaced whole when it is rewritten, so not inside it);
+    // the manifest records its absolute path.
+    std::string out = outputFilename;
+    while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
+      out.pop_back();
+    options.quantFile = !quantFile.empty() ? quantFile.getValue()
+                        : out == "-"       ? model + ".qweights"
+                                           : out + ".qweights";
+    options.quantReport = !quantReport.empty()
+                              ? quantReport.getValue()
+                              : options.quantFile + ".report.json";
+    options.quantSkip = quantSkip;
+    options.quantRules = quantRules;
+    options.baseDir = baseDir.str().str();
+    options.quantVerbose = verbose;
+  }
   std::vector<loom::EntryInfo> entries;
   loom::MeshInfo mesh;
   std::string programIR;
@@ -235,15 +329,6 @@ int main(int argc, char **argv) {
   for (loom::Phase p : loom::kAllPhases) {
     bool required = p == *last ||
                     (p == loom::Phase::Quantize && !quantSpec.empty());
-    if (p == loom::Phase::Shard && !loom::isPhaseBuilt(p) &&
-        !meshSpec.empty() && module->getOps<loom::MeshOp>().empty()) {
-      // Until the planner exists, a mesh given for a program without one
-      // replicates the program on every rank (each rank computes the whole
-      // model on its own inputs: data parallel without collectives).
-      llvm::errs() << "loomc: note: the shard phase is not built yet; the "
-                      "program is replicated on every rank of --mesh "
-                   << meshSpec << "\n";
-    }
     if (!loom::isPhaseBuilt(p)) {
       if (required) {
         llvm::errs() << "loomc: phase '" << loom::getPhaseName(p)
@@ -306,6 +391,15 @@ int main(int argc, char **argv) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;
       }
+      if (!options.planFile.empty() &&
+          llvm::sys::fs::exists(options.planFile)) {
+        SmallString<256> dest(outputFilename.getValue());
+        llvm::sys::path::append(dest, "plan.json");
+        if (std::error_code ec = llvm::sys::fs::rename(options.planFile, dest))
+          llvm::errs() << "loomc: warning: cannot move the plan into the "
+                          "bundle: "
+                       << ec.message() << "\n";
+      }
       if (verbose)
         llvm::errs() << "loomc: wrote bundle " << outputFilename << " ("
                      << mesh.numRanks() << " ranks)\n";
@@ -314,6 +408,8 @@ int main(int argc, char **argv) {
       break;
   }
 
+  if (emitPlan)
+    return 0; // the planner wrote -o and printed the summary
   if (*last != loom::Phase::Bundle &&
       failed(writeAtomically(outputFilename,
                              [&](raw_ostream &os) { module->print(os); })))

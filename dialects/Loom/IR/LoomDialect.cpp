@@ -24,6 +24,7 @@ void LoomDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/Loom/IR/LoomOps.cpp.inc"
       >();
+  attachShardingRules(getContext());
 }
 
 Operation *LoomDialect::materializeConstant(OpBuilder &builder,

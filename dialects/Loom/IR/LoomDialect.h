@@ -28,6 +28,7 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialects/Loom/IR/LoomOpsTypes.h.inc"
 
+#include "dialects/Loom/IR/ShardingRule.h"
 #include "dialects/Loom/IR/LoomInterfaces.h.inc"
 
 #define GET_OP_CLASSES
@@ -51,6 +52,10 @@ int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
 /// Numpy broadcast of two shapes; std::nullopt when they do not broadcast.
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Attaches ShardingRuleOpInterface to the loom ops (ShardingRules.cpp);
+/// called by LoomDialect::initialize.
+void attachShardingRules(mlir::MLIRContext *context);
 
 } // namespace loom
 

@@ -47,7 +47,8 @@ def Loom_GeluApproximation : I32EnumAttr<"GeluApproximation",
 defvar Loom_GeluApproximationAttr = Loom_GeluApproximation;
 
 // Storage formats of quantized weights. q4_0, q4_1 and q8_0 are GGUF's
-// blocks kept as they are; int4 and int8 are Loom's own (planar q + scales).
+// blocks kept as they are; int4 and int8 are Loom's own (the same rows of
+// blocks: scale, [min], values; docs/QUANTIZE.md).
 def Loom_QuantFormat : I32EnumAttr<"QuantFormat", "quantized weight format", [
     I32EnumAttrCase<"q4_0", 0>, I32EnumAttrCase<"q4_1", 1>,
     I32EnumAttrCase<"q8_0", 2>, I32EnumAttrCase<"int4", 3>,

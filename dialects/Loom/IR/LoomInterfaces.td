@@ -24,4 +24,22 @@ def Loom_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   ];
 }
 
+def Loom_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::loom";
+  let description = [{
+    An op that can be split over a mesh describes its iteration space as a
+    `loom::ShardingRule` (dialects/Loom/IR/ShardingRule.h): loops, and the
+    loops each operand and result dimension is made of. The sharding planner
+    enumerates strategies from it and the partitioner checks annotations
+    against it. Ops without the interface are only ever replicated. Loom's
+    ops get it in LoomDialect::initialize (ShardingRules.cpp); a plugin may
+    attach it to its own ops with `attachInterface`.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's sharding rule; failure when the op (e.g. with "
+      "these shapes) cannot be split at all.",
+      "::mlir::FailureOr<::loom::ShardingRule>", "getShardingRule">,
+  ];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMINTERFACES_TD

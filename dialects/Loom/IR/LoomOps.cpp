@@ -777,6 +777,65 @@ LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &tables) {
                         mesh.getMesh(), getType());
 }
 
+LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  MeshOp meshOp = lookupMesh(*this, getMeshAttr(), &tables);
+  if (!meshOp)
+    return emitOpError() << "refers to unknown mesh " << getMeshAttr()
+                         << "; declare it with loom.mesh";
+  MeshAttr mesh = meshOp.getMesh();
+  auto in = getInput().getType();
+  auto out = getResult().getType();
+  if (failed(sameElementType(*this, {in, out})))
+    return failure();
+  if (static_cast<int64_t>(getSplit().size()) != in.getRank())
+    return emitOpError() << "split has " << getSplit().size()
+                         << " entries but the input has rank "
+                         << in.getRank() << "; give one list of axes per "
+                         << "dimension";
+  llvm::StringSet<> seen;
+  SmallVector<int64_t> expected;
+  for (auto [d, entry] : llvm::enumerate(getSplit())) {
+    int64_t parts = 1;
+    SmallVector<StringRef> names;
+    for (Attribute a : cast<ArrayAttr>(entry)) {
+      StringRef name = cast<StringAttr>(a).getValue();
+      if (!mesh.getAxisIndex(name))
+        return emitOpError() << "unknown mesh axis '" << name
+                             << "' in dimension " << d << " (mesh "
+                             << getMeshAttr() << " has axes "
+                             << axisList(mesh) << ")";
+      if (!seen.insert(name).second)
+        return emitOpError() << "mesh axis '" << name
+                             << "' is used twice (again in dimension " << d
+                             << "); each axis splits one dimension";
+      parts *= mesh.getAxisSize(name);
+      names.push_back(name);
+    }
+    int64_t size = in.getDimSize(d);
+    if (isDyn(size)) {
+      expected.push_back(kDyn);
+      continue;
+    }
+    if (size % parts != 0)
+      return emitOpError() << "dimension " << d << " of size " << size
+                           << " does not divide over " << parts
+                           << " devices (axes " << llvm::join(names, ",")
+                           << ")";
+    expected.push_back(size / parts);
+  }
+  if (out.getRank() != in.getRank())
+    return emitOpError() << "result has rank " << out.getRank()
+                         << " but the input has rank " << in.getRank();
+  for (auto [d, pair] : llvm::enumerate(llvm::zip(out.getShape(), expected))) {
+    auto [o, e] = pair;
+    if (isDyn(o) != isDyn(e) || (!isDyn(o) && o != e))
+      return emitOpError() << "result has shape " << shapeStr(out.getShape())
+                           << " but " << shapeStr(expected)
+                           << " is expected (dimension " << d << ")";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//

@@ -585,6 +585,35 @@ def Loom_ShardOp : Loom_Op<"shard", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input `to` $sharding attr-dict `:` type($input)";
 }
 
+def Loom_AxesPerDimAttr : TypedArrayAttrBase<StrArrayAttr,
+    "one list of mesh axes per dimension">;
+
+def Loom_LocalSliceOp : Loom_Op<"local_slice", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "keep this device's block of a replicated value";
+  let description = [{
+    The input is replicated over the axes named in `split`; the result is
+    this device's block of it: dimension `d` is cut into as many blocks as
+    the product of the sizes of `split[d]`'s axes, and the device keeps the
+    block whose index is the row-major linearisation of its coordinates over
+    those axes in the order listed (major to minor), as `#loom.sharding`
+    orders the axes of a dimension. No communication. The partitioner emits
+    it where a value becomes sharded (sharded arguments and weights, a
+    reshard that newly splits a dimension).
+
+    ```mlir
+    %0 = loom.local_slice %x on @mesh split = [["tp"], []] : tensor<8x64xf32> -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Loom_AxesPerDimAttr:$split);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `split` `=` $split attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives and point to point
 //===----------------------------------------------------------------------===//

@@ -81,8 +81,6 @@ RankedTensorType QTensorType::getDequantizedType() const {
 }
 
 RankedTensorType QTensorType::getStorageType() const {
-  if (!getQuant().isGguf())
-    return {};
   SmallVector<int64_t> shape(getShape());
   shape.back() = getBlocksPerRow() * getQuant().getBlockBytes();
   return RankedTensorType::get(shape, IntegerType::get(getContext(), 8));

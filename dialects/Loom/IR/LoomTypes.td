@@ -30,9 +30,9 @@ def Loom_QTensorType : Loom_Type<"QTensor", "qtensor"> {
     int64_t getBlocksPerRow() const;
     /// The f32 tensor type this dequantizes to.
     ::mlir::RankedTensorType getDequantizedType() const;
-    /// The bytes as stored, for the GGUF block formats: i8 rows of
-    /// (K / block) blocks of getBlockBytes() each ([..., rowBytes]); a null
-    /// type for the planar int4/int8 formats.
+    /// The bytes as stored: i8 rows of (K / block) blocks of
+    /// getBlockBytes() each ([..., rowBytes]), for the GGUF formats and
+    /// Loom's int4/int8 alike (docs/QUANTIZE.md: scale, [min], values).
     ::mlir::RankedTensorType getStorageType() const;
   }];
 }

@@ -1,0 +1,609 @@
+//===- bench/gpu/QmmBench.cpp - qmatmul kernels on a GPU: numerics, speed -===//
+//
+// Runs on a machine with an NVIDIA GPU (scripts/gpu-check.sh); links only
+// the CUDA runtime (driver, cuBLAS, NCCL dlopen'ed), not the compiler.
+//
+//   loom-gpu-bench selftest <cubin-dir> <out-dir>
+//       device, memory, streams, events, graphs, module errors (a cubin for
+//       the wrong architecture, garbage bytes, a missing kernel), cuBLAS,
+//       a one-rank NCCL all-reduce
+//   loom-gpu-bench check <manifest.tsv> <cubin-dir> <out-dir>
+//       every kernel family of the manifest against a CPU reference
+//       (double accumulation over an independent dequantizer), batches
+//       1, 2, 3, 8 (GEMV) and 9, 64, 100 (tiled)
+//   loom-gpu-bench perf <manifest.tsv> <cubin-dir> <out-dir>
+//       batch-1 GEMV of the manifest's `perf` rows: bytes of W over time,
+//       weights rotated across copies larger than L2, CUDA-graph replay;
+//       against cuBLAS fp16 GEMV of the same [N, K]
+//
+// Manifest rows (tab-separated, written by gpu-check.sh --prepare):
+//   role base format block mode scale act n k weight_bytes
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/runtime/abi.h"
+#include "loom/runtime/cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Spec {
+  std::string role, base, format, mode, scale, act;
+  int64_t block = 32, n = 0, k = 0, weightBytes = 0;
+};
+
+[[noreturn]] void die(const std::string &msg) {
+  std::fprintf(stderr, "loom-gpu-bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+void check(int32_t rc, const char *what) {
+  if (rc != 0)
+    die(std::string(what) + ": " + loom_cuda_last_error());
+}
+
+std::vector<Spec> readManifest(const std::string &path) {
+  std::ifstream f(path);
+  if (!f)
+    die("cannot read " + path);
+  std::vector<Spec> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    std::istringstream is(line);
+    Spec s;
+    is >> s.role >> s.base >> s.format >> s.block >> s.mode >> s.scale >>
+        s.act >> s.n >> s.k >> s.weightBytes;
+    if (!is)
+      die("bad manifest line: " + line);
+    out.push_back(s);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// f16 / bf16 and the reference block layout (include/loom/Quant/Quant.h,
+// GGUF for q4_0/q4_1/q8_0), written independently of the kernel generator.
+//===----------------------------------------------------------------------===//
+
+uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t e = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t m = x & 0x7fffff;
+  if (e <= 0) { // subnormal or zero (the bench never makes tiny values)
+    return uint16_t(sign);
+  }
+  if (e >= 31)
+    return uint16_t(sign | 0x7c00);
+  uint32_t h = sign | uint32_t(e) << 10 | m >> 13;
+  uint32_t rest = m & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h;
+  return uint16_t(h);
+}
+
+float fromHalf(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  int32_t e = (h >> 10) & 0x1f;
+  uint32_t m = h & 0x3ff;
+  uint32_t x;
+  if (e == 0) {
+    float v = std::ldexp(float(m), -24);
+    return sign ? -v : v;
+  }
+  if (e == 31)
+    x = sign | 0x7f800000 | m << 13;
+  else
+    x = sign | uint32_t(e - 15 + 127) << 23 | m << 13;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+struct Layout {
+  int bits = 4;
+  int64_t block = 32, sb = 2, vo = 2, bb = 18;
+  bool gguf = false;
+};
+
+Layout layoutOf(const Spec &s) {
+  Layout l;
+  l.gguf = s.format == "q4_0" || s.format == "q4_1" || s.format == "q8_0";
+  l.bits = s.format == "q8_0" || s.format == "int8" ? 8 : 4;
+  l.block = s.block;
+  l.sb = s.scale == "f32" ? 4 : 2;
+  l.vo = s.mode == "min" ? 2 * l.sb
+         : s.mode == "zero_point" && !l.gguf ? l.sb + 1
+                                             : l.sb;
+  l.bb = l.vo + l.block * l.bits / 8;
+  return l;
+}
+
+void putScale(uint8_t *p, const std::string &type, float v) {
+  if (type == "f32") {
+    std::memcpy(p, &v, 4);
+  } else if (type == "bf16") {
+    uint32_t x;
+    std::memcpy(&x, &v, 4);
+    uint16_t b = uint16_t(x >> 16);
+    std::memcpy(p, &b, 2);
+  } else {
+    uint16_t h = toHalf(v);
+    std::memcpy(p, &h, 2);
+  }
+}
+
+float getScale(const uint8_t *p, const std::string &type) {
+  if (type == "f32") {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (type == "bf16") {
+    uint32_t x = uint32_t(h) << 16;
+    float v;
+    std::memcpy(&v, &x, 4);
+    return v;
+  }
+  return fromHalf(h);
+}
+
+/// Random blocks of the spec's format.
+std::vector<uint8_t> randomWeight(const Spec &s, std::mt19937 &rng) {
+  Layout l = layoutOf(s);
+  int64_t blocks = s.n * (s.k / l.block);
+  std::vector<uint8_t> w(size_t(blocks * l.bb));
+  std::uniform_real_distribution<float> scale(0.005f, 0.02f), mn(-0.1f, 0.1f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t *p = w.data() + b * l.bb;
+    putScale(p, s.scale, scale(rng));
+    if (s.mode == "min")
+      putScale(p + l.sb, s.scale, mn(rng));
+    if (s.mode == "zero_point" && !l.gguf)
+      p[l.sb] = uint8_t(byte(rng) % (l.bits == 4 ? 16 : 256));
+    for (int64_t i = l.vo; i < l.bb; ++i)
+      p[i] = uint8_t(byte(rng));
+  }
+  return w;
+}
+
+/// Dequantized [n, k] weight.
+std::vector<float> dequant(const Spec &s, const std::vector<uint8_t> &w) {
+  Layout l = layoutOf(s);
+  std::vector<float> out(size_t(s.n * s.k));
+  int64_t nb = s.k / l.block;
+  for (int64_t r = 0; r < s.n; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t *p = w.data() + (r * nb + b) * l.bb;
+      float d = getScale(p, s.scale);
+      float m = s.mode == "min" ? getScale(p + l.sb, s.scale) : 0.0f;
+      int z = s.mode == "zero_point" ? (l.gguf ? 8 : p[l.sb])
+              : s.mode == "symmetric" && l.bits == 4 ? 8
+                                                     : 0;
+      const uint8_t *v = p + l.vo;
+      for (int64_t j = 0; j < l.block; ++j) {
+        int q;
+        if (l.bits == 4)
+          q = j < l.block / 2 ? (v[j] & 15) : (v[j - l.block / 2] >> 4);
+        else
+          q = s.mode == "symmetric" ? int(int8_t(v[j])) : int(v[j]);
+        float x = s.mode == "min" ? d * float(q) + m : d * float(q - z);
+        out[size_t(r * s.k + b * l.block + j)] = x;
+      }
+    }
+  return out;
+}
+
+struct Dev {
+  loom_cuda_device *dev = nullptr;
+  loom_cuda_device_info info{};
+};
+
+loom_cuda_ptr upload(Dev &d, const void *p, int64_t bytes) {
+  loom_cuda_ptr x = 0;
+  check(loom_cuda_malloc(d.dev, bytes, &x), "malloc");
+  check(loom_cuda_copy_to_device(d.dev, x, p, bytes, nullptr), "copy");
+  return x;
+}
+
+std::string cubinPath(const std::string &dir, const std::string &base,
+                      int sm) {
+  return dir + "/" + base + ".sm_" + std::to_string(sm) + ".cubin";
+}
+
+/// The cubin that runs on a device of `sm`: its own, else the same major's
+/// x0 (sm_80 runs on sm_86 and sm_89).
+std::string deviceCubin(const std::string &dir, const std::string &base,
+                        int sm) {
+  std::string exact = cubinPath(dir, base, sm);
+  if (std::ifstream(exact))
+    return exact;
+  return cubinPath(dir, base, sm / 10 * 10);
+}
+
+//===----------------------------------------------------------------------===//
+// check: numerics against the CPU reference
+//===----------------------------------------------------------------------===//
+
+int runCheck(Dev &d, const std::vector<Spec> &specs, const std::string &dir,
+             FILE *out) {
+  std::mt19937 rng(1234);
+  int failures = 0;
+  std::fprintf(out, "| kernel | batch | max abs err / max abs ref | result |\n"
+                    "|---|---|---|---|\n");
+  for (const Spec &s : specs) {
+    if (s.role != "check")
+      continue;
+    loom_cuda_module *mod = nullptr;
+    check(loom_cuda_module_load_file(
+              d.dev, deviceCubin(dir, s.base, d.info.sm).c_str(), &mod),
+          "module load");
+    std::vector<uint8_t> w = randomWeight(s, rng);
+    std::vector<float> wf = dequant(s, w);
+    loom_cuda_ptr dw = upload(d, w.data(), int64_t(w.size()));
+    bool half = s.act == "f16";
+    for (int64_t m : {1, 2, 3, 8, 9, 64, 100}) {
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::vector<float> x(size_t(m * s.k));
+      std::vector<uint16_t> xh(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = u(rng);
+        if (half) {
+          xh[i] = toHalf(x[i]);
+          x[i] = fromHalf(xh[i]);
+        }
+      }
+      loom_cuda_ptr dx = half ? upload(d, xh.data(), int64_t(xh.size() * 2))
+                              : upload(d, x.data(), int64_t(x.size() * 4));
+      int64_t yBytes = m * s.n * (half ? 2 : 4);
+      loom_cuda_ptr dy = 0;
+      check(loom_cuda_malloc(d.dev, yBytes, &dy), "malloc y");
+      check(loom_cuda_memset(d.dev, dy, 0xff, yBytes, nullptr), "memset");
+      check(loom_cuda_qmatmul(mod, s.base.c_str(), dw, dx, dy, m, s.n,
+                              nullptr),
+            "qmatmul");
+      check(loom_cuda_stream_sync(d.dev, nullptr), "sync");
+      std::vector<float> y(size_t(m * s.n));
+      if (half) {
+        std::vector<uint16_t> yh(y.size());
+        check(loom_cuda_copy_to_host(d.dev, yh.data(), dy, yBytes, nullptr),
+              "copy y");
+        for (size_t i = 0; i < y.size(); ++i)
+          y[i] = fromHalf(yh[i]);
+      } else {
+        check(loom_cuda_copy_to_host(d.dev, y.data(), dy, yBytes, nullptr),
+              "copy y");
+      }
+      double maxErr = 0, maxRef = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          double ref = 0;
+          for (int64_t kk = 0; kk < s.k; ++kk)
+            ref += double(x[size_t(i * s.k + kk)]) *
+                   double(wf[size_t(j * s.k + kk)]);
+          double got = y[size_t(i * s.n + j)];
+          maxErr = std::max(maxErr, std::isfinite(got)
+                                        ? std::fabs(got - ref)
+                                        : INFINITY);
+          maxRef = std::max(maxRef, std::fabs(ref));
+        }
+      double rel = maxErr / (maxRef + 1e-30);
+      bool ok = rel <= (half ? 2e-3 : 1e-4);
+      failures += !ok;
+      std::fprintf(out, "| %s | %lld | %.3g | %s |\n", s.base.c_str(),
+                   (long long)m, rel, ok ? "ok" : "FAIL");
+      std::fflush(out);
+      loom_cuda_free(d.dev, dx);
+      loom_cuda_free(d.dev, dy);
+    }
+    loom_cuda_free(d.dev, dw);
+    loom_cuda_module_unload(mod);
+  }
+  std::fprintf(out, "\n%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// perf: batch-1 GEMV bandwidth, ours vs cuBLAS fp16
+//===----------------------------------------------------------------------===//
+
+/// Mean milliseconds of one call of `launch(i)` (i = copy index), from a
+/// CUDA graph of `perGraph` calls replayed `reps` times.
+template <typename F>
+double timeIt(Dev &d, loom_cuda_stream st, int copies, F launch) {
+  const int perGraph = 32, reps = 20;
+  for (int i = 0; i < copies; ++i) // warm up (module load, cuBLAS heuristics)
+    launch(i, st);
+  check(loom_cuda_stream_sync(d.dev, st), "sync");
+  check(loom_cuda_graph_begin(d.dev, st), "graph begin");
+  for (int i = 0; i < perGraph; ++i)
+    launch(i % copies, st);
+  loom_cuda_graph *g = nullptr;
+  check(loom_cuda_graph_end(d.dev, st, &g), "graph end");
+  loom_cuda_event *e0, *e1;
+  check(loom_cuda_event_create(d.dev, &e0), "event");
+  check(loom_cuda_event_create(d.dev, &e1), "event");
+  check(loom_cuda_graph_launch(g, st), "graph launch");
+  check(loom_cuda_event_record(e0, st), "record");
+  for (int r = 0; r < reps; ++r)
+    check(loom_cuda_graph_launch(g, st), "graph launch");
+  check(loom_cuda_event_record(e1, st), "record");
+  float ms = 0;
+  check(loom_cuda_event_elapsed_ms(e0, e1, &ms), "elapsed");
+  loom_cuda_event_destroy(e0);
+  loom_cuda_event_destroy(e1);
+  loom_cuda_graph_destroy(g);
+  return double(ms) / (perGraph * reps);
+}
+
+int runPerf(Dev &d, const std::vector<Spec> &specs, const std::string &dir,
+            FILE *out, FILE *json) {
+  loom_cuda_stream st = nullptr;
+  check(loom_cuda_stream_create(d.dev, &st), "stream");
+  std::mt19937 rng(99);
+  const double peak = 4.8e12; // H200 HBM3e, the target's reference
+  std::fprintf(out,
+               "| kernel | N x K | weight MB | ours us | ours TB/s | %% of "
+               "4.8 TB/s | cuBLAS fp16 us | cuBLAS TB/s | speedup |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
+  std::fprintf(json, "[\n");
+  bool first = true;
+  for (const Spec &s : specs) {
+    if (s.role != "perf")
+      continue;
+    loom_cuda_module *mod = nullptr;
+    check(loom_cuda_module_load_file(
+              d.dev, deviceCubin(dir, s.base, d.info.sm).c_str(), &mod),
+          "module load");
+    // Enough copies that the set is >= 4x a 60 MB L2: every call streams
+    // its weights from HBM.
+    int copies = int(std::max<int64_t>(2, (256ll << 20) / s.weightBytes + 1));
+    std::vector<uint8_t> w = randomWeight(s, rng);
+    std::vector<loom_cuda_ptr> dw(static_cast<size_t>(copies));
+    for (auto &p : dw)
+      p = upload(d, w.data(), int64_t(w.size()));
+    std::vector<uint16_t> xh(size_t(s.k));
+    for (auto &v : xh)
+      v = toHalf(0.5f);
+    loom_cuda_ptr dx = upload(d, xh.data(), int64_t(xh.size() * 2));
+    loom_cuda_ptr dy = 0;
+    check(loom_cuda_malloc(d.dev, s.n * 4, &dy), "malloc");
+    double ours = timeIt(d, st, copies, [&](int i, loom_cuda_stream t) {
+      check(loom_cuda_qmatmul(mod, s.base.c_str(), dw[size_t(i)], dx, dy, 1,
+                              s.n, t),
+            "qmatmul");
+    });
+    for (auto p : dw)
+      loom_cuda_free(d.dev, p);
+
+    // cuBLAS fp16: y[1, N] = x[1, K] W^T, W stored [N, K].
+    int64_t fp16Bytes = s.n * s.k * 2;
+    int hc = int(std::max<int64_t>(2, (256ll << 20) / fp16Bytes + 1));
+    std::vector<uint16_t> wh(size_t(s.n * s.k), toHalf(0.01f));
+    std::vector<loom_cuda_ptr> dwh(static_cast<size_t>(hc));
+    for (auto &p : dwh)
+      p = upload(d, wh.data(), fp16Bytes);
+    double blas = timeIt(d, st, hc, [&](int i, loom_cuda_stream t) {
+      check(loom_cuda_gemm(d.dev, LOOM_RT_F16, 0, 1, 1, s.n, s.k, dx,
+                           dwh[size_t(i)], dy, t),
+            "cublas gemm");
+    });
+    for (auto p : dwh)
+      loom_cuda_free(d.dev, p);
+    loom_cuda_free(d.dev, dx);
+    loom_cuda_free(d.dev, dy);
+    loom_cuda_module_unload(mod);
+
+    double oursBw = double(s.weightBytes) / (ours * 1e-3);
+    double blasBw = double(fp16Bytes) / (blas * 1e-3);
+    std::fprintf(out,
+                 "| %s | %lld x %lld | %.1f | %.2f | %.2f | %.0f%% | %.2f | "
+                 "%.2f | %.2fx |\n",
+                 s.base.c_str(), (long long)s.n, (long long)s.k,
+                 s.weightBytes / 1e6, ours * 1e3, oursBw / 1e12,
+                 100 * oursBw / peak, blas * 1e3, blasBw / 1e12, blas / ours);
+    std::fprintf(json,
+                 "%s  {\"kernel\": \"%s\", \"n\": %lld, \"k\": %lld, "
+                 "\"weight_bytes\": %lld, \"ours_us\": %.3f, "
+                 "\"ours_bytes_per_s\": %.4g, \"cublas_fp16_us\": %.3f, "
+                 "\"cublas_bytes_per_s\": %.4g, \"speedup\": %.3f, "
+                 "\"fraction_of_4.8TBps\": %.3f}",
+                 first ? "" : ",\n", s.base.c_str(), (long long)s.n,
+                 (long long)s.k, (long long)s.weightBytes, ours * 1e3,
+                 oursBw, blas * 1e3, blasBw, blas / ours, oursBw / peak);
+    first = false;
+    std::fflush(out);
+  }
+  std::fprintf(json, "\n]\n");
+  std::fprintf(out, "\nTargets: >= 85%% of 4.8 TB/s and >= 3.5x cuBLAS fp16 "
+                    "GEMV for int4 at batch 1.\n");
+  loom_cuda_stream_destroy(d.dev, st);
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// selftest: the device paths of the runtime
+//===----------------------------------------------------------------------===//
+
+int runSelftest(Dev &d, const std::string &dir, FILE *out) {
+  int failures = 0;
+  auto report = [&](const char *what, bool ok, const std::string &detail) {
+    std::fprintf(out, "%-44s %s %s\n", what, ok ? "ok  " : "FAIL",
+                 detail.c_str());
+    std::fflush(out);
+    failures += !ok;
+  };
+  // Memory round trip on a stream.
+  loom_cuda_stream st = nullptr;
+  check(loom_cuda_stream_create(d.dev, &st), "stream");
+  std::vector<int> h(1 << 20), back(h.size());
+  for (size_t i = 0; i < h.size(); ++i)
+    h[i] = int(i * 2654435761u);
+  loom_cuda_ptr a = 0, b = 0;
+  check(loom_cuda_malloc(d.dev, int64_t(h.size() * 4), &a), "malloc");
+  check(loom_cuda_malloc(d.dev, int64_t(h.size() * 4), &b), "malloc");
+  check(loom_cuda_copy_to_device(d.dev, a, h.data(), int64_t(h.size() * 4), st),
+        "h2d");
+  check(loom_cuda_copy_device(d.dev, b, a, int64_t(h.size() * 4), st), "d2d");
+  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
+                               st),
+        "d2h");
+  report("memory h2d/d2d/d2h 4 MB", back == h, "");
+
+  // Graph capture and replay of device work.
+  check(loom_cuda_memset(d.dev, b, 0, int64_t(h.size() * 4), st), "memset");
+  check(loom_cuda_graph_begin(d.dev, st), "graph begin");
+  check(loom_cuda_copy_device(d.dev, b, a, int64_t(h.size() * 4), st), "d2d");
+  loom_cuda_graph *g = nullptr;
+  check(loom_cuda_graph_end(d.dev, st, &g), "graph end");
+  check(loom_cuda_stream_sync(d.dev, st), "sync");
+  std::fill(back.begin(), back.end(), 0);
+  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
+                               st),
+        "d2h");
+  bool notYet = back != h; // capture does not execute
+  check(loom_cuda_graph_launch(g, st), "graph launch");
+  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
+                               st),
+        "d2h");
+  report("CUDA graph capture + replay", notYet && back == h, "");
+  loom_cuda_graph_destroy(g);
+
+  // Module errors: garbage, a missing kernel, a cubin for another SM.
+  loom_cuda_module *mod = nullptr;
+  const char junk[] = "not a cubin";
+  int rc = loom_cuda_module_load(d.dev, junk, sizeof junk, &mod);
+  report("garbage image is an error", rc == -1, loom_cuda_last_error());
+  int otherSm = d.info.sm / 10 == 9 ? 80 : 90;
+  std::string other;
+  {
+    std::ifstream list(dir + "/manifest.tsv");
+    std::string line;
+    while (std::getline(list, line))
+      if (!line.empty() && line[0] != '#') {
+        std::istringstream is(line);
+        std::string role, base;
+        is >> role >> base;
+        other = base;
+        break;
+      }
+  }
+  if (!other.empty()) {
+    rc = loom_cuda_module_load_file(
+        d.dev, cubinPath(dir, other, otherSm).c_str(), &mod);
+    std::string e = loom_cuda_last_error();
+    report("cubin for the wrong SM is an error",
+           rc == -1 && e.find("cubin is for sm_") != std::string::npos, e);
+    rc = loom_cuda_module_load_file(
+        d.dev, deviceCubin(dir, other, d.info.sm).c_str(), &mod);
+    report("cubin for this SM loads", rc == 0, loom_cuda_last_error());
+    if (rc == 0) {
+      uint32_t one[3] = {1, 1, 1};
+      rc = loom_cuda_launch(mod, "no_such_kernel", one, one, 0, st, nullptr);
+      report("missing kernel is an error", rc == -1, loom_cuda_last_error());
+      loom_cuda_module_unload(mod);
+    }
+  }
+
+  // cuBLAS: [2, 3] x [3, 4] in f32 against the obvious loop.
+  float A[6] = {1, 2, 3, 4, 5, 6}, B[12], C[8] = {0}, R[8] = {0};
+  for (int i = 0; i < 12; ++i)
+    B[i] = float(i) * 0.5f;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 3; ++k)
+        R[i * 4 + j] += A[i * 3 + k] * B[k * 4 + j];
+  loom_cuda_ptr da = upload(d, A, sizeof A), db = upload(d, B, sizeof B), dc;
+  check(loom_cuda_malloc(d.dev, sizeof C, &dc), "malloc");
+  rc = loom_cuda_gemm(d.dev, LOOM_RT_F32, 0, 0, 2, 4, 3, da, db, dc, st);
+  std::string gemmErr = rc ? loom_cuda_last_error() : "";
+  if (!rc)
+    check(loom_cuda_copy_to_host(d.dev, C, dc, sizeof C, st), "d2h");
+  report("cuBLAS row-major sgemm 2x3x4",
+         !rc && std::equal(C, C + 8, R,
+                           [](float x, float y) {
+                             return std::fabs(x - y) < 1e-4f;
+                           }),
+         gemmErr);
+
+  // NCCL on one rank: all-reduce is a copy.
+  uint8_t id[LOOM_CUDA_NCCL_ID_BYTES];
+  loom_cuda_nccl *comm = nullptr;
+  rc = loom_cuda_nccl_unique_id(id);
+  if (!rc)
+    rc = loom_cuda_nccl_init_id(d.dev, 0, 1, id, &comm);
+  if (!rc)
+    rc = loom_cuda_nccl_all_reduce(comm, LOOM_RT_I32, LOOM_RT_SUM, a, b,
+                                   int64_t(h.size()), st);
+  std::string ncclErr = rc ? loom_cuda_last_error() : "";
+  if (!rc)
+    check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
+                                 st),
+          "d2h");
+  report("NCCL one-rank all_reduce", !rc && back == h, ncclErr);
+  loom_cuda_nccl_destroy(comm);
+
+  for (loom_cuda_ptr p : {a, b, da, db, dc})
+    loom_cuda_free(d.dev, p);
+  loom_cuda_stream_destroy(d.dev, st);
+  std::fprintf(out, "\n%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    die("usage: loom-gpu-bench info | selftest <cubin-dir> <out-dir> | "
+        "check|perf <manifest.tsv> <cubin-dir> <out-dir>");
+  std::string mode = argv[1];
+  Dev d;
+  check(loom_cuda_open(0, &d.dev), "open device 0");
+  check(loom_cuda_info(d.dev, &d.info), "device info");
+  if (mode == "info") {
+    std::printf("%s sm_%d, %d SMs, %.1f GiB, peak %.2f TB/s (from clocks), "
+                "driver %d\n",
+                d.info.name, d.info.sm, d.info.multiprocessors,
+                d.info.total_memory / double(1 << 30),
+                d.info.peak_bandwidth / 1e12, d.info.driver_version);
+    std::printf("sm=%d\n", d.info.sm);
+    return 0;
+  }
+  if (mode == "selftest" && argc == 4) {
+    FILE *out = std::fopen((std::string(argv[3]) + "/selftest.txt").c_str(),
+                           "w");
+    int rc = runSelftest(d, argv[2], out ? out : stdout);
+    if (out)
+      std::fclose(out);
+    return rc;
+  }
+  if ((mode == "check" || mode == "perf") && argc == 5) {
+    std::vector<Spec> specs = readManifest(argv[2]);
+    std::string outDir = argv[4];
+    if (mode == "check") {
+      FILE *out = std::fopen((outDir + "/numerics.md").c_str(), "w");
+      return runCheck(d, specs, argv[3], out ? out : stdout);
+    }
+    FILE *out = std::fopen((outDir + "/perf.md").c_str(), "w");
+    FILE *json = std::fopen((outDir + "/perf.json").c_str(), "w");
+    return runPerf(d, specs, argv[3], out ? out : stdout,
+                   json ? json : stdout);
+  }
+  die("bad arguments");
+}

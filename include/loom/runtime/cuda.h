@@ -1,0 +1,286 @@
+/*===- loom/runtime/cuda.h - CUDA device, cuBLAS and NCCL C ABI -*- C -*-===*
+ *
+ * The CUDA side of the Loom runtime (built with LOOM_ENABLE_CUDA into
+ * libloom_runtime_cuda). Pure C, no CUDA, LLVM or MLIR header: the CUDA
+ * driver (libcuda.so.1), cuBLAS and NCCL are loaded with dlopen on first
+ * use, so a binary linked against this library starts on a machine without
+ * a GPU, a driver or the toolkit, and every call then fails with a clear
+ * message ("no CUDA device: ...") instead of crashing.
+ *
+ * Conventions:
+ *  - Functions returning int32_t return 0 on success and -1 on failure; the
+ *    message of the last failure of the calling thread is
+ *    loom_cuda_last_error(). Messages name the call and say what to do.
+ *  - Device memory is a loom_cuda_ptr (a CUdeviceptr); streams, modules and
+ *    graphs are opaque handles. Stream 0 is the default (legacy) stream.
+ *  - The mgpu* functions at the end are the host-side ABI that MLIR's
+ *    gpu-to-llvm emits (what libmlir_cuda_runtime.so provides upstream,
+ *    which Debian does not ship). Like the rest of the Loom runtime ABI they
+ *    either succeed or do not return: a failure prints
+ *    "loom-cuda: <call> failed: <reason>" and calls the fatal handler
+ *    (default: exit(1)).
+ *
+ * See docs/GPU.md.
+ *===----------------------------------------------------------------------===*/
+#ifndef LOOM_RUNTIME_CUDA_H
+#define LOOM_RUNTIME_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_CUDA_ABI_VERSION 1
+
+#if defined(__GNUC__)
+#define LOOM_CUDA_EXPORT __attribute__((visibility("default")))
+#else
+#define LOOM_CUDA_EXPORT
+#endif
+
+/* Launch geometry of the generated qmatmul kernels (lib/Target/GpuTarget;
+ * the compiler and the runtime share these numbers). */
+#define LOOM_CUDA_QMM_GEMV_MAX_BATCH 8     /* <base>_gemv1 .. _gemv8 */
+#define LOOM_CUDA_QMM_GEMV_THREADS 128     /* 4 warps */
+#define LOOM_CUDA_QMM_GEMV_ROWS_PER_BLOCK 8 /* 2 rows per warp */
+#define LOOM_CUDA_QMM_TILED_THREADS 256    /* <base>_tiled */
+#define LOOM_CUDA_QMM_TILE 64              /* 64x64 outputs per block */
+
+typedef uint64_t loom_cuda_ptr; /* device address (CUdeviceptr) */
+typedef void *loom_cuda_stream; /* CUstream; NULL = default stream */
+typedef struct loom_cuda_device loom_cuda_device;
+typedef struct loom_cuda_module loom_cuda_module;
+typedef struct loom_cuda_graph loom_cuda_graph;
+typedef struct loom_cuda_event loom_cuda_event;
+typedef struct loom_cuda_nccl loom_cuda_nccl;
+
+LOOM_CUDA_EXPORT int32_t loom_cuda_abi_version(void);
+/* Message of the calling thread's last failure ("" if none). */
+LOOM_CUDA_EXPORT const char *loom_cuda_last_error(void);
+
+/* --- Devices ---------------------------------------------------------------
+ * The driver is $LOOM_CUDA_DRIVER if set, else libcuda.so.1. A missing
+ * driver, cuInit failing or zero devices all fail with "no CUDA device: ..".
+ */
+LOOM_CUDA_EXPORT int32_t loom_cuda_device_count(int32_t *count);
+
+typedef struct loom_cuda_device_info {
+  char name[128];
+  int32_t sm;               /* compute capability major*10 + minor, e.g. 90 */
+  int32_t multiprocessors;
+  int64_t total_memory;     /* bytes */
+  double peak_bandwidth;    /* bytes/s from memory clock and bus width */
+  int32_t driver_version;   /* e.g. 13000 */
+} loom_cuda_device_info;
+
+/* Opens device `ordinal` (its primary context, current on the caller's
+ * thread; every later call makes it current again). */
+LOOM_CUDA_EXPORT int32_t loom_cuda_open(int32_t ordinal,
+                                        loom_cuda_device **out);
+LOOM_CUDA_EXPORT void loom_cuda_close(loom_cuda_device *dev);
+LOOM_CUDA_EXPORT int32_t loom_cuda_info(loom_cuda_device *dev,
+                                        loom_cuda_device_info *info);
+
+/* --- Memory and streams ---------------------------------------------------- */
+LOOM_CUDA_EXPORT int32_t loom_cuda_malloc(loom_cuda_device *dev, int64_t bytes,
+                                          loom_cuda_ptr *out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_free(loom_cuda_device *dev,
+                                        loom_cuda_ptr ptr);
+/* Copies on `stream` (asynchronous with respect to the host for device to
+ * device; host copies wait for the stream). */
+LOOM_CUDA_EXPORT int32_t loom_cuda_copy_to_device(loom_cuda_device *dev,
+                                                  loom_cuda_ptr dst,
+                                                  const void *src,
+                                                  int64_t bytes,
+                                                  loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_copy_to_host(loom_cuda_device *dev,
+                                                void *dst, loom_cuda_ptr src,
+                                                int64_t bytes,
+                                                loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_copy_device(loom_cuda_device *dev,
+                                               loom_cuda_ptr dst,
+                                               loom_cuda_ptr src, int64_t bytes,
+                                               loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_memset(loom_cuda_device *dev,
+                                          loom_cuda_ptr dst, uint8_t value,
+                                          int64_t bytes,
+                                          loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_stream_create(loom_cuda_device *dev,
+                                                 loom_cuda_stream *out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_stream_destroy(loom_cuda_device *dev,
+                                                  loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_stream_sync(loom_cuda_device *dev,
+                                               loom_cuda_stream stream);
+
+/* Events, for timing: elapsed milliseconds between two recorded events. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_event_create(loom_cuda_device *dev,
+                                                loom_cuda_event **out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_event_record(loom_cuda_event *ev,
+                                                loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_event_elapsed_ms(loom_cuda_event *start,
+                                                    loom_cuda_event *end,
+                                                    float *ms);
+LOOM_CUDA_EXPORT void loom_cuda_event_destroy(loom_cuda_event *ev);
+
+/* --- Modules and kernels ----------------------------------------------------
+ * A cubin (or PTX/fatbin image) made by the compiler. A cubin whose ELF
+ * header names another architecture than the device's fails before the
+ * driver sees it: "cubin is for sm_80 but device 0 (...) is sm_90: ...".
+ */
+LOOM_CUDA_EXPORT int32_t loom_cuda_module_load(loom_cuda_device *dev,
+                                               const void *image,
+                                               int64_t size,
+                                               loom_cuda_module **out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_module_load_file(loom_cuda_device *dev,
+                                                    const char *path,
+                                                    loom_cuda_module **out);
+LOOM_CUDA_EXPORT void loom_cuda_module_unload(loom_cuda_module *mod);
+/* Launches `kernel` with the cuLaunchKernel parameter array `params`. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_launch(loom_cuda_module *mod,
+                                          const char *kernel,
+                                          const uint32_t grid[3],
+                                          const uint32_t block[3],
+                                          uint32_t shared_bytes,
+                                          loom_cuda_stream stream,
+                                          void **params);
+/* y[m, n] = x[m, k] * dequant(w)[n, k] with the generated kernels of
+ * `base` (loom_gpu_kernel): <base>_gemv<m> for m <= 8, else <base>_tiled,
+ * with their launch geometry. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_qmatmul(loom_cuda_module *mod,
+                                           const char *base, loom_cuda_ptr w,
+                                           loom_cuda_ptr x, loom_cuda_ptr y,
+                                           int64_t m, int64_t n,
+                                           loom_cuda_stream stream);
+
+/* The SM (major*10 + minor) a cubin was built for, from its ELF header; -1
+ * if `image` is not a CUDA ELF (PTX text, a fatbin). */
+LOOM_CUDA_EXPORT int32_t loom_cuda_cubin_sm(const void *image, int64_t size);
+/* 0 if a cubin for `cubin_sm` runs on a device of `device_sm` (same major,
+ * minor not above the device's), else -1 with the reason. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_check_arch(int32_t cubin_sm,
+                                              int32_t device_sm);
+
+/* --- CUDA graphs (decode) ---------------------------------------------------
+ * Capture the work issued on `stream` (not the default stream) between
+ * begin and end, then replay it with one launch per decode step. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_graph_begin(loom_cuda_device *dev,
+                                               loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_graph_end(loom_cuda_device *dev,
+                                             loom_cuda_stream stream,
+                                             loom_cuda_graph **out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_graph_launch(loom_cuda_graph *graph,
+                                                loom_cuda_stream stream);
+LOOM_CUDA_EXPORT void loom_cuda_graph_destroy(loom_cuda_graph *graph);
+
+/* --- cuBLAS (libcublas.so.13/.12, loaded on first use) ----------------------
+ * Row-major c[m, n] = a[m, k] x b[k, n] (trans_a: a stored [k, m]; trans_b:
+ * b stored [n, k], as nn.Linear weights are), f32 accumulation; dtype is
+ * LOOM_RT_F16, LOOM_RT_BF16 or LOOM_RT_F32 (abi.h) for a, b and c. m = 1 is
+ * the fp16 GEMV baseline of bench/gpu. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_gemm(loom_cuda_device *dev, int32_t dtype,
+                                        int32_t trans_a, int32_t trans_b,
+                                        int64_t m, int64_t n, int64_t k,
+                                        loom_cuda_ptr a, loom_cuda_ptr b,
+                                        loom_cuda_ptr c,
+                                        loom_cuda_stream stream);
+
+/* --- NCCL communicator (libnccl.so.2, loaded on first use) ------------------
+ * One communicator per process (rank) over device buffers. Bootstrap:
+ *  - loom_cuda_nccl_init_env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+ *    (torchrun's variables); rank 0 creates the NCCL id and serves it over
+ *    TCP at MASTER_ADDR:MASTER_PORT; the others connect (retrying until
+ *    `timeout_s`, <= 0: 60 s).
+ *  - loom_cuda_nccl_init_mpi: MPI_COMM_WORLD's rank and size, the id by
+ *    MPI_Bcast (only when the runtime was built with MPI).
+ *  - loom_cuda_nccl_init_id: rank, size and an id exchanged by the caller.
+ * dtype/op are abi.h's loom_rt_dtype / loom_rt_reduce_op (U8 and I32/I64,
+ * F16/BF16/F32/F64; I8 too). Shapes as the loom_rt_* collectives of abi.h
+ * (over the whole world): all_gather in [count] -> out [world][count],
+ * reduce_scatter in [world][count] -> out [count]. */
+#define LOOM_CUDA_NCCL_ID_BYTES 128
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_unique_id(
+    uint8_t id[LOOM_CUDA_NCCL_ID_BYTES]);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_init_id(
+    loom_cuda_device *dev, int32_t rank, int32_t world,
+    const uint8_t id[LOOM_CUDA_NCCL_ID_BYTES], loom_cuda_nccl **out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_init_env(loom_cuda_device *dev,
+                                                 double timeout_s,
+                                                 loom_cuda_nccl **out);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_init_mpi(loom_cuda_device *dev,
+                                                 loom_cuda_nccl **out);
+LOOM_CUDA_EXPORT void loom_cuda_nccl_destroy(loom_cuda_nccl *comm);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_rank(loom_cuda_nccl *comm);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_world(loom_cuda_nccl *comm);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_all_reduce(
+    loom_cuda_nccl *comm, int32_t dtype, int32_t op, loom_cuda_ptr in,
+    loom_cuda_ptr out, int64_t count, loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_all_gather(
+    loom_cuda_nccl *comm, int32_t dtype, loom_cuda_ptr in, loom_cuda_ptr out,
+    int64_t count, loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_reduce_scatter(
+    loom_cuda_nccl *comm, int32_t dtype, int32_t op, loom_cuda_ptr in,
+    loom_cuda_ptr out, int64_t count, loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_broadcast(
+    loom_cuda_nccl *comm, int32_t dtype, loom_cuda_ptr in, loom_cuda_ptr out,
+    int64_t count, int32_t root, loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_send(loom_cuda_nccl *comm,
+                                             int32_t dtype, loom_cuda_ptr buf,
+                                             int64_t count, int32_t peer,
+                                             loom_cuda_stream stream);
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_recv(loom_cuda_nccl *comm,
+                                             int32_t dtype, loom_cuda_ptr buf,
+                                             int64_t count, int32_t peer,
+                                             loom_cuda_stream stream);
+
+/* The TCP rendezvous of loom_cuda_nccl_init_env, on its own (tests, other
+ * bootstraps): rank 0 sends `id` to every other rank, which receive it. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_tcp_exchange_id(
+    int32_t rank, int32_t world, const char *addr, int32_t port,
+    double timeout_s, uint8_t id[LOOM_CUDA_NCCL_ID_BYTES]);
+
+/* --- mgpu* wrappers for MLIR's gpu-to-llvm host code ------------------------
+ * Device: mgpuSetDefaultDevice(n), default 0. Fatal on failure. */
+typedef void (*loom_cuda_fatal_fn)(const char *message);
+/* Replaces the fatal handler (NULL restores exit(1)); returns the old one. */
+LOOM_CUDA_EXPORT loom_cuda_fatal_fn
+loom_cuda_set_fatal_handler(loom_cuda_fatal_fn fn);
+
+LOOM_CUDA_EXPORT void mgpuSetDefaultDevice(int32_t device);
+LOOM_CUDA_EXPORT void *mgpuModuleLoad(void *data, size_t size);
+LOOM_CUDA_EXPORT void *mgpuModuleLoadJIT(void *data, int opt_level);
+LOOM_CUDA_EXPORT void mgpuModuleUnload(void *module);
+LOOM_CUDA_EXPORT void *mgpuModuleGetFunction(void *module, const char *name);
+LOOM_CUDA_EXPORT void mgpuLaunchKernel(void *function, intptr_t grid_x,
+                                       intptr_t grid_y, intptr_t grid_z,
+                                       intptr_t block_x, intptr_t block_y,
+                                       intptr_t block_z, int32_t smem,
+                                       void *stream, void **params,
+                                       void **extra, size_t param_count);
+LOOM_CUDA_EXPORT void *mgpuStreamCreate(void);
+LOOM_CUDA_EXPORT void mgpuStreamDestroy(void *stream);
+LOOM_CUDA_EXPORT void mgpuStreamSynchronize(void *stream);
+LOOM_CUDA_EXPORT void mgpuStreamWaitEvent(void *stream, void *event);
+LOOM_CUDA_EXPORT void *mgpuEventCreate(void);
+LOOM_CUDA_EXPORT void mgpuEventDestroy(void *event);
+LOOM_CUDA_EXPORT void mgpuEventSynchronize(void *event);
+LOOM_CUDA_EXPORT void mgpuEventRecord(void *event, void *stream);
+LOOM_CUDA_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream,
+                                    bool is_host_shared);
+LOOM_CUDA_EXPORT void mgpuMemFree(void *ptr, void *stream);
+LOOM_CUDA_EXPORT void mgpuMemcpy(void *dst, void *src, size_t bytes,
+                                 void *stream);
+LOOM_CUDA_EXPORT void mgpuMemset32(void *dst, uint32_t value, size_t count,
+                                   void *stream);
+LOOM_CUDA_EXPORT void mgpuMemset16(void *dst, unsigned short value,
+                                   size_t count, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOOM_RUNTIME_CUDA_H */

@@ -1,0 +1,851 @@
+//===- QMatmulKernelGen.cpp - gpu.func kernels for loom.qmatmul -----------===//
+//
+// The kernels are written as MLIR text by a small SSA emitter: each helper
+// appends one op and returns the name of its result. Loops over the 32
+// elements of a chunk, over the batch rows and over the rows of a warp are
+// unrolled here, in C++, so every accumulator is an SSA value (a register)
+// and LLVM/ptxas see straight-line code with 128-bit loads.
+//
+// Dequantisation: every format is brought to "unsigned code u, per-chunk
+// scale s and bias b, value = s*u + b" (q4_0: b = -8s; q8_0 and symmetric
+// int8: u = q ^ 0x80, b = -128s; min: b = m; zero point: b = -s*z), so a
+// chunk's contribution to one output is s*dot(u, x) + b*sum(x) and the per
+// element work is one bit extraction, one subtraction and one FMA.
+// A code u < 2^8 becomes a float without a conversion instruction:
+// bitcast(u | 0x4B000000) = 2^23 + u exactly, minus 2^23.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Target/GpuTarget/QMatmulKernelGen.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <tuple>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace loom::gpu {
+
+//===----------------------------------------------------------------------===//
+// Spec helpers
+//===----------------------------------------------------------------------===//
+
+QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k, ElemType act) {
+  QMatmulSpec s;
+  s.format = format;
+  s.block = 32;
+  s.mode = format == QFormat::Q4_1   ? QMode::Min
+           : format == QFormat::Q8_0 ? QMode::Symmetric
+                                     : QMode::ZeroPoint;
+  s.scale = ElemType::F16;
+  s.act = act;
+  s.n = n;
+  s.k = k;
+  return s;
+}
+
+bool parseFormat(const std::string &s, QFormat &out) {
+  static const std::pair<const char *, QFormat> table[] = {
+      {"q4_0", QFormat::Q4_0}, {"q4_1", QFormat::Q4_1},
+      {"q8_0", QFormat::Q8_0}, {"int4", QFormat::Int4},
+      {"int8", QFormat::Int8}};
+  for (auto &[name, f] : table)
+    if (s == name) {
+      out = f;
+      return true;
+    }
+  return false;
+}
+
+bool parseMode(const std::string &s, QMode &out) {
+  if (s == "symmetric" || s == "sym")
+    out = QMode::Symmetric;
+  else if (s == "min")
+    out = QMode::Min;
+  else if (s == "zero_point" || s == "zp")
+    out = QMode::ZeroPoint;
+  else
+    return false;
+  return true;
+}
+
+bool parseElemType(const std::string &s, ElemType &out) {
+  if (s == "f32")
+    out = ElemType::F32;
+  else if (s == "f16")
+    out = ElemType::F16;
+  else if (s == "bf16")
+    out = ElemType::BF16;
+  else
+    return false;
+  return true;
+}
+
+const char *formatName(QFormat f) {
+  switch (f) {
+  case QFormat::Q4_0: return "q4_0";
+  case QFormat::Q4_1: return "q4_1";
+  case QFormat::Q8_0: return "q8_0";
+  case QFormat::Int4: return "int4";
+  case QFormat::Int8: return "int8";
+  }
+  return "?";
+}
+
+const char *modeName(QMode m) {
+  switch (m) {
+  case QMode::Symmetric: return "symmetric";
+  case QMode::Min: return "min";
+  case QMode::ZeroPoint: return "zero_point";
+  }
+  return "?";
+}
+
+const char *elemTypeName(ElemType t) {
+  switch (t) {
+  case ElemType::F32: return "f32";
+  case ElemType::F16: return "f16";
+  case ElemType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+static bool isGguf(QFormat f) {
+  return f == QFormat::Q4_0 || f == QFormat::Q4_1 || f == QFormat::Q8_0;
+}
+static unsigned bitsOf(QFormat f) {
+  return f == QFormat::Q8_0 || f == QFormat::Int8 ? 8 : 4;
+}
+static int64_t elemBytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+
+// Block layout (include/loom/Quant/Quant.h, GGUF's for q4_0/q4_1/q8_0):
+//   scale | [min, mode min] | [zero point byte, mode zero_point] | values
+static int64_t scaleBytes(const QMatmulSpec &s) { return elemBytes(s.scale); }
+static int64_t valueOffset(const QMatmulSpec &s) {
+  if (s.mode == QMode::Min)
+    return 2 * scaleBytes(s);
+  if (s.mode == QMode::ZeroPoint && !isGguf(s.format))
+    return scaleBytes(s) + 1;
+  return scaleBytes(s);
+}
+static int64_t blockBytes(const QMatmulSpec &s) {
+  return valueOffset(s) + s.block * bitsOf(s.format) / 8;
+}
+static int64_t rowBytes(const QMatmulSpec &s) {
+  return s.k / s.block * blockBytes(s);
+}
+/// The largest power of two (<= 16) dividing every value.
+static int pow2Align(std::initializer_list<int64_t> vs) {
+  int a = 16;
+  for (int64_t v : vs)
+    while (a > 1 && v % a)
+      a /= 2;
+  return a;
+}
+
+std::string validate(const QMatmulSpec &s) {
+  std::ostringstream os;
+  if (s.n <= 0 || s.k <= 0)
+    os << "N and K must be positive (got N=" << s.n << ", K=" << s.k << ")";
+  else if (s.k % 32 != 0)
+    os << "K=" << s.k << " is not a multiple of 32: pad K to a multiple of "
+          "32 (the kernels read 32-element chunks)";
+  else if (s.act == ElemType::BF16)
+    os << "bf16 activations are not generated: use f32 or f16";
+  else if (isGguf(s.format)) {
+    QMatmulSpec g = ggufSpec(s.format, s.n, s.k, s.act);
+    if (s.block != g.block || s.mode != g.mode || s.scale != g.scale)
+      os << formatName(s.format) << " has block 32, mode " << modeName(g.mode)
+         << " and f16 scales (fixed by GGUF)";
+  } else {
+    if (s.block != 32 && s.block != 64 && s.block != 128)
+      os << "block " << s.block << " is not 32, 64 or 128";
+    else if (s.k % s.block != 0)
+      os << "K=" << s.k << " is not a multiple of the block " << s.block;
+  }
+  if (os.str().empty() && (s.n >= (int64_t(1) << 31) || s.k >= (1 << 24)))
+    os << "N=" << s.n << ", K=" << s.k << " is too large for 32-bit indices";
+  return os.str();
+}
+
+std::string kernelBaseName(const QMatmulSpec &s) {
+  std::ostringstream os;
+  os << "loom_qmm_" << formatName(s.format);
+  if (!isGguf(s.format)) {
+    const char *mode = s.mode == QMode::Symmetric ? "sym"
+                       : s.mode == QMode::Min     ? "min"
+                                                  : "zp";
+    os << "_b" << s.block << "_" << mode << "_" << elemTypeName(s.scale);
+  }
+  os << "_n" << s.n << "_k" << s.k << "_" << elemTypeName(s.act);
+  return os.str();
+}
+
+std::string gemvKernelName(const QMatmulSpec &s, int batch) {
+  return kernelBaseName(s) + "_gemv" + std::to_string(batch);
+}
+
+std::string tiledKernelName(const QMatmulSpec &s) {
+  return kernelBaseName(s) + "_tiled";
+}
+
+int64_t weightBytes(const QMatmulSpec &s) { return s.n * rowBytes(s); }
+
+//===----------------------------------------------------------------------===//
+// The SSA text emitter
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr int kGemvThreads = 128;  // 4 warps
+constexpr int kGemvRowsPerWarp = 2; // 8 rows per block
+constexpr int kTile = 64;          // tiled: 64x64 outputs per block
+constexpr int kTiledThreads = 256; // 16x16 threads, 4x4 outputs each
+constexpr int kTilePad = 68;       // shared tile row length (16-byte rows)
+
+
+/// One function body under construction. Constants go to a prologue at the
+/// top of the body (so they dominate every nested region) and are emitted
+/// once each.
+class Fn {
+public:
+  std::string body, prologue;
+  int indent = 2;
+
+  std::string fresh() { return "%v" + std::to_string(next++); }
+  void line(const std::string &s) {
+    body.append(indent * 2, ' ');
+    body += s;
+    body += '\n';
+  }
+  /// Emits `%vN = rhs` and returns %vN.
+  std::string op(const std::string &rhs) {
+    std::string n = fresh();
+    line(n + " = " + rhs);
+    return n;
+  }
+
+  std::string cst(const std::string &lit, const std::string &ty) {
+    std::string key = lit + ":" + ty;
+    auto it = consts.find(key);
+    if (it != consts.end())
+      return it->second;
+    std::string n = fresh();
+    prologue += "    " + n + " = arith.constant " + lit + " : " + ty + "\n";
+    consts[key] = n;
+    return n;
+  }
+  std::string i32(int64_t c) { return cst(std::to_string(c), "i32"); }
+  std::string i64(int64_t c) { return cst(std::to_string(c), "i64"); }
+  std::string idx(int64_t c) { return cst(std::to_string(c), "index"); }
+  std::string f32(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", bits);
+    return cst(buf, "f32");
+  }
+
+  std::string bin(const char *name, const std::string &a, const std::string &b,
+                  const char *ty) {
+    return op(std::string(name) + " " + a + ", " + b + " : " + ty);
+  }
+  std::string addi(const std::string &a, const std::string &b,
+                   const char *ty = "i32") {
+    return bin("arith.addi", a, b, ty);
+  }
+  std::string muli(const std::string &a, const std::string &b,
+                   const char *ty = "i32") {
+    return bin("arith.muli", a, b, ty);
+  }
+  std::string addf(const std::string &a, const std::string &b) {
+    return bin("arith.addf", a, b, "f32");
+  }
+  std::string mulf(const std::string &a, const std::string &b) {
+    return bin("arith.mulf", a, b, "f32");
+  }
+  std::string fma(const std::string &a, const std::string &b,
+                  const std::string &c) {
+    return op("llvm.intr.fma(" + a + ", " + b + ", " + c +
+              ") : (f32, f32, f32) -> f32");
+  }
+  std::string cast(const char *name, const std::string &v, const char *from,
+                   const char *to) {
+    return op(std::string(name) + " " + v + " : " + from + " to " + to);
+  }
+  std::string select(const std::string &c, const std::string &a,
+                     const std::string &b, const char *ty) {
+    return op("arith.select " + c + ", " + a + ", " + b + " : " + ty);
+  }
+  std::string cmp(const char *pred, const std::string &a, const std::string &b,
+                  const char *ty = "i32") {
+    return op(std::string("arith.cmpi ") + pred + ", " + a + ", " + b + " : " +
+              ty);
+  }
+  /// ptr + byteOffset (i64), as a pointer.
+  std::string gep(const std::string &ptr, const std::string &off) {
+    return op("llvm.getelementptr inbounds " + ptr + "[" + off +
+              "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8");
+  }
+  std::string load(const std::string &ptr, const std::string &ty, int align) {
+    return op("llvm.load " + ptr + " {alignment = " + std::to_string(align) +
+              " : i64} : !llvm.ptr<1> -> " + ty);
+  }
+  std::string loadAt(const std::string &base, const std::string &off,
+                     const std::string &ty, int align) {
+    return load(gep(base, off), ty, align);
+  }
+  void store(const std::string &v, const std::string &ptr,
+             const std::string &ty, int align) {
+    line("llvm.store " + v + ", " + ptr + " {alignment = " +
+         std::to_string(align) + " : i64} : " + ty + ", !llvm.ptr<1>");
+  }
+  std::string extract(const std::string &vec, int i, const std::string &vty) {
+    return op("llvm.extractelement " + vec + "[" + i32(i) + " : i32] : " + vty);
+  }
+  /// Sum of `xs` as a balanced tree (short dependency chains).
+  std::string sum(std::vector<std::string> xs) {
+    while (xs.size() > 1) {
+      std::vector<std::string> next;
+      for (size_t i = 0; i + 1 < xs.size(); i += 2)
+        next.push_back(addf(xs[i], xs[i + 1]));
+      if (xs.size() % 2)
+        next.push_back(xs.back());
+      xs = std::move(next);
+    }
+    return xs.front();
+  }
+
+private:
+  int next = 0;
+  std::map<std::string, std::string> consts;
+};
+
+/// The names of a kernel's arguments.
+struct Args {
+  std::string w = "%w", x = "%x", y = "%y", m = "%m";
+};
+
+std::string header(const std::string &name, int threads,
+                   const std::string &workgroup = "") {
+  std::string ro = " {llvm.noalias, llvm.readonly}";
+  std::string s = "    gpu.func @" + name + "(%w: !llvm.ptr<1>" + ro +
+                  ", %x: !llvm.ptr<1>" + ro +
+                  ", %y: !llvm.ptr<1> {llvm.noalias}, %m: i32)";
+  if (!workgroup.empty())
+    s += " workgroup(" + workgroup + ")";
+  s += " kernel attributes {known_block_size = array<i32: " +
+       std::to_string(threads) + ", 1, 1>} {\n";
+  return s;
+}
+
+/// An unsigned integer of `bytes` (1, 2, 4) at w + off (i64), from loads of
+/// `align` bytes (GGUF and Loom blocks of 18, 34, 66 bytes are only 2-byte
+/// aligned), zero-extended to i32.
+std::string loadInt(Fn &f, const std::string &w, const std::string &off,
+                    int bytes, int align) {
+  int piece = std::min(bytes, align);
+  const char *ty = piece == 1 ? "i8" : piece == 2 ? "i16" : "i32";
+  std::string acc;
+  for (int i = 0; i < bytes / piece; ++i) {
+    std::string o = i ? f.addi(off, f.i64(i * piece), "i64") : off;
+    std::string v = f.loadAt(w, o, ty, piece);
+    if (piece < 4)
+      v = f.cast("arith.extui", v, ty, "i32");
+    if (i)
+      v = f.bin("arith.shli", v, f.i32(8 * piece * i), "i32");
+    acc = i ? f.bin("arith.ori", acc, v, "i32") : v;
+  }
+  return acc;
+}
+
+/// A scale-typed value (f16, bf16, f32) at w + off, as f32.
+std::string loadScale(Fn &f, const std::string &w, const std::string &off,
+                      ElemType t, int align) {
+  std::string bits = loadInt(f, w, off, elemBytes(t), align);
+  if (t == ElemType::F32)
+    return f.cast("arith.bitcast", bits, "i32", "f32");
+  if (t == ElemType::BF16)
+    return f.cast("arith.bitcast", f.bin("arith.shli", bits, f.i32(16), "i32"),
+                  "i32", "f32");
+  std::string h = f.cast("arith.trunci", bits, "i32", "i16");
+  h = f.cast("arith.bitcast", h, "i16", "f16");
+  return f.cast("arith.extf", h, "f16", "f32");
+}
+
+/// A chunk: 32 elements of one weight row stored in 16 (4-bit) or 32
+/// (8-bit) consecutive value bytes of a block, as packed words, with the
+/// affine map value = scale * u + bias. Its elements are two runs of 16
+/// consecutive K positions, run0 and run1 (i64, within the row): int4 value
+/// byte j of a block holds elements j (low nibble) and j + block/2 (high),
+/// so group t (bytes 16t..16t+15) covers 16t.. and block/2 + 16t..; 8-bit
+/// values are in order. Slot s < 16 of a chunk is run0 + s, slot s >= 16 is
+/// run1 + s - 16.
+struct Chunk {
+  std::vector<std::string> words; // i32
+  std::string scale, bias;        // f32
+  std::string run0, run1;         // i64 element offsets in the row
+};
+
+/// The two element runs (i64 offsets within a row) of chunk `c64`.
+std::pair<std::string, std::string> chunkRuns(Fn &f, const QMatmulSpec &s,
+                                              const std::string &c64) {
+  const unsigned bits = bitsOf(s.format);
+  const int64_t groups = s.block / 32;
+  std::string blk = c64, grp = f.i64(0);
+  if (groups > 1) {
+    blk = f.bin("arith.divui", c64, f.i64(groups), "i64");
+    grp = f.bin("arith.remui", c64, f.i64(groups), "i64");
+  }
+  std::string run0 =
+      f.addi(f.muli(blk, f.i64(s.block), "i64"),
+             f.muli(grp, f.i64(bits == 4 ? 16 : 32), "i64"), "i64");
+  std::string run1 = f.addi(run0, f.i64(bits == 4 ? s.block / 2 : 16), "i64");
+  return {run0, run1};
+}
+
+/// Loads chunk `c64` (i64, 0 .. K/32-1) of weight row `row64` (i64).
+Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
+                const std::string &row64, const std::string &c64) {
+  Chunk c;
+  const unsigned bits = bitsOf(s.format);
+  const int64_t groups = s.block / 32; // chunks per block
+  const int64_t bb = blockBytes(s), sb = scaleBytes(s), vo = valueOffset(s);
+  std::string blk = c64, grp = f.i64(0);
+  if (groups > 1) { // powers of two: shifts and masks
+    blk = f.bin("arith.divui", c64, f.i64(groups), "i64");
+    grp = f.bin("arith.remui", c64, f.i64(groups), "i64");
+  }
+  std::string base = f.addi(f.muli(row64, f.i64(rowBytes(s)), "i64"),
+                            f.muli(blk, f.i64(bb), "i64"), "i64");
+  int scaleAlign = pow2Align({bb, sb});
+  c.scale = loadScale(f, a.w, base, s.scale, scaleAlign);
+
+  int valAlign = pow2Align({bb, vo});
+  std::string voff =
+      f.addi(f.addi(base, f.i64(vo), "i64"),
+             f.muli(grp, f.i64(bits == 4 ? 16 : 32), "i64"), "i64");
+  int words = bits == 4 ? 4 : 8;
+  if (valAlign == 16) {
+    for (int v = 0; v < words / 4; ++v) {
+      std::string vec = f.loadAt(a.w, f.addi(voff, f.i64(16 * v), "i64"),
+                                 "vector<4xi32>", 16);
+      for (int e = 0; e < 4; ++e)
+        c.words.push_back(f.extract(vec, e, "vector<4xi32>"));
+    }
+  } else {
+    for (int t = 0; t < words; ++t)
+      c.words.push_back(loadInt(
+          f, a.w, t ? f.addi(voff, f.i64(4 * t), "i64") : voff, 4, valAlign));
+  }
+  bool signed8 = bits == 8 && s.mode == QMode::Symmetric;
+  if (signed8) // two's complement int8 -> u = q + 128
+    for (std::string &w : c.words)
+      w = f.bin("arith.xori", w, f.i32(int32_t(0x80808080u)), "i32");
+
+  switch (s.mode) {
+  case QMode::Symmetric:
+    c.bias = f.mulf(c.scale, f.f32(signed8 ? -128.0f : -8.0f));
+    break;
+  case QMode::Min:
+    c.bias = loadScale(f, a.w, f.addi(base, f.i64(sb), "i64"), s.scale,
+                       pow2Align({bb, sb}));
+    break;
+  case QMode::ZeroPoint:
+    if (isGguf(s.format)) { // q4_0: zero point 8
+      c.bias = f.mulf(c.scale, f.f32(-8.0f));
+    } else {
+      std::string z = loadInt(f, a.w, f.addi(base, f.i64(sb), "i64"), 1, 1);
+      std::string zf = f.cast("arith.uitofp", z, "i32", "f32");
+      c.bias = f.mulf(c.scale, f.op("arith.negf " + zf + " : f32"));
+    }
+    break;
+  }
+
+  std::tie(c.run0, c.run1) = chunkRuns(f, s, c64);
+  return c;
+}
+
+/// The 32 codes u of a chunk as floats, by slot.
+std::vector<std::string> codes(Fn &f, const QMatmulSpec &s, const Chunk &c) {
+  std::vector<std::string> u(32);
+  unsigned bits = bitsOf(s.format);
+  unsigned perWord = 32 / bits;
+  for (size_t t = 0; t < c.words.size(); ++t)
+    for (unsigned p = 0; p < perWord; ++p) {
+      // 4-bit: byte 4t + p/2, low nibble -> run0, high nibble -> run1.
+      int slot = bits == 8 ? 4 * t + p : 4 * t + p / 2 + 16 * (p % 2);
+      std::string v = c.words[t];
+      if (p)
+        v = f.bin("arith.shrui", v, f.i32(bits * p), "i32");
+      v = f.bin("arith.andi", v, f.i32((1 << bits) - 1), "i32");
+      v = f.bin("arith.ori", v, f.i32(0x4B000000), "i32");
+      v = f.cast("arith.bitcast", v, "i32", "f32");
+      u[slot] = f.op("arith.subf " + v + ", " + f.f32(8388608.0f) + " : f32");
+    }
+  return u;
+}
+
+/// `count` (8 or 16) activations at element offset `off64` (i64, a multiple
+/// of 8) of x, as f32 values.
+std::vector<std::string> loadActs(Fn &f, const QMatmulSpec &s,
+                                  const std::string &x,
+                                  const std::string &off64, int count) {
+  std::vector<std::string> out;
+  if (s.act == ElemType::F32) {
+    std::string byteOff = f.muli(off64, f.i64(4), "i64");
+    for (int v = 0; v < count / 4; ++v) {
+      std::string vec = f.loadAt(
+          x, v ? f.addi(byteOff, f.i64(16 * v), "i64") : byteOff,
+          "vector<4xf32>", 16);
+      for (int e = 0; e < 4; ++e)
+        out.push_back(f.extract(vec, e, "vector<4xf32>"));
+    }
+    return out;
+  }
+  std::string byteOff = f.muli(off64, f.i64(2), "i64");
+  for (int v = 0; v < count / 8; ++v) {
+    std::string vec =
+        f.loadAt(x, v ? f.addi(byteOff, f.i64(16 * v), "i64") : byteOff,
+                 "vector<8xf16>", 16);
+    for (int e = 0; e < 8; ++e)
+      out.push_back(f.cast("arith.extf", f.extract(vec, e, "vector<8xf16>"),
+                           "f16", "f32"));
+  }
+  return out;
+}
+
+void storeOut(Fn &f, const QMatmulSpec &s, const Args &a,
+              const std::string &elemOff64, const std::string &v) {
+  if (s.act == ElemType::F32) {
+    f.store(v, f.gep(a.y, f.muli(elemOff64, f.i64(4), "i64")), "f32", 4);
+    return;
+  }
+  std::string h = f.cast("arith.truncf", v, "f32", "f16");
+  f.store(h, f.gep(a.y, f.muli(elemOff64, f.i64(2), "i64")), "f16", 2);
+}
+
+std::string typeList(size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i)
+    s += i ? ", f32" : "f32";
+  return s;
+}
+
+std::string join(const std::vector<std::string> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMV: batch B <= 8. Each warp owns kGemvRowsPerWarp rows; lane l reads
+// chunks l, l+32, ... of each row (coalesced 16-byte loads across the warp),
+// so one activation chunk, loaded once, serves every row of the warp. The
+// loop trip count is static (ceil(K/32 / 32)) so LLVM unrolls it and keeps
+// several loads in flight. A warp shuffle reduction ends the row.
+//===----------------------------------------------------------------------===//
+std::string emitGemv(const QMatmulSpec &s, int batch) {
+  Fn f;
+  Args a;
+  const int rows = kGemvRowsPerWarp;
+  const int64_t chunks = s.k / 32;
+  // Chunks per lane per loop iteration: all their loads are issued before
+  // any arithmetic, 32 words of weights per lane in flight.
+  const int64_t perLane = (chunks + 31) / 32;
+  const int64_t unroll =
+      std::min<int64_t>(perLane, bitsOf(s.format) == 4 ? 4 : 2);
+  const int64_t iters = (perLane + unroll - 1) / unroll;
+  const bool guard = chunks % (32 * unroll) != 0;
+
+  std::string tid = f.cast("arith.index_cast", f.op("gpu.thread_id x"),
+                           "index", "i32");
+  std::string bid = f.cast("arith.index_cast", f.op("gpu.block_id x"),
+                           "index", "i32");
+  std::string lane = f.bin("arith.andi", tid, f.i32(31), "i32");
+  std::string warp = f.bin("arith.shrui", tid, f.i32(5), "i32");
+  std::string row0 = f.muli(
+      f.addi(f.muli(bid, f.i32(kGemvThreads / 32)), warp), f.i32(rows));
+  std::vector<std::string> row(rows), row64(rows);
+  for (int r = 0; r < rows; ++r) {
+    row[r] = f.addi(row0, f.i32(r));
+    // Rows past N read row N-1 (valid memory) and are not stored.
+    std::string rc = f.bin("arith.minui", row[r], f.i32(s.n - 1), "i32");
+    row64[r] = f.cast("arith.extui", rc, "i32", "i64");
+  }
+
+  const size_t nacc = size_t(rows) * batch; // acc[r * batch + b]
+  std::vector<std::string> init(nacc, f.f32(0.0f)), iterArgs(nacc);
+  std::string res = f.fresh(), iv = f.fresh();
+  std::string argList;
+  for (size_t i = 0; i < nacc; ++i) {
+    iterArgs[i] = f.fresh();
+    argList += (i ? ", " : "") + iterArgs[i] + " = " + init[i];
+  }
+  f.line(res + ":" + std::to_string(nacc) + " = scf.for " + iv + " = " +
+         f.idx(0) + " to " + f.idx(iters) + " step " + f.idx(1) +
+         " iter_args(" + argList + ") -> (" + typeList(nacc) + ") {");
+  ++f.indent;
+  std::string it = f.cast("arith.index_cast", iv, "index", "i32");
+  std::vector<std::string> c64(unroll), valid(unroll);
+  for (int64_t u = 0; u < unroll; ++u) {
+    // Chunk (it * unroll + u) * 32 + lane.
+    std::string c = f.addi(
+        f.muli(f.addi(f.muli(it, f.i32(unroll)), f.i32(u)), f.i32(32)), lane);
+    if (guard) {
+      valid[u] = f.cmp("ult", c, f.i32(chunks));
+      c = f.select(valid[u], c, f.i32(0), "i32");
+    }
+    c64[u] = f.cast("arith.extui", c, "i32", "i64");
+  }
+
+  // Every row's weights of every unrolled chunk first: independent loads,
+  // in flight together.
+  std::vector<std::vector<Chunk>> ch(unroll);
+  for (int64_t u = 0; u < unroll; ++u)
+    for (int r = 0; r < rows; ++r)
+      ch[u].push_back(loadChunk(f, s, a, row64[r], c64[u]));
+
+  std::vector<std::string> acc(iterArgs);
+  for (int64_t u = 0; u < unroll; ++u) {
+    std::vector<std::vector<std::string>> codesOf;
+    for (int r = 0; r < rows; ++r)
+      codesOf.push_back(codes(f, s, ch[u][r]));
+    for (int b = 0; b < batch; ++b) {
+      // The chunk's runs are the same for every row of the warp.
+      const Chunk &c0 = ch[u][0];
+      std::string xrow = f.i64(int64_t(b) * s.k);
+      std::vector<std::string> x =
+          loadActs(f, s, a.x, f.addi(xrow, c0.run0, "i64"), 16);
+      std::vector<std::string> x1 =
+          loadActs(f, s, a.x, f.addi(xrow, c0.run1, "i64"), 16);
+      x.insert(x.end(), x1.begin(), x1.end());
+      std::string sumx = f.sum(x);
+      for (int r = 0; r < rows; ++r) {
+        const std::vector<std::string> &q = codesOf[r];
+        // Two interleaved partial sums halve the FMA dependency chain.
+        std::string p0 = f.mulf(q[0], x[0]), p1 = f.mulf(q[1], x[1]);
+        for (int j = 2; j < 32; j += 2) {
+          p0 = f.fma(q[j], x[j], p0);
+          p1 = f.fma(q[j + 1], x[j + 1], p1);
+        }
+        std::string dot = f.addf(p0, p1);
+        size_t i = size_t(r) * batch + b;
+        std::string next = f.fma(ch[u][r].scale, dot, acc[i]);
+        next = f.fma(ch[u][r].bias, sumx, next);
+        if (guard)
+          next = f.select(valid[u], next, acc[i], "f32");
+        acc[i] = next;
+      }
+    }
+  }
+  f.line("scf.yield " + join(acc) + " : " + typeList(nacc));
+  --f.indent;
+  f.line("}");
+
+  // Warp reduction of every accumulator.
+  std::vector<std::string> total(nacc);
+  for (size_t i = 0; i < nacc; ++i) {
+    std::string v = res + "#" + std::to_string(i);
+    for (int off = 16; off >= 1; off /= 2) {
+      std::string sh = f.fresh(), ok = f.fresh();
+      f.line(sh + ", " + ok + " = gpu.shuffle xor " + v + ", " + f.i32(off) +
+             ", " + f.i32(32) + " : f32");
+      v = f.addf(v, sh);
+    }
+    total[i] = v;
+  }
+  std::string lane0 = f.cmp("eq", lane, f.i32(0));
+  f.line("scf.if " + lane0 + " {");
+  ++f.indent;
+  for (int r = 0; r < rows; ++r) {
+    std::string inRange = f.cmp("ult", row[r], f.i32(s.n));
+    f.line("scf.if " + inRange + " {");
+    ++f.indent;
+    std::string r64 = f.cast("arith.extui", row[r], "i32", "i64");
+    for (int b = 0; b < batch; ++b)
+      storeOut(f, s, a, f.addi(f.i64(int64_t(b) * s.n), r64, "i64"),
+               total[size_t(r) * batch + b]);
+    --f.indent;
+    f.line("}");
+  }
+  --f.indent;
+  f.line("}");
+  f.line("gpu.return");
+
+  return header(gemvKernelName(s, batch), kGemvThreads) + f.prologue +
+         f.body + "    }\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled: any batch. A 64x64 output tile per block; per 32-element K step the
+// block stages x[64 rows][32] and the dequantised W[64 rows][32] in shared
+// memory (transposed, [k][row]), then each thread accumulates a 4x4
+// sub-tile. SIMT FMAs, no tensor cores (docs/GPU.md).
+//===----------------------------------------------------------------------===//
+std::string emitTiled(const QMatmulSpec &s) {
+  Fn f;
+  Args a;
+  const int64_t chunks = s.k / 32;
+  const std::string tileTy = "memref<32x" + std::to_string(kTilePad) +
+                             "xf32, #gpu.address_space<workgroup>>";
+
+  std::string tidx = f.op("gpu.thread_id x");
+  std::string tid = f.cast("arith.index_cast", tidx, "index", "i32");
+  std::string bx = f.cast("arith.index_cast", f.op("gpu.block_id x"), "index",
+                          "i32");
+  std::string by = f.cast("arith.index_cast", f.op("gpu.block_id y"), "index",
+                          "i32");
+  std::string tx = f.bin("arith.andi", tid, f.i32(15), "i32");
+  std::string ty = f.bin("arith.shrui", tid, f.i32(4), "i32");
+  std::string mBase = f.muli(by, f.i32(kTile));
+  std::string nBase = f.muli(bx, f.i32(kTile));
+
+  // x loader: thread t stages row t/4, elements (t%4)*8 .. +8 of the chunk.
+  std::string mm = f.bin("arith.shrui", tid, f.i32(2), "i32");
+  std::string q = f.bin("arith.andi", tid, f.i32(3), "i32");
+  std::string gm = f.addi(mBase, mm);
+  std::string xValid = f.cmp("ult", gm, a.m);
+  std::string gm64 = f.cast("arith.extui", f.select(xValid, gm, f.i32(0), "i32"),
+                            "i32", "i64");
+  std::string q64 = f.cast("arith.extui", q, "i32", "i64");
+  std::string mmIdx = f.cast("arith.index_cast", mm, "i32", "index");
+  std::string qIdx = f.cast("arith.index_cast", q, "i32", "index");
+  // W loader: threads 0..63 each dequantise one row's chunk.
+  std::string isW = f.cmp("ult", tid, f.i32(kTile));
+  std::string wRow = f.bin("arith.minui", f.addi(nBase, tid), f.i32(s.n - 1),
+                           "i32");
+  std::string wRow64 = f.cast("arith.extui", wRow, "i32", "i64");
+  std::string txIdx = f.cast("arith.index_cast", f.muli(tx, f.i32(4)), "i32",
+                             "index");
+  std::string tyIdx = f.cast("arith.index_cast", f.muli(ty, f.i32(4)), "i32",
+                             "index");
+
+  const size_t nacc = 16;
+  std::string res = f.fresh(), iv = f.fresh();
+  std::vector<std::string> iterArgs(nacc);
+  std::string argList;
+  for (size_t i = 0; i < nacc; ++i) {
+    iterArgs[i] = f.fresh();
+    argList += (i ? ", " : "") + iterArgs[i] + " = " + f.f32(0.0f);
+  }
+  f.line(res + ":16 = scf.for " + iv + " = " + f.idx(0) + " to " +
+         f.idx(chunks) + " step " + f.idx(1) + " iter_args(" + argList +
+         ") -> (" + typeList(nacc) + ") {");
+  ++f.indent;
+  std::string c64 = f.cast("arith.index_cast", iv, "index", "i64");
+  // Slots 8q .. 8q+7 of the chunk: run0 + 8q for q < 2, run1 + 8(q-2).
+  auto [run0, run1] = chunkRuns(f, s, c64);
+  std::string hiHalf = f.cmp("uge", q64, f.i64(2), "i64");
+  std::string run = f.select(hiHalf, run1, run0, "i64");
+  std::string xoff = f.addi(
+      f.addi(f.muli(gm64, f.i64(s.k), "i64"), run, "i64"),
+      f.muli(f.bin("arith.andi", q64, f.i64(1), "i64"), f.i64(8), "i64"),
+      "i64");
+  std::vector<std::string> xv = loadActs(f, s, a.x, xoff, 8);
+  std::string kBase = f.op("arith.muli " + qIdx + ", " + f.idx(8) + " : index");
+  for (int e = 0; e < 8; ++e) {
+    std::string v = f.select(xValid, xv[e], f.f32(0.0f), "f32");
+    std::string k = f.op("arith.addi " + kBase + ", " + f.idx(e) + " : index");
+    f.line("memref.store " + v + ", %xs[" + k + ", " + mmIdx + "] : " + tileTy);
+  }
+  f.line("scf.if " + isW + " {");
+  ++f.indent;
+  Chunk ch = loadChunk(f, s, a, wRow64, c64);
+  std::vector<std::string> u = codes(f, s, ch);
+  for (int j = 0; j < 32; ++j) {
+    std::string v = f.fma(ch.scale, u[j], ch.bias);
+    f.line("memref.store " + v + ", %ws[" + f.idx(j) + ", " + tidx + "] : " +
+           tileTy);
+  }
+  --f.indent;
+  f.line("}");
+  f.line("gpu.barrier");
+
+  std::string inner = f.fresh(), kk = f.fresh();
+  std::vector<std::string> innerArgs(nacc);
+  argList.clear();
+  for (size_t i = 0; i < nacc; ++i) {
+    innerArgs[i] = f.fresh();
+    argList += (i ? ", " : "") + innerArgs[i] + " = " + iterArgs[i];
+  }
+  f.line(inner + ":16 = scf.for " + kk + " = " + f.idx(0) + " to " +
+         f.idx(32) + " step " + f.idx(1) + " iter_args(" + argList + ") -> (" +
+         typeList(nacc) + ") {");
+  ++f.indent;
+  std::vector<std::string> av(4), bv(4), next(nacc);
+  for (int i = 0; i < 4; ++i) {
+    std::string mi =
+        f.op("arith.addi " + tyIdx + ", " + f.idx(i) + " : index");
+    av[i] = f.op("memref.load %xs[" + kk + ", " + mi + "] : " + tileTy);
+    std::string nj =
+        f.op("arith.addi " + txIdx + ", " + f.idx(i) + " : index");
+    bv[i] = f.op("memref.load %ws[" + kk + ", " + nj + "] : " + tileTy);
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      next[i * 4 + j] = f.fma(av[i], bv[j], innerArgs[i * 4 + j]);
+  f.line("scf.yield " + join(next) + " : " + typeList(nacc));
+  --f.indent;
+  f.line("}");
+  f.line("gpu.barrier");
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < nacc; ++i)
+    outs.push_back(inner + "#" + std::to_string(i));
+  f.line("scf.yield " + join(outs) + " : " + typeList(nacc));
+  --f.indent;
+  f.line("}");
+
+  for (int i = 0; i < 4; ++i) {
+    std::string mr = f.addi(mBase, f.addi(f.muli(ty, f.i32(4)), f.i32(i)));
+    std::string mOk = f.cmp("ult", mr, a.m);
+    for (int j = 0; j < 4; ++j) {
+      std::string nc = f.addi(nBase, f.addi(f.muli(tx, f.i32(4)), f.i32(j)));
+      std::string ok = f.bin("arith.andi", mOk, f.cmp("ult", nc, f.i32(s.n)),
+                             "i1");
+      f.line("scf.if " + ok + " {");
+      ++f.indent;
+      std::string off = f.addi(
+          f.muli(f.cast("arith.extui", mr, "i32", "i64"), f.i64(s.n), "i64"),
+          f.cast("arith.extui", nc, "i32", "i64"), "i64");
+      storeOut(f, s, a, off, res + "#" + std::to_string(i * 4 + j));
+      --f.indent;
+      f.line("}");
+    }
+  }
+  f.line("gpu.return");
+  return header(tiledKernelName(s), kTiledThreads,
+                "%xs : " + tileTy + ", %ws : " + tileTy) +
+         f.prologue + f.body + "    }\n";
+}
+
+} // namespace
+
+std::string emitQMatmulKernels(const QMatmulSpec &spec,
+                               const KernelOptions &options) {
+  std::string out;
+  if (options.gemv)
+    for (int b = 1; b <= options.maxGemvBatch; ++b)
+      out += emitGemv(spec, b);
+  if (options.tiled)
+    out += emitTiled(spec);
+  return out;
+}
+
+std::string emitQMatmulModule(const std::string &moduleName,
+                              const std::vector<QMatmulSpec> &specs,
+                              const KernelOptions &options) {
+  std::string out = "module attributes {gpu.container_module} {\n  gpu.module @" +
+                    moduleName + " {\n";
+  std::set<std::string> seen;
+  for (const QMatmulSpec &s : specs)
+    if (seen.insert(kernelBaseName(s)).second)
+      out += emitQMatmulKernels(s, options);
+  out += "  }\n}\n";
+  return out;
+}
+
+} // namespace loom::gpu

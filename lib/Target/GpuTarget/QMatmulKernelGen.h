@@ -1,0 +1,91 @@
+//===- QMatmulKernelGen.h - gpu.func kernels for loom.qmatmul ---*- C++ -*-===//
+//
+// Generates the GPU kernels of a quantized matmul `y[m, n] = sum_k x[m, k] *
+// dequant(W)[n, k]` as MLIR text (`gpu.func` ops in the gpu, arith, scf,
+// memref and llvm dialects), specialised for one weight format and one static
+// [N, K]. Plain C++ with no MLIR dependency: GpuTarget.cpp parses the text
+// into a module and compiles it through NVVM to PTX and a cubin.
+//
+// Every kernel takes the same arguments (the launch ABI the runtime uses,
+// include/loom/runtime/cuda.h):
+//   (ptr<1> w, ptr<1> x, ptr<1> y, i32 m)
+// w: the weight as stored: N rows of K / block blocks, each block
+// `scale | [min] | [zero point] | values` (GGUF's q4_0/q4_1/q8_0 blocks, and
+// Loom's int4/int8 as include/loom/Quant/Quant.h defines them), x: [m, K]
+// activations, y: [m, N] outputs, row-major.
+//
+// Variants (docs/GPU.md):
+//   <base>_gemv<B>, B = 1..8: batch B, two rows per warp, 128 threads;
+//   <base>_tiled: any batch, 64x64 output tiles, 256 threads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
+#define LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom::gpu {
+
+enum class QFormat { Q4_0, Q4_1, Q8_0, Int4, Int8 };
+enum class QMode { Symmetric, Min, ZeroPoint };
+enum class ElemType { F32, F16, BF16 };
+
+/// One quantized matmul shape and weight format.
+struct QMatmulSpec {
+  QFormat format = QFormat::Q4_0;
+  int64_t block = 32;          ///< elements per block along K
+  QMode mode = QMode::ZeroPoint; ///< q4_0: zero point 8 (implicit)
+  ElemType scale = ElemType::F16; ///< scale (and min) type of int4/int8
+  ElemType act = ElemType::F32;   ///< x and y element type (f32 or f16)
+  int64_t n = 0;               ///< output features (weight rows)
+  int64_t k = 0;               ///< input features (weight columns)
+};
+
+/// The spec of a GGUF format (block, mode and scale fixed by the format).
+QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k,
+                     ElemType act = ElemType::F32);
+
+/// Parses "q4_0", "q4_1", "q8_0", "int4", "int8" (false if unknown).
+bool parseFormat(const std::string &s, QFormat &out);
+/// Parses "symmetric"/"sym", "min", "zero_point"/"zp".
+bool parseMode(const std::string &s, QMode &out);
+/// Parses "f32", "f16", "bf16".
+bool parseElemType(const std::string &s, ElemType &out);
+const char *formatName(QFormat f);
+const char *modeName(QMode m);
+const char *elemTypeName(ElemType t);
+
+/// Empty when the spec can be generated, else what is wrong and what to do.
+std::string validate(const QMatmulSpec &spec);
+
+/// "loom_qmm_<format>[_b<block>_<mode>_<scale>]_n<N>_k<K>_<act>".
+std::string kernelBaseName(const QMatmulSpec &spec);
+std::string gemvKernelName(const QMatmulSpec &spec, int batch);
+std::string tiledKernelName(const QMatmulSpec &spec);
+
+/// Bytes of the [N, K] weight: N rows of K / block blocks.
+int64_t weightBytes(const QMatmulSpec &spec);
+
+struct KernelOptions {
+  bool gemv = true;  ///< emit <base>_gemv1 .. _gemv<maxGemvBatch>
+  int maxGemvBatch = 8;
+  bool tiled = true; ///< emit <base>_tiled
+};
+
+/// The `gpu.func` ops of `spec` (no enclosing gpu.module). `validate(spec)`
+/// must be empty.
+std::string emitQMatmulKernels(const QMatmulSpec &spec,
+                               const KernelOptions &options = {});
+
+/// A whole MLIR module: `module attributes {gpu.container_module} {
+/// gpu.module @<moduleName> { kernels of every spec } }`. Duplicate specs
+/// are emitted once.
+std::string emitQMatmulModule(const std::string &moduleName,
+                              const std::vector<QMatmulSpec> &specs,
+                              const KernelOptions &options = {});
+
+} // namespace loom::gpu
+
+#endif // LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H

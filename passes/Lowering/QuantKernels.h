@@ -1,0 +1,40 @@
+//===- QuantKernels.h - generated quantized matmul kernels ------*- C++ -*-===//
+//
+// Vector-dialect kernels for loom.qmatmul on CPU (docs/QUANTIZE.md): the
+// weight stays in its blocks (GGUF q4_0/q4_1/q8_0 or Loom int4/int8) and is
+// unpacked in registers, block by block, next to the activations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_LOWERING_QUANTKERNELS_H
+#define LOOM_PASSES_LOWERING_QUANTKERNELS_H
+
+#include "dialects/Loom/IR/LoomDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace loom {
+
+/// Activations of the generated kernels.
+enum class QKernelActivations {
+  F32, ///< f32 activations times unpacked weights (the accurate path)
+  I8,  ///< activations quantized to int8 per weight block, integer dots
+};
+
+/// Whether a generated kernel exists for `q` (and the reason when not).
+bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
+
+/// The private function (created in `module` on first use, one per scheme,
+/// K and activation kind)
+///   func @__loom_qmm_...(%x: memref<?xKxf32>, %w: memref<?xRxi8>,
+///                        %y: memref<?x?xf32>)
+/// computing y[m, n] = sum_k x[m, k] * dequant(w)[n, k], where w holds N
+/// rows of R = K / block * blockBytes bytes.
+mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
+                                            QuantAttr q, int64_t k,
+                                            QKernelActivations act);
+
+} // namespace loom
+
+#endif // LOOM_PASSES_LOWERING_QUANTKERNELS_H

@@ -1,0 +1,484 @@
+//===- ExplicitReshards.cpp - the partitioner's decide step ---------------===//
+//
+// Checks that a module is in plan form and makes every change of sharding
+// an explicit loom.shard, so that the materialise step (Partition.cpp) only
+// has to turn each loom.shard into collectives and every other op into its
+// local form:
+//  - a sharded argument of a public function (every rank receives the whole
+//    value) becomes `loom.shard %arg to S` on a replicated argument;
+//  - a sharded loom.weight (every rank has the whole data mapped) likewise;
+//  - a returned value is resharded to the function's result sharding
+//    (absent: replicated), a call operand to the callee's argument sharding
+//    (public callees take replicated arguments), and call results take the
+//    callee's result shardings.
+// The checks: one mesh, no hand-written collectives next to shardings, no
+// ops with regions, partial sums only through linear ops, and operand
+// shardings that agree with the result's for elementwise ops and matmuls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Partition/Passes.h"
+#include "passes/Partition/ShardingUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#define DEBUG_TYPE "loom-explicit-reshards"
+
+namespace loom {
+#define GEN_PASS_DEF_EXPLICITRESHARDSPASS
+#include "passes/Partition/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::partition;
+
+namespace {
+
+unsigned rankOf(Type t) {
+  if (auto st = dyn_cast<ShapedType>(t))
+    return st.hasRank() ? st.getRank() : 0;
+  if (auto q = dyn_cast<QTensorType>(t))
+    return q.getRank();
+  return 0;
+}
+
+Layout layoutOf(Value v) {
+  return Layout::of(getValueSharding(v), rankOf(v.getType()));
+}
+
+/// `%s = loom.shard %v to S` right after `v` is defined; replaces the uses
+/// of `v` for which `use` returns true.
+ShardOp insertShard(OpBuilder &b, Value v, ShardingAttr s,
+                    function_ref<bool(OpOperand &)> use) {
+  OpBuilder::InsertionGuard guard(b);
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    b.setInsertionPointToStart(arg.getOwner());
+  else
+    b.setInsertionPointAfter(v.getDefiningOp());
+  auto shard = ShardOp::create(b, v.getLoc(), v, s);
+  v.replaceUsesWithIf(shard.getResult(), [&](OpOperand &o) {
+    return o.getOwner() != shard && use(o);
+  });
+  return shard;
+}
+
+/// A replicated sharding of rank `rank` on `mesh`.
+ShardingAttr replicated(MLIRContext *ctx, FlatSymbolRefAttr mesh,
+                        unsigned rank) {
+  SmallVector<Attribute> dims(rank, ArrayAttr::get(ctx, {}));
+  return ShardingAttr::get(ctx, mesh, ArrayAttr::get(ctx, dims),
+                           ArrayAttr::get(ctx, {}));
+}
+
+/// Reshards `operand` (of `user`) to `want` (null: replicated) with a
+/// loom.shard before `user`, unless it is laid out so already.
+void reshardOperand(OpBuilder &b, OpOperand &operand, ShardingAttr want,
+                    FlatSymbolRefAttr mesh) {
+  Value v = operand.get();
+  unsigned rank = rankOf(v.getType());
+  if (layoutOf(v) == Layout::of(want, rank))
+    return;
+  if (!want)
+    want = replicated(b.getContext(), mesh, rank);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(operand.getOwner());
+  auto shard = ShardOp::create(b, operand.getOwner()->getLoc(), v, want);
+  operand.set(shard.getResult());
+}
+
+std::string axesStr(ArrayRef<StringRef> axes) {
+  return "{" + llvm::join(axes, ", ") + "}";
+}
+
+//===----------------------------------------------------------------------===//
+// Plan-form checks
+//===----------------------------------------------------------------------===//
+
+/// Ops through which a partial sum stays a partial sum of the result
+/// (linear in each operand).
+bool isLinearUnary(Operation *op) {
+  return isa<NegOp, ReshapeOp, TransposeOp, SliceOp, BroadcastOp, CastOp,
+             GatherOp>(op);
+}
+
+LogicalResult checkPartials(Operation *op) {
+  SmallVector<Layout> ins;
+  for (Value v : op->getOperands())
+    ins.push_back(layoutOf(v));
+  auto partialOperand = [&]() -> int {
+    for (auto [i, l] : llvm::enumerate(ins))
+      if (!l.partial.empty())
+        return i;
+    return -1;
+  };
+  int first = partialOperand();
+  if (op->getNumResults() == 0)
+    return success();
+  Layout out = layoutOf(op->getResult(0));
+  auto setOf = [](ArrayRef<StringRef> a) {
+    SmallVector<StringRef> s(a);
+    llvm::sort(s);
+    return s;
+  };
+  auto notLinear = [&]() {
+    return op->emitOpError()
+           << "operand " << first << " holds partial sums over "
+           << axesStr(ins[first].partial) << " but the op is not linear in "
+           << "it: sum the partial values first (loom.shard to a sharding "
+           << "without `partial`)";
+  };
+  auto resultMismatch = [&](ArrayRef<StringRef> expected) {
+    return op->emitOpError()
+           << "result is partial over " << axesStr(out.partial)
+           << " but its operands make it partial over "
+           << axesStr(expected) << "; fix the result's sharding or reshard "
+           << "the operands";
+  };
+  if (isa<ShardOp, func::CallOp, func::ReturnOp>(op))
+    return success();
+  if (isLinearUnary(op) || isa<EmbeddingOp>(op)) {
+    // Linear in operand 0 only (not in the indices of a gather).
+    for (auto [i, l] : llvm::enumerate(ins))
+      if (i > 0 && !l.partial.empty()) {
+        first = i;
+        return notLinear();
+      }
+    ArrayRef<StringRef> p = first < 0 ? ArrayRef<StringRef>()
+                                      : ArrayRef<StringRef>(ins[0].partial);
+    if (setOf(p) != setOf(out.partial))
+      return resultMismatch(p);
+    return success();
+  }
+  if (isa<AddOp, SubOp, ConcatOp>(op)) {
+    for (auto [i, l] : llvm::enumerate(ins))
+      if (setOf(l.partial) != setOf(ins[0].partial))
+        return op->emitOpError()
+               << "operands 0 and " << i << " hold partial sums over "
+               << "different axes (" << axesStr(ins[0].partial) << " and "
+               << axesStr(l.partial) << "); a sum of partial sums needs the "
+               << "same axes on every operand";
+    if (setOf(ins[0].partial) != setOf(out.partial))
+      return resultMismatch(ins[0].partial);
+    return success();
+  }
+  if (isa<MulOp, DivOp, MatmulOp>(op)) {
+    int partials = llvm::count_if(ins, [](const Layout &l) {
+      return !l.partial.empty();
+    });
+    if (partials > 1)
+      return op->emitOpError()
+             << "both operands hold partial sums; a product of two partial "
+             << "sums is not a partial sum of the product: sum one first";
+    if (isa<DivOp>(op) && first == 1)
+      return notLinear();
+    if (isa<MatmulOp>(op)) {
+      // The result is also partial over the contraction's axes.
+      for (StringRef a : first < 0 ? ArrayRef<StringRef>()
+                                   : ArrayRef<StringRef>(ins[first].partial))
+        if (!llvm::is_contained(out.partial, a))
+          return resultMismatch(ins[first].partial);
+      return success();
+    }
+    ArrayRef<StringRef> p = first < 0 ? ArrayRef<StringRef>()
+                                      : ArrayRef<StringRef>(ins[first].partial);
+    if (setOf(p) != setOf(out.partial))
+      return resultMismatch(p);
+    return success();
+  }
+  if (auto red = dyn_cast<ReduceOp>(op)) {
+    if (first >= 0 && red.getKind() != ReduceKind::sum)
+      return notLinear();
+    return success();
+  }
+  if (first >= 0)
+    return notLinear();
+  if (!out.partial.empty() && !isa<func::CallOp>(op))
+    return op->emitOpError()
+           << "result is declared partial over " << axesStr(out.partial)
+           << " but this op cannot produce partial sums";
+  return success();
+}
+
+/// Elementwise ops: every operand dimension that is not broadcast is split
+/// exactly as the result's dimension.
+LogicalResult checkElementwise(Operation *op) {
+  if (op->getNumResults() != 1)
+    return success();
+  Value res = op->getResult(0);
+  auto rt = dyn_cast<RankedTensorType>(res.getType());
+  if (!rt)
+    return success();
+  Layout out = layoutOf(res);
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() > rt.getRank())
+      continue;
+    Layout in = layoutOf(v);
+    int64_t offset = rt.getRank() - t.getRank();
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      int64_t rd = d + offset;
+      bool broadcast = t.getDimSize(d) == 1 && rt.getDimSize(rd) != 1;
+      if (broadcast) {
+        if (!in.dims[d].empty())
+          return op->emitOpError()
+                 << "operand " << i << " is split on its broadcast "
+                 << "dimension " << d << " over " << axesStr(in.dims[d]);
+        continue;
+      }
+      if (in.dims[d] != out.dims[rd])
+        return op->emitOpError()
+               << "operand " << i << " (" << t << ") is split on dimension "
+               << d << " over " << axesStr(in.dims[d])
+               << " but the result's dimension " << rd << " is split over "
+               << axesStr(out.dims[rd])
+               << "; in plan form they agree (reshard the operand with "
+               << "loom.shard)";
+    }
+  }
+  return success();
+}
+
+LogicalResult checkMatmul(MatmulOp mm) {
+  Layout a = layoutOf(mm.getLhs()), b = layoutOf(mm.getRhs()),
+         c = layoutOf(mm.getResult());
+  unsigned ra = a.dims.size(), rb = b.dims.size(), rc = c.dims.size();
+  unsigned am = mm.getTransposeA() ? ra - 1 : ra - 2,
+           ak = mm.getTransposeA() ? ra - 2 : ra - 1;
+  unsigned bk = mm.getTransposeB() ? rb - 1 : rb - 2,
+           bn = mm.getTransposeB() ? rb - 2 : rb - 1;
+  auto mismatch = [&](StringRef what, unsigned opd, unsigned dim,
+                      ArrayRef<StringRef> have, ArrayRef<StringRef> want) {
+    return mm.emitOpError()
+           << what << ": operand " << opd << " is split on dimension " << dim
+           << " over " << axesStr(have) << " but " << axesStr(want)
+           << " is needed; reshard it with loom.shard";
+  };
+  if (a.dims[ak] != b.dims[bk])
+    return mismatch("contraction dimension", 1, bk, b.dims[bk], a.dims[ak]);
+  if (a.dims[am] != c.dims[rc - 2])
+    return mismatch("rows", 0, am, a.dims[am], c.dims[rc - 2]);
+  if (b.dims[bn] != c.dims[rc - 1])
+    return mismatch("columns", 1, bn, b.dims[bn], c.dims[rc - 1]);
+  for (StringRef axis : a.dims[ak])
+    if (!llvm::is_contained(c.partial, axis))
+      return mm.emitOpError()
+             << "the contraction dimension is split over '" << axis
+             << "', so the result holds partial sums over it: declare "
+             << "`partial = {" << llvm::join(a.dims[ak], ", ")
+             << "}` on the result";
+  // Batch dimensions (right-aligned, numpy broadcast).
+  auto batchCheck = [&](const Layout &l, unsigned r, unsigned opd,
+                        Type t) -> LogicalResult {
+    auto st = cast<RankedTensorType>(t);
+    auto ct = mm.getResult().getType();
+    for (unsigned d = 0; d + 2 < r; ++d) {
+      unsigned cd = d + (rc - r);
+      if (st.getDimSize(d) == 1 && ct.getDimSize(cd) != 1) {
+        if (!l.dims[d].empty())
+          return mismatch("broadcast batch dimension", opd, d, l.dims[d], {});
+        continue;
+      }
+      if (l.dims[d] != c.dims[cd])
+        return mismatch("batch dimension", opd, d, l.dims[d], c.dims[cd]);
+    }
+    return success();
+  };
+  if (failed(batchCheck(a, ra, 0, mm.getLhs().getType())) ||
+      failed(batchCheck(b, rb, 1, mm.getRhs().getType())))
+    return failure();
+  return success();
+}
+
+LogicalResult checkOp(Operation *op) {
+  if (failed(checkPartials(op)))
+    return failure();
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, AndOp, OrOp,
+          CompareOp, SelectOp, CastOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp,
+          RsqrtOp, ReciprocalOp, SinOp, CosOp, TanhOp, SigmoidOp, SiluOp,
+          ReluOp, ErfOp, NotOp, GeluOp>(op))
+    return checkElementwise(op);
+  if (auto mm = dyn_cast<MatmulOp>(op))
+    return checkMatmul(mm);
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The decide step
+//===----------------------------------------------------------------------===//
+
+LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
+  if (!hasShardings(module))
+    return success();
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+
+  // One mesh for the whole program.
+  FlatSymbolRefAttr mesh;
+  Operation *meshUser = nullptr;
+  auto useMesh = [&](Operation *at, ShardingAttr s) -> LogicalResult {
+    if (!s)
+      return success();
+    if (!lookupMesh(at, s.getMesh()))
+      return at->emitOpError() << "sharding refers to unknown mesh "
+                               << s.getMesh() << "; declare it with loom.mesh";
+    if (!mesh) {
+      mesh = s.getMesh();
+      meshUser = at;
+      return success();
+    }
+    if (mesh != s.getMesh()) {
+      InFlightDiagnostic d = at->emitOpError()
+                             << "shardings refer to two meshes, " << mesh
+                             << " and " << s.getMesh()
+                             << "; a program is partitioned over one mesh";
+      d.attachNote(meshUser->getLoc()) << "mesh " << mesh << " is used here";
+      return d;
+    }
+    return success();
+  };
+  WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
+    if (auto shard = dyn_cast<ShardOp>(op))
+      if (failed(useMesh(op, shard.getSharding())))
+        return WalkResult::interrupt();
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      if (failed(useMesh(op, getResultSharding(op, i))))
+        return WalkResult::interrupt();
+    if (auto fn = dyn_cast<func::FuncOp>(op)) {
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (failed(useMesh(op, fn.getArgAttrOfType<ShardingAttr>(
+                                   i, LoomDialect::kShardingAttrName))))
+          return WalkResult::interrupt();
+      for (unsigned i = 0; i < fn.getNumResults(); ++i)
+        if (failed(useMesh(op, fn.getResultAttrOfType<ShardingAttr>(
+                                   i, LoomDialect::kShardingAttrName))))
+          return WalkResult::interrupt();
+    }
+    if (isa<CollectiveOpInterface, LocalSliceOp>(op))
+      return op->emitOpError()
+             << "is a per-rank op in a program that carries shardings: in "
+                "plan form the partitioner inserts every collective (remove "
+                "the shardings to run the program as written)";
+    if (op->getNumRegions() && !isa<func::FuncOp, ModuleOp>(op))
+      return op->emitOpError()
+             << "has regions; the partitioner handles straight-line "
+                "functions only";
+    if (auto w = dyn_cast<WeightOp>(op)) {
+      ShardingAttr s = getResultSharding(op, 0);
+      if (s && isa<QTensorType>(w.getType()) &&
+          !Layout::of(s, rankOf(w.getType())).isReplicated())
+        return w.emitOpError()
+               << "is a sharded quantized weight; the partitioner does not "
+                  "slice quantized weights yet (replicate it)";
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (!mesh) // only replicated annotations
+    return success();
+
+  SymbolTable symbols(module);
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    Block &entry = fn.getBody().front();
+    // Arguments of public functions arrive whole on every rank.
+    if (fn.isPublic()) {
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+        auto s = fn.getArgAttrOfType<ShardingAttr>(
+            i, LoomDialect::kShardingAttrName);
+        if (!s)
+          continue;
+        fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+        Layout l = Layout::of(s, rankOf(fn.getArgument(i).getType()));
+        if (!l.partial.empty())
+          return fn.emitOpError()
+                 << "argument " << i << " is declared partial over "
+                 << axesStr(l.partial)
+                 << ": every rank receives the whole value of an entry "
+                    "point's argument, so it can be split, not partial";
+        if (l.isReplicated())
+          continue;
+        insertShard(b, entry.getArgument(i), s,
+                    [](OpOperand &) { return true; });
+      }
+    }
+    SmallVector<Operation *> ops;
+    for (Operation &op : entry)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (auto w = dyn_cast<WeightOp>(op)) {
+        ShardingAttr s = getResultSharding(op, 0);
+        if (!s)
+          continue;
+        op->removeAttr(LoomDialect::kShardingAttrName);
+        Layout l = Layout::of(s, rankOf(w.getType()));
+        if (!l.partial.empty())
+          return w.emitOpError() << "weight is declared partial over "
+                                 << axesStr(l.partial)
+                                 << "; every rank maps the whole weight";
+        if (!l.isReplicated())
+          insertShard(b, w.getResult(), s, [](OpOperand &) { return true; });
+        continue;
+      }
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+        if (!callee)
+          continue;
+        bool entryPoint = callee.isPublic() && !callee.isExternal();
+        for (OpOperand &operand : call->getOpOperands()) {
+          unsigned i = operand.getOperandNumber();
+          ShardingAttr want =
+              entryPoint ? ShardingAttr()
+                         : callee.getArgAttrOfType<ShardingAttr>(
+                               i, LoomDialect::kShardingAttrName);
+          reshardOperand(b, operand, want, mesh);
+        }
+        for (unsigned i = 0; i < call.getNumResults(); ++i) {
+          ShardingAttr have = getResultSharding(op, i);
+          ShardingAttr want = callee.getResultAttrOfType<ShardingAttr>(
+              i, LoomDialect::kShardingAttrName);
+          unsigned rank = rankOf(call.getResult(i).getType());
+          if (have && Layout::of(have, rank) != Layout::of(want, rank))
+            return call.emitOpError()
+                   << "result " << i << " is annotated "
+                   << Layout::of(have, rank).str() << " but @"
+                   << callee.getName() << " returns it as "
+                   << Layout::of(want, rank).str()
+                   << "; reshard the result with loom.shard instead";
+          setResultSharding(op, i, want);
+        }
+        continue;
+      }
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (OpOperand &operand : ret->getOpOperands())
+          reshardOperand(b, operand,
+                         fn.getResultAttrOfType<ShardingAttr>(
+                             operand.getOperandNumber(),
+                             LoomDialect::kShardingAttrName),
+                         mesh);
+        continue;
+      }
+    }
+    // Plan-form checks, on the ops as they are now.
+    for (Operation &op : entry)
+      if (failed(checkOp(&op)))
+        return failure();
+  }
+  return success();
+}
+
+namespace {
+struct ExplicitReshardsPass
+    : loom::impl::ExplicitReshardsPassBase<ExplicitReshardsPass> {
+  void runOnOperation() override {
+    if (failed(makeReshardsExplicit(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,1285 @@
+//===- Planner.cpp - automatic sharding: search and plan ------------------===//
+//
+// See Planner.h for the method. Layout of this file: shardings as small
+// interned values; the problem built from a function (values, steps, the
+// strategies of each step from its ShardingRule); the cost of a reshard as
+// the collectives it needs; the frontier dynamic programme; the memory
+// price bisection; writing the plan back and describing it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Sharding/Planner.h"
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Cost/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+using namespace mlir;
+
+namespace loom {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
+
+//===----------------------------------------------------------------------===//
+// Shardings
+//===----------------------------------------------------------------------===//
+
+/// A sharding by axis indices: per dimension the axes (major first), and the
+/// partial axes as a mask.
+struct Sh {
+  SmallVector<SmallVector<uint8_t, 2>, 4> dims;
+  uint32_t partial = 0;
+
+  bool operator==(const Sh &o) const {
+    return partial == o.partial && dims == o.dims;
+  }
+  std::string key() const {
+    std::string k;
+    for (auto &d : dims) {
+      k.push_back(static_cast<char>(d.size()));
+      for (uint8_t a : d)
+        k.push_back(static_cast<char>(a));
+    }
+    k.append(reinterpret_cast<const char *>(&partial), sizeof(partial));
+    return k;
+  }
+  bool replicated() const {
+    return partial == 0 &&
+           llvm::all_of(dims, [](auto &d) { return d.empty(); });
+  }
+};
+
+struct AbstractMesh {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  cost::MeshSpec spec;
+  int64_t numDevices() const {
+    int64_t n = 1;
+    for (int64_t s : sizes)
+      n *= s;
+    return n;
+  }
+};
+
+class ShTable {
+public:
+  int intern(const Sh &s) {
+    auto [it, inserted] = ids.try_emplace(s.key(), static_cast<int>(all.size()));
+    if (inserted)
+      all.push_back(s);
+    return it->second;
+  }
+  const Sh &get(int id) const { return all[id]; }
+  int replicated(unsigned rank) {
+    Sh s;
+    s.dims.resize(rank);
+    return intern(s);
+  }
+
+private:
+  std::unordered_map<std::string, int> ids;
+  std::vector<Sh> all;
+};
+
+//===----------------------------------------------------------------------===//
+// The problem
+//===----------------------------------------------------------------------===//
+
+struct ValueInfo {
+  Value value;
+  unsigned rank = 0;
+  double bytes = 0;     ///< global bytes (dynamic dims at the assumed size)
+  SmallVector<int64_t> shape; ///< static sizes, kDynamic kept
+  cost::ElemType elem = cost::ElemType::F32;
+  int fixed = -1;       ///< sharding id when no choice changes it
+  bool weight = false;  ///< a loom.weight: sharding chosen at its first use
+  int firstUse = -1, lastUse = -1;
+  bool inState = false; ///< carried in the frontier
+};
+
+struct Strategy {
+  SmallVector<int, 4> operands; ///< required sharding per operand
+  SmallVector<int, 2> results;
+  double time = 0;
+  SmallVector<int8_t, 4> axisLoop; ///< per mesh axis, the loop or -1
+};
+
+struct Step {
+  Operation *op = nullptr; ///< the terminator for the return step
+  SmallVector<int, 4> operands; ///< value ids
+  SmallVector<int, 2> results;
+  std::vector<Strategy> strategies;
+  std::optional<ShardingRule> rule;
+};
+
+struct Problem {
+  func::FuncOp func;
+  std::vector<ValueInfo> values;
+  llvm::DenseMap<Value, int> valueIds;
+  std::vector<Step> steps;
+};
+
+static cost::ElemType elemTypeOf(Type t) {
+  Type e = t;
+  if (auto s = dyn_cast<ShapedType>(t))
+    e = s.getElementType();
+  if (e.isBF16())
+    return cost::ElemType::BF16;
+  if (e.isF16())
+    return cost::ElemType::F16;
+  return cost::ElemType::F32;
+}
+
+class Planner {
+public:
+  Planner(ModuleOp module, MeshOp meshOp, AbstractMesh mesh,
+          const PlannerOptions &options)
+      : mesh(std::move(mesh)), module(module), meshOp(meshOp),
+        options(options) {}
+
+  LogicalResult build(func::FuncOp func, Problem &p);
+  /// The best plan at memory price `price` (s/byte): chosen strategy per
+  /// step, or failure when no plan is legal.
+  FailureOr<std::vector<int>> search(Problem &p, double price, double &time,
+                                     double &memory);
+  void apply(Problem &p, ArrayRef<int> choice);
+  FunctionPlan describe(Problem &p, ArrayRef<int> choice);
+
+  ShTable table;
+  AbstractMesh mesh;
+
+private:
+  ModuleOp module;
+  MeshOp meshOp;
+  const PlannerOptions &options;
+  std::unordered_map<std::string, double> reshardCache;
+
+  std::optional<int> fromAttr(ShardingAttr attr, unsigned rank);
+  ShardingAttr toAttr(int id);
+  void enumerate(Step &step, const ShardingRule &rule,
+                 std::optional<SmallVector<int>> want);
+  double localBytes(const ValueInfo &v, int sh) const;
+  double computeTime(const Problem &p, const Step &step, const Strategy &s,
+                     const ShardingRule *rule) const;
+
+public:
+  double reshard(int src, int dst, const ValueInfo &v,
+                 std::vector<PlannedCollective> *out = nullptr);
+  std::string shToString(int id) const;
+};
+
+std::optional<int> Planner::fromAttr(ShardingAttr attr, unsigned rank) {
+  if (!attr || attr.getRank() != rank)
+    return std::nullopt;
+  Sh s;
+  for (unsigned d = 0; d < rank; ++d) {
+    SmallVector<uint8_t, 2> axes;
+    for (StringRef a : attr.getDimAxes(d)) {
+      auto it = llvm::find(mesh.names, a.str());
+      if (it == mesh.names.end())
+        return std::nullopt;
+      axes.push_back(static_cast<uint8_t>(it - mesh.names.begin()));
+    }
+    s.dims.push_back(axes);
+  }
+  for (StringRef a : attr.getPartialAxes()) {
+    auto it = llvm::find(mesh.names, a.str());
+    if (it == mesh.names.end())
+      return std::nullopt;
+    s.partial |= 1u << (it - mesh.names.begin());
+  }
+  return table.intern(s);
+}
+
+ShardingAttr Planner::toAttr(int id) {
+  MLIRContext *ctx = module.getContext();
+  const Sh &s = table.get(id);
+  SmallVector<Attribute> dims;
+  for (auto &d : s.dims) {
+    SmallVector<Attribute> axes;
+    for (uint8_t a : d)
+      axes.push_back(StringAttr::get(ctx, mesh.names[a]));
+    dims.push_back(ArrayAttr::get(ctx, axes));
+  }
+  SmallVector<Attribute> partial;
+  for (unsigned a = 0; a < mesh.names.size(); ++a)
+    if (s.partial & (1u << a))
+      partial.push_back(StringAttr::get(ctx, mesh.names[a]));
+  return ShardingAttr::get(ctx, FlatSymbolRefAttr::get(meshOp.getSymNameAttr()),
+                           ArrayAttr::get(ctx, dims),
+                           ArrayAttr::get(ctx, partial));
+}
+
+std::string Planner::shToString(int id) const {
+  const Sh &s = table.get(id);
+  std::string out = "[";
+  for (auto [i, d] : llvm::enumerate(s.dims)) {
+    out += i ? ", {" : "{";
+    for (auto [j, a] : llvm::enumerate(d))
+      out += (j ? ", " : "") + mesh.names[a];
+    out += "}";
+  }
+  out += "]";
+  if (s.partial) {
+    out += " partial {";
+    bool first = true;
+    for (unsigned a = 0; a < mesh.names.size(); ++a)
+      if (s.partial & (1u << a)) {
+        out += (first ? "" : ", ") + mesh.names[a];
+        first = false;
+      }
+    out += "}";
+  }
+  return out;
+}
+
+double Planner::localBytes(const ValueInfo &v, int sh) const {
+  const Sh &s = table.get(sh);
+  double f = 1;
+  for (auto &d : s.dims)
+    for (uint8_t a : d)
+      f *= static_cast<double>(mesh.sizes[a]);
+  return v.bytes / f;
+}
+
+/// Every assignment of mesh axes to the op's splittable loops that keeps
+/// each shard whole (divisible, a multiple of the granule). `want`: the
+/// result shardings the user annotated (only matching strategies kept).
+void Planner::enumerate(Step &step, const ShardingRule &rule,
+                        std::optional<SmallVector<int>> want) {
+  size_t numLoops = rule.loops.size();
+  SmallVector<bool> splittable(numLoops, true);
+  for (size_t l = 0; l < numLoops; ++l) {
+    const LoopDim &ld = rule.loops[l];
+    if (ld.kind == LoopKind::Opaque || ShapedType::isDynamic(ld.size) ||
+        ld.size <= 1)
+      splittable[l] = false;
+  }
+  auto markMinor = [&](const TensorLoops &t) {
+    for (auto &d : t.dims)
+      for (size_t i = 1; i < d.size(); ++i)
+        splittable[d[i]] = false;
+  };
+  for (auto &t : rule.operands)
+    markMinor(t);
+  for (auto &t : rule.results)
+    markMinor(t);
+
+  size_t numAxes = mesh.sizes.size();
+  SmallVector<int8_t, 4> assign(numAxes, -1);
+  SmallVector<int64_t> prod(numLoops, 1);
+
+  auto shardingOf = [&](const TensorLoops &t, bool isResult) {
+    Sh s;
+    llvm::SmallDenseSet<int8_t> present;
+    for (auto &d : t.dims) {
+      SmallVector<uint8_t, 2> axes;
+      if (!d.empty())
+        for (size_t a = 0; a < numAxes; ++a)
+          if (assign[a] == d.front())
+            axes.push_back(static_cast<uint8_t>(a));
+      for (int8_t l : d)
+        present.insert(l);
+      s.dims.push_back(axes);
+    }
+    if (isResult)
+      for (size_t a = 0; a < numAxes; ++a)
+        if (assign[a] >= 0 && rule.loops[assign[a]].kind == LoopKind::Sum &&
+            !present.contains(assign[a]))
+          s.partial |= 1u << a;
+    return table.intern(s);
+  };
+
+  auto emit = [&]() {
+    for (size_t l = 0; l < numLoops; ++l)
+      if (prod[l] > 1 && (rule.loops[l].size / prod[l]) %
+                                 rule.loops[l].granule !=
+                             0)
+        return;
+    Strategy s;
+    s.axisLoop = assign;
+    for (auto &t : rule.operands)
+      s.operands.push_back(shardingOf(t, false));
+    for (auto &t : rule.results)
+      s.results.push_back(shardingOf(t, true));
+    if (want && SmallVector<int>(s.results.begin(), s.results.end()) != *want)
+      return;
+    step.strategies.push_back(std::move(s));
+  };
+
+  std::function<void(size_t)> rec = [&](size_t a) {
+    if (a == numAxes) {
+      emit();
+      return;
+    }
+    assign[a] = -1;
+    rec(a + 1);
+    for (size_t l = 0; l < numLoops; ++l) {
+      if (!splittable[l] || rule.loops[l].size % (prod[l] * mesh.sizes[a]))
+        continue;
+      assign[a] = static_cast<int8_t>(l);
+      prod[l] *= mesh.sizes[a];
+      rec(a + 1);
+      prod[l] /= mesh.sizes[a];
+      assign[a] = -1;
+    }
+  };
+  rec(0);
+}
+
+double Planner::computeTime(const Problem &p, const Step &step,
+                            const Strategy &s, const ShardingRule *rule) const {
+  double split = 1;
+  for (size_t a = 0; a < s.axisLoop.size(); ++a)
+    if (s.axisLoop[a] >= 0)
+      split *= static_cast<double>(mesh.sizes[a]);
+  double bytes = 0, flops = 0;
+  cost::ElemType elem = cost::ElemType::F32;
+  for (auto [i, v] : llvm::enumerate(step.operands))
+    bytes += localBytes(p.values[v], s.operands[i]);
+  for (auto [i, v] : llvm::enumerate(step.results)) {
+    bytes += localBytes(p.values[v], s.results[i]);
+    if (i == 0) {
+      elem = p.values[v].elem;
+      flops = p.values[v].bytes / 4;
+    }
+  }
+  if (rule && rule->flops > 0)
+    flops = rule->flops;
+  return cost::rooflineTime(mesh.spec.device, elem, flops / split, bytes);
+}
+
+
+//===----------------------------------------------------------------------===//
+// Building the problem
+//===----------------------------------------------------------------------===//
+
+static std::optional<SmallVector<int64_t>> shapeOfType(Type type) {
+  if (auto t = dyn_cast<RankedTensorType>(type))
+    return SmallVector<int64_t>(t.getShape());
+  if (auto q = dyn_cast<QTensorType>(type))
+    return SmallVector<int64_t>(q.getShape());
+  return std::nullopt;
+}
+
+/// Why annotation `want` on `op` is not a strategy of its rule, naming the
+/// result, dimension and axis.
+static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
+                                     ArrayRef<ShardingAttr> want,
+                                     const AbstractMesh &mesh) {
+  std::string name = op->getName().getStringRef().str();
+  for (auto [r, attr] : llvm::enumerate(want)) {
+    if (r >= rule.results.size())
+      break;
+    for (unsigned d = 0; d < attr.getRank(); ++d) {
+      SmallVector<StringRef> axes = attr.getDimAxes(d);
+      if (axes.empty())
+        continue;
+      std::string where = "dimension " + std::to_string(d) + " of result #" +
+                          std::to_string(r) + " cannot be split over '" +
+                          axes.front().str() + "': ";
+      auto &loops = rule.results[r].dims[d];
+      if (loops.empty())
+        return where + "'" + name +
+               "' reads that dimension whole; leave it unsplit ({})";
+      const LoopDim &l = rule.loops[loops.front()];
+      if (l.kind == LoopKind::Opaque)
+        return where + "'" + name +
+               "' reads that dimension whole (a softmax, norm, causal or "
+               "gathered axis); split another dimension";
+      if (ShapedType::isDynamic(l.size))
+        return where + "its size is dynamic; split a static dimension";
+      int64_t g = 1;
+      for (StringRef a : axes) {
+        auto it = llvm::find(mesh.names, a.str());
+        if (it != mesh.names.end())
+          g *= mesh.sizes[it - mesh.names.begin()];
+      }
+      if (l.size % g)
+        return where + "size " + std::to_string(l.size) +
+               " does not divide over a group of " + std::to_string(g) +
+               "; use a smaller axis or pad the model";
+      if ((l.size / g) % l.granule)
+        return where + "each shard must hold whole groups of " +
+               std::to_string(l.granule) +
+               " (heads or quantization blocks); use a smaller axis";
+    }
+    if (!attr.getPartial().empty())
+      return "result #" + std::to_string(r) + " cannot be partial over '" +
+             attr.getPartialAxes().front().str() + "': '" + name +
+             "' has no sum over a dimension split that way";
+  }
+  return "the annotated shardings of '" + name +
+         "' are not a strategy of the op (the results' splits contradict "
+         "each other); annotate one result and let the planner choose";
+}
+
+LogicalResult Planner::build(func::FuncOp func, Problem &p) {
+  p.func = func;
+  if (!func.getBody().hasOneBlock())
+    return func.emitError()
+           << "the sharding planner handles single-block functions; '"
+           << func.getSymName() << "' has "
+           << func.getBody().getBlocks().size() << " blocks";
+  Block &body = func.getBody().front();
+  auto addValue = [&](Value v) {
+    ValueInfo info;
+    info.value = v;
+    info.elem = elemTypeOf(v.getType());
+    if (auto shape = shapeOfType(v.getType())) {
+      info.rank = shape->size();
+      info.shape = *shape;
+      double n = 1;
+      for (int64_t d : *shape)
+        n *= ShapedType::isDynamic(d) ? static_cast<double>(options.dynamicSize)
+                                      : static_cast<double>(d);
+      if (auto q = dyn_cast<QTensorType>(v.getType()))
+        info.bytes = n / static_cast<double>(q.getQuant().getBlockSize()) *
+                     static_cast<double>(q.getQuant().getBlockBytes());
+      else if (auto t = dyn_cast<ShapedType>(v.getType()))
+        info.bytes =
+            n * std::max<unsigned>(1, t.getElementTypeBitWidth() / 8);
+    }
+    int id = static_cast<int>(p.values.size());
+    p.values.push_back(info);
+    p.valueIds[v] = id;
+    return id;
+  };
+  auto annotation = [&](Operation *op) -> std::optional<SmallVector<ShardingAttr>> {
+    Attribute a = op->getAttr(kShardingAttrName);
+    if (!a)
+      return std::nullopt;
+    SmallVector<ShardingAttr> out;
+    if (auto s = dyn_cast<ShardingAttr>(a))
+      out.push_back(s);
+    else if (auto arr = dyn_cast<ArrayAttr>(a))
+      for (Attribute e : arr)
+        out.push_back(cast<ShardingAttr>(e));
+    return out;
+  };
+  auto checkMesh = [&](Operation *at, ShardingAttr s) -> LogicalResult {
+    if (s.getMesh().getValue() != meshOp.getSymName())
+      return at->emitError() << "sharding on mesh " << s.getMesh()
+                             << " but the planner works on @"
+                             << meshOp.getSymName()
+                             << "; use one mesh per module";
+    return success();
+  };
+
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    int id = addValue(arg);
+    ValueInfo &v = p.values[id];
+    v.fixed = table.replicated(v.rank);
+    if (auto attr = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttrName)) {
+      if (failed(checkMesh(func, attr)))
+        return failure();
+      auto sh = fromAttr(attr, v.rank);
+      if (!sh)
+        return func.emitError() << "argument " << i
+                                << ": sharding does not match the mesh";
+      v.fixed = *sh;
+    }
+  }
+
+  for (Operation &op : body) {
+    auto want = annotation(&op);
+    if (want)
+      for (ShardingAttr s : *want)
+        if (failed(checkMesh(&op, s)))
+          return failure();
+    SmallVector<int> wantIds;
+    if (want) {
+      if (want->size() != op.getNumResults())
+        return op.emitError() << "'loom.sharding' needs one sharding per result";
+      for (auto [r, s] : llvm::enumerate(*want)) {
+        auto shape = shapeOfType(op.getResult(r).getType());
+        auto id = fromAttr(s, shape ? shape->size() : 0);
+        if (!id)
+          return op.emitError() << "result #" << r
+                                << ": sharding does not match the mesh or rank";
+        wantIds.push_back(*id);
+      }
+    }
+    // Sources: weights are placed at their first use; other operand-less
+    // ops (constants) stay as annotated or replicated.
+    if (isa<WeightOp>(op) || (op.getNumOperands() == 0 &&
+                              op.getNumRegions() == 0 &&
+                              !op.hasTrait<OpTrait::IsTerminator>())) {
+      for (auto [r, res] : llvm::enumerate(op.getResults())) {
+        int id = addValue(res);
+        ValueInfo &v = p.values[id];
+        if (want)
+          v.fixed = wantIds[r];
+        else if (isa<WeightOp>(op))
+          v.weight = true;
+        else
+          v.fixed = table.replicated(v.rank);
+      }
+      continue;
+    }
+    Step step;
+    step.op = &op;
+    for (Value operand : op.getOperands()) {
+      auto it = p.valueIds.find(operand);
+      if (it == p.valueIds.end())
+        return op.emitError() << "operand defined outside the function body";
+      step.operands.push_back(it->second);
+    }
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      Strategy s;
+      for (auto [r, v] : llvm::enumerate(step.operands)) {
+        int sh = table.replicated(p.values[v].rank);
+        if (auto attr =
+                func.getResultAttrOfType<ShardingAttr>(r, kShardingAttrName)) {
+          if (failed(checkMesh(func, attr)))
+            return failure();
+          if (auto id = fromAttr(attr, p.values[v].rank))
+            sh = *id;
+        }
+        s.operands.push_back(sh);
+      }
+      step.strategies.push_back(s);
+      p.steps.push_back(std::move(step));
+      continue;
+    }
+    for (Value res : op.getResults())
+      step.results.push_back(addValue(res));
+
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      auto sh = fromAttr(shard.getSharding(), p.values[step.operands[0]].rank);
+      if (!sh)
+        return op.emitError() << "sharding does not match the mesh";
+      Strategy s;
+      s.operands.push_back(*sh);
+      s.results.push_back(*sh);
+      step.strategies.push_back(s);
+    } else {
+      FailureOr<ShardingRule> rule = failure();
+      if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+        rule = iface.getShardingRule();
+      if (succeeded(rule) && rule->operands.size() == op.getNumOperands() &&
+          rule->results.size() == op.getNumResults()) {
+        std::optional<SmallVector<int>> filter;
+        if (want)
+          filter = wantIds;
+        enumerate(step, *rule, filter);
+        if (step.strategies.empty()) {
+          if (want)
+            return op.emitError() << explainAnnotation(&op, *rule, *want, mesh);
+          return op.emitError() << "no sharding strategy (internal: the "
+                                   "unsplit strategy is always legal)";
+        }
+        step.rule = *rule;
+      } else {
+        Strategy s;
+        for (int v : step.operands)
+          s.operands.push_back(table.replicated(p.values[v].rank));
+        for (int v : step.results)
+          s.results.push_back(table.replicated(p.values[v].rank));
+        if (want && SmallVector<int>(s.results.begin(), s.results.end()) !=
+                        wantIds)
+          return op.emitError()
+                 << "'" << op.getName()
+                 << "' cannot be split (it has no sharding rule); remove its "
+                    "'loom.sharding' annotation or annotate its users";
+        step.strategies.push_back(s);
+      }
+    }
+    for (Strategy &s : step.strategies)
+      s.time = computeTime(p, step, s, step.rule ? &*step.rule : nullptr);
+    p.steps.push_back(std::move(step));
+  }
+
+  for (auto [i, step] : llvm::enumerate(p.steps)) {
+    for (int v : step.operands) {
+      ValueInfo &info = p.values[v];
+      if (info.firstUse < 0)
+        info.firstUse = static_cast<int>(i);
+      info.lastUse = static_cast<int>(i);
+    }
+    for (auto [j, r] : llvm::enumerate(step.results)) {
+      int first = step.strategies.front().results[j];
+      bool same = llvm::all_of(step.strategies, [&](const Strategy &s) {
+        return s.results[j] == first;
+      });
+      if (same)
+        p.values[r].fixed = first;
+    }
+  }
+  for (ValueInfo &v : p.values)
+    v.inState = v.fixed < 0 && v.lastUse >= 0 &&
+                (!v.weight || v.lastUse > v.firstUse);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reshards as collectives
+//===----------------------------------------------------------------------===//
+
+double Planner::reshard(int src, int dst, const ValueInfo &v,
+                        std::vector<PlannedCollective> *out) {
+  if (src == dst)
+    return 0;
+  std::string key;
+  if (!out) {
+    key.append(reinterpret_cast<const char *>(&src), sizeof(src));
+    key.append(reinterpret_cast<const char *>(&dst), sizeof(dst));
+    key.append(reinterpret_cast<const char *>(&v.bytes), sizeof(v.bytes));
+    auto it = reshardCache.find(key);
+    if (it != reshardCache.end())
+      return it->second;
+  }
+  const Sh &s = table.get(src), &d = table.get(dst);
+  double time = 0;
+  if (d.partial & ~s.partial || s.dims.size() != d.dims.size()) {
+    time = kInf;
+  } else {
+    auto names = [&](ArrayRef<uint8_t> axes) {
+      std::vector<std::string> n;
+      for (uint8_t a : axes)
+        n.push_back(mesh.names[a]);
+      return n;
+    };
+    auto group = [&](ArrayRef<uint8_t> axes) {
+      double g = 1;
+      for (uint8_t a : axes)
+        g *= static_cast<double>(mesh.sizes[a]);
+      return g;
+    };
+    auto record = [&](const char *kind, cost::Collective c, double bytes,
+                      ArrayRef<uint8_t> axes) {
+      double t = cost::collectiveTimeOnAxes(c, bytes, mesh.spec, names(axes),
+                                            cost::Algorithm::Auto);
+      time += t;
+      if (out)
+        out->push_back({kind, names(axes), bytes, t, ""});
+    };
+    double local = localBytes(v, src);
+    SmallVector<SmallVector<uint8_t, 2>, 4> cur(s.dims.begin(), s.dims.end());
+    uint32_t pending = s.partial & ~d.partial;
+    if (pending) {
+      // A reduce-scatter when the target newly splits a dimension on
+      // exactly (a subset of) the pending axes, appended to its current
+      // split.
+      for (size_t i = 0; i < cur.size() && pending; ++i) {
+        auto &want = d.dims[i];
+        if (want.size() <= cur[i].size() ||
+            !std::equal(cur[i].begin(), cur[i].end(), want.begin()))
+          continue;
+        SmallVector<uint8_t, 2> extra(want.begin() + cur[i].size(), want.end());
+        if (!llvm::all_of(extra, [&](uint8_t a) { return pending & (1u << a); }))
+          continue;
+        record("reduce_scatter", cost::Collective::ReduceScatter, local, extra);
+        local /= group(extra);
+        cur[i] = want;
+        for (uint8_t a : extra)
+          pending &= ~(1u << a);
+      }
+      if (pending) {
+        SmallVector<uint8_t, 2> axes;
+        for (unsigned a = 0; a < mesh.names.size(); ++a)
+          if (pending & (1u << a))
+            axes.push_back(static_cast<uint8_t>(a));
+        record("all_reduce", cost::Collective::AllReduce, local, axes);
+      }
+    }
+    for (size_t i = 0; i < cur.size(); ++i) {
+      if (cur[i] == d.dims[i])
+        continue;
+      size_t k = 0;
+      while (k < cur[i].size() && k < d.dims[i].size() &&
+             cur[i][k] == d.dims[i][k])
+        ++k;
+      SmallVector<uint8_t, 2> gathered(cur[i].begin() + k, cur[i].end());
+      if (!gathered.empty()) {
+        // One axis moving to a dimension that wants exactly it next:
+        // all_to_all.
+        bool moved = false;
+        if (gathered.size() == 1)
+          for (size_t j = 0; j < cur.size() && !moved; ++j) {
+            if (j == i || d.dims[j].size() != cur[j].size() + 1 ||
+                d.dims[j].back() != gathered[0] ||
+                !std::equal(cur[j].begin(), cur[j].end(), d.dims[j].begin()))
+              continue;
+            record("all_to_all", cost::Collective::AllToAll, local, gathered);
+            cur[j] = d.dims[j];
+            moved = true;
+          }
+        if (!moved) {
+          local *= group(gathered);
+          record("all_gather", cost::Collective::AllGather, local, gathered);
+        }
+        cur[i].resize(k);
+      }
+      // The rest of the target's split is a local slice: free.
+      SmallVector<uint8_t, 2> sliced(d.dims[i].begin() + k, d.dims[i].end());
+      local /= group(sliced);
+      cur[i] = d.dims[i];
+    }
+  }
+  if (!out)
+    reshardCache[key] = time;
+  return time;
+}
+
+//===----------------------------------------------------------------------===//
+// The frontier dynamic programme
+//===----------------------------------------------------------------------===//
+
+using Live = std::vector<std::pair<int, int>>; // (value, sharding), by value
+
+static uint64_t hashLive(const Live &l) {
+  uint64_t h = 1469598103934665603ull;
+  for (auto [v, s] : l) {
+    h ^= static_cast<uint64_t>(v) * 0x9E3779B97F4A7C15ull + s;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
+                                            double &time, double &memory) {
+  struct State {
+    Live live;
+    double cost = 0, time = 0, mem = 0;
+  };
+  std::vector<State> beam(1);
+  std::vector<std::vector<std::pair<int, int>>> back;
+  back.reserve(p.steps.size());
+  size_t beamWidth = static_cast<size_t>(std::max<int64_t>(1, options.beam));
+
+  for (auto [i, step] : llvm::enumerate(p.steps)) {
+    std::vector<State> next;
+    std::vector<std::pair<int, int>> from;
+    std::unordered_map<uint64_t, SmallVector<int, 1>> index;
+    for (auto [si, st] : llvm::enumerate(beam)) {
+      for (auto [k, strat] : llvm::enumerate(step.strategies)) {
+        double t = st.time + strat.time, mem = st.mem;
+        Live placed; // weights placed by this step
+        for (auto [j, v] : llvm::enumerate(step.operands)) {
+          const ValueInfo &info = p.values[v];
+          int req = strat.operands[j], cur;
+          if (info.fixed >= 0) {
+            cur = info.fixed;
+          } else if (info.weight && info.firstUse == static_cast<int>(i)) {
+            auto it = llvm::find_if(placed, [&](auto &e) { return e.first == v; });
+            if (it == placed.end()) {
+              placed.push_back({v, req});
+              mem += localBytes(info, req);
+              cur = req;
+            } else {
+              cur = it->second;
+            }
+          } else {
+            auto it = std::lower_bound(
+                st.live.begin(), st.live.end(), std::make_pair(v, -1));
+            if (it == st.live.end() || it->first != v)
+              return p.func.emitError()
+                     << "internal planner error: value not in the frontier";
+            cur = it->second;
+          }
+          t += reshard(cur, req, info);
+        }
+        if (t == kInf)
+          continue;
+        Live live;
+        live.reserve(st.live.size() + step.results.size());
+        for (auto &e : st.live)
+          if (p.values[e.first].lastUse > static_cast<int>(i))
+            live.push_back(e);
+        for (auto [j, r] : llvm::enumerate(step.results))
+          if (p.values[r].inState)
+            live.push_back({r, strat.results[j]});
+        for (auto &e : placed)
+          if (p.values[e.first].inState)
+            live.push_back(e);
+        std::sort(live.begin(), live.end());
+        double cost = t + price * mem;
+        uint64_t h = hashLive(live);
+        auto &bucket = index[h];
+        int found = -1;
+        for (int idx : bucket)
+          if (next[idx].live == live) {
+            found = idx;
+            break;
+          }
+        if (found < 0) {
+          bucket.push_back(static_cast<int>(next.size()));
+          next.push_back({std::move(live), cost, t, mem});
+          from.push_back({static_cast<int>(si), static_cast<int>(k)});
+        } else if (cost < next[found].cost) {
+          next[found].cost = cost;
+          next[found].time = t;
+          next[found].mem = mem;
+          from[found] = {static_cast<int>(si), static_cast<int>(k)};
+        }
+      }
+    }
+    if (next.empty())
+      return step.op->emitError()
+             << "no legal sharding: the annotations around this op need a "
+                "reshard that cannot be made (a value cannot become partial)";
+    std::vector<int> order(next.size());
+    for (size_t x = 0; x < order.size(); ++x)
+      order[x] = static_cast<int>(x);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return next[a].cost < next[b].cost;
+    });
+    if (order.size() > beamWidth)
+      order.resize(beamWidth);
+    std::vector<State> kept;
+    std::vector<std::pair<int, int>> keptFrom;
+    kept.reserve(order.size());
+    for (int x : order) {
+      kept.push_back(std::move(next[x]));
+      keptFrom.push_back(from[x]);
+    }
+    beam = std::move(kept);
+    back.push_back(std::move(keptFrom));
+  }
+  std::vector<int> choice(p.steps.size(), 0);
+  int idx = 0;
+  for (size_t i = p.steps.size(); i-- > 0;) {
+    choice[i] = back[i][idx].second;
+    idx = back[i][idx].first;
+  }
+  time = beam.empty() ? 0 : beam.front().time;
+  memory = beam.empty() ? 0 : beam.front().mem;
+  for (const ValueInfo &v : p.values)
+    if (v.fixed >= 0 && v.lastUse >= 0 &&
+        (!v.value.getDefiningOp() || isa<WeightOp>(v.value.getDefiningOp())))
+      memory += localBytes(v, v.fixed);
+  return choice;
+}
+
+//===----------------------------------------------------------------------===//
+// Writing the plan back: annotations and explicit reshards (decide)
+//===----------------------------------------------------------------------===//
+
+void Planner::apply(Problem &p, ArrayRef<int> choice) {
+  MLIRContext *ctx = module.getContext();
+  std::vector<int> cur(p.values.size(), -1);
+  for (auto [i, v] : llvm::enumerate(p.values))
+    cur[i] = v.fixed;
+  std::map<std::pair<int, int>, Value> reshards;
+  OpBuilder b(ctx);
+  for (auto [i, step] : llvm::enumerate(p.steps)) {
+    const Strategy &s = step.strategies[choice[i]];
+    for (auto [j, v] : llvm::enumerate(step.operands)) {
+      ValueInfo &info = p.values[v];
+      int req = s.operands[j];
+      if (cur[v] < 0) { // a weight's first use places it
+        cur[v] = req;
+        if (!table.get(req).replicated())
+          info.value.getDefiningOp()->setAttr(kShardingAttrName, toAttr(req));
+      }
+      if (cur[v] == req)
+        continue;
+      Value &r = reshards[{v, req}];
+      if (!r) {
+        b.setInsertionPointAfterValue(info.value);
+        if (auto *def = info.value.getDefiningOp())
+          b.setInsertionPointAfter(def);
+        else
+          b.setInsertionPointToStart(info.value.getParentBlock());
+        r = ShardOp::create(b, step.op->getLoc(), info.value, toAttr(req));
+      }
+      step.op->setOperand(j, r);
+    }
+    if (step.results.empty())
+      continue;
+    bool any = false;
+    SmallVector<Attribute> attrs;
+    for (auto [j, r] : llvm::enumerate(step.results)) {
+      cur[r] = s.results[j];
+      any |= !table.get(s.results[j]).replicated();
+      attrs.push_back(toAttr(s.results[j]));
+    }
+    if (isa<ShardOp>(step.op))
+      continue;
+    if (!any)
+      step.op->removeAttr(kShardingAttrName);
+    else if (attrs.size() == 1)
+      step.op->setAttr(kShardingAttrName, attrs.front());
+    else
+      step.op->setAttr(kShardingAttrName, ArrayAttr::get(ctx, attrs));
+  }
+}
+
+static std::string jsonEscape(StringRef s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+static std::string locString(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->getLoc().print(os);
+  return s;
+}
+
+FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
+  FunctionPlan fp;
+  fp.name = p.func.getSymName().str();
+  std::vector<int> cur(p.values.size(), -1);
+  for (auto [i, v] : llvm::enumerate(p.values))
+    cur[i] = v.fixed;
+  std::string ops;
+  llvm::raw_string_ostream os(ops);
+  bool firstOp = true;
+  for (auto [i, step] : llvm::enumerate(p.steps)) {
+    const Strategy &s = step.strategies[choice[i]];
+    std::string at = step.op->getName().getStringRef().str() + " at " +
+                     locString(step.op);
+    for (auto [j, v] : llvm::enumerate(step.operands)) {
+      ValueInfo &info = p.values[v];
+      int req = s.operands[j];
+      if (cur[v] < 0) {
+        cur[v] = req;
+        if (info.weight)
+          fp.weightBytes += localBytes(info, req);
+      }
+      std::vector<PlannedCollective> colls;
+      reshard(cur[v], req, info, &colls);
+      for (auto &c : colls) {
+        c.at = at;
+        fp.commTime += c.time;
+        fp.collectives.push_back(c);
+      }
+    }
+    fp.computeTime += s.time;
+    for (auto [j, r] : llvm::enumerate(step.results))
+      cur[r] = s.results[j];
+    if (step.op->hasTrait<OpTrait::IsTerminator>())
+      continue;
+    ++fp.numOps;
+    os << (firstOp ? "" : ",") << "\n        {\"op\": \""
+       << step.op->getName().getStringRef() << "\", \"loc\": \""
+       << jsonEscape(locString(step.op)) << "\", \"results\": [";
+    firstOp = false;
+    for (auto [j, r] : llvm::enumerate(step.results))
+      os << (j ? ", " : "") << "\"" << shToString(s.results[j]) << "\"";
+    os << "], \"operands\": [";
+    for (auto [j, r] : llvm::enumerate(step.operands))
+      os << (j ? ", " : "") << "\"" << shToString(s.operands[j]) << "\"";
+    os << "], \"time_s\": " << llvm::format("%.4g", s.time) << "}";
+  }
+  fp.opsJson = ops;
+  for (const ValueInfo &v : p.values) {
+    if (v.lastUse < 0)
+      continue;
+    fp.replicatedBytes += (v.weight || !v.value.getDefiningOp() ||
+                           isa<WeightOp>(v.value.getDefiningOp()))
+                              ? v.bytes
+                              : 0;
+    if (v.fixed < 0)
+      continue;
+    if (!v.value.getDefiningOp())
+      fp.inputBytes += localBytes(v, v.fixed);
+    else if (isa<WeightOp>(v.value.getDefiningOp()))
+      fp.weightBytes += localBytes(v, v.fixed);
+  }
+  return fp;
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+static std::string gib(double bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (bytes >= 1 << 30)
+    os << llvm::format("%.2f GiB", bytes / double(1 << 30));
+  else
+    os << llvm::format("%.2f MiB", bytes / double(1 << 20));
+  return s;
+}
+
+static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
+                                        ArrayRef<int64_t> sizes,
+                                        const PlannerOptions &options,
+                                        std::string &error) {
+  AbstractMesh m;
+  m.names.assign(names.begin(), names.end());
+  m.sizes.assign(sizes.begin(), sizes.end());
+  auto dev = cost::deviceByName(options.device);
+  if (!dev) {
+    error = dev.error().message;
+    return failure();
+  }
+  if (!options.meshJson.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
+    if (!buf) {
+      error = "cannot read mesh spec '" + options.meshJson + "'";
+      return failure();
+    }
+    auto spec = cost::parseMeshJson((*buf)->getBuffer().str());
+    if (!spec) {
+      error = options.meshJson + ": " + spec.error().message;
+      return failure();
+    }
+    m.spec = *spec;
+    for (auto [n, s] : llvm::zip(names, sizes))
+      if (m.spec.axisSize(n) != s) {
+        error = options.meshJson + ": axis '" + n + "' has size " +
+                std::to_string(m.spec.axisSize(n)) + " but the program's mesh says " +
+                std::to_string(s);
+        return failure();
+      }
+    return m;
+  }
+  std::string text;
+  for (auto [i, n] : llvm::enumerate(names))
+    text += (i ? "," : "") + n + "=" + std::to_string(sizes[i]);
+  auto spec = cost::parseMeshSpec(text, *dev, options.devicesPerNode);
+  if (!spec) {
+    error = spec.error().message;
+    return failure();
+  }
+  m.spec = *spec;
+  return m;
+}
+
+} // namespace
+
+FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  Plan plan;
+  auto meshes = module.getOps<MeshOp>();
+  if (meshes.empty() && !options.mesh.empty()) {
+    // Declare the mesh the user asked for (loomc --mesh).
+    auto dev = cost::deviceByName(options.device);
+    if (!dev)
+      return module.emitError() << dev.error().message;
+    auto spec = cost::parseMeshSpec(options.mesh, *dev);
+    if (!spec)
+      return module.emitError() << "--mesh: " << spec.error().message;
+    MLIRContext *ctx = module.getContext();
+    SmallVector<StringAttr> axisNames;
+    SmallVector<int64_t> axisSizes;
+    for (auto &a : spec->axes) {
+      axisNames.push_back(StringAttr::get(ctx, a.name));
+      axisSizes.push_back(a.size);
+    }
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(module.getBody());
+    MeshOp::create(b, module.getLoc(), "mesh",
+                   MeshAttr::get(ctx, axisNames, axisSizes));
+    meshes = module.getOps<MeshOp>();
+  }
+  if (meshes.empty())
+    return plan;
+  MeshOp meshOp = *meshes.begin();
+  MeshAttr meshAttr = meshOp.getMesh();
+  if (meshAttr.getNumAxes() > 16)
+    return meshOp.emitError() << "the planner handles meshes of up to 16 axes";
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (auto [n, s] :
+       llvm::zip(meshAttr.getAxisNames(), meshAttr.getAxisSizes())) {
+    names.push_back(cast<StringAttr>(n).getValue().str());
+    sizes.push_back(s);
+  }
+  std::string error;
+  auto mesh = makeMesh(names, sizes, options, error);
+  if (failed(mesh))
+    return meshOp.emitError() << error;
+  plan.meshDescription = cost::describeMesh(mesh->spec);
+  plan.device = mesh->spec.device.name;
+  plan.memoryLimit = options.memoryLimit > 0 ? options.memoryLimit
+                                             : mesh->spec.device.memCapacity;
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    // Hand-written SPMD programs (collectives already placed) are left as
+    // they are.
+    bool manual = false;
+    func.walk([&](CollectiveOpInterface) { manual = true; });
+    if (manual)
+      continue;
+    Planner planner(module, meshOp, *mesh, options);
+    Problem p;
+    if (failed(planner.build(func, p)))
+      return failure();
+    double time = 0, mem = 0;
+    auto choice = planner.search(p, 0, time, mem);
+    if (failed(choice))
+      return failure();
+    if (mem > plan.memoryLimit) {
+      double hiTime = 0, hiMem = 0;
+      const double hiPrice = 1.0; // s/byte: memory above everything
+      auto hi = planner.search(p, hiPrice, hiTime, hiMem);
+      if (failed(hi))
+        return failure();
+      if (hiMem > plan.memoryLimit) {
+        // The smallest 1-D mesh on which the most memory-saving plan fits.
+        std::string smallest = "none up to 2^20 devices";
+        for (int64_t n = 2 * mesh->numDevices(); n <= (1 << 20); n *= 2) {
+          std::string err;
+          auto m = makeMesh({"tp"}, {n}, options, err);
+          if (failed(m))
+            break;
+          Planner trial(module, meshOp, *m, options);
+          Problem tp;
+          double t2 = 0, m2 = 0;
+          if (failed(trial.build(func, tp)))
+            break;
+          auto c2 = trial.search(tp, hiPrice, t2, m2);
+          if (succeeded(c2) && m2 <= plan.memoryLimit) {
+            smallest = std::to_string(n) + " devices (--mesh tp=" +
+                       std::to_string(n) + ")";
+            break;
+          }
+        }
+        return func.emitError()
+               << "'" << func.getSymName() << "' does not fit on mesh "
+               << plan.meshDescription << ": it needs " << gib(hiMem)
+               << " per device with the most memory-saving plan, a device "
+                  "holds "
+               << gib(plan.memoryLimit)
+               << "; the smallest mesh that fits has " << smallest
+               << ", or raise the limit (--memory-limit)";
+      }
+      double lo = 1e-18, hiP = hiPrice;
+      std::vector<int> best = *hi;
+      double bestPrice = hiPrice;
+      for (int it = 0; it < 24; ++it) {
+        double mid = std::sqrt(lo * hiP);
+        double t = 0, m = 0;
+        auto c = planner.search(p, mid, t, m);
+        if (failed(c))
+          return failure();
+        if (m <= plan.memoryLimit) {
+          best = *c;
+          bestPrice = mid;
+          hiP = mid;
+        } else {
+          lo = mid;
+        }
+        if (hiP / lo < 1.5)
+          break;
+      }
+      *choice = best;
+      plan.price = std::max(plan.price, bestPrice);
+    }
+    plan.functions.push_back(planner.describe(p, *choice));
+    planner.apply(p, *choice);
+  }
+  plan.planSeconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  if (!options.planFile.empty()) {
+    std::string tmp = options.planFile + ".tmp";
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (ec)
+        return module.emitError()
+               << "cannot write the plan to '" << tmp << "': " << ec.message();
+      os << planToJson(plan);
+    }
+    if (auto e = llvm::sys::fs::rename(tmp, options.planFile))
+      return module.emitError() << "cannot rename '" << tmp << "' to '"
+                                << options.planFile << "': " << e.message();
+  }
+  if (options.printSummary)
+    llvm::errs() << planSummary(plan);
+  return plan;
+}
+
+std::string planToJson(const Plan &plan) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{\n  \"version\": 1,\n  \"mesh\": \"" << jsonEscape(plan.meshDescription)
+     << "\",\n  \"device\": \"" << jsonEscape(plan.device)
+     << "\",\n  \"memory_limit_bytes\": " << llvm::format("%.0f", plan.memoryLimit)
+     << ",\n  \"memory_price_s_per_byte\": " << llvm::format("%.3g", plan.price)
+     << ",\n  \"planner_seconds\": " << llvm::format("%.4f", plan.planSeconds)
+     << ",\n  \"functions\": [";
+  for (auto [i, f] : llvm::enumerate(plan.functions)) {
+    os << (i ? "," : "") << "\n    {\n      \"name\": \"" << jsonEscape(f.name)
+       << "\",\n      \"predicted_step_time_s\": "
+       << llvm::format("%.6g", f.computeTime + f.commTime)
+       << ",\n      \"compute_time_s\": " << llvm::format("%.6g", f.computeTime)
+       << ",\n      \"communication_time_s\": " << llvm::format("%.6g", f.commTime)
+       << ",\n      \"memory_per_device_bytes\": {\"weights\": "
+       << llvm::format("%.0f", f.weightBytes) << ", \"inputs\": "
+       << llvm::format("%.0f", f.inputBytes) << ", \"total\": "
+       << llvm::format("%.0f", f.weightBytes + f.inputBytes)
+       << ", \"unsplit\": " << llvm::format("%.0f", f.replicatedBytes)
+       << "},\n      \"collectives\": [";
+    for (auto [j, c] : llvm::enumerate(f.collectives)) {
+      os << (j ? "," : "") << "\n        {\"kind\": \"" << c.kind
+         << "\", \"axes\": [";
+      for (auto [k, a] : llvm::enumerate(c.axes))
+        os << (k ? ", " : "") << "\"" << a << "\"";
+      os << "], \"bytes\": " << llvm::format("%.0f", c.bytes)
+         << ", \"time_s\": " << llvm::format("%.4g", c.time) << ", \"at\": \""
+         << jsonEscape(c.at) << "\"}";
+    }
+    os << "\n      ],\n      \"ops\": [" << f.opsJson << "\n      ]\n    }";
+  }
+  os << "\n  ]\n}\n";
+  return s;
+}
+
+std::string planSummary(const Plan &plan) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "plan on " << plan.meshDescription << " (" << plan.device
+     << "), memory limit " << gib(plan.memoryLimit) << " per device, planned in "
+     << llvm::format("%.3f", plan.planSeconds) << " s\n";
+  for (const FunctionPlan &f : plan.functions) {
+    os << "  @" << f.name << ": " << f.numOps << " ops, predicted "
+       << llvm::format("%.4g", (f.computeTime + f.commTime) * 1e3)
+       << " ms (compute " << llvm::format("%.4g", f.computeTime * 1e3)
+       << " ms, communication " << llvm::format("%.4g", f.commTime * 1e3)
+       << " ms); memory per device " << gib(f.weightBytes + f.inputBytes)
+       << " (weights " << gib(f.weightBytes) << ", unsplit "
+       << gib(f.replicatedBytes) << ")\n";
+    std::map<std::string, std::pair<int, double>> byKind;
+    for (const PlannedCollective &c : f.collectives) {
+      std::string k = c.kind + " on {";
+      for (auto [i, a] : llvm::enumerate(c.axes))
+        k += (i ? "," : "") + a;
+      k += "}";
+      byKind[k].first++;
+      byKind[k].second += c.time;
+    }
+    if (byKind.empty())
+      os << "    no collectives\n";
+    for (auto &[k, v] : byKind)
+      os << "    " << v.first << " x " << k << ": "
+         << llvm::format("%.4g", v.second * 1e3) << " ms\n";
+  }
+  return s;
+}
+
+} // namespace loom

@@ -1,0 +1,217 @@
+//===- runtime/cuda/Mgpu.cpp - the mgpu* ABI of MLIR's gpu-to-llvm --------===//
+//
+// MLIR's `gpu-to-llvm` turns gpu.launch_func, gpu.alloc, gpu.memcpy, ...
+// into calls to mgpu* functions that upstream implements in
+// libmlir_cuda_runtime.so, which Debian does not ship. These are Loom's,
+// with upstream's signatures, over the same dlopen'ed driver: the host code
+// of a GPU program links against libloom_runtime_cuda instead.
+//
+// Unlike upstream (which prints an error and carries on), a failure here is
+// fatal with a message naming the call, as everywhere in the Loom runtime
+// ABI: generated code does not check errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/runtime/cuda.h"
+
+#include "Device.h"
+#include "Driver.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+using namespace loom::cuda;
+
+namespace {
+
+std::atomic<loom_cuda_fatal_fn> fatalHandler{nullptr};
+std::atomic<int32_t> defaultOrdinal{0};
+std::mutex devMu;
+loom_cuda_device *devices[64] = {};
+
+[[noreturn]] void fatal(const char *call, const std::string &why) {
+  std::string msg = std::string("loom-cuda: ") + call + " failed: " + why;
+  if (loom_cuda_fatal_fn fn = fatalHandler.load())
+    fn(msg.c_str());
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  std::exit(1);
+}
+
+/// The default device, opened on first use and current on this thread.
+loom_cuda_device *dev(const char *call) {
+  int32_t ord = defaultOrdinal.load();
+  loom_cuda_device *d;
+  {
+    std::lock_guard<std::mutex> lock(devMu);
+    if (ord < 0 || ord >= 64)
+      fatal(call, "device " + std::to_string(ord) + " is out of range");
+    if (!devices[ord] && loom_cuda_open(ord, &devices[ord]) != 0)
+      fatal(call, lastErrorMessage());
+    d = devices[ord];
+  }
+  CUresult r = d->drv->cuCtxSetCurrent(d->ctx);
+  if (r != kCudaSuccess)
+    fatal(call, "cuCtxSetCurrent: " + resultString(r));
+  return d;
+}
+
+void check(const char *call, CUresult r) {
+  if (r != kCudaSuccess)
+    fatal(call, resultString(r));
+}
+
+CUstream cs(void *s) { return static_cast<CUstream>(s); }
+
+} // namespace
+
+extern "C" {
+
+loom_cuda_fatal_fn loom_cuda_set_fatal_handler(loom_cuda_fatal_fn fn) {
+  return fatalHandler.exchange(fn);
+}
+
+void mgpuSetDefaultDevice(int32_t device) { defaultOrdinal.store(device); }
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  loom_cuda_device *d = dev("mgpuModuleLoad");
+  // The size is 0 when the caller does not know it (upstream ignores it):
+  // the ELF header check then reads at most the 64-byte header.
+  int64_t n = size ? int64_t(size) : 64;
+  int32_t sm = loom_cuda_cubin_sm(data, n);
+  if (sm >= 0 && loom_cuda_check_arch(sm, d->sm) != 0)
+    fatal("mgpuModuleLoad", "device " + std::to_string(d->ordinal) + " (" +
+                                d->name + "): " + lastErrorMessage());
+  CUmodule m = nullptr;
+  check("mgpuModuleLoad", d->drv->cuModuleLoadData(&m, data));
+  return m;
+}
+
+void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
+  return mgpuModuleLoad(data, 0);
+}
+
+void mgpuModuleUnload(void *module) {
+  loom_cuda_device *d = dev("mgpuModuleUnload");
+  check("mgpuModuleUnload", d->drv->cuModuleUnload(static_cast<CUmodule>(module)));
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  loom_cuda_device *d = dev("mgpuModuleGetFunction");
+  CUfunction f = nullptr;
+  CUresult r =
+      d->drv->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name);
+  if (r != kCudaSuccess)
+    fatal("mgpuModuleGetFunction",
+          std::string("kernel '") + (name ? name : "") + "': " +
+              resultString(r));
+  return f;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz,
+                      intptr_t bx, intptr_t by, intptr_t bz, int32_t smem,
+                      void *stream, void **params, void **extra,
+                      size_t /*paramCount*/) {
+  loom_cuda_device *d = dev("mgpuLaunchKernel");
+  check("mgpuLaunchKernel",
+        d->drv->cuLaunchKernel(static_cast<CUfunction>(function), unsigned(gx),
+                               unsigned(gy), unsigned(gz), unsigned(bx),
+                               unsigned(by), unsigned(bz), unsigned(smem),
+                               cs(stream), params, extra));
+}
+
+void *mgpuStreamCreate(void) {
+  loom_cuda_device *d = dev("mgpuStreamCreate");
+  CUstream s = nullptr;
+  check("mgpuStreamCreate", d->drv->cuStreamCreate(&s, kStreamNonBlocking));
+  return s;
+}
+
+void mgpuStreamDestroy(void *stream) {
+  loom_cuda_device *d = dev("mgpuStreamDestroy");
+  check("mgpuStreamDestroy", d->drv->cuStreamDestroy(cs(stream)));
+}
+
+void mgpuStreamSynchronize(void *stream) {
+  loom_cuda_device *d = dev("mgpuStreamSynchronize");
+  check("mgpuStreamSynchronize", d->drv->cuStreamSynchronize(cs(stream)));
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  loom_cuda_device *d = dev("mgpuStreamWaitEvent");
+  check("mgpuStreamWaitEvent",
+        d->drv->cuStreamWaitEvent(cs(stream), static_cast<CUevent>(event), 0));
+}
+
+void *mgpuEventCreate(void) {
+  loom_cuda_device *d = dev("mgpuEventCreate");
+  CUevent e = nullptr;
+  // Timing off, as upstream: events only order streams.
+  check("mgpuEventCreate", d->drv->cuEventCreate(&e, 0x2));
+  return e;
+}
+
+void mgpuEventDestroy(void *event) {
+  loom_cuda_device *d = dev("mgpuEventDestroy");
+  check("mgpuEventDestroy", d->drv->cuEventDestroy(static_cast<CUevent>(event)));
+}
+
+void mgpuEventSynchronize(void *event) {
+  loom_cuda_device *d = dev("mgpuEventSynchronize");
+  check("mgpuEventSynchronize",
+        d->drv->cuEventSynchronize(static_cast<CUevent>(event)));
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  loom_cuda_device *d = dev("mgpuEventRecord");
+  check("mgpuEventRecord",
+        d->drv->cuEventRecord(static_cast<CUevent>(event), cs(stream)));
+}
+
+void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool isHostShared) {
+  loom_cuda_device *d = dev("mgpuMemAlloc");
+  CUdeviceptr p = 0;
+  if (bytes == 0)
+    return nullptr;
+  CUresult r = isHostShared ? d->drv->cuMemAllocManaged(&p, bytes, 1)
+                            : d->drv->cuMemAlloc(&p, bytes);
+  if (r != kCudaSuccess)
+    fatal("mgpuMemAlloc",
+          std::to_string(bytes) + " bytes: " + resultString(r));
+  return reinterpret_cast<void *>(p);
+}
+
+void mgpuMemFree(void *ptr, void * /*stream*/) {
+  if (!ptr)
+    return;
+  loom_cuda_device *d = dev("mgpuMemFree");
+  check("mgpuMemFree", d->drv->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  loom_cuda_device *d = dev("mgpuMemcpy");
+  // Unified addressing: the driver infers the direction.
+  check("mgpuMemcpy",
+        d->drv->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                              reinterpret_cast<CUdeviceptr>(src), bytes,
+                              cs(stream)));
+}
+
+void mgpuMemset32(void *dst, uint32_t value, size_t count, void *stream) {
+  loom_cuda_device *d = dev("mgpuMemset32");
+  check("mgpuMemset32",
+        d->drv->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                 count, cs(stream)));
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  void *stream) {
+  loom_cuda_device *d = dev("mgpuMemset16");
+  check("mgpuMemset16",
+        d->drv->cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                 count, cs(stream)));
+}
+
+} // extern "C"

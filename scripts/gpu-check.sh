@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 6, as one script (docs/GPU.md).
+#
+#   scripts/gpu-check.sh --prepare   on any machine with the CUDA toolkit
+#                                    (ptxas) and the build's dependencies:
+#                                    builds loom-gpu-bench, loom-cuda-rt-tests
+#                                    and loom-gpu-kernels, compiles the
+#                                    kernels for sm_80 and sm_90 and stages
+#                                    everything in out/gpu-check/
+#   scripts/gpu-check.sh             on a machine with an NVIDIA GPU: runs
+#                                    the staged binaries (preparing first if
+#                                    out/gpu-check/ is missing) and writes
+#                                    results under $OUT (default
+#                                    out/gpu-check/results)
+#
+# The device run needs no compiler, no ptxas and no LLVM: only the driver
+# and, for the cuBLAS/NCCL steps, libcublas and libnccl. Each step has its
+# own timeout; the whole run takes a minute or two. Exit status: 0 when
+# every step passed (performance below target is reported, not a failure).
+#
+# Environment: LOOM_BUILD_DIR (default build/), OUT, LOOM_GPU_STEP_TIMEOUT
+# (seconds per step, default 240).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${LOOM_BUILD_DIR:-$ROOT/build}
+STAGE=$ROOT/out/gpu-check
+STEP_TIMEOUT=${LOOM_GPU_STEP_TIMEOUT:-240}
+
+if [[ -n "${CUDA_HOME:-}" ]]; then export PATH="$PATH:$CUDA_HOME/bin"; fi
+export PATH="$PATH:/usr/local/cuda/bin"
+
+log() { echo "gpu-check: $*" >&2; }
+
+# role format flags n k: the numerics rows cover every format, GEMV and
+# tiled, N not a multiple of the tiles, K with and without a partial warp
+# pass; the perf rows are the issue's shapes (int4, f16 activations).
+SPECS=(
+  "check q4_0 --act=f32 200 512"
+  "check q4_1 --act=f16 200 512"
+  "check q8_0 --act=f32 72 4096"
+  "check int4 --block=128,--mode=symmetric,--scale=f16,--act=f16 200 11008"
+  "check int4 --block=64,--mode=min,--scale=bf16,--act=f32 130 1024"
+  "check int4 --block=32,--mode=zero_point,--scale=f16,--act=f32 64 256"
+  "check int8 --block=32,--mode=symmetric,--scale=f32,--act=f16 72 256"
+  "check int8 --block=128,--mode=min,--scale=f16,--act=f32 40 384"
+  "perf int4 --block=128,--mode=symmetric,--scale=f16,--act=f16 4096 4096"
+  "perf int4 --block=128,--mode=symmetric,--scale=f16,--act=f16 11008 4096"
+  "perf int4 --block=128,--mode=symmetric,--scale=f16,--act=f16 4096 11008"
+  "perf q4_0 --act=f16 4096 4096"
+)
+
+prepare() {
+  command -v ptxas >/dev/null || {
+    log "ptxas not found: --prepare needs the CUDA toolkit (CUDA_HOME)"
+    return 1
+  }
+  if [[ ! -f "$BUILD/build.ninja" ]]; then
+    local prefix
+    prefix=$(llvm-config-22 --prefix) || return 1
+    cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR="$prefix/lib/cmake/mlir" \
+      -DLLVM_EXTERNAL_LIT="$prefix/bin/lit" -DMLIR_LINK_MLIR_DYLIB=ON \
+      -DLOOM_ENABLE_CUDA=ON || return 1
+  fi
+  ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests ||
+    return 1
+  rm -rf "$STAGE"
+  mkdir -p "$STAGE/bin" "$STAGE/cubins"
+  cp "$BUILD/bin/loom-gpu-bench" "$BUILD/bin/loom-cuda-rt-tests" \
+    "$STAGE/bin/" || return 1
+  local manifest=$STAGE/cubins/manifest.tsv tool=$BUILD/bin/loom-gpu-kernels
+  echo "# role base format block mode scale act n k weight_bytes" >"$manifest"
+  local spec role fmt flags n k
+  for spec in "${SPECS[@]}"; do
+    read -r role fmt flags n k <<<"$spec"
+    IFS=, read -r -a f <<<"$flags"
+    "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --list |
+      python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    print("\t".join(str(x) for x in [sys.argv[1], s["base"], s["format"],
+        s["block"], s["mode"], s["scale"], s["act"], s["n"], s["k"],
+        s["weight_bytes"]]))' "$role" >>"$manifest" || return 1
+    "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --emit=cubin \
+      --chip=sm_80,sm_90 -o "$STAGE/cubins" || return 1
+  done
+  log "staged $(ls "$STAGE/cubins" | grep -c cubin) cubins in $STAGE"
+}
+
+if [[ "${1:-}" == "--prepare" ]]; then
+  prepare
+  exit $?
+fi
+
+OUT=${OUT:-$STAGE/results}
+mkdir -p "$OUT"
+if [[ ! -x "$STAGE/bin/loom-gpu-bench" ]]; then
+  log "no staged binaries in $STAGE: preparing them here"
+  prepare || { log "prepare failed"; exit 1; }
+fi
+BENCH=$STAGE/bin/loom-gpu-bench
+CUBINS=$STAGE/cubins
+
+declare -a SUMMARY
+status=0
+step() { # name command...
+  local name=$1
+  shift
+  local t0=$SECONDS rc
+  timeout "$STEP_TIMEOUT" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  SUMMARY+=("| $name | $([[ $rc == 0 ]] && echo ok || echo "FAIL (rc $rc)") | $((SECONDS - t0)) s |")
+  [[ $rc == 0 ]] || status=1
+  log "$name: rc $rc ($((SECONDS - t0)) s)"
+  return $rc
+}
+
+command -v nvidia-smi >/dev/null && nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+if ! step info "$BENCH" info; then
+  cat "$OUT/info.log" >&2
+  log "no usable GPU: stopping (see $OUT/info.log)"
+  exit 1
+fi
+step runtime-units "$STAGE/bin/loom-cuda-rt-tests" \
+  --gtest_output="xml:$OUT/runtime-units.xml"
+step selftest "$BENCH" selftest "$CUBINS" "$OUT"
+step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
+step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
+
+{
+  echo "# Loom GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  cat "$OUT/info.log"
+  echo
+  echo "| step | result | time |"
+  echo "|---|---|---|"
+  printf '%s\n' "${SUMMARY[@]}"
+  for f in selftest.txt numerics.md perf.md; do
+    [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
+  done
+} >"$OUT/summary.md"
+cat "$OUT/summary.md"
+exit $status

@@ -1,0 +1,76 @@
+"""Fixtures of the quantization tests: the tools, a reference decoder of
+Loom's block formats in numpy, and helpers that write weight files and
+small modules, compile them with loomc and run them with loom-run."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _build_dir() -> Path:
+    env = os.environ.get("LOOM_BUILD_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "build"
+
+
+def _tool(name: str) -> Path:
+    t = _build_dir() / "bin" / name
+    if not t.exists():
+        pytest.skip(f"{t} is not built (set LOOM_BUILD_DIR)")
+    return t
+
+
+class Loom:
+    def __init__(self, tmp: Path):
+        self.loomc = _tool("loomc")
+        self.loom_run = _tool("loom-run")
+        self.tmp = tmp
+        self.count = 0
+
+    def fresh(self, stem: str) -> Path:
+        self.count += 1
+        return self.tmp / f"{stem}{self.count}"
+
+    def loomc_run(self, *args, ok=True, env=None):
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        r = subprocess.run([str(self.loomc), *map(str, args)],
+                           capture_output=True, text=True, env=e)
+        if ok:
+            assert r.returncode == 0, r.stderr
+        else:
+            assert r.returncode == 1, (r.returncode, r.stderr)
+            assert "Stack dump" not in r.stderr, r.stderr
+            assert "Assertion" not in r.stderr, r.stderr
+        return r
+
+    def compile(self, src: Path, *flags, env=None) -> Path:
+        bundle = self.fresh("bundle")
+        self.loomc_run(src, "-o", bundle, *flags, env=env)
+        return bundle
+
+    def run(self, bundle: Path, inputs: dict, entry: str | None = None):
+        d = self.fresh("run")
+        d.mkdir()
+        cmd = [str(self.loom_run), str(bundle), "--output", str(d / "res")]
+        if entry:
+            cmd += ["--entry", entry]
+        for name, value in inputs.items():
+            np.save(d / f"{name}.npy", value)
+            cmd += ["--input", f"{name}={d / (name + '.npy')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
+
+
+@pytest.fixture
+def loom(tmp_path) -> Loom:
+    return Loom(tmp_path)
