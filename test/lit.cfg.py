@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.loom_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%loom_src", config.loom_src_root))
+config.substitutions.append(("%loom_lib_dir", config.loom_lib_dir))
 config.substitutions.append(("%python", config.loom_python))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

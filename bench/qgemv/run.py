@@ -117,7 +117,7 @@ def loom_gemv(tmp, build, n, k, layers, threads, iters, check=True):
     x = np.random.default_rng(1).standard_normal((1, k)).astype(np.float32)
     np.save(tmp / "x.npy", x)
     out = sh([build / "bin" / "loom-run", bundle, "--input",
-              f"x={tmp / 'x.npy'}", "--bench", "--iterations", iters,
+              tmp / "x.npy", "--bench", "--iterations", iters,
               "--output", tmp / "res"],
              env={**os.environ, "LOOM_BLAS_THREADS": "1"})
     med = float(re.search(r"run: median\s+([\d.]+)", out).group(1))

@@ -1036,7 +1036,19 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
                     b.getI8Type());
   Value yAlloc = allocLike(type, ySizes);
   Value yb = castTo(collapse(yAlloc), {dyn, dyn}, b.getF32Type());
-  func::CallOp::create(b, loc, kernel, ValueRange{xb, wb, yb});
+  SmallVector<Value> args{xb, wb, yb};
+  if (mode == "i8") {
+    // Scratch of the int8 activations: codes, scales, offsets, sums.
+    Value m = numElements(x, 0, rank - 1);
+    int64_t nb = k / qt.getQuant().getBlockSize();
+    for (auto [cols, elt] : {std::pair<int64_t, Type>{k, b.getI8Type()},
+                             {nb, b.getF32Type()},
+                             {nb, b.getI32Type()},
+                             {nb, b.getF32Type()}})
+      args.push_back(memref::AllocOp::create(
+          b, loc, MemRefType::get({dyn, cols}, elt), ValueRange{m}));
+  }
+  func::CallOp::create(b, loc, kernel, args);
   return toTensor(yAlloc, type);
 }
 

@@ -23,10 +23,13 @@
 #include "passes/Lowering/QuantKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 
@@ -207,8 +210,250 @@ struct KernelGen {
       }
   }
 
+  //===--- int8 activations ---------------------------------------------===//
+  // x is quantized per weight block (d_x = max|x| / 127, q = round(x / d_x))
+  // into scratch buffers; each 32-element chunk of a block is one integer
+  // dot product of unsigned weight codes and signed activation codes
+  // (vpdpbusd with AVX512-VNNI, else generic vector code), accumulated in
+  // 8 i32 lanes whose start value carries the code offset
+  // (-8 sum(q_x) for int4 symmetric, -128 sum(q_x) for int8 symmetric with
+  // its codes stored as w + 128), then acc += d_w d_x (float) lanes.
+  bool vnni = false;
+  ModuleOp module;
+  Value xq, dxm, biasm, sxm; // [M, K] i8, [M, nb] f32, [M, nb] i32, [M, nb] f32
+  VectorType vi32x8() { return VectorType::get({8}, b.getI32Type()); }
+  VectorType vf8() { return VectorType::get({8}, f32()); }
+  VectorType vi8x32() { return VectorType::get({32}, b.getI8Type()); }
+  int64_t codeOffset() {
+    if (!sym)
+      return 0;
+    return four ? 8 : 128;
+  }
+
+  void quantizeRows() {
+    Value M = memref::DimOp::create(b, loc, x, 0);
+    loop(ci(0), M, 1, {}, [&](Value m, ValueRange) {
+      loop(ci(0), ci(nb), 1, {}, [&](Value blk, ValueRange) {
+        Value kBase = mul(blk, ci(B));
+        SmallVector<Value> xv;
+        Value amax;
+        for (int64_t c = 0; c < B / VL; ++c) {
+          xv.push_back(vector::LoadOp::create(
+              b, loc, vf(), x, ValueRange{m, add(kBase, ci(c * VL))}));
+          Value a = math::AbsFOp::create(b, loc, xv.back());
+          amax = amax ? arith::MaxNumFOp::create(b, loc, amax, a).getResult()
+                      : a;
+        }
+        Value am = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::MAXNUMF, amax);
+        Value c127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(127));
+        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+        Value d = arith::DivFOp::create(b, loc, am, c127);
+        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                          am, zero);
+        Value inv = arith::SelectOp::create(
+            b, loc, pos, arith::DivFOp::create(b, loc, c127, am), zero);
+        Value invv = vector::BroadcastOp::create(b, loc, vf(), inv);
+        Value sumq, sumx;
+        for (int64_t c = 0; c < B / VL; ++c) {
+          Value r = math::RoundEvenOp::create(
+              b, loc, arith::MulFOp::create(b, loc, xv[c], invv));
+          Value qi = arith::FPToSIOp::create(
+              b, loc, VectorType::get({VL}, b.getI32Type()), r);
+          Value q8 = arith::TruncIOp::create(b, loc, vi8(), qi);
+          vector::StoreOp::create(b, loc, q8, xq,
+                                  ValueRange{m, add(kBase, ci(c * VL))});
+          Value sq = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::ADD, qi);
+          sumq = sumq ? arith::AddIOp::create(b, loc, sumq, sq).getResult()
+                      : sq;
+          if (!sym) {
+            Value sx = vector::ReductionOp::create(
+                b, loc, vector::CombiningKind::ADD, xv[c],
+                arith::FastMathFlags::reassoc);
+            sumx = sumx ? arith::AddFOp::create(b, loc, sumx, sx).getResult()
+                        : sx;
+          }
+        }
+        memref::StoreOp::create(b, loc, d, dxm, ValueRange{m, blk});
+        Value bias = arith::MulIOp::create(
+            b, loc, sumq,
+            arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                         -codeOffset()));
+        memref::StoreOp::create(b, loc, bias, biasm, ValueRange{m, blk});
+        if (!sym)
+          memref::StoreOp::create(b, loc, sumx, sxm, ValueRange{m, blk});
+        return SmallVector<Value>();
+      });
+      return SmallVector<Value>();
+    });
+  }
+
+  /// Scalar scale (or min) of weight row `row` at byte `off`.
+  Value loadScaleScalar(Value row, Value off) {
+    auto raw = vector::LoadOp::create(
+        b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
+        ValueRange{row, off});
+    Value v = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, scaleType), raw);
+    Value s = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
+    if (!scaleType.isF32())
+      s = arith::ExtFOp::create(b, loc, f32(), s);
+    return s;
+  }
+
+  /// The 32-element unsigned code chunks of one block of row `row`.
+  SmallVector<Value> weightChunks(Value row, Value blkByte) {
+    SmallVector<Value> chunks(B / 32);
+    Value base = add(blkByte, ci(valOff));
+    if (!four) {
+      for (int64_t c = 0; c < B / 32; ++c) {
+        Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
+                                           ValueRange{row, add(base, ci(32 * c))});
+        if (sym) // int8 codes w + 128 as unsigned bytes
+          raw = arith::XOrIOp::create(
+              b, loc, raw,
+              arith::ConstantOp::create(
+                  b, loc, DenseElementsAttr::get(vi8x32(),
+                                                 b.getI8IntegerAttr(-128))));
+        chunks[c] = raw;
+      }
+      return chunks;
+    }
+    auto splat32 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(v)));
+    };
+    if (B == 32) {
+      Value raw = vector::LoadOp::create(b, loc, vi8(), w,
+                                         ValueRange{row, base});
+      Value lo = arith::AndIOp::create(b, loc, raw, splatI8(15));
+      Value hi = arith::ShRUIOp::create(b, loc, raw, splatI8(4));
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < 32; ++i)
+        mask.push_back(i);
+      chunks[0] = vector::ShuffleOp::create(b, loc, lo, hi, mask);
+      return chunks;
+    }
+    int64_t half = B / 2 / 32;
+    for (int64_t c = 0; c < half; ++c) {
+      Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
+                                         ValueRange{row, add(base, ci(32 * c))});
+      chunks[c] = arith::AndIOp::create(b, loc, raw, splat32(15));
+      chunks[half + c] = arith::ShRUIOp::create(b, loc, raw, splat32(4));
+    }
+    return chunks;
+  }
+
+  /// acc (8 x i32) += dot of unsigned `wu` and signed `xs` (32 bytes each),
+  /// summed in groups of 4 (only the total over the lanes is used).
+  Value dot(Value acc, Value wu, Value xs) {
+    if (vnni) {
+      // A declaration named like the intrinsic becomes the intrinsic in
+      // LLVM IR (func.call, unlike llvm.call_intrinsic, has the memory
+      // effects the deallocation pipeline needs).
+      StringRef name = "llvm.x86.avx512.vpdpbusd.256";
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (!fn) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(module.getBody());
+        fn = func::FuncOp::create(
+            b, loc, name,
+            b.getFunctionType({vi32x8(), vi8x32(), vi8x32()}, {vi32x8()}));
+        fn.setPrivate();
+      }
+      return func::CallOp::create(b, loc, fn, ValueRange{acc, wu, xs})
+          .getResult(0);
+    }
+    auto v32 = VectorType::get({32}, b.getI32Type());
+    Value p = arith::MulIOp::create(b, loc,
+                                    arith::ExtUIOp::create(b, loc, v32, wu),
+                                    arith::ExtSIOp::create(b, loc, v32, xs));
+    for (int64_t s = 0; s < 4; ++s)
+      acc = arith::AddIOp::create(
+          b, loc, acc,
+          vector::ExtractStridedSliceOp::create(
+              b, loc, p, ArrayRef<int64_t>{8 * s}, ArrayRef<int64_t>{8},
+              ArrayRef<int64_t>{1}));
+    return acc;
+  }
+
+  void tileI8(Value m0, Value n0, int64_t MR, int64_t NR) {
+    Value zf = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
+    Value zi = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vi32x8(), b.getI32IntegerAttr(0)));
+    SmallVector<Value> inits(MR * NR, zf);
+    SmallVector<Value> acc = loop(
+        ci(0), ci(nb), 1, inits,
+        [&](Value blk, ValueRange accs) -> SmallVector<Value> {
+          Value blkByte = mul(blk, ci(bb));
+          Value kBase = mul(blk, ci(B));
+          SmallVector<Value> rows, dw, mw;
+          SmallVector<SmallVector<Value>> wch;
+          for (int64_t j = 0; j < NR; ++j) {
+            rows.push_back(add(n0, ci(j)));
+            dw.push_back(loadScaleScalar(rows[j], blkByte));
+            if (!sym)
+              mw.push_back(vector::BroadcastOp::create(
+                  b, loc, vf8(),
+                  loadScaleScalar(rows[j], add(blkByte, ci(scaleBytes)))));
+            wch.push_back(weightChunks(rows[j], blkByte));
+          }
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < MR; ++i) {
+            Value mi = add(m0, ci(i));
+            Value dx = memref::LoadOp::create(b, loc, dxm, ValueRange{mi, blk});
+            Value bias = memref::LoadOp::create(b, loc, biasm,
+                                                ValueRange{mi, blk});
+            Value start = vector::InsertOp::create(b, loc, bias, zi,
+                                                   ArrayRef<int64_t>{0});
+            Value sx;
+            if (!sym)
+              sx = vector::InsertOp::create(
+                  b, loc,
+                  memref::LoadOp::create(b, loc, sxm, ValueRange{mi, blk}),
+                  zf, ArrayRef<int64_t>{0});
+            SmallVector<Value> xs;
+            for (int64_t c = 0; c < B / 32; ++c)
+              xs.push_back(vector::LoadOp::create(
+                  b, loc, vi8x32(), xq, ValueRange{mi, add(kBase, ci(32 * c))}));
+            for (int64_t j = 0; j < NR; ++j) {
+              Value dsum = start;
+              for (int64_t c = 0; c < B / 32; ++c)
+                dsum = dot(dsum, wch[j][c], xs[c]);
+              Value scale = vector::BroadcastOp::create(
+                  b, loc, vf8(), arith::MulFOp::create(b, loc, dw[j], dx));
+              Value a = vector::FMAOp::create(
+                  b, loc, arith::SIToFPOp::create(b, loc, vf8(), dsum), scale,
+                  accs[i * NR + j]);
+              if (!sym)
+                a = vector::FMAOp::create(b, loc, sx, mw[j], a);
+              next.push_back(a);
+            }
+          }
+          return next;
+        });
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) {
+        Value s = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::ADD, acc[i * NR + j],
+            arith::FastMathFlags::reassoc);
+        memref::StoreOp::create(b, loc, s, y,
+                                ValueRange{add(m0, ci(i)), add(n0, ci(j))});
+      }
+  }
+
   /// All tiles of y: [M, N].
-  void body() {
+  void body(bool i8 = false) {
+    if (i8)
+      quantizeRows();
+    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR) {
+      if (i8)
+        tileI8(m0, n0, MR, NR);
+      else
+        tile(m0, n0, MR, NR);
+    };
     Value M = memref::DimOp::create(b, loc, x, 0);
     Value N = memref::DimOp::create(b, loc, w, 0);
     auto floorTo = [&](Value v, int64_t t) {
@@ -220,22 +465,22 @@ struct KernelGen {
     Value nFull2 = floorTo(N, NR2), nFull1 = floorTo(N, NR1);
     loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
       loop(ci(0), nFull2, NR2, {}, [&](Value n0, ValueRange) {
-        tile(m0, n0, MR, NR2);
+        tileFn(m0, n0, MR, NR2);
         return SmallVector<Value>();
       });
       loop(nFull2, N, 1, {}, [&](Value n0, ValueRange) {
-        tile(m0, n0, MR, 1);
+        tileFn(m0, n0, MR, 1);
         return SmallVector<Value>();
       });
       return SmallVector<Value>();
     });
     loop(mFull, M, 1, {}, [&](Value m0, ValueRange) {
       loop(ci(0), nFull1, NR1, {}, [&](Value n0, ValueRange) {
-        tile(m0, n0, 1, NR1);
+        tileFn(m0, n0, 1, NR1);
         return SmallVector<Value>();
       });
       loop(nFull1, N, 1, {}, [&](Value n0, ValueRange) {
-        tile(m0, n0, 1, 1);
+        tileFn(m0, n0, 1, 1);
         return SmallVector<Value>();
       });
       return SmallVector<Value>();
@@ -269,8 +514,16 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   auto xt = MemRefType::get({dyn, k}, b.getF32Type());
   auto wt = MemRefType::get({dyn, rowBytes}, b.getI8Type());
   auto yt = MemRefType::get({dyn, dyn}, b.getF32Type());
-  auto fn = func::FuncOp::create(b, loc, name,
-                                 b.getFunctionType({xt, wt, yt}, {}));
+  bool i8 = act == QKernelActivations::I8;
+  int64_t nb = k / q.getBlockSize();
+  SmallVector<Type> args{xt, wt, yt};
+  if (i8) {
+    args.push_back(MemRefType::get({dyn, k}, b.getI8Type()));
+    args.push_back(MemRefType::get({dyn, nb}, b.getF32Type()));
+    args.push_back(MemRefType::get({dyn, nb}, b.getI32Type()));
+    args.push_back(MemRefType::get({dyn, nb}, b.getF32Type()));
+  }
+  auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   fn.setPrivate();
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -278,8 +531,18 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   gen.x = entry->getArgument(0);
   gen.w = entry->getArgument(1);
   gen.y = entry->getArgument(2);
-  (void)act; // int8 activations: see getOrCreateQMatmulKernel's callers
-  gen.body();
+  gen.module = module;
+  if (i8) {
+    gen.xq = entry->getArgument(3);
+    gen.dxm = entry->getArgument(4);
+    gen.biasm = entry->getArgument(5);
+    gen.sxm = entry->getArgument(6);
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    gen.vnni = features.lookup("avx512vnni") && features.lookup("avx512vl");
+    if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
+      gen.vnni = gen.vnni && *v != '0';
+  }
+  gen.body(i8);
   func::ReturnOp::create(b, loc);
   return fn;
 }

@@ -30,7 +30,12 @@ bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
 ///   func @__loom_qmm_...(%x: memref<?xKxf32>, %w: memref<?xRxi8>,
 ///                        %y: memref<?x?xf32>)
 /// computing y[m, n] = sum_k x[m, k] * dequant(w)[n, k], where w holds N
-/// rows of R = K / block * blockBytes bytes.
+/// rows of R = K / block * blockBytes bytes. With int8 activations the
+/// kernel takes four scratch buffers after y, allocated by the caller for M
+/// rows: codes memref<?xKxi8>, scales, code offsets (i32) and sums of x
+/// (memref<?x(K/block)x...>). It uses AVX512-VNNI (vpdpbusd) when the
+/// compiling host has it (then the code needs such a CPU), generic vector
+/// code otherwise.
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act);

@@ -126,6 +126,9 @@ struct Step {
   SmallVector<int, 2> results;
   std::vector<Strategy> strategies;
   std::optional<ShardingRule> rule;
+  int base = 0;     ///< number of values created before this step
+  uint64_t sig = 0; ///< structure (op, types, relative liveness): equal
+                    ///< signatures and frontiers give equal transitions
 };
 
 struct Problem {
@@ -163,6 +166,13 @@ public:
 
   ShTable table;
   AbstractMesh mesh;
+  size_t replayed = 0; ///< steps of the last search replayed from a layer
+  double price = 0;    ///< memory price of the last search (s/byte)
+  /// How a single-use weight is stored when its use needs `req`: as
+  /// needed, or split further over one more axis and gathered before the
+  /// use (FSDP / ZeRO-3 style) when the memory price makes that cheaper.
+  int storageFor(const ValueInfo &info, int req);
+  std::unordered_map<uint64_t, int> storageCache;
 
 private:
   ModuleOp module;
@@ -535,6 +545,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
     Step step;
     step.op = &op;
+    step.base = static_cast<int>(p.values.size());
     for (Value operand : op.getOperands()) {
       auto it = p.valueIds.find(operand);
       if (it == p.valueIds.end())
@@ -625,6 +636,30 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
   for (ValueInfo &v : p.values)
     v.inState = v.fixed < 0 && v.lastUse >= 0 &&
                 (!v.weight || v.lastUse > v.firstUse);
+  // Signatures for reusing the search of repeated layers.
+  for (auto [i, step] : llvm::enumerate(p.steps)) {
+    int64_t ii = static_cast<int64_t>(i);
+    llvm::hash_code h = llvm::hash_combine(
+        step.op->getName().getAsOpaquePointer(),
+        step.op->getRawDictionaryAttrs().getAsOpaquePointer(),
+        step.strategies.size(), step.op->hasTrait<OpTrait::IsTerminator>());
+    for (int v : step.operands) {
+      const ValueInfo &info = p.values[v];
+      h = llvm::hash_combine(h, info.value.getType().getAsOpaquePointer());
+      if (info.fixed >= 0)
+        h = llvm::hash_combine(h, 1, info.fixed);
+      else
+        h = llvm::hash_combine(h, 0, step.base - v, info.lastUse - ii,
+                               info.firstUse - ii, info.weight, info.inState);
+    }
+    for (int r : step.results) {
+      const ValueInfo &info = p.values[r];
+      h = llvm::hash_combine(h, info.value.getType().getAsOpaquePointer(),
+                             info.lastUse < 0 ? -1 : info.lastUse - ii,
+                             info.inState);
+    }
+    step.sig = static_cast<uint64_t>(h);
+  }
   return success();
 }
 
@@ -753,18 +788,122 @@ static uint64_t hashLive(const Live &l) {
   return h;
 }
 
+int Planner::storageFor(const ValueInfo &info, int req) {
+  if (price <= 0 || info.inState)
+    return req;
+  uint64_t key = (static_cast<uint64_t>(req) << 32) ^
+                 static_cast<uint64_t>(info.value.getAsOpaquePointer() ==
+                                               nullptr
+                                           ? 0
+                                           : reinterpret_cast<uintptr_t>(
+                                                 info.value.getAsOpaquePointer()));
+  auto it = storageCache.find(key);
+  if (it != storageCache.end())
+    return it->second;
+  const Sh &r = table.get(req);
+  int best = req;
+  double bestCost = price * localBytes(info, req);
+  uint32_t used = r.partial;
+  for (auto &d : r.dims)
+    for (uint8_t a : d)
+      used |= 1u << a;
+  int64_t granule = 1;
+  if (auto q = dyn_cast<QTensorType>(info.value.getType()))
+    granule = q.getQuant().getBlockSize();
+  for (size_t a = 0; a < mesh.sizes.size(); ++a) {
+    if (used & (1u << a) || mesh.sizes[a] <= 1)
+      continue;
+    for (size_t d = 0; d < r.dims.size(); ++d) {
+      int64_t size = info.shape[d];
+      if (ShapedType::isDynamic(size))
+        continue;
+      int64_t g = mesh.sizes[a];
+      for (uint8_t b : r.dims[d])
+        g *= mesh.sizes[b];
+      int64_t gran = d + 1 == r.dims.size() ? granule : 1;
+      if (size % g || (size / g) % gran)
+        continue;
+      Sh s = r;
+      s.dims[d].push_back(static_cast<uint8_t>(a));
+      int id = table.intern(s);
+      double c = price * localBytes(info, id) + reshard(id, req, info);
+      if (c < bestCost) {
+        bestCost = c;
+        best = id;
+      }
+    }
+  }
+  storageCache[key] = best;
+  return best;
+}
+
 FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
                                             double &time, double &memory) {
+  if (price != this->price)
+    storageCache.clear();
+  this->price = price;
   struct State {
     Live live;
     double cost = 0, time = 0, mem = 0;
   };
+  // A transition, recorded relative to the step (values by their distance
+  // from the step's base, costs as increments) so that a later step with
+  // the same signature and the same frontier replays it: repeated layers
+  // are searched once.
+  struct Out {
+    int prev, strat;
+    double dCost, dTime, dMem;
+    Live rel;
+  };
+  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<int64_t>,
+                                                     std::vector<Out>>>>
+      memo;
   std::vector<State> beam(1);
   std::vector<std::vector<std::pair<int, int>>> back;
   back.reserve(p.steps.size());
   size_t beamWidth = static_cast<size_t>(std::max<int64_t>(1, options.beam));
+  replayed = 0;
 
   for (auto [i, step] : llvm::enumerate(p.steps)) {
+    std::vector<int64_t> key;
+    key.push_back(static_cast<int64_t>(step.sig));
+    for (const State &st : beam) {
+      key.push_back(static_cast<int64_t>(st.live.size()));
+      for (auto [v, sh] : st.live) {
+        key.push_back(step.base - v);
+        key.push_back(sh);
+      }
+      key.push_back(std::llround((st.cost - beam.front().cost) * 1e15));
+    }
+    uint64_t keyHash = 1469598103934665603ull;
+    for (int64_t k : key)
+      keyHash = (keyHash ^ static_cast<uint64_t>(k)) * 1099511628211ull;
+    auto &bucket = memo[keyHash];
+    const std::vector<Out> *hit = nullptr;
+    for (auto &[k, outs] : bucket)
+      if (k == key) {
+        hit = &outs;
+        break;
+      }
+    if (hit) {
+      std::vector<State> kept;
+      std::vector<std::pair<int, int>> keptFrom;
+      for (const Out &o : *hit) {
+        State st;
+        const State &prev = beam[o.prev];
+        st.cost = prev.cost + o.dCost;
+        st.time = prev.time + o.dTime;
+        st.mem = prev.mem + o.dMem;
+        for (auto [rel, sh] : o.rel)
+          st.live.push_back({step.base - rel, sh});
+        kept.push_back(std::move(st));
+        keptFrom.push_back({o.prev, o.strat});
+      }
+      beam = std::move(kept);
+      back.push_back(std::move(keptFrom));
+      ++replayed;
+      continue;
+    }
     std::vector<State> next;
     std::vector<std::pair<int, int>> from;
     std::unordered_map<uint64_t, SmallVector<int, 1>> index;
@@ -780,9 +919,9 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
           } else if (info.weight && info.firstUse == static_cast<int>(i)) {
             auto it = llvm::find_if(placed, [&](auto &e) { return e.first == v; });
             if (it == placed.end()) {
-              placed.push_back({v, req});
-              mem += localBytes(info, req);
-              cur = req;
+              cur = storageFor(info, req);
+              placed.push_back({v, cur});
+              mem += localBytes(info, cur);
             } else {
               cur = it->second;
             }
@@ -850,6 +989,16 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
       kept.push_back(std::move(next[x]));
       keptFrom.push_back(from[x]);
     }
+    std::vector<Out> outs;
+    for (auto [x, st] : llvm::enumerate(kept)) {
+      const State &prev = beam[keptFrom[x].first];
+      Out o{keptFrom[x].first, keptFrom[x].second, st.cost - prev.cost,
+            st.time - prev.time, st.mem - prev.mem, {}};
+      for (auto [v, sh] : st.live)
+        o.rel.push_back({step.base - v, sh});
+      outs.push_back(std::move(o));
+    }
+    bucket.push_back({std::move(key), std::move(outs)});
     beam = std::move(kept);
     back.push_back(std::move(keptFrom));
   }
@@ -885,11 +1034,13 @@ void Planner::apply(Problem &p, ArrayRef<int> choice) {
       ValueInfo &info = p.values[v];
       int req = s.operands[j];
       if (cur[v] < 0) { // a weight's first use places it
-        cur[v] = req;
-        if (!table.get(req).replicated())
-          info.value.getDefiningOp()->setAttr(kShardingAttrName, toAttr(req));
+        cur[v] = storageFor(info, req);
+        if (!table.get(cur[v]).replicated())
+          info.value.getDefiningOp()->setAttr(kShardingAttrName,
+                                              toAttr(cur[v]));
       }
-      if (cur[v] == req)
+      // A loom.shard is itself the reshard the partitioner materialises.
+      if (cur[v] == req || isa<ShardOp>(step.op))
         continue;
       Value &r = reshards[{v, req}];
       if (!r) {
@@ -960,9 +1111,9 @@ FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
       ValueInfo &info = p.values[v];
       int req = s.operands[j];
       if (cur[v] < 0) {
-        cur[v] = req;
+        cur[v] = storageFor(info, req);
         if (info.weight)
-          fp.weightBytes += localBytes(info, req);
+          fp.weightBytes += localBytes(info, cur[v]);
       }
       std::vector<PlannedCollective> colls;
       reshard(cur[v], req, info, &colls);
@@ -1188,6 +1339,8 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
       }
       *choice = best;
       plan.price = std::max(plan.price, bestPrice);
+      planner.storageCache.clear();
+      planner.price = bestPrice;
     }
     plan.functions.push_back(planner.describe(p, *choice));
     planner.apply(p, *choice);

@@ -213,6 +213,9 @@ class Fn {
 public:
   std::string body, prologue;
   int indent = 2;
+  /// Host emulation (KernelOptions::hostEmulation): thread and block ids
+  /// are arguments, shared tiles are pointers, barriers are calls.
+  bool emu = false;
 
   std::string fresh() { return "%v" + std::to_string(next++); }
   void line(const std::string &s) {
@@ -323,13 +326,66 @@ private:
   std::map<std::string, std::string> consts;
 };
 
+/// gpu.thread_id / gpu.block_id, or the emulation's arguments.
+std::string threadId(Fn &f) {
+  return f.emu ? f.op("arith.index_cast %emu_tid : i32 to index")
+               : f.op("gpu.thread_id x");
+}
+std::string blockId(Fn &f, char dim) {
+  if (f.emu)
+    return f.op(std::string("arith.index_cast %emu_bid_") + dim +
+                " : i32 to index");
+  return f.op(std::string("gpu.block_id ") + dim);
+}
+void barrier(Fn &f) {
+  f.line(f.emu ? "func.call @loom_emu_barrier() : () -> ()" : "gpu.barrier");
+}
+void ret(Fn &f) { f.line(f.emu ? "func.return" : "gpu.return"); }
+
+/// Element [r, c] (index values) of a shared [32][kTilePad] f32 tile.
+std::string tileType();
+std::string sharedPtr(Fn &f, const std::string &tile, const std::string &r,
+                      const std::string &c) {
+  std::string off = f.op("arith.addi " +
+                         f.op("arith.muli " + r + ", " + f.idx(kTilePad) +
+                              " : index") +
+                         ", " + c + " : index");
+  off = f.op("arith.index_cast " + off + " : index to i64");
+  off = f.muli(off, f.i64(4), "i64");
+  return f.gep("%" + tile + "_p", off);
+}
+void sharedStore(Fn &f, const std::string &tile, const std::string &r,
+                 const std::string &c, const std::string &v) {
+  if (f.emu)
+    f.store(v, sharedPtr(f, tile, r, c), "f32", 4);
+  else
+    f.line("memref.store " + v + ", %" + tile + "[" + r + ", " + c +
+           "] : " + tileType());
+}
+std::string sharedLoad(Fn &f, const std::string &tile, const std::string &r,
+                       const std::string &c) {
+  if (f.emu)
+    return f.load(sharedPtr(f, tile, r, c), "f32", 4);
+  return f.op("memref.load %" + tile + "[" + r + ", " + c + "] : " +
+              tileType());
+}
+std::string tileType() {
+  return "memref<32x" + std::to_string(kTilePad) +
+         "xf32, #gpu.address_space<workgroup>>";
+}
+
 /// The names of a kernel's arguments.
 struct Args {
   std::string w = "%w", x = "%x", y = "%y", m = "%m";
 };
 
 std::string header(const std::string &name, int threads,
-                   const std::string &workgroup = "") {
+                   const std::string &workgroup = "", bool emu = false) {
+  if (emu)
+    return "    func.func @" + name +
+           "(%w: !llvm.ptr<1>, %x: !llvm.ptr<1>, %y: !llvm.ptr<1>, %m: i32, "
+           "%emu_tid: i32, %emu_bid_x: i32, %emu_bid_y: i32, "
+           "%xs_p: !llvm.ptr<1>, %ws_p: !llvm.ptr<1>) {\n";
   std::string ro = " {llvm.noalias, llvm.readonly}";
   std::string s = "    gpu.func @" + name + "(%w: !llvm.ptr<1>" + ro +
                   ", %x: !llvm.ptr<1>" + ro +
@@ -548,8 +604,9 @@ std::string join(const std::vector<std::string> &v) {
 // loop trip count is static (ceil(K/32 / 32)) so LLVM unrolls it and keeps
 // several loads in flight. A warp shuffle reduction ends the row.
 //===----------------------------------------------------------------------===//
-std::string emitGemv(const QMatmulSpec &s, int batch) {
+std::string emitGemv(const QMatmulSpec &s, int batch, bool emu) {
   Fn f;
+  f.emu = emu;
   Args a;
   const int rows = kGemvRowsPerWarp;
   const int64_t chunks = s.k / 32;
@@ -561,10 +618,8 @@ std::string emitGemv(const QMatmulSpec &s, int batch) {
   const int64_t iters = (perLane + unroll - 1) / unroll;
   const bool guard = chunks % (32 * unroll) != 0;
 
-  std::string tid = f.cast("arith.index_cast", f.op("gpu.thread_id x"),
-                           "index", "i32");
-  std::string bid = f.cast("arith.index_cast", f.op("gpu.block_id x"),
-                           "index", "i32");
+  std::string tid = f.cast("arith.index_cast", threadId(f), "index", "i32");
+  std::string bid = f.cast("arith.index_cast", blockId(f, 'x'), "index", "i32");
   std::string lane = f.bin("arith.andi", tid, f.i32(31), "i32");
   std::string warp = f.bin("arith.shrui", tid, f.i32(5), "i32");
   std::string row0 = f.muli(
@@ -646,6 +701,31 @@ std::string emitGemv(const QMatmulSpec &s, int batch) {
   --f.indent;
   f.line("}");
 
+  if (f.emu) {
+    // Each lane's partial sums, y[((b * N + row) * 32 + lane)] (f32): the
+    // emulation harness adds the 32 lanes.
+    std::string lane64 = f.cast("arith.extui", lane, "i32", "i64");
+    for (int r = 0; r < rows; ++r) {
+      std::string inRange = f.cmp("ult", row[r], f.i32(s.n));
+      f.line("scf.if " + inRange + " {");
+      ++f.indent;
+      std::string r64 = f.cast("arith.extui", row[r], "i32", "i64");
+      for (int b = 0; b < batch; ++b) {
+        std::string off = f.addi(
+            f.muli(f.addi(f.i64(int64_t(b) * s.n), r64, "i64"), f.i64(32),
+                   "i64"),
+            lane64, "i64");
+        f.store(res + "#" + std::to_string(size_t(r) * batch + b),
+                f.gep(a.y, f.muli(off, f.i64(4), "i64")), "f32", 4);
+      }
+      --f.indent;
+      f.line("}");
+    }
+    ret(f);
+    return header(gemvKernelName(s, batch), kGemvThreads, "", true) +
+           f.prologue + f.body + "    }\n";
+  }
+
   // Warp reduction of every accumulator.
   std::vector<std::string> total(nacc);
   for (size_t i = 0; i < nacc; ++i) {
@@ -674,7 +754,7 @@ std::string emitGemv(const QMatmulSpec &s, int batch) {
   }
   --f.indent;
   f.line("}");
-  f.line("gpu.return");
+  ret(f);
 
   return header(gemvKernelName(s, batch), kGemvThreads) + f.prologue +
          f.body + "    }\n";
@@ -686,19 +766,18 @@ std::string emitGemv(const QMatmulSpec &s, int batch) {
 // memory (transposed, [k][row]), then each thread accumulates a 4x4
 // sub-tile. SIMT FMAs, no tensor cores (docs/GPU.md).
 //===----------------------------------------------------------------------===//
-std::string emitTiled(const QMatmulSpec &s) {
+std::string emitTiled(const QMatmulSpec &s, bool emu) {
   Fn f;
+  f.emu = emu;
   Args a;
   const int64_t chunks = s.k / 32;
   const std::string tileTy = "memref<32x" + std::to_string(kTilePad) +
                              "xf32, #gpu.address_space<workgroup>>";
 
-  std::string tidx = f.op("gpu.thread_id x");
+  std::string tidx = threadId(f);
   std::string tid = f.cast("arith.index_cast", tidx, "index", "i32");
-  std::string bx = f.cast("arith.index_cast", f.op("gpu.block_id x"), "index",
-                          "i32");
-  std::string by = f.cast("arith.index_cast", f.op("gpu.block_id y"), "index",
-                          "i32");
+  std::string bx = f.cast("arith.index_cast", blockId(f, 'x'), "index", "i32");
+  std::string by = f.cast("arith.index_cast", blockId(f, 'y'), "index", "i32");
   std::string tx = f.bin("arith.andi", tid, f.i32(15), "i32");
   std::string ty = f.bin("arith.shrui", tid, f.i32(4), "i32");
   std::string mBase = f.muli(by, f.i32(kTile));
@@ -750,7 +829,7 @@ std::string emitTiled(const QMatmulSpec &s) {
   for (int e = 0; e < 8; ++e) {
     std::string v = f.select(xValid, xv[e], f.f32(0.0f), "f32");
     std::string k = f.op("arith.addi " + kBase + ", " + f.idx(e) + " : index");
-    f.line("memref.store " + v + ", %xs[" + k + ", " + mmIdx + "] : " + tileTy);
+    sharedStore(f, "xs", k, mmIdx, v);
   }
   f.line("scf.if " + isW + " {");
   ++f.indent;
@@ -758,12 +837,11 @@ std::string emitTiled(const QMatmulSpec &s) {
   std::vector<std::string> u = codes(f, s, ch);
   for (int j = 0; j < 32; ++j) {
     std::string v = f.fma(ch.scale, u[j], ch.bias);
-    f.line("memref.store " + v + ", %ws[" + f.idx(j) + ", " + tidx + "] : " +
-           tileTy);
+    sharedStore(f, "ws", f.idx(j), tidx, v);
   }
   --f.indent;
   f.line("}");
-  f.line("gpu.barrier");
+  barrier(f);
 
   std::string inner = f.fresh(), kk = f.fresh();
   std::vector<std::string> innerArgs(nacc);
@@ -780,10 +858,10 @@ std::string emitTiled(const QMatmulSpec &s) {
   for (int i = 0; i < 4; ++i) {
     std::string mi =
         f.op("arith.addi " + tyIdx + ", " + f.idx(i) + " : index");
-    av[i] = f.op("memref.load %xs[" + kk + ", " + mi + "] : " + tileTy);
+    av[i] = sharedLoad(f, "xs", kk, mi);
     std::string nj =
         f.op("arith.addi " + txIdx + ", " + f.idx(i) + " : index");
-    bv[i] = f.op("memref.load %ws[" + kk + ", " + nj + "] : " + tileTy);
+    bv[i] = sharedLoad(f, "ws", kk, nj);
   }
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j)
@@ -791,7 +869,7 @@ std::string emitTiled(const QMatmulSpec &s) {
   f.line("scf.yield " + join(next) + " : " + typeList(nacc));
   --f.indent;
   f.line("}");
-  f.line("gpu.barrier");
+  barrier(f);
   std::vector<std::string> outs;
   for (size_t i = 0; i < nacc; ++i)
     outs.push_back(inner + "#" + std::to_string(i));
@@ -816,9 +894,9 @@ std::string emitTiled(const QMatmulSpec &s) {
       f.line("}");
     }
   }
-  f.line("gpu.return");
+  ret(f);
   return header(tiledKernelName(s), kTiledThreads,
-                "%xs : " + tileTy + ", %ws : " + tileTy) +
+                "%xs : " + tileTy + ", %ws : " + tileTy, f.emu) +
          f.prologue + f.body + "    }\n";
 }
 
@@ -829,22 +907,38 @@ std::string emitQMatmulKernels(const QMatmulSpec &spec,
   std::string out;
   if (options.gemv)
     for (int b = 1; b <= options.maxGemvBatch; ++b)
-      out += emitGemv(spec, b);
+      out += emitGemv(spec, b, options.hostEmulation);
   if (options.tiled)
-    out += emitTiled(spec);
+    out += emitTiled(spec, options.hostEmulation);
   return out;
 }
 
 std::string emitQMatmulModule(const std::string &moduleName,
                               const std::vector<QMatmulSpec> &specs,
                               const KernelOptions &options) {
-  std::string out = "module attributes {gpu.container_module} {\n  gpu.module @" +
-                    moduleName + " {\n";
+  std::string out =
+      options.hostEmulation
+          ? "module {\n  func.func private @loom_emu_barrier()\n"
+          : "module attributes {gpu.container_module} {\n  gpu.module @" +
+                moduleName + " {\n";
   std::set<std::string> seen;
   for (const QMatmulSpec &s : specs)
     if (seen.insert(kernelBaseName(s)).second)
       out += emitQMatmulKernels(s, options);
-  out += "  }\n}\n";
+  out += options.hostEmulation ? "}\n" : "  }\n}\n";
+  if (options.hostEmulation) {
+    // Host pointers are address space 0.
+    std::string host;
+    const std::string from = "!llvm.ptr<1>";
+    for (size_t i = 0, j; i < out.size(); i = j + from.size()) {
+      j = out.find(from, i);
+      host += out.substr(i, j == std::string::npos ? std::string::npos : j - i);
+      if (j == std::string::npos)
+        break;
+      host += "!llvm.ptr";
+    }
+    return host;
+  }
   return out;
 }
 

@@ -72,6 +72,13 @@ struct KernelOptions {
   bool gemv = true;  ///< emit <base>_gemv1 .. _gemv<maxGemvBatch>
   int maxGemvBatch = 8;
   bool tiled = true; ///< emit <base>_tiled
+  /// Emit host functions instead of kernels, for testing the kernels'
+  /// arithmetic on a CPU (test/gpu/QMatmulEmulationTest.cpp): each is a
+  /// `func.func` taking (w, x, y, m, thread id, block id x, block id y,
+  /// shared x tile, shared w tile), barriers call @loom_emu_barrier, and
+  /// the GEMV kernels store each lane's partial sums to
+  /// y[((b * N + row) * 32 + lane)] instead of reducing across the warp.
+  bool hostEmulation = false;
 };
 
 /// The `gpu.func` ops of `spec` (no enclosing gpu.module). `validate(spec)`

@@ -1,10 +1,10 @@
 // RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --verify-diagnostics
 
-// Loom's own planar int4/int8 formats have no CPU lowering yet (GGUF blocks
-// do): the error names the argument and what is supported.
-// expected-error @+1 {{only the GGUF block formats (q4_0, q4_1, q8_0) are lowered to CPU code yet}}
-func.func @q(%x: tensor<2x64xf32>, %w: !loom.qtensor<8x64, #loom.quant<int4>>) -> tensor<2x8xf32> {
-  %0 = loom.qmatmul %x, %w : tensor<2x64xf32>, !loom.qtensor<8x64, #loom.quant<int4>> -> tensor<2x8xf32>
+// Loom's int4/int8 blocks with an integer zero point have no CPU lowering
+// (symmetric and min do): the error names the argument and what to use.
+// expected-error @+1 {{mode zero_point has no CPU kernel (use symmetric or min)}}
+func.func @q(%x: tensor<2x64xf32>, %w: !loom.qtensor<8x64, #loom.quant<int4, block = 32, mode = zero_point, scale = f16>>) -> tensor<2x8xf32> {
+  %0 = loom.qmatmul %x, %w : tensor<2x64xf32>, !loom.qtensor<8x64, #loom.quant<int4, block = 32, mode = zero_point, scale = f16>> -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
 

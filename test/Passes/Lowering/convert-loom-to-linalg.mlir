@@ -83,13 +83,18 @@ func.func @attention(%q: tensor<1x9x4x8xf32>, %k: tensor<1x3x4x8xf32>, %v: tenso
 // -----
 
 // GGUF blocks travel as their bytes (8 rows of 2 Q4_0 blocks of 18 bytes);
-// the weight is dequantized by generated code (f16 scale from two bytes,
-// nibbles), then multiplied through the runtime's GEMM.
+// loom.qmatmul calls a generated vector kernel (one per scheme and K) that
+// unpacks the blocks in registers: f16 scale from two bytes, nibbles,
+// multiply-adds, a horizontal sum per output (test/Passes/Quantize for the
+// dequantize + GEMM fallback).
 // CHECK-LABEL: func.func @qmatmul
 // CHECK-SAME: tensor<8x36xi8>
-// CHECK: arith.bitcast %{{.*}} : i16 to f16
-// CHECK: arith.shrui
-// CHECK: call @loom_rt_sgemm
+// CHECK: call @__loom_qmm_q4_0_b32_zero_point_f16_k64(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x64xf32>, memref<?x36xi8>, memref<?x?xf32>) -> ()
+// CHECK: func.func private @__loom_qmm_q4_0_b32_zero_point_f16_k64
+// CHECK: vector.bitcast %{{.*}} : vector<2xi8> to vector<1xf16>
+// CHECK: arith.shrui %{{.*}} : vector<16xi8>
+// CHECK: vector.fma
+// CHECK: vector.reduction <add>
 func.func @qmatmul(%x: tensor<?x64xf32>, %w: !loom.qtensor<8x64, #loom.quant<q4_0>>) -> tensor<?x8xf32> {
   %0 = loom.qmatmul %x, %w : tensor<?x64xf32>, !loom.qtensor<8x64, #loom.quant<q4_0>> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>

@@ -65,7 +65,7 @@ class Loom:
             cmd += ["--entry", entry]
         for name, value in inputs.items():
             np.save(d / f"{name}.npy", value)
-            cmd += ["--input", f"{name}={d / (name + '.npy')}"]
+            cmd += ["--input", str(d / f"{name}.npy")]  # manifest order
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
