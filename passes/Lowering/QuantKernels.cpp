@@ -369,12 +369,13 @@ struct KernelGen {
     Value p = arith::MulIOp::create(b, loc,
                                     arith::ExtUIOp::create(b, loc, v32, wu),
                                     arith::ExtSIOp::create(b, loc, v32, xs));
-    for (int64_t s = 0; s < 4; ++s)
+    for (int64_t s = 0; s < 4; ++s) {
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < 8; ++i)
+        mask.push_back(8 * s + i);
       acc = arith::AddIOp::create(
-          b, loc, acc,
-          vector::ExtractStridedSliceOp::create(
-              b, loc, p, ArrayRef<int64_t>{8 * s}, ArrayRef<int64_t>{8},
-              ArrayRef<int64_t>{1}));
+          b, loc, acc, vector::ShuffleOp::create(b, loc, p, p, mask));
+    }
     return acc;
   }
 

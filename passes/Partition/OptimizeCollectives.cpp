@@ -128,8 +128,9 @@ bool isRowWise(Operation *op, Value v) {
   if (auto rms = dyn_cast<RmsNormOp>(op))
     return rms.getInput() == v && t.getRank() >= 2;
   if (auto ln = dyn_cast<LayerNormOp>(op)) {
-    int64_t axis = ln.getAxis() < 0 ? ln.getAxis() + t.getRank()
-                                    : ln.getAxis();
+    int64_t axis = static_cast<int64_t>(ln.getAxis());
+    if (axis < 0)
+      axis += t.getRank();
     return ln.getInput() == v && axis >= 1;
   }
   return op->hasTrait<OpTrait::Elementwise>() ||

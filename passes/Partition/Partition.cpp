@@ -52,7 +52,15 @@ std::string axesStr(ArrayRef<StringRef> axes) {
 /// The layouts of an op's operands and results, taken before any rewrite.
 struct OpLayouts {
   SmallVector<Layout> ins, outs;
+  /// The global types of the operands.
+  SmallVector<Type> inTypes;
 };
+
+/// An axis attribute (stored as unsigned 64 bits) normalised to [0, rank).
+int64_t normAxis(uint64_t raw, int64_t rank) {
+  int64_t a = static_cast<int64_t>(raw);
+  return a < 0 ? a + rank : a;
+}
 
 class Materializer {
 public:
@@ -175,7 +183,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
   // Ops that work across a whole dimension cannot run on a shard of it.
   if (auto sm = dyn_cast<SoftmaxOp>(op)) {
     int64_t rank = sm.getInput().getType().getRank();
-    int64_t axis = sm.getAxis() < 0 ? sm.getAxis() + rank : sm.getAxis();
+    int64_t axis = normAxis(sm.getAxis(), rank);
     if (!l.ins[0].dims[axis].empty())
       return refuse(op, "the input", axis, l.ins[0].dims[axis],
                     "the softmax normalises along it");
@@ -186,7 +194,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
                     "the norm's statistics are taken along it");
   } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
     int64_t rank = ln.getInput().getType().getRank();
-    int64_t axis = ln.getAxis() < 0 ? ln.getAxis() + rank : ln.getAxis();
+    int64_t axis = normAxis(ln.getAxis(), rank);
     for (int64_t d = axis; d < rank; ++d)
       if (!l.ins[0].dims[d].empty())
         return refuse(op, "the input", d, l.ins[0].dims[d],
@@ -212,7 +220,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
     }
   } else if (auto g = dyn_cast<GatherOp>(op)) {
     int64_t rank = g.getInput().getType().getRank();
-    int64_t axis = g.getAxis() < 0 ? g.getAxis() + rank : g.getAxis();
+    int64_t axis = normAxis(g.getAxis(), rank);
     if (!l.ins[0].dims[axis].empty())
       return refuse(op, "the input", axis, l.ins[0].dims[axis],
                     "the indices select along it");
@@ -223,7 +231,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
                     "embedding is not implemented)");
   } else if (auto cc = dyn_cast<ConcatOp>(op)) {
     int64_t rank = cc.getResult().getType().getRank();
-    int64_t axis = cc.getAxis() < 0 ? cc.getAxis() + rank : cc.getAxis();
+    int64_t axis = normAxis(cc.getAxis(), rank);
     for (auto [i, in] : llvm::enumerate(l.ins))
       if (!in.dims[axis].empty())
         return refuse(op, "operand " + std::to_string(i), axis,
@@ -277,7 +285,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
              << "; split query and KV heads over the same axes so that "
                 "each device keeps whole groups";
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
-    auto in = sl.getInput().getType();
+    auto in = cast<RankedTensorType>(l.inTypes[0]);
     SmallVector<int64_t> limits(sl.getLimits());
     for (int64_t d = 0; d < in.getRank(); ++d) {
       ArrayRef<StringRef> axes = l.ins[0].dims[d];
@@ -311,8 +319,7 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
     c.getResult().replaceAllUsesExcept(slice, slice.getDefiningOp());
     return success();
   } else if (auto rs = dyn_cast<ReshapeOp>(op)) {
-    auto in = cast<RankedTensorType>(getLocalType(
-        rs.getInput().getType(), l.ins[0], mesh));
+    auto in = cast<RankedTensorType>(rs.getInput().getType()); // local
     auto out = cast<RankedTensorType>(getLocalType(
         rs.getResult().getType(), l.outs[0], mesh));
     if (in.hasStaticShape() && out.hasStaticShape() &&
@@ -341,8 +348,10 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   llvm::DenseMap<Operation *, OpLayouts> layouts;
   for (Operation &op : entry) {
     OpLayouts &l = layouts[&op];
-    for (Value v : op.getOperands())
+    for (Value v : op.getOperands()) {
       l.ins.push_back(Layout::of(getValueSharding(v), rankOf(v.getType())));
+      l.inTypes.push_back(v.getType());
+    }
     for (Value v : op.getResults())
       l.outs.push_back(Layout::of(getValueSharding(v), rankOf(v.getType())));
   }

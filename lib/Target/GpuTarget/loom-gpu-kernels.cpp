@@ -169,6 +169,16 @@ int main(int argc, char **argv) {
   if (chipList.empty())
     chipList.push_back("sm_90");
   bool toDir = llvm::sys::fs::is_directory(output.getValue());
+  if (!input.empty() && format == "bin" && toDir) {
+    // The path `loomc --target=cuda` takes: one cubin per chip for every
+    // qmatmul of the module, named after the gpu.module.
+    auto written = emitQMatmulCubins(*module, chipList, output, &err);
+    if (!written)
+      return fail(err);
+    for (const std::string &path : *written)
+      llvm::outs() << path << "\n";
+    return 0;
+  }
   if (format != "isa" && chipList.size() > 1 && !toDir)
     return fail("-o must be an existing directory for binaries of several "
                 "chips");

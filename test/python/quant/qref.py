@@ -46,8 +46,9 @@ def _scale(raw: np.ndarray, scale: str) -> np.ndarray:
     return raw.view(SCALE[scale][0]).astype(np.float32)
 
 
-def decode(data: bytes, scheme: str, n: int, k: int):
-    """(values [n, k] f32, scales [n, k/block] f32)."""
+def decode(data: bytes, scheme: str, n: int, k: int, mins=False):
+    """(values [n, k] f32, scales [n, k/block] f32[, mins [n, k] f32,
+    zero for symmetric schemes])."""
     fmt, block, mode, scale = parse(scheme)
     sb = SCALE[scale][1]
     bb = block_bytes(scheme)
@@ -73,4 +74,8 @@ def decode(data: bytes, scheme: str, n: int, k: int):
     x = (d * q.astype(np.float32)).astype(np.float32)
     if m is not None:
         x = (x + m).astype(np.float32)
+    if mins:
+        mm = np.zeros((n, nb, block), np.float32) if m is None else \
+            np.broadcast_to(m, (n, nb, block))
+        return x.reshape(n, k), d.reshape(n, nb), mm.reshape(n, k)
     return x.reshape(n, k), d.reshape(n, nb)

@@ -145,9 +145,24 @@ def test_error_of_int8_below_int4(loom, tmp_path):
     assert errs["int4:32"] < errs["int4:128"]
 
 
-def qmatmul_case(loom, tmp_path, scheme, env=None):
+def act_int8(x, block):
+    """Activations as the int8 kernels quantize them: per block,
+    d = max|x| / 127, q = round-half-even(x * (127 / max|x|)); returns
+    (d * q, d)."""
+    xb = x.reshape(*x.shape[:-1], -1, block).astype(np.float32)
+    amax = np.abs(xb).max(-1, keepdims=True)
+    d = (amax / np.float32(127)).astype(np.float32)
+    inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1),
+                   0).astype(np.float32)
+    q = np.rint((xb * inv).astype(np.float32))
+    return (q.astype(np.float64) * d).reshape(x.shape), d
+
+
+def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False):
     """Two weights (odd N: remainder tiles) quantized by the quantize
-    phase, products on a dynamic [M, K] input and a [2, 3, K] input."""
+    phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
+    act8 the kernel quantizes activations to int8 per block: the reference
+    uses the same int8 activations (one code may round the other way)."""
     block = qref.parse(scheme)[1]
     k = 3 * block
     rng = np.random.default_rng(7)
@@ -164,11 +179,12 @@ def qmatmul_case(loom, tmp_path, scheme, env=None):
     rep = json.loads((bundle.parent / (bundle.name + ".qweights.report.json"))
                      .read_text())
     data = (bundle.parent / (bundle.name + ".qweights")).read_bytes()
-    deq = {}
+    deq, mins = {}, {}
     for t in rep["tensors"]:
         n, kk = t["shape"]
-        deq[t["name"]] = qref.decode(
-            data[t["offset"]:t["offset"] + t["nbytes"]], scheme, n, kk)[0]
+        deq[t["name"]], _, mins[t["name"]] = qref.decode(
+            data[t["offset"]:t["offset"] + t["nbytes"]], scheme, n, kk,
+            mins=True)
     x3 = rng.standard_normal((2, 3, k)).astype(np.float32)
     for m in [1, 2, 4, 7]:
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -176,9 +192,19 @@ def qmatmul_case(loom, tmp_path, scheme, env=None):
         for y, xin, name in [(out["output0"], x, "blk.0.a"),
                              (out["output1"], x3, "blk.0.b")]:
             wq = deq[name].astype(np.float64)
-            ref = xin.astype(np.float64) @ wq.T
-            tol = 1e-5 * (np.abs(xin).astype(np.float64) @ np.abs(wq).T) \
-                + 1e-6
+            exact = xin.astype(np.float64) @ wq.T
+            ref, tol = exact, 1e-6
+            if act8:
+                # d_w q_w times the int8 activations; the min term
+                # m * sum(x) uses the exact x.
+                xa, dx = act_int8(xin, block)
+                mq = mins[name].astype(np.float64)
+                ref = xa @ (wq - mq).T + xin.astype(np.float64) @ mq.T
+                tol = 1.001 * dx.max() * np.abs(wq).max() + 1e-6
+                # The int8 path stays close to the exact product.
+                rel = np.abs(y - exact).max() / np.abs(exact).max()
+                assert rel < 0.05, (scheme, rel)
+            tol = tol + 1e-5 * (np.abs(xin).astype(np.float64) @ np.abs(wq).T)
             assert y.shape == ref.shape
             assert np.all(np.abs(y - ref) <= tol), \
                 (scheme, m, name, np.abs(y - ref).max())
@@ -187,6 +213,22 @@ def qmatmul_case(loom, tmp_path, scheme, env=None):
 @pytest.mark.parametrize("scheme", OWN)
 def test_qmatmul_own_formats(loom, tmp_path, scheme):
     qmatmul_case(loom, tmp_path, scheme)
+
+
+@pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min",
+                                    "int8:128:min:f32", "int8:32",
+                                    "int4:128:sym:bf16"])
+def test_qmatmul_int8_activations(loom, tmp_path, scheme):
+    # LOOM_QMATMUL=i8: activations quantized to int8 per block, integer dot
+    # products (AVX512-VNNI when the host has it).
+    qmatmul_case(loom, tmp_path, scheme, env={"LOOM_QMATMUL": "i8"},
+                 act8=True)
+
+
+def test_qmatmul_int8_activations_generic(loom, tmp_path):
+    # The same without VNNI instructions (generic vector code).
+    qmatmul_case(loom, tmp_path, "int4:32", act8=True,
+                 env={"LOOM_QMATMUL": "i8", "LOOM_QMATMUL_VNNI": "0"})
 
 
 def test_qmatmul_dequant_fallback(loom, tmp_path):
