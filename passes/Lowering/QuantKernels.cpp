@@ -31,6 +31,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace mlir;
 
 namespace loom {
@@ -107,6 +110,35 @@ struct KernelGen {
     return SmallVector<Value>(forOp.getResults());
   }
 
+  /// Software prefetch of weight row `row`, `prefetchBytes` ahead of the
+  /// block at `blkByte`: a tile walks NR rows at once (NR streams whose
+  /// stride is a row), which the hardware prefetchers follow badly.
+  int64_t prefetchBytes = -1;
+  int64_t tileRows = 1;
+  void prefetch(Value row, Value blkByte) {
+    if (prefetchBytes == 0)
+      return;
+    if (prefetchBytes < 0) {
+      // The same bytes of the row -prefetchBytes tiles further (the next
+      // tiles' rows follow this tile's in memory).
+      Value n = memref::DimOp::create(b, loc, w, 0);
+      Value next = arith::MinUIOp::create(
+          b, loc, add(row, ci(-prefetchBytes * tileRows)),
+          arith::SubIOp::create(b, loc, n, ci(1)));
+      memref::PrefetchOp::create(b, loc, w, ValueRange{next, blkByte},
+                                 false, 0, true);
+      return;
+    }
+    Value rowBytesV = ci(nb * bb);
+    // Clamp to the row: the next row's start is prefetched anyway.
+    Value off = arith::MinUIOp::create(b, loc, add(blkByte, ci(prefetchBytes)),
+                                       arith::SubIOp::create(b, loc, rowBytesV,
+                                                             ci(1)));
+    memref::PrefetchOp::create(b, loc, w, ValueRange{row, off},
+                               /*isWrite=*/false, /*localityHint=*/0,
+                               /*isDataCache=*/true);
+  }
+
   /// The scale (or min) at byte `off` of weight row `row`, broadcast.
   Value loadScale(Value row, Value off) {
     auto raw = vector::LoadOp::create(
@@ -140,6 +172,7 @@ struct KernelGen {
 
   /// One MR x NR tile at rows m0 of x and n0 of W.
   void tile(Value m0, Value n0, int64_t MR, int64_t NR) {
+    tileRows = NR;
     SmallVector<Value> inits(MR * NR, zeroF());
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, inits,
@@ -149,6 +182,7 @@ struct KernelGen {
           SmallVector<Value> rows, d, m;
           for (int64_t j = 0; j < NR; ++j) {
             rows.push_back(add(n0, ci(j)));
+            prefetch(rows[j], blkByte);
             d.push_back(loadScale(rows[j], blkByte));
             if (!sym)
               m.push_back(loadScale(rows[j], add(blkByte, ci(scaleBytes))));
@@ -380,6 +414,7 @@ struct KernelGen {
   }
 
   void tileI8(Value m0, Value n0, int64_t MR, int64_t NR) {
+    tileRows = NR;
     Value zf = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
     Value zi = arith::ConstantOp::create(
@@ -394,6 +429,7 @@ struct KernelGen {
           SmallVector<SmallVector<Value>> wch;
           for (int64_t j = 0; j < NR; ++j) {
             rows.push_back(add(n0, ci(j)));
+            prefetch(rows[j], blkByte);
             dw.push_back(loadScaleScalar(rows[j], blkByte));
             if (!sym)
               mw.push_back(vector::BroadcastOp::create(
@@ -461,7 +497,12 @@ struct KernelGen {
       return arith::SubIOp::create(
           b, loc, v, arith::RemUIOp::create(b, loc, v, ci(t)));
     };
-    const int64_t MR = 4, NR2 = 2, NR1 = 4;
+    // Batch-1 tiles: 8 rows with int8 activations (memory-bound: more
+    // rows in flight), 4 with f32 activations (compute-bound: registers).
+    int64_t MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
+    if (const char *v = std::getenv("LOOM_QMM_TILE")) // "MRxNR2xNR1", tuning
+      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3)
+        MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
     Value mFull = floorTo(M, MR);
     Value nFull2 = floorTo(N, NR2), nFull1 = floorTo(N, NR1);
     loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
@@ -533,6 +574,8 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   gen.w = entry->getArgument(1);
   gen.y = entry->getArgument(2);
   gen.module = module;
+  if (const char *v = std::getenv("LOOM_QMM_PREFETCH")) // bytes; 0: none
+    gen.prefetchBytes = std::atol(v);
   if (i8) {
     gen.xq = entry->getArgument(3);
     gen.dxm = entry->getArgument(4);

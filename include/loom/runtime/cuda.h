@@ -150,7 +150,8 @@ LOOM_CUDA_EXPORT int32_t loom_cuda_launch(loom_cuda_module *mod,
                                           void **params);
 /* y[m, n] = x[m, k] * dequant(w)[n, k] with the generated kernels of
  * `base` (loom_gpu_kernel): <base>_gemv<m> for m <= 8, else <base>_tiled,
- * with their launch geometry. */
+ * with their launch geometry. x and y must be 16-byte aligned (the kernels
+ * read activations as 16-byte vectors; allocations are 256-byte aligned). */
 LOOM_CUDA_EXPORT int32_t loom_cuda_qmatmul(loom_cuda_module *mod,
                                            const char *base, loom_cuda_ptr w,
                                            loom_cuda_ptr x, loom_cuda_ptr y,

@@ -16,13 +16,13 @@ func.func @none(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func @none(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.gelu %[[V3]] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.gelu %[[V3]] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V5]] : tensor<4x8xf32>
 
 // -----
@@ -40,16 +40,16 @@ func.func @megatron(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func @megatron(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.gelu %[[V5]] : tensor<4x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[V6]], %[[V4]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.gelu %[[V5]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[V6]], %[[V4]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
 // CHECK-NEXT: return %[[V8]] : tensor<4x8xf32>
 
 // -----
@@ -67,16 +67,16 @@ func.func @megatron_rows_out(%x: tensor<4x8xf32>) -> (tensor<4x8xf32> {loom.shar
 }
 
 // CHECK-LABEL: func.func @megatron_rows_out(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.gelu %[[V5]] : tensor<4x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[V6]], %[[V4]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.reduce_scatter %[[V7]] on @m axes = ["tp"] scatter_dim = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.gelu %[[V5]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[V6]], %[[V4]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[V7]] on @m axes = ["tp"] scatter_dim = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: return %[[V8]] : tensor<2x8xf32>
 
 // -----
@@ -96,17 +96,17 @@ func.func @weights_only(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func @weights_only(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.all_gather %[[V2]] on @m axes = ["tp"] gather_dim = 1 : tensor<8x8xf32> -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.all_gather %[[V4]] on @m axes = ["tp"] gather_dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[ARG0]], %[[V5]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.gelu %[[V7]] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V9:.*]] = loom.matmul %[[V8]], %[[V6]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.all_gather %[[V2]] on @m axes = ["tp"] gather_dim = 1 : tensor<8x8xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.all_gather %[[V4]] on @m axes = ["tp"] gather_dim = 0 : tensor<8x8xf32> -> tensor<16x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V5]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.gelu %[[V7]] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V9:[a-zA-Z0-9_]+]] = loom.matmul %[[V8]], %[[V6]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V9]] : tensor<4x8xf32>
 
 // -----
@@ -125,15 +125,15 @@ func.func @first_layer_only(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func @first_layer_only(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.gelu %[[V4]] : tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.all_gather %[[V5]] on @m axes = ["tp"] gather_dim = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.gelu %[[V4]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.all_gather %[[V5]] on @m axes = ["tp"] gather_dim = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V7]] : tensor<4x8xf32>
 
 // -----
@@ -152,16 +152,16 @@ func.func @second_layer_only(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func @second_layer_only(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.gelu %[[V4]] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.local_slice %[[V5]] on @m split = {{\[\[}}], ["tp"]] : tensor<4x16xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.gelu %[[V4]] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.local_slice %[[V5]] on @m split = {{\[\[}}], ["tp"]] : tensor<4x16xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
 // CHECK-NEXT: return %[[V8]] : tensor<4x8xf32>
 
 // -----
@@ -179,15 +179,15 @@ func.func @data_parallel(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m,
 }
 
 // CHECK-LABEL: func.func @data_parallel(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.matmul %[[V1]], %[[V2]] : tensor<2x8xf32>, tensor<8x16xf32> -> tensor<2x16xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.gelu %[[V4]] : tensor<2x16xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.matmul %[[V5]], %[[V3]] : tensor<2x16xf32>, tensor<16x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.all_gather %[[V6]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.matmul %[[V1]], %[[V2]] : tensor<2x8xf32>, tensor<8x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.gelu %[[V4]] : tensor<2x16xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.matmul %[[V5]], %[[V3]] : tensor<2x16xf32>, tensor<16x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.all_gather %[[V6]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V7]] : tensor<4x8xf32>
 
 // -----
@@ -206,15 +206,15 @@ func.func @input_only(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{
 }
 
 // CHECK-LABEL: func.func @input_only(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.all_gather %[[V1]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.gelu %[[V5]] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.gelu %[[V5]] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.matmul %[[V6]], %[[V3]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V7]] : tensor<4x8xf32>
 
 // -----
@@ -232,14 +232,14 @@ func.func @output_only(%x: tensor<4x8xf32>) -> (tensor<4x8xf32> {loom.sharding =
 }
 
 // CHECK-LABEL: func.func @output_only(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.gelu %[[V3]] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.local_slice %[[V5]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V1]] : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.gelu %[[V3]] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.matmul %[[V4]], %[[V2]] : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.local_slice %[[V5]] on @m split = {{\[\[}}"tp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: return %[[V6]] : tensor<2x8xf32>
 
 // -----
@@ -257,18 +257,18 @@ func.func @dp_tp(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{dp}, 
 }
 
 // CHECK-LABEL: func.func @dp_tp(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"dp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.local_slice %[[V4]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.matmul %[[V1]], %[[V3]] : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.gelu %[[V6]] : tensor<2x8xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.matmul %[[V7]], %[[V5]] : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V9:.*]] = loom.all_reduce %[[V8]] on @m axes = ["tp"] : tensor<2x8xf32>
-// CHECK-NEXT: %[[V10:.*]] = loom.all_gather %[[V9]] on @m axes = ["dp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"dp"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.local_slice %[[V4]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.matmul %[[V1]], %[[V3]] : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.gelu %[[V6]] : tensor<2x8xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.matmul %[[V7]], %[[V5]] : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V9:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V8]] on @m axes = ["tp"] : tensor<2x8xf32>
+// CHECK-NEXT: %[[V10:[a-zA-Z0-9_]+]] = loom.all_gather %[[V9]] on @m axes = ["dp"] gather_dim = 0 : tensor<2x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V10]] : tensor<4x8xf32>
 
 // -----
@@ -286,17 +286,17 @@ func.func @cube(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{a}, {}
 }
 
 // CHECK-LABEL: func.func @cube(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"a"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["b", "c"]] : tensor<8x16xf32> -> tensor<8x4xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.local_slice %[[V4]] on @m split = {{\[\[}}"b", "c"], []] : tensor<16x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.matmul %[[V1]], %[[V3]] : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: %[[V7:.*]] = loom.gelu %[[V6]] : tensor<2x4xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.matmul %[[V7]], %[[V5]] : tensor<2x4xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %[[V9:.*]] = loom.all_reduce %[[V8]] on @m axes = ["b", "c"] : tensor<2x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"a"], []] : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["b", "c"]] : tensor<8x16xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.local_slice %[[V4]] on @m split = {{\[\[}}"b", "c"], []] : tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.matmul %[[V1]], %[[V3]] : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = loom.gelu %[[V6]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.matmul %[[V7]], %[[V5]] : tensor<2x4xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %[[V9:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V8]] on @m axes = ["b", "c"] : tensor<2x8xf32>
 // CHECK-NEXT: return %[[V9]] : tensor<2x8xf32>
 
 // -----
@@ -318,20 +318,20 @@ func.func @calls(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // CHECK-LABEL: func.func private @layer(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
-// CHECK-SAME: %[[ARG1:.*]]: tensor<8x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG1:[a-zA-Z0-9_]+]]: tensor<8x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.matmul %[[ARG0]], %[[ARG1]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[ARG1]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<4x8xf32>
 // CHECK-LABEL: func.func @calls(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.weight "w1" : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.weight "w2" : tensor<16x8xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V5:.*]] = loom.gelu %[[V4]] : tensor<4x8xf32>
-// CHECK-NEXT: %[[V6:.*]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V7:.*]] = call @layer(%[[V5]], %[[V6]]) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V8:.*]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.weight "w1" : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}], ["tp"]] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.weight "w2" : tensor<16x8xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.matmul %[[ARG0]], %[[V2]] : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V5:[a-zA-Z0-9_]+]] = loom.gelu %[[V4]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[V6:[a-zA-Z0-9_]+]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}"tp"], []] : tensor<16x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V7:[a-zA-Z0-9_]+]] = call @layer(%[[V5]], %[[V6]]) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V8:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V7]] on @m axes = ["tp"] : tensor<4x8xf32>
 // CHECK-NEXT: return %[[V8]] : tensor<4x8xf32>

@@ -33,43 +33,43 @@ func.func private @identity(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding
   %0 = loom.shard %x to <@m, [{tp}, {}]> : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
-// partial kept, split changes
+// partial kept: nothing
 func.func private @keep_partial(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{}, {}], partial = {tp}>}) -> (tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{}, {}], partial = {tp}>}) {
   %0 = loom.shard %x to <@m, [{}, {}], partial = {tp}> : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
 
 // CHECK-LABEL: func.func private @partial_to_replicated(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<8x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<8x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x16xf32>
 // CHECK-LABEL: func.func private @partial_to_split(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<2x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["tp"] scatter_dim = 0 : tensor<8x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["tp"] scatter_dim = 0 : tensor<8x16xf32> -> tensor<2x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<2x16xf32>
 // CHECK-LABEL: func.func private @split_to_replicated(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x4xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x4xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x16xf32>
 // CHECK-LABEL: func.func private @move_axis(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<8x4xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_to_all %[[ARG0]] on @m axes = ["tp"] split_dim = 1 concat_dim = 0 : tensor<2x16xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_to_all %[[ARG0]] on @m axes = ["tp"] split_dim = 1 concat_dim = 0 : tensor<2x16xf32> -> tensor<8x4xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x4xf32>
 // CHECK-LABEL: func.func private @replicated_to_split(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<2x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<8x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<8x16xf32> -> tensor<2x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<2x16xf32>
 // CHECK-LABEL: func.func private @identity(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<2x16xf32>
 // CHECK-NEXT: return %[[ARG0]] : tensor<2x16xf32>
 // CHECK-LABEL: func.func private @keep_partial(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[ARG0]] : tensor<8x16xf32>
 
@@ -134,67 +134,67 @@ func.func private @add_major(%x: tensor<8x16xf32> {loom.sharding = #loom.shardin
 }
 
 // CHECK-LABEL: func.func private @partial_and_split(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x16xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<4x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.all_gather %[[V1]] on @m axes = ["dp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<4x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["dp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<8x16xf32>
 // CHECK-LABEL: func.func private @partial_both_to_split(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<8x4xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["dp", "tp"] scatter_dim = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["dp", "tp"] scatter_dim = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x4xf32>
 // CHECK-LABEL: func.func private @partial_both_reversed(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<8x4xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["tp"] scatter_dim = 1 : tensor<8x16xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.reduce_scatter %[[V1]] on @m axes = ["dp"] scatter_dim = 1 : tensor<8x8xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["tp"] scatter_dim = 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[V1]] on @m axes = ["dp"] scatter_dim = 1 : tensor<8x8xf32> -> tensor<8x4xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<8x4xf32>
 // CHECK-LABEL: func.func private @partial_other_axis(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
 // CHECK-SAME: -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"dp"], []] : tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_reduce %[[ARG0]] on @m axes = ["tp"] : tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"dp"], []] : tensor<8x16xf32> -> tensor<4x16xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<4x16xf32>
 // CHECK-LABEL: func.func private @gather_two_axes(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["dp", "tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["dp", "tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x16xf32>
 // CHECK-LABEL: func.func private @gather_two_axes_reversed(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["dp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.all_gather %[[V1]] on @m axes = ["tp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["dp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["tp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<8x16xf32>
 // CHECK-LABEL: func.func private @drop_minor(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<4x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<4x16xf32>
 // CHECK-LABEL: func.func private @drop_major(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<2x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<2x16xf32>
 // CHECK-SAME: -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["dp", "tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"tp"], []] : tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["dp", "tp"] gather_dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"tp"], []] : tensor<8x16xf32> -> tensor<4x16xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<4x16xf32>
 // CHECK-LABEL: func.func private @swap_dims(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8xf32>
 // CHECK-SAME: -> tensor<4x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["dp"] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.all_to_all %[[V1]] on @m axes = ["tp"] split_dim = 0 concat_dim = 1 : tensor<8x8xf32> -> tensor<4x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["dp"]] : tensor<4x16xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["dp"] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_to_all %[[V1]] on @m axes = ["tp"] split_dim = 0 concat_dim = 1 : tensor<8x8xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}], ["dp"]] : tensor<4x16xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: return %[[V3]] : tensor<4x8xf32>
 // CHECK-LABEL: func.func private @add_minor(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x16xf32>
 // CHECK-SAME: -> tensor<2x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"tp"], []] : tensor<4x16xf32> -> tensor<2x16xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<2x16xf32>
 // CHECK-LABEL: func.func private @add_major(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x16xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x16xf32>
 // CHECK-SAME: -> tensor<2x16xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"dp", "tp"], []] : tensor<8x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["tp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.local_slice %[[V1]] on @m split = {{\[\[}}"dp", "tp"], []] : tensor<8x16xf32> -> tensor<2x16xf32>
 // CHECK-NEXT: return %[[V2]] : tensor<2x16xf32>
 
 // -----
@@ -223,27 +223,27 @@ func.func private @cube_dynamic(%x: tensor<?x16xf32> {loom.sharding = #loom.shar
 }
 
 // CHECK-LABEL: func.func private @cube(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<4x8x4xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<4x8x4xf32>
 // CHECK-SAME: -> tensor<4x4x4xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_reduce %[[ARG0]] on @m axes = ["c"] : tensor<4x8x4xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.all_gather %[[V1]] on @m axes = ["a"] gather_dim = 0 : tensor<4x8x4xf32> -> tensor<8x8x4xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.all_to_all %[[V2]] on @m axes = ["b"] split_dim = 0 concat_dim = 1 : tensor<8x8x4xf32> -> tensor<4x16x4xf32>
-// CHECK-NEXT: %[[V4:.*]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}], ["a", "c"], []] : tensor<4x16x4xf32> -> tensor<4x4x4xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_reduce %[[ARG0]] on @m axes = ["c"] : tensor<4x8x4xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["a"] gather_dim = 0 : tensor<4x8x4xf32> -> tensor<8x8x4xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.all_to_all %[[V2]] on @m axes = ["b"] split_dim = 0 concat_dim = 1 : tensor<8x8x4xf32> -> tensor<4x16x4xf32>
+// CHECK-NEXT: %[[V4:[a-zA-Z0-9_]+]] = loom.local_slice %[[V3]] on @m split = {{\[\[}}], ["a", "c"], []] : tensor<4x16x4xf32> -> tensor<4x4x4xf32>
 // CHECK-NEXT: return %[[V4]] : tensor<4x4x4xf32>
 // CHECK-LABEL: func.func private @cube_slice(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<8x16x4xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16x4xf32>
 // CHECK-SAME: -> tensor<2x16x2xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"c", "a"], [], ["b"]] : tensor<8x16x4xf32> -> tensor<2x16x2xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.local_slice %[[ARG0]] on @m split = {{\[\[}}"c", "a"], [], ["b"]] : tensor<8x16x4xf32> -> tensor<2x16x2xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<2x16x2xf32>
 // CHECK-LABEL: func.func private @cube_gather(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<1x16x4xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<1x16x4xf32>
 // CHECK-SAME: -> tensor<8x16x4xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["a", "b", "c"] gather_dim = 0 : tensor<1x16x4xf32> -> tensor<8x16x4xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["a", "b", "c"] gather_dim = 0 : tensor<1x16x4xf32> -> tensor<8x16x4xf32>
 // CHECK-NEXT: return %[[V1]] : tensor<8x16x4xf32>
 // CHECK-LABEL: func.func private @cube_dynamic(
-// CHECK-SAME: %[[ARG0:.*]]: tensor<?x4xf32>
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<?x4xf32>
 // CHECK-SAME: -> tensor<?x8xf32>
-// CHECK-NEXT: %[[V1:.*]] = loom.all_gather %[[ARG0]] on @m axes = ["a"] gather_dim = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
-// CHECK-NEXT: %[[V2:.*]] = loom.all_gather %[[V1]] on @m axes = ["b", "c"] gather_dim = 1 : tensor<?x4xf32> -> tensor<?x16xf32>
-// CHECK-NEXT: %[[V3:.*]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}"b", "c"], ["a"]] : tensor<?x16xf32> -> tensor<?x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.all_gather %[[ARG0]] on @m axes = ["a"] gather_dim = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["b", "c"] gather_dim = 1 : tensor<?x4xf32> -> tensor<?x16xf32>
+// CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}"b", "c"], ["a"]] : tensor<?x16xf32> -> tensor<?x8xf32>
 // CHECK-NEXT: return %[[V3]] : tensor<?x8xf32>

@@ -1,7 +1,7 @@
 """ONNX models compiled by loomc and run by loom-run on 1, 2, 4 and 8 CPU
-ranks with both backends: until the planner exists (issue 5) `--mesh dp=N`
-replicates the program, so each rank runs the whole model on its own input
-and must match ONNX Runtime on that input."""
+ranks with both backends: `--mesh tp=N` plans and partitions the program
+(docs/SHARDING.md, docs/PARTITION.md), every rank gets the same input and
+returns the whole output, which must match ONNX Runtime."""
 import os
 import shutil
 import subprocess
@@ -43,21 +43,22 @@ def gpt2(tmp_path_factory):
 def test_gpt2_block_on_ranks(tmp_path, gpt2, backend, n):
     if backend == "mpi" and not shutil.which("mpirun"):
         pytest.skip("mpirun not installed")
-    run([LOOMC, gpt2, "--mesh", f"dp={n}", "-o", tmp_path / "out"])
+    run([LOOMC, gpt2, "--mesh", f"tp={n}", "-o", tmp_path / "out"])
+    if n > 1:
+        assert "all_reduce" in (tmp_path / "out" / "ir" / "program.mlir").read_text() \
+            or "reduce_scatter" in (tmp_path / "out" / "ir" / "program.mlir").read_text()
     sess = ort.InferenceSession(str(gpt2))
-    rng = np.random.default_rng(n)
-    xs = [rng.standard_normal((1, 8, 64)).astype(np.float32) for _ in range(n)]
-    for r, x in enumerate(xs):
-        np.save(tmp_path / f"x{r}.npy", x)
-    args = [tmp_path / "out", "--input", f"x={tmp_path}/x{{rank}}.npy",
+    x = np.random.default_rng(n).standard_normal((1, 8, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    args = [tmp_path / "out", "--input", f"x={tmp_path}/x.npy",
             "--output", tmp_path / "res", "--all-ranks"]
     if backend == "threads":
         run([LOOM_RUN, *args])
     else:
         run([shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
              "-np", str(n), LOOM_RUN, *args])
-    for r, x in enumerate(xs):
-        want = sess.run(None, {"x": x})[0]
+    want = sess.run(None, {"x": x})[0]
+    for r in range(n):
         got = np.load(tmp_path / "res" / f"y.rank{r}.npy")
         err = np.abs(got - want).max() / np.abs(want).max()
         assert err <= 1e-4, f"rank {r}: max relative error {err:.3g}"
