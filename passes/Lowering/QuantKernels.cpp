@@ -323,17 +323,19 @@ struct KernelGen {
     });
   }
 
-  /// Scalar scale (or min) of weight row `row` at byte `off`.
-  Value loadScaleScalar(Value row, Value off) {
+  /// Scale (or min) of weight row `row` at byte `off`, in 8 lanes (a
+  /// broadcast of the stored bits, then one conversion).
+  Value loadScale8(Value row, Value off) {
     auto raw = vector::LoadOp::create(
         b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
         ValueRange{row, off});
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
-    Value s = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
-    if (!scaleType.isF32())
-      s = arith::ExtFOp::create(b, loc, f32(), s);
-    return s;
+    Value s8 = vector::BroadcastOp::create(
+        b, loc, VectorType::get({8}, scaleType), v);
+    if (scaleType.isF32())
+      return s8;
+    return arith::ExtFOp::create(b, loc, vf8(), s8);
   }
 
   /// The 32-element unsigned code chunks of one block of row `row`.
@@ -430,17 +432,17 @@ struct KernelGen {
           for (int64_t j = 0; j < NR; ++j) {
             rows.push_back(add(n0, ci(j)));
             prefetch(rows[j], blkByte);
-            dw.push_back(loadScaleScalar(rows[j], blkByte));
+            dw.push_back(loadScale8(rows[j], blkByte));
             if (!sym)
-              mw.push_back(vector::BroadcastOp::create(
-                  b, loc, vf8(),
-                  loadScaleScalar(rows[j], add(blkByte, ci(scaleBytes)))));
+              mw.push_back(loadScale8(rows[j], add(blkByte, ci(scaleBytes))));
             wch.push_back(weightChunks(rows[j], blkByte));
           }
           SmallVector<Value> next;
           for (int64_t i = 0; i < MR; ++i) {
             Value mi = add(m0, ci(i));
-            Value dx = memref::LoadOp::create(b, loc, dxm, ValueRange{mi, blk});
+            Value dx = vector::BroadcastOp::create(
+                b, loc, vf8(),
+                memref::LoadOp::create(b, loc, dxm, ValueRange{mi, blk}));
             Value bias = memref::LoadOp::create(b, loc, biasm,
                                                 ValueRange{mi, blk});
             Value start = vector::InsertOp::create(b, loc, bias, zi,
@@ -459,8 +461,7 @@ struct KernelGen {
               Value dsum = start;
               for (int64_t c = 0; c < B / 32; ++c)
                 dsum = dot(dsum, wch[j][c], xs[c]);
-              Value scale = vector::BroadcastOp::create(
-                  b, loc, vf8(), arith::MulFOp::create(b, loc, dw[j], dx));
+              Value scale = arith::MulFOp::create(b, loc, dw[j], dx);
               Value a = vector::FMAOp::create(
                   b, loc, arith::SIToFPOp::create(b, loc, vf8(), dsum), scale,
                   accs[i * NR + j]);
