@@ -332,7 +332,8 @@ struct KernelGen {
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
     Value s8 = vector::BroadcastOp::create(
-        b, loc, VectorType::get({8}, scaleType), v);
+        b, loc, VectorType::get({8}, scaleType),
+        vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0}));
     if (scaleType.isF32())
       return s8;
     return arith::ExtFOp::create(b, loc, vf8(), s8);

@@ -204,6 +204,8 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   MLIRContext context(registry);
+  // Diagnostics name the place and the fix; no IR dumps for user errors.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
 
   std::string error;

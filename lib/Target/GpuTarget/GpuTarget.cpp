@@ -188,6 +188,10 @@ struct BuildQMatmulKernelsPass
     });
     if (failedAny)
       return signalPassFailure();
+    // Idempotent: kernels built by an earlier run are rebuilt from the ops.
+    if (auto old = module.lookupSymbol<mlir::gpu::GPUModuleOp>(
+            kQMatmulModuleName))
+      old.erase();
     if (specs.empty())
       return;
     if (failed(appendQMatmulKernels(module, specs, kQMatmulModuleName)))

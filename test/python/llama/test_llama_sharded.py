@@ -45,6 +45,23 @@ def test_sharded_matches_one_rank(tmp_path, loom, family, mesh):
     assert err < 1e-5, (mesh, err, manifest.get("mesh"))
 
 
+def test_heads_not_divisible(tmp_path, loom):
+    """6 heads on tp=4: Megatron's rule (heads divide the axis) breaks; the
+    planner keeps attention whole on the axis and still splits the MLP."""
+    cfg = lm.tiny_config("llama", hidden=192, heads=6, kv_heads=6, ffn=256,
+                         layers=2)
+    d = lm.write_hf(tmp_path / "m", cfg, lm.make_weights(cfg))
+    ref = loom.run(_compile(loom, d), TOKENS, POSITIONS)
+    bundle = _compile(loom, d, "tp=4")
+    plan = json.loads((bundle / "plan.json").read_text())
+    ops = plan["functions"][0]["ops"]
+    attn = [o for o in ops if o["op"] == "loom.attention"]
+    assert attn and all("tp" not in o["results"][0] for o in attn)
+    assert any("tp" in o["results"][0] for o in ops if o["op"] == "loom.matmul")
+    got = loom.run(bundle, TOKENS, POSITIONS)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5
+
+
 def test_emit_plan(tmp_path, loom):
     cfg = lm.tiny_config("llama", hidden=128, heads=8, kv_heads=4, ffn=256,
                          layers=2)
