@@ -99,10 +99,11 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
   if (phase == Phase::Quantize) {
     // Without --quant the phase has nothing to do (GGUF blocks stay as the
     // file stores them).
-    if (options.quant.empty())
+    if (options.quant.empty() && options.quantActivations == "f32")
       return success();
     QuantizeWeightsPassOptions q;
-    q.scheme = options.quant;
+    q.scheme = options.quant.empty() ? "none" : options.quant;
+    q.activations = options.quantActivations;
     q.rules = options.quantRules;
     q.skip = options.quantSkip;
     q.output = options.quantFile;

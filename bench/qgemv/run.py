@@ -8,7 +8,9 @@ and against the memory bandwidth of a STREAM-like copy.
 Shapes: [N, K] = 4096x4096 and 11008x4096 (Llama-7B attention and MLP up
 projections). Each side multiplies L distinct weights (more bytes than the
 32 MB last-level cache, so every product streams its weight from memory)
-by one activation vector; the time per product is the best iteration
+by one activation vector, with f32 activations (the accurate default) and
+with `loomc --quant-act int8` (activations quantized per block, integer
+dot products, as llama.cpp does); the time per product is the best iteration
 divided by L (best of --iterations on both sides: the host is shared and
 contention only adds time). Loom runs the same Q4_0 bytes (the block layout of Loom's
 int4:32) through `loomc` + `loom-run`; with T threads the weight rows are
@@ -115,8 +117,8 @@ def loom_gemv(tmp, build, n, k, layers, threads, iters, act, check=True):
                    + " : " + ", ".join([f"tensor<1x{local}xf32>"] * layers)
                    + "\n  }\n}\n")
     bundle = tmp / f"b_{n}_{threads}_{act}"
-    sh([build / "bin" / "loomc", src, "-o", bundle],
-       env={**os.environ, "LOOM_QMATMUL": "i8" if act == "i8" else ""})
+    sh([build / "bin" / "loomc", src, "-o", bundle, "--quant-act",
+        "int8" if act == "i8" else "f32"])
     # Rank r holds rows [r * local, (r + 1) * local) of every weight.
     man = json.loads((bundle / "manifest.json").read_text())
     for r, rank in enumerate(man["ranks"]):

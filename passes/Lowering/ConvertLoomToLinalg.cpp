@@ -988,10 +988,16 @@ FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
 }
 
 FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
-  static const std::string mode = [] {
+  // LOOM_QMATMUL (f32 | i8 | dequant) overrides the choice that
+  // `loomc --quant-act` recorded on the op.
+  static const std::string envMode = [] {
     const char *v = std::getenv("LOOM_QMATMUL");
     return std::string(v ? v : "");
   }();
+  std::string mode = envMode;
+  if (mode.empty())
+    if (auto a = op->getAttrOfType<StringAttr>("quant_activations"))
+      mode = a.getValue() == "int8" ? "i8" : "";
   auto it = quantOf.find(op.getWeight());
   if (it == quantOf.end())
     return op->emitOpError()

@@ -18,7 +18,8 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
     re-quantised). The scheme of a tensor is the first `rules` entry whose
     glob matches its name, else none when a `skip` glob matches, else
     `scheme`. `report` receives a JSON error report per tensor (RMSE, max
-    error, worst block). docs/QUANTIZE.md.
+    error, worst block). `scheme=none` quantizes no weight (with
+    `activations=int8`: only mark the qmatmuls). docs/QUANTIZE.md.
   }];
   let options = [
     Option<"scheme", "scheme", "std::string", "\"int4:32\"",
@@ -34,7 +35,9 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
     Option<"baseDir", "base-dir", "std::string", "\"\"",
            "directory that relative weight files are resolved against">,
     Option<"verbose", "verbose", "bool", "false",
-           "print one line per tensor to stderr">
+           "print one line per tensor to stderr">,
+    Option<"activations", "activations", "std::string", "\"f32\"",
+           "activations of the generated kernels: f32 (accurate) or int8 (per block, faster); marks every loom.qmatmul">
   ];
 }
 

@@ -36,6 +36,9 @@ using namespace loom;
 
 namespace {
 
+/// Discardable attribute of loom.qmatmul read by the CPU lowering.
+constexpr llvm::StringLiteral kActivationsAttr = "quant_activations";
+
 constexpr const char *kDefaultSkip =
     "token_embd.weight,output.weight,lm_head.weight,*embed_tokens*,wte*,wpe*";
 
@@ -125,6 +128,20 @@ struct QuantizeWeightsPass
       signalPassFailure();
     };
 
+    if (activations != "f32" && activations != "int8")
+      return fail("activations=" + activations + ": expected f32 or int8");
+    // The generated kernels read this to quantize activations per block
+    // (passes/Lowering/QuantKernels.cpp); GGUF qmatmuls are marked too.
+    auto markActivations = [&] {
+      if (activations == "int8")
+        module.walk([&](QMatmulOp op) {
+          op->setAttr(kActivationsAttr, StringAttr::get(ctx, "int8"));
+        });
+    };
+    if (scheme == "none") {
+      markActivations();
+      return;
+    }
     auto dflt = quant::parseScheme(scheme);
     if (!dflt)
       return fail(dflt.error().message);
@@ -210,6 +227,7 @@ struct QuantizeWeightsPass
     });
     if (work.empty()) {
       writeReport(kept, {}, "");
+      markActivations();
       return;
     }
     if (output.empty())
@@ -354,6 +372,7 @@ struct QuantizeWeightsPass
       return fail("cannot rename '" + tmpPath + "' to '" + outPath +
                   "': " + rc.message());
     ok = true;
+    markActivations();
     llvm::json::Object totals{{"tensors", int64_t(tensors.size())},
                               {"source_bytes", inBytes},
                               {"quantized_bytes", offset}};

@@ -536,7 +536,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         ValueInfo &v = p.values[id];
         if (want)
           v.fixed = wantIds[r];
-        else if (isa<WeightOp>(op))
+        else if (isa<WeightOp>(op) && !isa<QTensorType>(res.getType()))
           v.weight = true;
         else
           v.fixed = table.replicated(v.rank);
@@ -590,6 +590,20 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         if (want)
           filter = wantIds;
         enumerate(step, *rule, filter);
+        // Quantized tensors stay whole on every rank until the partitioner
+        // slices block storage (docs/PARTITION.md).
+        auto splitsQuant = [&](const Strategy &s) {
+          for (auto [j, v] : llvm::enumerate(step.operands))
+            if (isa<QTensorType>(p.values[v].value.getType()) &&
+                !table.get(s.operands[j]).replicated())
+              return true;
+          for (auto [j, v] : llvm::enumerate(step.results))
+            if (isa<QTensorType>(p.values[v].value.getType()) &&
+                !table.get(s.results[j]).replicated())
+              return true;
+          return false;
+        };
+        llvm::erase_if(step.strategies, splitsQuant);
         if (step.strategies.empty()) {
           if (want)
             return op.emitError() << explainAnnotation(&op, *rule, *want, mesh);

@@ -73,6 +73,11 @@ cl::opt<std::string> quantRules(
     cl::desc("Per-tensor schemes under --quant, first match wins: "
              "'GLOB=SCHEME;GLOB=skip' (e.g. 'blk.*.ffn_down*=int8:32')"),
     cl::value_desc("rules"), cl::cat(loomcCategory));
+cl::opt<std::string> quantAct(
+    "quant-act",
+    cl::desc("Activations of the quantized matmul kernels: f32 (accurate, "
+             "default) or int8 (quantized per block, integer dot products)"),
+    cl::value_desc("f32|int8"), cl::init("f32"), cl::cat(loomcCategory));
 cl::opt<std::string> quantFile(
     "quant-file",
     cl::desc("File the quantized weights are written to (default: "
@@ -306,6 +311,7 @@ int main(int argc, char **argv) {
   std::string model =
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
+  options.quantActivations = quantAct;
   if (!quantSpec.empty()) {
     // The quantized blocks go to one file beside the output (a bundle
     // directory is replaced whole when it is rewritten, so not inside it);

@@ -95,3 +95,16 @@ def test_model_too_big_for_mesh(tmp_path, loom):
     assert "does not fit" in r.stderr and "smallest mesh" in r.stderr
     assert "Stack dump" not in r.stderr
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("ttype", ["q4_0", "q8_0"])
+def test_quantized_gguf_on_ranks(tmp_path, loom, ttype):
+    """GGUF blocks stay whole on every rank (the planner splits around the
+    quantized matmuls); the float parts are split."""
+    cfg = lm.tiny_config("llama", hidden=128, heads=8, kv_heads=4, ffn=256,
+                         layers=2)
+    path = lm.write_gguf(tmp_path / f"m-{ttype}.gguf", cfg,
+                         lm.make_weights(cfg), ttype, arch="llama")
+    ref = loom.run(_compile(loom, path), TOKENS, POSITIONS)
+    got = loom.run(_compile(loom, path, "tp=2"), TOKENS, POSITIONS)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5

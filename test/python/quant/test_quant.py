@@ -158,7 +158,7 @@ def act_int8(x, block):
     return (q.astype(np.float64) * d).reshape(x.shape), d
 
 
-def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False):
+def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=()):
     """Two weights (odd N: remainder tiles) quantized by the quantize
     phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
     act8 the kernel quantizes activations to int8 per block: the reference
@@ -175,7 +175,7 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False):
          ("blk.0.b", (k, 19), offs[1], True)],
         [("x", f"tensor<?x{k}xf32>"), ("x3", f"tensor<2x3x{k}xf32>")],
         [("x", 0, "tensor<?x5xf32>"), ("x3", 1, "tensor<2x3x19xf32>")]))
-    bundle = loom.compile(src, "--quant", scheme, env=env)
+    bundle = loom.compile(src, "--quant", scheme, *flags, env=env)
     rep = json.loads((bundle.parent / (bundle.name + ".qweights.report.json"))
                      .read_text())
     data = (bundle.parent / (bundle.name + ".qweights")).read_bytes()
@@ -219,10 +219,10 @@ def test_qmatmul_own_formats(loom, tmp_path, scheme):
                                     "int8:128:min:f32", "int8:32",
                                     "int4:128:sym:bf16"])
 def test_qmatmul_int8_activations(loom, tmp_path, scheme):
-    # LOOM_QMATMUL=i8: activations quantized to int8 per block, integer dot
-    # products (AVX512-VNNI when the host has it).
-    qmatmul_case(loom, tmp_path, scheme, env={"LOOM_QMATMUL": "i8"},
-                 act8=True)
+    # loomc --quant-act int8: activations quantized to int8 per block,
+    # integer dot products (AVX512-VNNI when the host has it).
+    qmatmul_case(loom, tmp_path, scheme, act8=True,
+                 flags=("--quant-act", "int8"))
 
 
 def test_qmatmul_int8_activations_generic(loom, tmp_path):
@@ -272,6 +272,41 @@ def test_gguf_blocks_bitexact_and_qmatmul(loom, tmp_path, ttype):
         assert np.all(np.abs(out["output1"] - r64) <= tol)
 
 
+def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
+    # --quant-act int8 without --quant: GGUF weights stay as stored, their
+    # qmatmuls take the int8-activation kernel.
+    gguf = pytest.importorskip("gguf")
+    n, k = 6, 64
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)
+    ref_w = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.Q8_0)
+    (tmp_path / "w.bin").write_bytes(blocks.tobytes())
+    qtype = f"!loom.qtensor<{n}x{k}, #loom.quant<q8_0>>"
+    src = tmp_path / "m.mlir"
+    src.write_text(f"""func.func @main(%x: tensor<?x{k}xf32>) -> tensor<?x{n}xf32> {{
+  %w = loom.weight "w" from <"w.bin", offset = 0> : {qtype}
+  %y = loom.qmatmul %x, %w : tensor<?x{k}xf32>, {qtype} -> tensor<?x{n}xf32>
+  return %y : tensor<?x{n}xf32>
+}}
+""")
+    out = tmp_path / "q.mlir"
+    loom.loomc_run(src, "--compile-to=quantize", "--quant-act", "int8",
+                   "-o", out)
+    assert 'quant_activations = "int8"' in out.read_text()
+    x = rng.standard_normal((3, k)).astype(np.float32)
+    y = loom.run(loom.compile(src, "--quant-act", "int8"), {"x": x})
+    y = y["output0"]
+    xa, dx = act_int8(x, 32)
+    ref = xa @ ref_w.astype(np.float64).T
+    tol = 1.001 * dx.max() * np.abs(ref_w).max() + 1e-5 * (
+        np.abs(x) @ np.abs(ref_w).T)
+    assert np.all(np.abs(y - ref) <= tol)
+    r = loom.loomc_run(src, "--quant-act", "int4", "-o", tmp_path / "b",
+                       ok=False)
+    assert "activations=int4: expected f32 or int8" in r.stderr
+
+
 def test_gguf_weights_not_requantised(loom, tmp_path):
     gguf = pytest.importorskip("gguf")
     n, k = 4, 64
@@ -315,3 +350,55 @@ def test_bad_input_is_a_clear_error(loom, tmp_path, spec, message):
     assert not out.exists()
     assert not (tmp_path / "b.qweights").exists()
     assert not (tmp_path / "b.qweights.tmp").exists()
+
+
+@pytest.mark.parametrize("scheme,ttype", [("int4:32", "f32"),
+                                          ("int8:64:min", "f16")])
+def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
+    """A tiny llama GGUF (f32 or f16 weights) through loomc --quant: the
+    logits equal the numpy forward pass on the weights as quantized (read
+    back from the quantized file with the report), the embedding (and the
+    untied head, default skip list) stay float."""
+    pytest.importorskip("gguf")
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llama"))
+    import llama_models as lm
+
+    cfg = lm.tiny_config("llama", tied=False, layers=2)
+    w = lm.make_weights(cfg)
+    path = lm.write_gguf(tmp_path / "llama.gguf", cfg, w, ttype,
+                         arch="llama")
+    bundle = loom.fresh("bundle")
+    loom.loomc_run(path, "--quant", scheme, "-o", bundle)
+    rep = json.loads(Path(str(bundle) + ".qweights.report.json").read_text())
+    data = Path(str(bundle) + ".qweights").read_bytes()
+    weights = lm.read_gguf_weights(path)
+    names = {t["name"] for t in rep["tensors"]}
+    assert any("attn_q" in n for n in names), names
+    assert "token_embd.weight" not in names
+    assert "output.weight" not in names
+    for t in rep["tensors"]:
+        n, k = t["shape"]
+        wq = qref.decode(data[t["offset"]:t["offset"] + t["nbytes"]], scheme,
+                         n, k)[0]
+        weights[t["name"]] = wq.T if t["transposed"] else wq
+        assert t["relative_rmse"] < (0.2 if scheme.startswith("int4")
+                                     else 0.01)
+    tokens = np.array([[5, 17, 3, 90, 44, 2, 8]], dtype=np.int64)
+    positions = np.arange(tokens.shape[1], dtype=np.int64)
+    d = loom.fresh("run")
+    d.mkdir()
+    np.save(d / "t.npy", tokens)
+    np.save(d / "p.npy", positions)
+    import subprocess
+    r = subprocess.run([str(loom.loom_run), str(bundle), "--input",
+                        f"tokens={d / 't.npy'}", "--input",
+                        f"positions={d / 'p.npy'}", "--output",
+                        str(d / "res")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    logits = np.load(d / "res" / "logits.npy")
+    ref = lm.llama_forward_gguf(cfg, weights, tokens, positions,
+                                arch="llama")
+    err = np.abs(logits - ref).max() / np.abs(ref).max()
+    assert err < 1e-4, err
