@@ -12,6 +12,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 using namespace mlir;
@@ -118,6 +119,24 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
       w.file = path.str().str();
       w.offset = source.getOffset();
       w.nbytes = st.getNumElements() * dtypeBytes(dtype);
+      if (auto split = dyn_cast_or_null<DictionaryAttr>(weight.get("split"))) {
+        auto axes = dyn_cast_or_null<ArrayAttr>(split.get("axes"));
+        auto shape = dyn_cast_or_null<DenseI64ArrayAttr>(split.get("shape"));
+        if (!axes || !shape ||
+            axes.size() != static_cast<size_t>(st.getRank()) ||
+            shape.size() != st.getRank())
+          return fail("weight '" + w.name + "': malformed split");
+        int64_t n = 1;
+        for (auto [d, a] : llvm::enumerate(axes)) {
+          std::vector<std::string> names;
+          for (Attribute x : cast<ArrayAttr>(a))
+            names.push_back(cast<StringAttr>(x).str());
+          w.splitAxes.push_back(std::move(names));
+          w.globalShape.push_back(shape[d]);
+          n *= shape[d];
+        }
+        w.nbytes = n * dtypeBytes(dtype);
+      }
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))
         return fail("weight '" + w.name + "': cannot read its file '" +
@@ -274,13 +293,36 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     for (const EntryInfo &e : entries) {
       json list = json::array();
       for (const WeightInfo &w : e.weights) {
-        std::vector<int64_t> strides(w.shape.size(), 1);
-        for (size_t d = w.shape.size(); d-- > 1;)
-          strides[d - 1] = strides[d] * w.shape[d];
+        const std::vector<int64_t> &full =
+            w.globalShape.empty() ? w.shape : w.globalShape;
+        std::vector<int64_t> strides(full.size(), 1);
+        for (size_t d = full.size(); d-- > 1;)
+          strides[d - 1] = strides[d] * full[d];
+        int64_t offset = w.offset, nbytes = w.nbytes;
+        if (!w.globalShape.empty()) {
+          // This rank's block: per dimension its index over the
+          // dimension's axes (major first), in elements of the whole
+          // tensor; the bytes from the block's first to its last element.
+          int64_t elem = w.nbytes, first = 0, last = 0;
+          for (int64_t g : w.globalShape)
+            elem /= g;
+          for (size_t d = 0; d < full.size(); ++d) {
+            int64_t index = 0;
+            for (const std::string &a : w.splitAxes[d]) {
+              auto it = std::find(mesh.axes.begin(), mesh.axes.end(), a);
+              size_t ai = static_cast<size_t>(it - mesh.axes.begin());
+              index = index * mesh.shape[ai] + coords[ai];
+            }
+            first += index * w.shape[d] * strides[d];
+            last += (w.shape[d] - 1) * strides[d];
+          }
+          offset = w.offset + first * elem;
+          nbytes = (last + 1) * elem;
+        }
         list.push_back({{"name", w.name},
                         {"file", w.file},
-                        {"offset", w.offset},
-                        {"nbytes", w.nbytes},
+                        {"offset", offset},
+                        {"nbytes", nbytes},
                         {"shape", w.shape},
                         {"strides", strides}});
       }

@@ -34,6 +34,11 @@ struct WeightInfo {
   std::string file; ///< absolute
   int64_t offset = 0;
   int64_t nbytes = 0;
+  /// A weight loaded split (partitioned): the mesh axes of each dimension
+  /// (major first) and the global shape; `shape` is the per-rank block,
+  /// `offset`/`nbytes` the whole tensor's bytes in `file`.
+  std::vector<std::vector<std::string>> splitAxes;
+  std::vector<int64_t> globalShape;
 };
 
 struct EntryInfo {

@@ -63,6 +63,9 @@ struct PrepareEntryPointsPass
         if (first.getSourceAttr())
           desc.emplace_back(StringAttr::get(ctx, "source"),
                             first.getSourceAttr());
+        // A weight loaded split (partitioned): its axes and global shape.
+        if (auto split = first->getAttrOfType<DictionaryAttr>("loom.split"))
+          desc.emplace_back(StringAttr::get(ctx, "split"), split);
         for (WeightOp w : uses)
           if (w.getType() != first.getType()) {
             w.emitOpError() << "weight '" << name

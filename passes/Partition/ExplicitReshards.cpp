@@ -416,14 +416,33 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
         ShardingAttr s = getResultSharding(op, 0);
         if (!s)
           continue;
-        op->removeAttr(LoomDialect::kShardingAttrName);
         Layout l = Layout::of(s, rankOf(w.getType()));
         if (!l.partial.empty())
           return w.emitOpError() << "weight is declared partial over "
                                  << axesStr(l.partial)
                                  << "; every rank maps the whole weight";
-        if (!l.isReplicated())
-          insertShard(b, w.getResult(), s, [](OpOperand &) { return true; });
+        if (l.isReplicated()) {
+          op->removeAttr(LoomDialect::kShardingAttrName);
+          continue;
+        }
+        // A float weight with storage is loaded split: each rank reads only
+        // its block (loom-run copies a non-contiguous block once at load).
+        // The partitioner gives it its local type; `loom.split` keeps the
+        // split and the global shape for the bundle.
+        if (w.getSource() && isa<RankedTensorType>(w.getType())) {
+          auto t = cast<RankedTensorType>(w.getType());
+          MLIRContext *ctx = w.getContext();
+          op->setAttr("loom.split",
+                      DictionaryAttr::get(
+                          ctx, {NamedAttribute(StringAttr::get(ctx, "axes"),
+                                               s.getDims()),
+                                NamedAttribute(StringAttr::get(ctx, "shape"),
+                                               DenseI64ArrayAttr::get(
+                                                   ctx, t.getShape()))}));
+          continue;
+        }
+        op->removeAttr(LoomDialect::kShardingAttrName);
+        insertShard(b, w.getResult(), s, [](OpOperand &) { return true; });
         continue;
       }
       if (auto call = dyn_cast<func::CallOp>(op)) {

@@ -17,6 +17,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
@@ -199,9 +200,12 @@ struct QuantizeWeightsPass
 
     // Candidates and what is kept, in program order.
     llvm::json::Array kept;
+    llvm::StringSet<> keptNames; // entry points share weights: list once
     SmallVector<std::pair<Candidate, quant::Scheme>> work;
     module.walk([&](WeightOp w) {
       if (auto q = dyn_cast<QTensorType>(w.getType())) {
+        if (!keptNames.insert(w.getName()).second)
+          return;
         kept.push_back(llvm::json::Object{
             {"name", w.getName()},
             {"reason", "already quantized (" +
@@ -219,6 +223,8 @@ struct QuantizeWeightsPass
           why = "skipped by name";
       }
       if (!why.empty()) {
+        if (!keptNames.insert(w.getName()).second)
+          return;
         kept.push_back(
             llvm::json::Object{{"name", w.getName()}, {"reason", why}});
         return;

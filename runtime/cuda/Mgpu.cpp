@@ -32,26 +32,34 @@ std::atomic<int32_t> defaultOrdinal{0};
 std::mutex devMu;
 loom_cuda_device *devices[64] = {};
 
+/// Prints the message and ends the process at once: _Exit, not exit, so
+/// that no static destructor runs (MLIR's generated code unloads its
+/// modules from one, which would call back into a runtime that just
+/// failed).
 [[noreturn]] void fatal(const char *call, const std::string &why) {
   std::string msg = std::string("loom-cuda: ") + call + " failed: " + why;
   if (loom_cuda_fatal_fn fn = fatalHandler.load())
     fn(msg.c_str());
   std::fprintf(stderr, "%s\n", msg.c_str());
-  std::exit(1);
+  std::fflush(nullptr);
+  std::_Exit(1);
 }
 
 /// The default device, opened on first use and current on this thread.
 loom_cuda_device *dev(const char *call) {
   int32_t ord = defaultOrdinal.load();
+  if (ord < 0 || ord >= 64)
+    fatal(call, "device " + std::to_string(ord) + " is out of range");
   loom_cuda_device *d;
+  std::string error;
   {
     std::lock_guard<std::mutex> lock(devMu);
-    if (ord < 0 || ord >= 64)
-      fatal(call, "device " + std::to_string(ord) + " is out of range");
     if (!devices[ord] && loom_cuda_open(ord, &devices[ord]) != 0)
-      fatal(call, lastErrorMessage());
+      error = lastErrorMessage();
     d = devices[ord];
   }
+  if (!d)
+    fatal(call, error);
   CUresult r = d->drv->cuCtxSetCurrent(d->ctx);
   if (r != kCudaSuccess)
     fatal(call, "cuCtxSetCurrent: " + resultString(r));
@@ -90,7 +98,12 @@ void *mgpuModuleLoad(void *data, size_t size) {
 }
 
 void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
-  return mgpuModuleLoad(data, 0);
+  // PTX: the driver compiles it for the device (optimisation level: the
+  // driver's default).
+  loom_cuda_device *d = dev("mgpuModuleLoadJIT");
+  CUmodule m = nullptr;
+  check("mgpuModuleLoadJIT", d->drv->cuModuleLoadData(&m, data));
+  return m;
 }
 
 void mgpuModuleUnload(void *module) {

@@ -61,6 +61,10 @@ std::string name(const Case &c) {
          "_k" + std::to_string(c.k);
 }
 
+// gtest prints parameters in test listings (and ctest names); a readable
+// one instead of the bytes.
+void PrintTo(const Case &c, std::ostream *os) { *os << name(c); }
+
 class QMatmulEmulation : public testing::TestWithParam<Case> {};
 
 TEST_P(QMatmulEmulation, MatchesReference) {

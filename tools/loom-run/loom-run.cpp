@@ -353,6 +353,30 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       return 1;
     }
     const void *p = loom_rt_weight(ctx, int64_t(k));
+    std::vector<int64_t> contiguous(w.shape.size());
+    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
+                    contiguous.data());
+    if (w.strides != contiguous) {
+      // A partitioned weight whose block is not contiguous in its file
+      // (e.g. split by columns): this rank's copy, made once at load.
+      int64_t es = dtypeSize(e.weights[k].dtype), n = 1;
+      for (int64_t d : w.shape)
+        n *= d;
+      Buffer b = allocBuffer(n * es);
+      if (!b) {
+        std::fprintf(stderr, "loom-run: rank %lld: out of memory for weight "
+                             "'%s'\n", (long long)rank,
+                     e.weights[k].name.c_str());
+        return 1;
+      }
+      copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
+                  static_cast<const char *>(p), w.strides.data(), b.get(),
+                  contiguous.data());
+      descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
+      notOwned.insert(b.get());
+      inputBufs.push_back(std::move(b));
+      continue;
+    }
     descs.push_back(makeDescriptor(p, w.shape, w.strides));
     notOwned.insert(p);
   }

@@ -90,6 +90,20 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");
+  if (name == "loom.split") {
+    // Set by the partitioner on a weight loaded split: the axes per
+    // dimension and the global shape.
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto axes = d ? dyn_cast_or_null<ArrayAttr>(d.get("axes")) : ArrayAttr();
+    auto shape =
+        d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
+    if (!isa<WeightOp>(op) || !axes || !shape ||
+        axes.size() != static_cast<size_t>(shape.size()))
+      return op->emitOpError()
+             << "'loom.split' is {axes = [[...], ...], shape = array<i64: "
+                "...>} on a loom.weight, one axes list per dimension";
+    return success();
+  }
   return op->emitOpError() << "unknown loom attribute '" << name
                            << "'; expected loom.sharding or loom.stage (or loom.entry on functions)";
 }

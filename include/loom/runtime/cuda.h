@@ -18,7 +18,7 @@
  *    which Debian does not ship). Like the rest of the Loom runtime ABI they
  *    either succeed or do not return: a failure prints
  *    "loom-cuda: <call> failed: <reason>" and calls the fatal handler
- *    (default: exit(1)).
+ *    (default: none), then ends the process with _Exit(1).
  *
  * See docs/GPU.md.
  *===----------------------------------------------------------------------===*/
@@ -247,7 +247,9 @@ LOOM_CUDA_EXPORT int32_t loom_cuda_tcp_exchange_id(
 /* --- mgpu* wrappers for MLIR's gpu-to-llvm host code ------------------------
  * Device: mgpuSetDefaultDevice(n), default 0. Fatal on failure. */
 typedef void (*loom_cuda_fatal_fn)(const char *message);
-/* Replaces the fatal handler (NULL restores exit(1)); returns the old one. */
+/* Sets a function called with the message before the process ends (a
+ * handler may also not return, e.g. longjmp or throw); NULL: none. Returns
+ * the previous one. */
 LOOM_CUDA_EXPORT loom_cuda_fatal_fn
 loom_cuda_set_fatal_handler(loom_cuda_fatal_fn fn);
 

@@ -39,6 +39,13 @@ def test_sharded_matches_one_rank(tmp_path, loom, family, mesh):
     plan = json.loads((bundle / "plan.json").read_text())
     kinds = {c["kind"] for f in plan["functions"] for c in f["collectives"]}
     assert kinds, "a sharded plan needs collectives"
+    # Split weights are loaded split: each rank's block has its own offset
+    # and the ranks together read no more than one copy of them.
+    ranks = manifest["ranks"]
+    w0 = {w["name"]: w for w in ranks[0]["weights"]["forward"]}
+    w1 = {w["name"]: w for w in ranks[-1]["weights"]["forward"]}
+    moved = [n for n in w0 if w0[n]["offset"] != w1[n]["offset"]]
+    assert moved, "no weight is split"
     got = loom.run(bundle, TOKENS, POSITIONS)
     assert got.shape == ref.shape
     err = np.abs(got - ref).max() / np.abs(ref).max()

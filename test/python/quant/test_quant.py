@@ -101,7 +101,7 @@ def values(kind, rng, n, k):
     return np.zeros((n, k), dtype=np.float32)
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=30, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scheme=st.sampled_from(OWN), n=st.integers(1, 5),
        nblocks=st.integers(1, 3), transposed=st.booleans(),
