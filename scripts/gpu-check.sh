@@ -63,12 +63,12 @@ prepare() {
       -DLLVM_EXTERNAL_LIT="$prefix/bin/lit" -DMLIR_LINK_MLIR_DYLIB=ON \
       -DLOOM_ENABLE_CUDA=ON || return 1
   fi
-  ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests ||
-    return 1
+  ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests \
+    loom-gpu-mlir-host || return 1
   rm -rf "$STAGE"
   mkdir -p "$STAGE/bin" "$STAGE/cubins"
   cp "$BUILD/bin/loom-gpu-bench" "$BUILD/bin/loom-cuda-rt-tests" \
-    "$STAGE/bin/" || return 1
+    "$BUILD/bin/loom-gpu-mlir-host" "$STAGE/bin/" || return 1
   local manifest=$STAGE/cubins/manifest.tsv tool=$BUILD/bin/loom-gpu-kernels
   echo "# role base format block mode scale act n k weight_bytes" >"$manifest"
   local spec role fmt flags n k
@@ -125,6 +125,9 @@ fi
 step runtime-units "$STAGE/bin/loom-cuda-rt-tests" \
   --gtest_output="xml:$OUT/runtime-units.xml"
 step selftest "$BENCH" selftest "$CUBINS" "$OUT"
+# MLIR's gpu-to-llvm host code on Loom's mgpu* wrappers, PTX JIT-compiled
+# by the driver: exit 0 iff the kernel's result is right.
+step mlir-host "$STAGE/bin/loom-gpu-mlir-host"
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 

@@ -1237,12 +1237,35 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   auto start = std::chrono::steady_clock::now();
   Plan plan;
   auto meshes = module.getOps<MeshOp>();
-  if (meshes.empty() && !options.mesh.empty()) {
-    // Declare the mesh the user asked for (loomc --mesh).
-    auto dev = cost::deviceByName(options.device);
-    if (!dev)
-      return module.emitError() << dev.error().message;
-    auto spec = cost::parseMeshSpec(options.mesh, *dev);
+  if (!meshes.empty() && !options.mesh.empty()) {
+    MeshAttr have = (*meshes.begin()).getMesh();
+    std::string text;
+    for (auto [i, n] : llvm::enumerate(have.getAxisNames()))
+      text += (i ? "," : "") + cast<StringAttr>(n).getValue().str() + "=" +
+              std::to_string(have.getAxisSizes()[i]);
+    std::string want = options.mesh;
+    want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
+    if (text != want)
+      return (*meshes.begin()).emitError()
+             << "the program declares mesh " << text << " but --mesh says "
+             << options.mesh
+             << "; drop --mesh or the program's loom.mesh";
+  }
+  if (meshes.empty() && (!options.mesh.empty() || !options.meshJson.empty())) {
+    // Declare the mesh the user asked for (loomc --mesh spec or JSON file).
+    cost::Result<cost::MeshSpec> spec = cost::Error{""};
+    if (!options.mesh.empty()) {
+      auto dev = cost::deviceByName(options.device);
+      if (!dev)
+        return module.emitError() << dev.error().message;
+      spec = cost::parseMeshSpec(options.mesh, *dev);
+    } else {
+      auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
+      if (!buf)
+        return module.emitError()
+               << "cannot read mesh spec '" << options.meshJson << "'";
+      spec = cost::parseMeshJson((*buf)->getBuffer().str());
+    }
     if (!spec)
       return module.emitError() << "--mesh: " << spec.error().message;
     MLIRContext *ctx = module.getContext();
