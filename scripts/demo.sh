@@ -21,8 +21,16 @@ mkdir -p "$WORK/res"
   --output "$WORK/res" --bench
 "$PY" "$ROOT/examples/mlp/check.py" "$WORK/res/y.npy" "$WORK/reference.npy"
 
+echo "== 4. the single-device program, planned and partitioned for tp=4"
+"$BUILD/bin/loomc" "$WORK/mlp-plain.mlir" --mesh tp=4 --emit=plan -o "$WORK/plan.json"
+"$BUILD/bin/loomc" "$WORK/mlp-plain.mlir" --mesh tp=4 -o "$WORK/planned"
+mkdir -p "$WORK/planned-res"
+"$BUILD/bin/loom-run" "$WORK/planned" --input "x=$WORK/x.npy" \
+  --output "$WORK/planned-res"
+"$PY" "$ROOT/examples/mlp/check.py" "$WORK/planned-res/y.npy" "$WORK/reference.npy"
+
 if command -v mpirun >/dev/null; then
-  echo "== 4. the same model on 2 MPI processes"
+  echo "== 5. the same model on 2 MPI processes"
   "$PY" "$ROOT/examples/mlp/make_model.py" "$WORK/mpi" --ranks 2 --rows-per-rank 16
   "$BUILD/bin/loomc" "$WORK/mpi/mlp.mlir" -o "$WORK/mpi/bundle"
   mkdir -p "$WORK/mpi/res"

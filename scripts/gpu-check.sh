@@ -85,6 +85,7 @@ for s in json.load(sys.stdin):
     "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --emit=cubin \
       --chip=sm_80,sm_90 -o "$STAGE/cubins" || return 1
   done
+  "$STAGE/bin/loom-gpu-bench" verify "$manifest" "$STAGE/cubins" || return 1
   log "staged $(ls "$STAGE/cubins" | grep -c cubin) cubins in $STAGE"
 }
 

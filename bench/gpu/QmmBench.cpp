@@ -3,6 +3,8 @@
 // Runs on a machine with an NVIDIA GPU (scripts/gpu-check.sh); links only
 // the CUDA runtime (driver, cuBLAS, NCCL dlopen'ed), not the compiler.
 //
+//   loom-gpu-bench verify <manifest.tsv> <cubin-dir>
+//       no device: the staged cubins exist and name their SM
 //   loom-gpu-bench selftest <cubin-dir> <out-dir>
 //       device, memory, streams, events, graphs, module errors (a cubin for
 //       the wrong architecture, garbage bytes, a missing kernel), cuBLAS,
@@ -32,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
@@ -437,11 +440,43 @@ int runSelftest(Dev &d, const std::string &dir, FILE *out) {
 
 } // namespace
 
+/// No device needed: every manifest row has a cubin per staged SM that
+/// names its SM, and the reference generator agrees on the weight size.
+int runVerify(const std::vector<Spec> &specs, const std::string &dir) {
+  int bad = 0;
+  std::mt19937 rng(1);
+  for (const Spec &s : specs) {
+    for (int sm : {80, 90}) {
+      std::ifstream f(cubinPath(dir, s.base, sm), std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
+      int got = loom_cuda_cubin_sm(bytes.data(), int64_t(bytes.size()));
+      if (got != sm) {
+        std::fprintf(stderr, "%s: sm_%d cubin missing or for sm_%d\n",
+                     s.base.c_str(), sm, got);
+        ++bad;
+      }
+    }
+    if (s.role == "check" &&
+        int64_t(randomWeight(s, rng).size()) != s.weightBytes) {
+      std::fprintf(stderr, "%s: reference layout disagrees on the size\n",
+                   s.base.c_str());
+      ++bad;
+    }
+  }
+  std::printf("verified %zu manifest rows: %d problem(s)\n", specs.size(),
+              bad);
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
-    die("usage: loom-gpu-bench info | selftest <cubin-dir> <out-dir> | "
+    die("usage: loom-gpu-bench info | verify <manifest.tsv> <cubin-dir> | "
+        "selftest <cubin-dir> <out-dir> | "
         "check|perf <manifest.tsv> <cubin-dir> <out-dir>");
   std::string mode = argv[1];
+  if (mode == "verify" && argc == 4)
+    return runVerify(readManifest(argv[2]), argv[3]);
   Dev d;
   check(loom_cuda_open(0, &d.dev), "open device 0");
   check(loom_cuda_info(d.dev, &d.info), "device info");

@@ -33,6 +33,25 @@ func.func @mlp(%x: tensor<?x{d}xf32> {{loom.name = "x"}}) -> (tensor<?x{d}xf32> 
 """
 
 
+# The same model written for one device, no mesh and no collectives: loomc
+# --mesh tp=N plans and partitions it (docs/SHARDING.md).
+PLAIN = """\
+func.func @mlp(%x: tensor<{b}x{d}xf32> {{loom.name = "x"}}) -> (tensor<{b}x{d}xf32> {{loom.name = "y"}}) {{
+  %w1 = loom.weight "fc1.weight" from <"fc1.bin", offset = 0> : tensor<{h}x{d}xf32>
+  %b1 = loom.weight "fc1.bias" from <"fc1_bias.bin", offset = 0> : tensor<{h}xf32>
+  %w2 = loom.weight "fc2.weight" from <"fc2.bin", offset = 0> : tensor<{d}x{h}xf32>
+  %b2 = loom.weight "fc2.bias" from <"fc2_bias.bin", offset = 0> : tensor<{d}xf32>
+  %0 = loom.matmul %x, %w1 transpose_b : tensor<{b}x{d}xf32>, tensor<{h}x{d}xf32> -> tensor<{b}x{h}xf32>
+  %1 = loom.add %0, %b1 : tensor<{b}x{h}xf32>, tensor<{h}xf32> -> tensor<{b}x{h}xf32>
+  %2 = loom.gelu %1 : tensor<{b}x{h}xf32>
+  %3 = loom.matmul %2, %w2 transpose_b : tensor<{b}x{h}xf32>, tensor<{d}x{h}xf32> -> tensor<{b}x{d}xf32>
+  %4 = loom.add %3, %b2 : tensor<{b}x{d}xf32>, tensor<{d}xf32> -> tensor<{b}x{d}xf32>
+  %5 = loom.layer_norm %4 axis = -1 epsilon = 1.0e-5 : tensor<{b}x{d}xf32> -> tensor<{b}x{d}xf32>
+  return %5 : tensor<{b}x{d}xf32>
+}}
+"""
+
+
 def reference(x, w1, b1, w2, b2):
     h = x @ w1.T + b1
     h = 0.5 * h * (1 + np.vectorize(erf)(h / np.sqrt(2)))
@@ -61,6 +80,8 @@ def main():
     (out / "mlp.mlir").write_text(PROGRAM.format(n=args.ranks, d=D, h=H))
     x = rng.standard_normal((args.ranks * args.rows_per_rank, D)).astype(
         np.float32)
+    (out / "mlp-plain.mlir").write_text(PLAIN.format(b=x.shape[0], d=D, h=H))
+    np.save(out / "x.npy", x)
     for r in range(args.ranks):
         rows = x[r * args.rows_per_rank:(r + 1) * args.rows_per_rank]
         np.save(out / f"x{r}.npy", rows)
