@@ -995,9 +995,12 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
     return std::string(v ? v : "");
   }();
   std::string mode = envMode;
+  bool hostIsa = true;
   if (mode.empty())
-    if (auto a = op->getAttrOfType<StringAttr>("quant_activations"))
-      mode = a.getValue() == "int8" ? "i8" : "";
+    if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
+      mode = a.getValue().starts_with("int8") ? "i8" : "";
+      hostIsa = a.getValue() == "int8";
+    }
   auto it = quantOf.find(op.getWeight());
   if (it == quantOf.end())
     return op->emitOpError()
@@ -1014,7 +1017,8 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   int64_t k = qt.getShape()[1];
   func::FuncOp kernel = getOrCreateQMatmulKernel(
       module, qt.getQuant(), k,
-      mode == "i8" ? QKernelActivations::I8 : QKernelActivations::F32);
+      mode == "i8" ? QKernelActivations::I8 : QKernelActivations::F32,
+      hostIsa);
   int64_t dyn = ShapedType::kDynamic;
   int64_t rank = xt.getRank();
   // x as [M, K], y allocated with its final shape [..., N] and passed as

@@ -545,8 +545,15 @@ std::string kernelName(QuantAttr q, int64_t k, QKernelActivations act) {
 } // namespace
 
 func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
-                                      QKernelActivations act) {
+                                      QKernelActivations act, bool hostIsa) {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  bool vnni = hostIsa && features.lookup("avx512vnni") &&
+              features.lookup("avx512vl");
+  if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
+    vnni = vnni && *v != '0';
   std::string name = kernelName(q, k, act);
+  if (act == QKernelActivations::I8 && !vnni)
+    name += "_generic";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = module.getContext();
@@ -583,10 +590,7 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
     gen.dxm = entry->getArgument(4);
     gen.biasm = entry->getArgument(5);
     gen.sxm = entry->getArgument(6);
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    gen.vnni = features.lookup("avx512vnni") && features.lookup("avx512vl");
-    if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
-      gen.vnni = gen.vnni && *v != '0';
+    gen.vnni = vnni;
   }
   gen.body(i8);
   func::ReturnOp::create(b, loc);

@@ -36,9 +36,12 @@ bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
 /// (memref<?x(K/block)x...>). It uses AVX512-VNNI (vpdpbusd) when the
 /// compiling host has it (then the code needs such a CPU), generic vector
 /// code otherwise.
+/// `hostIsa`: instructions of the compiling host may be used (VNNI); off
+/// for code compiled for another CPU (loomc --portable).
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
-                                            QKernelActivations act);
+                                            QKernelActivations act,
+                                            bool hostIsa = true);
 
 } // namespace loom
 

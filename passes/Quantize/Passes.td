@@ -37,7 +37,7 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
     Option<"verbose", "verbose", "bool", "false",
            "print one line per tensor to stderr">,
     Option<"activations", "activations", "std::string", "\"f32\"",
-           "activations of the generated kernels: f32 (accurate) or int8 (per block, faster); marks every loom.qmatmul">
+           "activations of the generated kernels: f32 (accurate), int8 (per block, faster; the compiling host's VNNI when it has it) or int8-portable (no VNNI); marks every loom.qmatmul">
   ];
 }
 

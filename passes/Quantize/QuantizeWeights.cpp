@@ -129,14 +129,15 @@ struct QuantizeWeightsPass
       signalPassFailure();
     };
 
-    if (activations != "f32" && activations != "int8")
+    if (activations != "f32" && activations != "int8" &&
+        activations != "int8-portable")
       return fail("activations=" + activations + ": expected f32 or int8");
     // The generated kernels read this to quantize activations per block
     // (passes/Lowering/QuantKernels.cpp); GGUF qmatmuls are marked too.
     auto markActivations = [&] {
-      if (activations == "int8")
+      if (activations != "f32")
         module.walk([&](QMatmulOp op) {
-          op->setAttr(kActivationsAttr, StringAttr::get(ctx, "int8"));
+          op->setAttr(kActivationsAttr, StringAttr::get(ctx, activations));
         });
     };
     if (scheme == "none") {

@@ -311,7 +311,9 @@ int main(int argc, char **argv) {
   std::string model =
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
-  options.quantActivations = quantAct;
+  // Code for another CPU (--portable) must not use the host's VNNI.
+  options.quantActivations =
+      quantAct == "int8" && portable ? "int8-portable" : quantAct.getValue();
   if (!quantSpec.empty()) {
     // The quantized blocks go to one file beside the output (a bundle
     // directory is replaced whole when it is rewritten, so not inside it);
