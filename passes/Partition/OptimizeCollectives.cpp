@@ -18,6 +18,12 @@
 //     (a ring all-reduce is a reduce-scatter plus an all-gather); each rank
 //     computes the chain on 1/p of the rows.
 //
+//  3. Small independent all_reduces (same mesh, axes, reduction and element
+//     type; together at most 1 MiB) are merged into one: the inputs are
+//     flattened and concatenated, reduced once, and sliced back. One
+//     latency instead of two; the second input must already exist where
+//     the first all_reduce runs.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Partition/Passes.h"
@@ -229,6 +235,73 @@ bool sequenceParallelNorm(AllReduceOp ar, MeshAttr mesh) {
 
 struct OptimizeCollectivesPass
     : loom::impl::OptimizeCollectivesPassBase<OptimizeCollectivesPass> {
+  /// Merges small independent all_reduces (rewrite 3), repeatedly.
+  static void mergeSmall(Block &block) {
+    constexpr int64_t kMergeBytes = 1 << 20;
+    auto bytesOf = [](AllReduceOp ar) -> int64_t {
+      auto t = dyn_cast<RankedTensorType>(ar.getInput().getType());
+      if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
+        return -1;
+      return t.getNumElements() *
+             std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+    };
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<AllReduceOp> ars(block.getOps<AllReduceOp>());
+      for (size_t i = 0; i < ars.size() && !changed; ++i) {
+        AllReduceOp a = ars[i];
+        int64_t ba = bytesOf(a);
+        if (ba < 0 || ba > kMergeBytes)
+          continue;
+        for (size_t j = i + 1; j < ars.size() && !changed; ++j) {
+          AllReduceOp c = ars[j];
+          int64_t bc = bytesOf(c);
+          auto ta = cast<RankedTensorType>(a.getInput().getType());
+          if (bc < 0 || ba + bc > kMergeBytes ||
+              c.getMeshAttr() != a.getMeshAttr() ||
+              c.getMeshAxes() != a.getMeshAxes() ||
+              c.getReduction() != a.getReduction() ||
+              cast<RankedTensorType>(c.getInput().getType())
+                      .getElementType() != ta.getElementType())
+            continue;
+          // The second input must be available where the first runs.
+          Operation *def = c.getInput().getDefiningOp();
+          if (def && (def->getBlock() != &block || !def->isBeforeInBlock(a)))
+            continue;
+          auto tc = cast<RankedTensorType>(c.getInput().getType());
+          Type elem = ta.getElementType();
+          int64_t na = ta.getNumElements(), nc = tc.getNumElements();
+          OpBuilder b(a);
+          Location loc = a.getLoc();
+          auto flat = [&](Value v, int64_t n) -> Value {
+            return ReshapeOp::create(b, loc, RankedTensorType::get({n}, elem),
+                                     v);
+          };
+          Value both = ConcatOp::create(
+              b, loc, RankedTensorType::get({na + nc}, elem),
+              ValueRange{flat(a.getInput(), na), flat(c.getInput(), nc)},
+              uint64_t(0));
+          Value red = AllReduceOp::create(b, loc, both.getType(), both,
+                                          a.getMeshAttr(), a.getMeshAxes(),
+                                          a.getReductionAttr());
+          auto part = [&](int64_t start, int64_t n, RankedTensorType t) {
+            Value sl = SliceOp::create(b, loc, RankedTensorType::get({n}, elem),
+                                       red, ArrayRef<int64_t>{start},
+                                       ArrayRef<int64_t>{start + n},
+                                       ArrayRef<int64_t>{1});
+            return ReshapeOp::create(b, loc, t, sl).getResult();
+          };
+          a.getResult().replaceAllUsesWith(part(0, na, ta));
+          c.getResult().replaceAllUsesWith(part(na, nc, tc));
+          a.erase();
+          c.erase();
+          changed = true;
+        }
+      }
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<AllReduceOp> reduces;
@@ -244,6 +317,10 @@ struct OptimizeCollectivesPass
       if (ar.getReduction() == Reduction::sum)
         sequenceParallelNorm(ar, mesh);
     }
+    module.walk([&](func::FuncOp fn) {
+      for (Block &block : fn.getBody())
+        mergeSmall(block);
+    });
   }
 };
 
