@@ -12,11 +12,17 @@
 //       partial sum p; then acc += d * p (+ m * sum(x) for mode min)
 //     y = horizontal sum of acc
 //
-// Batch 1 (decode) runs tiles of 1 x 4 rows, larger batches 4 x 2 (each
-// weight block is unpacked once for 4 activation rows); remainders run
-// 1-wide tiles. The weight is read once per tile row: a GEMV streams it
-// exactly once. Vectors are 16 lanes of f32 (one AVX-512 register, two
-// AVX2 ones); LLVM picks the instructions for the host CPU.
+// Batch 1 (decode) runs tiles of 1 x 4 rows (1 x 8 with int8
+// activations), larger batches 4 x 2 (each weight block is unpacked once
+// for 4 activation rows); remainders run 1-wide tiles. The weight is read
+// once per tile row: a GEMV streams it exactly once, and each tile
+// prefetches the rows of the next one. Vectors are 16 lanes of f32 (one
+// AVX-512 register, two AVX2 ones); LLVM picks the instructions for the
+// host CPU. With int8 activations (the second half of KernelGen) the
+// products are integer dot products (vpdpbusd with AVX512-VNNI).
+//
+// Tuning knobs (measurements only): LOOM_QMM_TILE=MRxNR2xNR1,
+// LOOM_QMM_PREFETCH (bytes ahead; negative: tiles ahead; 0: none).
 //
 //===----------------------------------------------------------------------===//
 
