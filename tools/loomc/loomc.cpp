@@ -300,6 +300,7 @@ int main(int argc, char **argv) {
     while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
       out.pop_back();
     options.planFile = out + ".plan.json";
+    options.planSummary = verbose;
   }
   options.quant = quantSpec;
   SmallString<256> baseDir(inputFilename == "-" ? std::string(".")
