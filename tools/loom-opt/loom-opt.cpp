@@ -9,6 +9,9 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "passes/Pipelines.h"
+#ifdef LOOM_HAVE_GPU_TARGET
+#include "lib/Target/GpuTarget/GpuTarget.h"
+#endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -42,6 +45,10 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   loom::registerAllLoomPassesAndPipelines();
+#ifdef LOOM_HAVE_GPU_TARGET
+  loom::gpu::registerGpuTargetDialects(registry);
+  loom::gpu::registerGpuTargetPasses();
+#endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
 }

@@ -13,6 +13,9 @@
 #include "lib/Target/CpuTarget.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Pipelines.h"
+#ifdef LOOM_HAVE_GPU_TARGET
+#include "lib/Target/GpuTarget/GpuTarget.h"
+#endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,6 +110,12 @@ cl::opt<double> memoryLimit(
     cl::desc("Memory per device in GiB for the planner (default: the "
              "device's capacity)"),
     cl::value_desc("GiB"), cl::init(0), cl::cat(loomcCategory));
+cl::opt<std::string> targetName(
+    "target",
+    cl::desc("cpu (default), or cuda: also compile the quantized matmul "
+             "kernels to cubins for sm_80 and sm_90 into the bundle's cuda/ "
+             "folder (docs/GPU.md)"),
+    cl::value_desc("name"), cl::init("cpu"), cl::cat(loomcCategory));
 cl::opt<std::string> emitWhat(
     "emit",
     cl::desc("'plan': stop after the shard phase, write the plan as JSON to "
@@ -198,6 +207,18 @@ int main(int argc, char **argv) {
     }
     plugin->registerPassRegistryCallbacks();
   }
+  if (targetName != "cpu" && targetName != "cuda") {
+    llvm::errs() << "loomc: --target=" << targetName
+                 << ": unknown; expected cpu or cuda\n";
+    return 1;
+  }
+#ifndef LOOM_HAVE_GPU_TARGET
+  if (targetName == "cuda") {
+    llvm::errs() << "loomc: --target=cuda: this loomc was built without CUDA "
+                    "(configure with nvcc on PATH or -DLOOM_ENABLE_CUDA=ON)\n";
+    return 1;
+  }
+#endif
   if (!emitWhat.empty() && emitWhat != "plan") {
     llvm::errs() << "loomc: --emit=" << emitWhat
                  << ": unknown; the one supported value is 'plan'\n";
@@ -208,6 +229,9 @@ int main(int argc, char **argv) {
   registry.insert<loom::LoomDialect>();
   registerAllDialects(registry);
   registerAllExtensions(registry);
+#ifdef LOOM_HAVE_GPU_TARGET
+  loom::gpu::registerGpuTargetDialects(registry);
+#endif
   MLIRContext context(registry);
   // Diagnostics name the place and the fix; no IR dumps for user errors.
   context.printOpOnDiagnostic(false);
@@ -334,6 +358,7 @@ int main(int argc, char **argv) {
     options.quantVerbose = verbose;
   }
   std::vector<loom::EntryInfo> entries;
+  std::string cubinDir; // --target=cuda: staged cubins
   loom::MeshInfo mesh;
   std::string programIR;
 
@@ -364,6 +389,30 @@ int main(int argc, char **argv) {
       if (failed(pm.run(*module)))
         return 1;
     } else if (p == loom::Phase::Lower) {
+#ifdef LOOM_HAVE_GPU_TARGET
+      if (targetName == "cuda" && *last == loom::Phase::Bundle) {
+        // The quantized matmuls' GPU kernels, staged beside the output and
+        // moved into the bundle once it exists.
+        cubinDir = outputFilename.getValue() + ".cuda.tmp";
+        llvm::sys::fs::remove_directories(cubinDir);
+        if (llvm::sys::fs::create_directories(cubinDir)) {
+          llvm::errs() << "loomc: cannot create '" << cubinDir << "'\n";
+          return 1;
+        }
+        auto cubins = loom::gpu::emitQMatmulCubins(*module, {"sm_80", "sm_90"},
+                                                   cubinDir, &error);
+        if (!cubins) {
+          llvm::sys::fs::remove_directories(cubinDir);
+          llvm::errs() << "loomc: --target=cuda: " << error << "\n";
+          return 1;
+        }
+        if (verbose || cubins->empty())
+          llvm::errs() << "loomc: --target=cuda: " << cubins->size()
+                       << " cubin(s)"
+                       << (cubins->empty() ? " (no quantized matmuls)" : "")
+                       << "\n";
+      }
+#endif
       PassManager prepare(&context);
       prepare.addPass(loom::createPrepareEntryPointsPass());
       if (failed(prepare.run(*module)))
@@ -401,6 +450,15 @@ int main(int argc, char **argv) {
       if (!ok) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;
+      }
+      if (!cubinDir.empty()) {
+        SmallString<256> dest(outputFilename.getValue());
+        llvm::sys::path::append(dest, "cuda");
+        if (std::error_code ec = llvm::sys::fs::rename(cubinDir, dest)) {
+          llvm::errs() << "loomc: cannot move the cubins into the bundle: "
+                       << ec.message() << "\n";
+          return 1;
+        }
       }
       if (!options.planFile.empty() &&
           llvm::sys::fs::exists(options.planFile)) {
