@@ -258,7 +258,9 @@ struct OptimizeCollectivesPass
           AllReduceOp c = ars[j];
           int64_t bc = bytesOf(c);
           auto ta = cast<RankedTensorType>(a.getInput().getType());
+          // The same input twice is CSE's business, not a merge.
           if (bc < 0 || ba + bc > kMergeBytes ||
+              c.getInput() == a.getInput() ||
               c.getMeshAttr() != a.getMeshAttr() ||
               c.getMeshAxes() != a.getMeshAxes() ||
               c.getReduction() != a.getReduction() ||

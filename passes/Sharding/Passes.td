@@ -35,6 +35,9 @@ def PlanShardingPass : Pass<"loom-plan-sharding", "mlir::ModuleOp"> {
            "Frontier states kept per op">,
     Option<"dynamicSize", "dynamic-size", "int64_t", "128",
            "Size assumed for dynamic dimensions when costing">,
+    Option<"vectorWidth", "vector-width", "int64_t", "8",
+           "Elements a shard of a split innermost dimension keeps whole "
+           "(SIMD lanes: 8 f32 on AVX2); 1 turns the rule off">,
     Option<"planFile", "plan-file", "std::string", "",
            "Write the plan as JSON to this file">,
     Option<"summary", "summary", "bool", "false",

@@ -20,6 +20,7 @@ struct PlanShardingPass
     o.memoryLimit = memoryLimitGiB * double(1ull << 30);
     o.beam = beam;
     o.dynamicSize = dynamicSize;
+    o.vectorWidth = vectorWidth;
     o.planFile = planFile;
     o.printSummary = summary;
     if (failed(planSharding(getOperation(), o)))

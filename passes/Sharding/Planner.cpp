@@ -167,6 +167,7 @@ public:
   ShTable table;
   AbstractMesh mesh;
   size_t replayed = 0; ///< steps of the last search replayed from a layer
+  int64_t vectorWidth = 1; ///< elements a split innermost shard keeps whole
   double price = 0;    ///< memory price of the last search (s/byte)
   /// How a single-use weight is stored when its use needs `req`: as
   /// needed, or split further over one more axis and gathered before the
@@ -316,11 +317,37 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
     return table.intern(s);
   };
 
+  // Vector widths hold: a split innermost dimension keeps whole vectors
+  // per shard (when the whole dimension has them).
+  // User annotations are kept as given, even where they break vectors.
+  int64_t vw = want ? 1 : vectorWidth;
+  auto innermostOk = [&](const TensorLoops &t) {
+    if (vw <= 1 || t.dims.empty() || t.dims.back().empty())
+      return true;
+    int8_t l = t.dims.back().front();
+    if (prod[l] <= 1)
+      return true;
+    int64_t size = 1; // the whole dimension (all its loops)
+    for (int8_t x : t.dims.back()) {
+      if (ShapedType::isDynamic(rule.loops[x].size))
+        return true;
+      size *= rule.loops[x].size;
+    }
+    if (size % vw)
+      return true;
+    return (size / prod[l]) % vw == 0;
+  };
   auto emit = [&]() {
     for (size_t l = 0; l < numLoops; ++l)
       if (prod[l] > 1 && (rule.loops[l].size / prod[l]) %
                                  rule.loops[l].granule !=
                              0)
+        return;
+    for (auto &t : rule.operands)
+      if (!innermostOk(t))
+        return;
+    for (auto &t : rule.results)
+      if (!innermostOk(t))
         return;
     Strategy s;
     s.axisLoop = assign;
@@ -392,7 +419,8 @@ static std::optional<SmallVector<int64_t>> shapeOfType(Type type) {
 /// result, dimension and axis.
 static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
                                      ArrayRef<ShardingAttr> want,
-                                     const AbstractMesh &mesh) {
+                                     const AbstractMesh &mesh,
+                                     int64_t vectorWidth) {
   std::string name = op->getName().getStringRef().str();
   for (auto [r, attr] : llvm::enumerate(want)) {
     if (r >= rule.results.size())
@@ -429,6 +457,12 @@ static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
         return where + "each shard must hold whole groups of " +
                std::to_string(l.granule) +
                " (heads or quantization blocks); use a smaller axis";
+      if (d + 1 == attr.getRank() && vectorWidth > 1 &&
+          l.size % vectorWidth == 0 && (l.size / g) % vectorWidth)
+        return where + "each shard of the innermost dimension must hold "
+                       "whole vectors of " +
+               std::to_string(vectorWidth) +
+               " elements; use a smaller axis or lower --vector-width";
     }
     if (!attr.getPartial().empty())
       return "result #" + std::to_string(r) + " cannot be partial over '" +
@@ -606,7 +640,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         llvm::erase_if(step.strategies, splitsQuant);
         if (step.strategies.empty()) {
           if (want)
-            return op.emitError() << explainAnnotation(&op, *rule, *want, mesh);
+            return op.emitError()
+                   << explainAnnotation(&op, *rule, *want, mesh, vectorWidth);
           return op.emitError() << "no sharding strategy (internal: the "
                                    "unsplit strategy is always legal)";
         }
@@ -1313,6 +1348,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     if (manual)
       continue;
     Planner planner(module, meshOp, *mesh, options);
+    planner.vectorWidth = options.vectorWidth;
     Problem p;
     if (failed(planner.build(func, p)))
       return failure();
@@ -1335,6 +1371,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
           if (failed(m))
             break;
           Planner trial(module, meshOp, *m, options);
+          trial.vectorWidth = options.vectorWidth;
           Problem tp;
           double t2 = 0, m2 = 0;
           if (failed(trial.build(func, tp)))

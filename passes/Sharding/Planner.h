@@ -37,6 +37,7 @@ struct PlannerOptions {
   double memoryLimit = 0;      ///< bytes per device; 0: device capacity
   int64_t beam = 64;           ///< frontier states kept per step
   int64_t dynamicSize = 128;   ///< assumed size of dynamic dimensions (cost)
+  int64_t vectorWidth = 8;     ///< a split innermost dim keeps whole vectors
   std::string planFile;        ///< where to write plan JSON ("" = nowhere)
   bool printSummary = false;   ///< print the readable summary to stderr
 };
