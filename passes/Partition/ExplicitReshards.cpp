@@ -188,6 +188,16 @@ LogicalResult checkPartials(Operation *op) {
       return resultMismatch(p);
     return success();
   }
+  if (isa<QMatmulOp>(op)) {
+    // input [..., K] x weight [N, K]: a split K makes the result partial
+    // over K's axes (checked with the shapes in checkQMatmul).
+    if (first >= 0)
+      return notLinear();
+    ArrayRef<StringRef> k = ins[0].dims.back();
+    if (setOf(k) != setOf(out.partial))
+      return resultMismatch(k);
+    return success();
+  }
   if (auto red = dyn_cast<ReduceOp>(op)) {
     if (first >= 0 && red.getKind() != ReduceKind::sum)
       return notLinear();
@@ -292,6 +302,29 @@ LogicalResult checkMatmul(MatmulOp mm) {
   return success();
 }
 
+LogicalResult checkQMatmul(QMatmulOp qm) {
+  Layout x = layoutOf(qm.getInput()), w = layoutOf(qm.getWeight()),
+         y = layoutOf(qm.getResult());
+  unsigned r = x.dims.size();
+  auto mismatch = [&](StringRef what, ArrayRef<StringRef> have,
+                      ArrayRef<StringRef> want) {
+    return qm.emitOpError()
+           << what << " is split over " << axesStr(have) << " but "
+           << axesStr(want) << " is needed; reshard it with loom.shard";
+  };
+  if (w.dims.size() != 2 || y.dims.size() != r)
+    return success(); // the op verifier reports shapes
+  if (x.dims[r - 1] != w.dims[1])
+    return mismatch("the weight's K dimension", w.dims[1], x.dims[r - 1]);
+  if (w.dims[0] != y.dims[r - 1])
+    return mismatch("the weight's N dimension", w.dims[0], y.dims[r - 1]);
+  for (unsigned d = 0; d + 1 < r; ++d)
+    if (x.dims[d] != y.dims[d])
+      return mismatch("the input's dimension " + std::to_string(d),
+                      x.dims[d], y.dims[d]);
+  return success();
+}
+
 LogicalResult checkOp(Operation *op) {
   if (failed(checkPartials(op)))
     return failure();
@@ -302,6 +335,8 @@ LogicalResult checkOp(Operation *op) {
     return checkElementwise(op);
   if (auto mm = dyn_cast<MatmulOp>(op))
     return checkMatmul(mm);
+  if (auto qm = dyn_cast<QMatmulOp>(op))
+    return checkQMatmul(qm);
   return success();
 }
 
@@ -369,11 +404,13 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
                 "functions only";
     if (auto w = dyn_cast<WeightOp>(op)) {
       ShardingAttr s = getResultSharding(op, 0);
-      if (s && isa<QTensorType>(w.getType()) &&
-          !Layout::of(s, rankOf(w.getType())).isReplicated())
+      auto q = dyn_cast<QTensorType>(w.getType());
+      if (s && q && !Layout::of(s, rankOf(w.getType())).isReplicated() &&
+          (!w.getSource() || !q.getStorageType()))
         return w.emitOpError()
-               << "is a sharded quantized weight; the partitioner does not "
-                  "slice quantized weights yet (replicate it)";
+               << "is a sharded quantized weight without block storage; "
+                  "the partitioner splits quantized weights only as they "
+                  "are loaded (give it `from <file>` or replicate it)";
     }
     return WalkResult::advance();
   });
@@ -429,8 +466,10 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
         // its block (loom-run copies a non-contiguous block once at load).
         // The partitioner gives it its local type; `loom.split` keeps the
         // split and the global shape for the bundle.
-        if (w.getSource() && isa<RankedTensorType>(w.getType())) {
-          auto t = cast<RankedTensorType>(w.getType());
+        RankedTensorType t = dyn_cast<RankedTensorType>(w.getType());
+        if (auto q = dyn_cast<QTensorType>(w.getType()))
+          t = q.getStorageType(); // rows of blocks: split in whole blocks
+        if (w.getSource() && t) {
           MLIRContext *ctx = w.getContext();
           op->setAttr("loom.split",
                       DictionaryAttr::get(

@@ -570,7 +570,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         ValueInfo &v = p.values[id];
         if (want)
           v.fixed = wantIds[r];
-        else if (isa<WeightOp>(op) && !isa<QTensorType>(res.getType()))
+        else if (isa<WeightOp>(op) &&
+                 (!isa<QTensorType>(res.getType()) || res.hasOneUse()))
           v.weight = true;
         else
           v.fixed = table.replicated(v.rank);
@@ -624,12 +625,14 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         if (want)
           filter = wantIds;
         enumerate(step, *rule, filter);
-        // Quantized tensors stay whole on every rank until the partitioner
-        // slices block storage (docs/PARTITION.md).
+        // Quantized tensors are never resharded (the partitioner moves no
+        // block storage): only a weight used once may be split, as loaded.
         auto splitsQuant = [&](const Strategy &s) {
           for (auto [j, v] : llvm::enumerate(step.operands))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
-                !table.get(s.operands[j]).replicated())
+                !table.get(s.operands[j]).replicated() &&
+                !(p.values[v].weight &&
+                  p.values[v].value.hasOneUse()))
               return true;
           for (auto [j, v] : llvm::enumerate(step.results))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
@@ -838,7 +841,7 @@ static uint64_t hashLive(const Live &l) {
 }
 
 int Planner::storageFor(const ValueInfo &info, int req) {
-  if (price <= 0 || info.inState)
+  if (price <= 0 || info.inState || isa<QTensorType>(info.value.getType()))
     return req;
   uint64_t key = (static_cast<uint64_t>(req) << 32) ^
                  static_cast<uint64_t>(info.value.getAsOpaquePointer() ==

@@ -106,12 +106,33 @@ def test_model_too_big_for_mesh(tmp_path, loom):
 
 @pytest.mark.parametrize("ttype", ["q4_0", "q8_0"])
 def test_quantized_gguf_on_ranks(tmp_path, loom, ttype):
-    """GGUF blocks stay whole on every rank (the planner splits around the
-    quantized matmuls); the float parts are split."""
+    """GGUF Q4_0/Q8_0 weights split over the ranks in whole blocks (rows or
+    block columns, read from the .gguf as loaded); logits as on 1 rank."""
     cfg = lm.tiny_config("llama", hidden=128, heads=8, kv_heads=4, ffn=256,
                          layers=2)
     path = lm.write_gguf(tmp_path / f"m-{ttype}.gguf", cfg,
                          lm.make_weights(cfg), ttype, arch="llama")
     ref = loom.run(_compile(loom, path), TOKENS, POSITIONS)
-    got = loom.run(_compile(loom, path, "tp=2"), TOKENS, POSITIONS)
+    bundle = _compile(loom, path, "tp=2")
+    # The quantized matmul weights are split as they are loaded, in whole
+    # blocks: each rank's block of rows has its own offset in the .gguf.
+    ranks = json.loads((bundle / "manifest.json").read_text())["ranks"]
+    w0 = {w["name"]: w for w in ranks[0]["weights"]["forward"]}
+    w1 = {w["name"]: w for w in ranks[1]["weights"]["forward"]}
+    split = [n for n in w0 if "ffn" in n and w0[n]["offset"] != w1[n]["offset"]]
+    assert split, "no quantized weight is split"
+    got = loom.run(bundle, TOKENS, POSITIONS)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5
+
+
+def test_int4_quantized_on_ranks(tmp_path, loom):
+    """loomc --quant int4:32 with --mesh tp=2: Loom's own int4 blocks split
+    over the ranks as loaded; logits as the quantized program on 1 rank."""
+    cfg = lm.tiny_config("llama", hidden=128, heads=8, kv_heads=4, ffn=256,
+                         layers=2)
+    d = lm.write_hf(tmp_path / "m", cfg, lm.make_weights(cfg))
+    ref = loom.run(_compile(loom, d, extra=["--quant", "int4:32"]),
+                   TOKENS, POSITIONS)
+    got = loom.run(_compile(loom, d, "tp=2", extra=["--quant", "int4:32"]),
+                   TOKENS, POSITIONS)
     assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5
