@@ -166,7 +166,7 @@ func.func @reshape_mismatch(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<
 
 loom.mesh @m = <tp = 2>
 func.func @quantized_weight(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{is a sharded quantized weight; the partitioner does not slice quantized weights yet (replicate it)}}
+  // expected-error @+1 {{is a sharded quantized weight without block storage; the partitioner splits quantized weights only as they are loaded (give it `from <file>` or replicate it)}}
   %w = loom.weight "w" {loom.sharding = #loom.sharding<@m, [{tp}, {}]>} : !loom.qtensor<64x64, #loom.quant<q8_0>>
   %0 = loom.qmatmul %x, %w : tensor<4x64xf32>, !loom.qtensor<64x64, #loom.quant<q8_0>> -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
