@@ -407,14 +407,6 @@ double Planner::computeTime(const Problem &p, const Step &step,
 // Building the problem
 //===----------------------------------------------------------------------===//
 
-static std::optional<SmallVector<int64_t>> shapeOfType(Type type) {
-  if (auto t = dyn_cast<RankedTensorType>(type))
-    return SmallVector<int64_t>(t.getShape());
-  if (auto q = dyn_cast<QTensorType>(type))
-    return SmallVector<int64_t>(q.getShape());
-  return std::nullopt;
-}
-
 /// Why annotation `want` on `op` is not a strategy of its rule, naming the
 /// result, dimension and axis.
 static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
@@ -486,9 +478,9 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     ValueInfo info;
     info.value = v;
     info.elem = elemTypeOf(v.getType());
-    if (auto shape = shapeOfType(v.getType())) {
+    if (auto shape = getTensorShape(v.getType())) {
       info.rank = shape->size();
-      info.shape = *shape;
+      info.shape.assign(shape->begin(), shape->end());
       double n = 1;
       for (int64_t d : *shape)
         n *= ShapedType::isDynamic(d) ? static_cast<double>(options.dynamicSize)
@@ -552,7 +544,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
       if (want->size() != op.getNumResults())
         return op.emitError() << "'loom.sharding' needs one sharding per result";
       for (auto [r, s] : llvm::enumerate(*want)) {
-        auto shape = shapeOfType(op.getResult(r).getType());
+        auto shape = getTensorShape(op.getResult(r).getType());
         auto id = fromAttr(s, shape ? shape->size() : 0);
         if (!id)
           return op.emitError() << "result #" << r
@@ -1224,43 +1216,39 @@ static std::string gib(double bytes) {
   return s;
 }
 
+/// "dp=2,tp=4".
+static std::string meshText(ArrayRef<std::string> names,
+                            ArrayRef<int64_t> sizes) {
+  std::string text;
+  for (auto [i, n] : llvm::enumerate(names))
+    text += (i ? "," : "") + n + "=" + std::to_string(sizes[i]);
+  return text;
+}
+
+/// The cost model's view of a mesh: the links of `json` (a JSON mesh spec,
+/// already read) when given, else `device`'s default links.
 static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
                                         ArrayRef<int64_t> sizes,
-                                        const PlannerOptions &options,
+                                        const cost::MeshSpec *json,
+                                        const cost::DeviceSpec &device,
+                                        int64_t devicesPerNode,
                                         std::string &error) {
   AbstractMesh m;
   m.names.assign(names.begin(), names.end());
   m.sizes.assign(sizes.begin(), sizes.end());
-  auto dev = cost::deviceByName(options.device);
-  if (!dev) {
-    error = dev.error().message;
-    return failure();
-  }
-  if (!options.meshJson.empty()) {
-    auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
-    if (!buf) {
-      error = "cannot read mesh spec '" + options.meshJson + "'";
-      return failure();
-    }
-    auto spec = cost::parseMeshJson((*buf)->getBuffer().str());
-    if (!spec) {
-      error = options.meshJson + ": " + spec.error().message;
-      return failure();
-    }
-    m.spec = *spec;
+  if (json) {
     for (auto [n, s] : llvm::zip(names, sizes))
-      if (m.spec.axisSize(n) != s) {
-        error = options.meshJson + ": axis '" + n + "' has size " +
-                std::to_string(m.spec.axisSize(n)) + " but the program's mesh says " +
-                std::to_string(s);
+      if (json->axisSize(n) != s) {
+        error = "the JSON mesh spec's axis '" + n + "' has size " +
+                std::to_string(json->axisSize(n)) +
+                " but the program's mesh says " + std::to_string(s);
         return failure();
       }
+    m.spec = *json;
     return m;
   }
-  std::string text;
-  for (auto [i, n] : llvm::enumerate(names))
-    text += (i ? "," : "") + n + "=" + std::to_string(sizes[i]);
-  auto spec = cost::parseMeshSpec(text, *dev, options.devicesPerNode);
+  auto spec = cost::parseMeshSpec(meshText(names, sizes), device,
+                                  devicesPerNode);
   if (!spec) {
     error = spec.error().message;
     return failure();
@@ -1274,42 +1262,62 @@ static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
 FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   auto start = std::chrono::steady_clock::now();
   Plan plan;
+  // The device, and the JSON mesh spec (read once) when one is given.
+  std::optional<cost::MeshSpec> json;
+  if (!options.meshJson.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
+    if (!buf)
+      return module.emitError()
+             << "cannot read mesh spec '" << options.meshJson << "'";
+    auto spec = cost::parseMeshJson((*buf)->getBuffer().str());
+    if (!spec)
+      return module.emitError()
+             << options.meshJson << ": " << spec.error().message;
+    json = *spec;
+  }
+  cost::DeviceSpec device;
+  if (json) {
+    device = json->device;
+  } else {
+    auto dev = cost::deviceByName(options.device);
+    if (!dev)
+      return module.emitError() << dev.error().message;
+    device = *dev;
+  }
+
   auto meshes = module.getOps<MeshOp>();
+  auto axesOf = [](MeshAttr m) {
+    std::pair<std::vector<std::string>, std::vector<int64_t>> axes;
+    for (auto [n, s] : llvm::zip(m.getAxisNames(), m.getAxisSizes())) {
+      axes.first.push_back(cast<StringAttr>(n).getValue().str());
+      axes.second.push_back(s);
+    }
+    return axes;
+  };
   if (!meshes.empty() && !options.mesh.empty()) {
-    MeshAttr have = (*meshes.begin()).getMesh();
-    std::string text;
-    for (auto [i, n] : llvm::enumerate(have.getAxisNames()))
-      text += (i ? "," : "") + cast<StringAttr>(n).getValue().str() + "=" +
-              std::to_string(have.getAxisSizes()[i]);
-    std::string want = options.mesh;
+    auto [n, sz] = axesOf((*meshes.begin()).getMesh());
+    std::string text = meshText(n, sz), want = options.mesh;
     want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
     if (text != want)
       return (*meshes.begin()).emitError()
              << "the program declares mesh " << text << " but --mesh says "
-             << options.mesh
-             << "; drop --mesh or the program's loom.mesh";
+             << options.mesh << "; drop --mesh or the program's loom.mesh";
   }
-  if (meshes.empty() && (!options.mesh.empty() || !options.meshJson.empty())) {
+  if (meshes.empty() && (!options.mesh.empty() || json)) {
     // Declare the mesh the user asked for (loomc --mesh spec or JSON file).
-    cost::Result<cost::MeshSpec> spec = cost::Error{""};
+    cost::MeshSpec spec;
     if (!options.mesh.empty()) {
-      auto dev = cost::deviceByName(options.device);
-      if (!dev)
-        return module.emitError() << dev.error().message;
-      spec = cost::parseMeshSpec(options.mesh, *dev);
+      auto parsed = cost::parseMeshSpec(options.mesh, device);
+      if (!parsed)
+        return module.emitError() << "--mesh: " << parsed.error().message;
+      spec = *parsed;
     } else {
-      auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
-      if (!buf)
-        return module.emitError()
-               << "cannot read mesh spec '" << options.meshJson << "'";
-      spec = cost::parseMeshJson((*buf)->getBuffer().str());
+      spec = *json;
     }
-    if (!spec)
-      return module.emitError() << "--mesh: " << spec.error().message;
     MLIRContext *ctx = module.getContext();
     SmallVector<StringAttr> axisNames;
     SmallVector<int64_t> axisSizes;
-    for (auto &a : spec->axes) {
+    for (auto &a : spec.axes) {
       axisNames.push_back(StringAttr::get(ctx, a.name));
       axisSizes.push_back(a.size);
     }
@@ -1322,18 +1330,12 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   if (meshes.empty())
     return plan;
   MeshOp meshOp = *meshes.begin();
-  MeshAttr meshAttr = meshOp.getMesh();
-  if (meshAttr.getNumAxes() > 16)
+  if (meshOp.getMesh().getNumAxes() > 16)
     return meshOp.emitError() << "the planner handles meshes of up to 16 axes";
-  std::vector<std::string> names;
-  std::vector<int64_t> sizes;
-  for (auto [n, s] :
-       llvm::zip(meshAttr.getAxisNames(), meshAttr.getAxisSizes())) {
-    names.push_back(cast<StringAttr>(n).getValue().str());
-    sizes.push_back(s);
-  }
+  auto [names, sizes] = axesOf(meshOp.getMesh());
   std::string error;
-  auto mesh = makeMesh(names, sizes, options, error);
+  auto mesh = makeMesh(names, sizes, json ? &*json : nullptr, device,
+                       options.devicesPerNode, error);
   if (failed(mesh))
     return meshOp.emitError() << error;
   plan.meshDescription = cost::describeMesh(mesh->spec);
@@ -1370,7 +1372,8 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
         std::string smallest = "none up to 2^20 devices";
         for (int64_t n = 2 * mesh->numDevices(); n <= (1 << 20); n *= 2) {
           std::string err;
-          auto m = makeMesh({"tp"}, {n}, options, err);
+          auto m = makeMesh({"tp"}, {n}, nullptr, device,
+                            options.devicesPerNode, err);
           if (failed(m))
             break;
           Planner trial(module, meshOp, *m, options);

@@ -17,6 +17,14 @@ using namespace loom;
 #include "dialects/Loom/IR/LoomOpsDialect.cpp.inc"
 #include "dialects/Loom/IR/LoomEnums.cpp.inc"
 
+std::optional<ArrayRef<int64_t>> loom::getTensorShape(Type type) {
+  if (auto q = dyn_cast<QTensorType>(type))
+    return q.getShape();
+  if (auto t = dyn_cast<RankedTensorType>(type))
+    return t.getShape();
+  return std::nullopt;
+}
+
 void LoomDialect::initialize() {
   registerAttributes();
   registerTypes();

@@ -49,6 +49,10 @@ verifySharding(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
 /// Product of the sizes of `axes` (names of axes of `mesh`).
 int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
 
+/// The shape of a ranked tensor, or the logical shape of a qtensor;
+/// std::nullopt for any other type.
+std::optional<llvm::ArrayRef<int64_t>> getTensorShape(mlir::Type type);
+
 /// Numpy broadcast of two shapes; std::nullopt when they do not broadcast.
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);

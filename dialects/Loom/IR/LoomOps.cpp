@@ -93,8 +93,8 @@ LogicalResult sameElementType(Operation *op, ArrayRef<Type> types) {
 }
 
 ArrayRef<int64_t> shapeOf(Type t) {
-  if (auto q = dyn_cast<QTensorType>(t))
-    return q.getShape();
+  if (auto s = getTensorShape(t))
+    return *s;
   return cast<ShapedType>(t).getShape();
 }
 

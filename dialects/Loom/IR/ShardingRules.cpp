@@ -19,10 +19,8 @@ using Dims = llvm::SmallVector<int8_t, 2>;
 
 /// Shape of a ranked tensor or a qtensor (its logical shape).
 static std::optional<SmallVector<int64_t>> shapeOf(Type type) {
-  if (auto t = dyn_cast<RankedTensorType>(type))
-    return SmallVector<int64_t>(t.getShape());
-  if (auto q = dyn_cast<QTensorType>(type))
-    return SmallVector<int64_t>(q.getShape());
+  if (auto s = getTensorShape(type))
+    return SmallVector<int64_t>(*s);
   return std::nullopt;
 }
 
