@@ -20,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -1117,20 +1118,6 @@ void Planner::apply(Problem &p, ArrayRef<int> choice) {
   }
 }
 
-static std::string jsonEscape(StringRef s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 static std::string locString(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -1144,9 +1131,6 @@ FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
   std::vector<int> cur(p.values.size(), -1);
   for (auto [i, v] : llvm::enumerate(p.values))
     cur[i] = v.fixed;
-  std::string ops;
-  llvm::raw_string_ostream os(ops);
-  bool firstOp = true;
   for (auto [i, step] : llvm::enumerate(p.steps)) {
     const Strategy &s = step.strategies[choice[i]];
     std::string at = step.op->getName().getStringRef().str() + " at " +
@@ -1172,19 +1156,14 @@ FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
       cur[r] = s.results[j];
     if (step.op->hasTrait<OpTrait::IsTerminator>())
       continue;
-    ++fp.numOps;
-    os << (firstOp ? "" : ",") << "\n        {\"op\": \""
-       << step.op->getName().getStringRef() << "\", \"loc\": \""
-       << jsonEscape(locString(step.op)) << "\", \"results\": [";
-    firstOp = false;
-    for (auto [j, r] : llvm::enumerate(step.results))
-      os << (j ? ", " : "") << "\"" << shToString(s.results[j]) << "\"";
-    os << "], \"operands\": [";
-    for (auto [j, r] : llvm::enumerate(step.operands))
-      os << (j ? ", " : "") << "\"" << shToString(s.operands[j]) << "\"";
-    os << "], \"time_s\": " << llvm::format("%.4g", s.time) << "}";
+    PlannedOp op{step.op->getName().getStringRef().str(), locString(step.op),
+                 {}, {}, s.time};
+    for (int r : s.results)
+      op.results.push_back(shToString(r));
+    for (int o : s.operands)
+      op.operands.push_back(shToString(o));
+    fp.ops.push_back(std::move(op));
   }
-  fp.opsJson = ops;
   for (const ValueInfo &v : p.values) {
     if (v.lastUse < 0)
       continue;
@@ -1448,39 +1427,60 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
 }
 
 std::string planToJson(const Plan &plan) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "{\n  \"version\": 1,\n  \"mesh\": \"" << jsonEscape(plan.meshDescription)
-     << "\",\n  \"device\": \"" << jsonEscape(plan.device)
-     << "\",\n  \"memory_limit_bytes\": " << llvm::format("%.0f", plan.memoryLimit)
-     << ",\n  \"memory_price_s_per_byte\": " << llvm::format("%.3g", plan.price)
-     << ",\n  \"planner_seconds\": " << llvm::format("%.4f", plan.planSeconds)
-     << ",\n  \"functions\": [";
-  for (auto [i, f] : llvm::enumerate(plan.functions)) {
-    os << (i ? "," : "") << "\n    {\n      \"name\": \"" << jsonEscape(f.name)
-       << "\",\n      \"predicted_step_time_s\": "
-       << llvm::format("%.6g", f.computeTime + f.commTime)
-       << ",\n      \"compute_time_s\": " << llvm::format("%.6g", f.computeTime)
-       << ",\n      \"communication_time_s\": " << llvm::format("%.6g", f.commTime)
-       << ",\n      \"memory_per_device_bytes\": {\"weights\": "
-       << llvm::format("%.0f", f.weightBytes) << ", \"inputs\": "
-       << llvm::format("%.0f", f.inputBytes) << ", \"total\": "
-       << llvm::format("%.0f", f.weightBytes + f.inputBytes)
-       << ", \"unsplit\": " << llvm::format("%.0f", f.replicatedBytes)
-       << "},\n      \"collectives\": [";
-    for (auto [j, c] : llvm::enumerate(f.collectives)) {
-      os << (j ? "," : "") << "\n        {\"kind\": \"" << c.kind
-         << "\", \"axes\": [";
-      for (auto [k, a] : llvm::enumerate(c.axes))
-        os << (k ? ", " : "") << "\"" << a << "\"";
-      os << "], \"bytes\": " << llvm::format("%.0f", c.bytes)
-         << ", \"time_s\": " << llvm::format("%.4g", c.time) << ", \"at\": \""
-         << jsonEscape(c.at) << "\"}";
-    }
-    os << "\n      ],\n      \"ops\": [" << f.opsJson << "\n      ]\n    }";
-  }
-  os << "\n  ]\n}\n";
-  return s;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream j(os, 2);
+  auto strings = [&](llvm::StringRef key, const std::vector<std::string> &v) {
+    j.attributeArray(key, [&] {
+      for (const std::string &x : v)
+        j.value(x);
+    });
+  };
+  j.object([&] {
+    j.attribute("version", 1);
+    j.attribute("mesh", plan.meshDescription);
+    j.attribute("device", plan.device);
+    j.attribute("memory_limit_bytes", plan.memoryLimit);
+    j.attribute("memory_price_s_per_byte", plan.price);
+    j.attribute("planner_seconds", plan.planSeconds);
+    j.attributeArray("functions", [&] {
+      for (const FunctionPlan &f : plan.functions)
+        j.object([&] {
+          j.attribute("name", f.name);
+          j.attribute("predicted_step_time_s", f.computeTime + f.commTime);
+          j.attribute("compute_time_s", f.computeTime);
+          j.attribute("communication_time_s", f.commTime);
+          j.attributeObject("memory_per_device_bytes", [&] {
+            j.attribute("weights", f.weightBytes);
+            j.attribute("inputs", f.inputBytes);
+            j.attribute("total", f.weightBytes + f.inputBytes);
+            j.attribute("unsplit", f.replicatedBytes);
+          });
+          j.attributeArray("collectives", [&] {
+            for (const PlannedCollective &c : f.collectives)
+              j.object([&] {
+                j.attribute("kind", c.kind);
+                strings("axes", c.axes);
+                j.attribute("bytes", c.bytes);
+                j.attribute("time_s", c.time);
+                j.attribute("at", c.at);
+              });
+          });
+          j.attributeArray("ops", [&] {
+            for (const PlannedOp &o : f.ops)
+              j.object([&] {
+                j.attribute("op", o.op);
+                j.attribute("loc", o.loc);
+                strings("results", o.results);
+                strings("operands", o.operands);
+                j.attribute("time_s", o.time);
+              });
+          });
+        });
+    });
+  });
+  os << "\n";
+  return text;
 }
 
 std::string planSummary(const Plan &plan) {
@@ -1490,7 +1490,7 @@ std::string planSummary(const Plan &plan) {
      << "), memory limit " << gib(plan.memoryLimit) << " per device, planned in "
      << llvm::format("%.3f", plan.planSeconds) << " s\n";
   for (const FunctionPlan &f : plan.functions) {
-    os << "  @" << f.name << ": " << f.numOps << " ops, predicted "
+    os << "  @" << f.name << ": " << f.ops.size() << " ops, predicted "
        << llvm::format("%.4g", (f.computeTime + f.commTime) * 1e3)
        << " ms (compute " << llvm::format("%.4g", f.computeTime * 1e3)
        << " ms, communication " << llvm::format("%.4g", f.commTime * 1e3)

@@ -51,14 +51,20 @@ struct PlannedCollective {
   std::string at;   ///< the op that needs it
 };
 
+/// The strategy chosen for one op.
+struct PlannedOp {
+  std::string op, loc;
+  std::vector<std::string> results, operands; ///< shardings, as text
+  double time = 0; ///< predicted compute seconds
+};
+
 struct FunctionPlan {
   std::string name;
   double computeTime = 0, commTime = 0;
   double weightBytes = 0, inputBytes = 0; ///< per device
   double replicatedBytes = 0;             ///< per device, nothing split
   std::vector<PlannedCollective> collectives;
-  std::string opsJson; ///< the per-op strategies, already JSON
-  size_t numOps = 0;
+  std::vector<PlannedOp> ops;
 };
 
 struct Plan {
