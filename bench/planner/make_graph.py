@@ -48,79 +48,56 @@ def main():
     cos, sin = v(), v()
     out.append(f"  {cos}, {sin} = loom.rotary_table %positions theta = "
                f"5.0e+05 dim = {hd} : tensor<{s}xi64> -> {t(s, hd // 2)}")
+    def emit(text):
+        """Appends `%vN = text` and returns %vN."""
+        r = v()
+        out.append(f"  {r} = {text}")
+        return r
+
+    def norm(x, name):
+        g = w(name, f"{d}")
+        return emit(f"loom.rms_norm {x} scale({g} : {t(d)}) epsilon = 1.0e-05"
+                    f" : {t(b, s, d)} -> {t(b, s, d)}")
+
+    def linear(x, name, n_in, n_out):
+        """x [b, s, n_in] times an HF-layout weight [n_out, n_in]."""
+        wt = w(name, f"{n_out}x{n_in}")
+        return emit(f"loom.matmul {x}, {wt} transpose_b : {t(b, s, n_in)}, "
+                    f"{t(n_out, n_in)} -> {t(b, s, n_out)}")
+
+    def add(x, y):
+        return emit(f"loom.add {x}, {y} : {t(b, s, d)}, {t(b, s, d)} -> "
+                    f"{t(b, s, d)}")
+
     for i in range(layers):
-        g = w(f"l{i}.attn_norm", f"{d}")
-        hn = v()
-        out.append(f"  {hn} = loom.rms_norm {x} scale({g} : {t(d)}) "
-                   f"epsilon = 1.0e-05 : {t(b, s, d)} -> {t(b, s, d)}")
+        hn = norm(x, f"l{i}.attn_norm")
         heads = {}
         for nm, nh in (("q", h), ("k", kv), ("v", kv)):
-            wt = w(f"l{i}.{nm}", f"{nh * hd}x{d}")
-            m = v()
-            out.append(f"  {m} = loom.matmul {hn}, {wt} transpose_b : "
-                       f"{t(b, s, d)}, {t(nh * hd, d)} -> {t(b, s, nh * hd)}")
-            r = v()
-            out.append(f"  {r} = loom.reshape {m} : {t(b, s, nh * hd)} -> "
-                       f"{t(b, s, nh, hd)}")
-            tr = v()
-            out.append(f"  {tr} = loom.transpose {r} permutation = [0, 2, 1, 3]"
-                       f" : {t(b, s, nh, hd)} -> {t(b, nh, s, hd)}")
+            m = linear(hn, f"l{i}.{nm}", d, nh * hd)
+            r = emit(f"loom.reshape {m} : {t(b, s, nh * hd)} -> "
+                     f"{t(b, s, nh, hd)}")
+            tr = emit(f"loom.transpose {r} permutation = [0, 2, 1, 3] : "
+                      f"{t(b, s, nh, hd)} -> {t(b, nh, s, hd)}")
             if nm != "v":
-                ro = v()
-                out.append(f"  {ro} = loom.rotary {tr}, {cos}, {sin} style = "
-                           f"half : {t(b, nh, s, hd)}, {t(s, hd // 2)} -> "
-                           f"{t(b, nh, s, hd)}")
-                tr = ro
+                tr = emit(f"loom.rotary {tr}, {cos}, {sin} style = half : "
+                          f"{t(b, nh, s, hd)}, {t(s, hd // 2)} -> "
+                          f"{t(b, nh, s, hd)}")
             heads[nm] = tr
-        o = v()
-        out.append(f"  {o} = loom.attention {heads['q']}, {heads['k']}, "
-                   f"{heads['v']} causal : {t(b, h, s, hd)}, {t(b, kv, s, hd)}"
-                   f", {t(b, kv, s, hd)} -> {t(b, h, s, hd)}")
-        tr = v()
-        out.append(f"  {tr} = loom.transpose {o} permutation = [0, 2, 1, 3] : "
-                   f"{t(b, h, s, hd)} -> {t(b, s, h, hd)}")
-        r = v()
-        out.append(f"  {r} = loom.reshape {tr} : {t(b, s, h, hd)} -> "
-                   f"{t(b, s, d)}")
-        wo = w(f"l{i}.o", f"{d}x{d}")
-        m = v()
-        out.append(f"  {m} = loom.matmul {r}, {wo} transpose_b : {t(b, s, d)}"
-                   f", {t(d, d)} -> {t(b, s, d)}")
-        x2 = v()
-        out.append(f"  {x2} = loom.add {x}, {m} : {t(b, s, d)}, {t(b, s, d)} "
-                   f"-> {t(b, s, d)}")
-        g2 = w(f"l{i}.ffn_norm", f"{d}")
-        hn2 = v()
-        out.append(f"  {hn2} = loom.rms_norm {x2} scale({g2} : {t(d)}) "
-                   f"epsilon = 1.0e-05 : {t(b, s, d)} -> {t(b, s, d)}")
-        gu = []
-        for nm in ("gate", "up"):
-            wt = w(f"l{i}.{nm}", f"{ffn}x{d}")
-            m = v()
-            out.append(f"  {m} = loom.matmul {hn2}, {wt} transpose_b : "
-                       f"{t(b, s, d)}, {t(ffn, d)} -> {t(b, s, ffn)}")
-            gu.append(m)
-        si = v()
-        out.append(f"  {si} = loom.silu {gu[0]} : {t(b, s, ffn)}")
-        mu = v()
-        out.append(f"  {mu} = loom.mul {si}, {gu[1]} : {t(b, s, ffn)}, "
-                   f"{t(b, s, ffn)} -> {t(b, s, ffn)}")
-        wd = w(f"l{i}.down", f"{d}x{ffn}")
-        dn = v()
-        out.append(f"  {dn} = loom.matmul {mu}, {wd} transpose_b : "
-                   f"{t(b, s, ffn)}, {t(d, ffn)} -> {t(b, s, d)}")
-        x3 = v()
-        out.append(f"  {x3} = loom.add {x2}, {dn} : {t(b, s, d)}, {t(b, s, d)}"
-                   f" -> {t(b, s, d)}")
-        x = x3
-    g = w("norm", f"{d}")
-    hn = v()
-    out.append(f"  {hn} = loom.rms_norm {x} scale({g} : {t(d)}) epsilon = "
-               f"1.0e-05 : {t(b, s, d)} -> {t(b, s, d)}")
-    head = w("lm_head", f"{vocab}x{d}")
-    lg = v()
-    out.append(f"  {lg} = loom.matmul {hn}, {head} transpose_b : {t(b, s, d)},"
-               f" {t(vocab, d)} -> {t(b, s, vocab)}")
+        o = emit(f"loom.attention {heads['q']}, {heads['k']}, {heads['v']} "
+                 f"causal : {t(b, h, s, hd)}, {t(b, kv, s, hd)}, "
+                 f"{t(b, kv, s, hd)} -> {t(b, h, s, hd)}")
+        tr = emit(f"loom.transpose {o} permutation = [0, 2, 1, 3] : "
+                  f"{t(b, h, s, hd)} -> {t(b, s, h, hd)}")
+        r = emit(f"loom.reshape {tr} : {t(b, s, h, hd)} -> {t(b, s, d)}")
+        x2 = add(x, linear(r, f"l{i}.o", d, d))
+        hn2 = norm(x2, f"l{i}.ffn_norm")
+        gate = linear(hn2, f"l{i}.gate", d, ffn)
+        up = linear(hn2, f"l{i}.up", d, ffn)
+        si = emit(f"loom.silu {gate} : {t(b, s, ffn)}")
+        mu = emit(f"loom.mul {si}, {up} : {t(b, s, ffn)}, {t(b, s, ffn)} -> "
+                  f"{t(b, s, ffn)}")
+        x = add(x2, linear(mu, f"l{i}.down", ffn, d))
+    lg = linear(norm(x, "norm"), "lm_head", d, vocab)
     out.append(f"  return {lg} : {t(b, s, vocab)}")
     out.append("}")
     print("\n".join(out))
