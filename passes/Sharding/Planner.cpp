@@ -162,8 +162,9 @@ public:
   /// step, or failure when no plan is legal.
   FailureOr<std::vector<int>> search(Problem &p, double price, double &time,
                                      double &memory);
-  void apply(Problem &p, ArrayRef<int> choice);
-  FunctionPlan describe(Problem &p, ArrayRef<int> choice);
+  /// Writes the plan into the IR (decide: loom.sharding and explicit
+  /// loom.shard reshards) and returns its description.
+  FunctionPlan apply(Problem &p, ArrayRef<int> choice);
 
   ShTable table;
   AbstractMesh mesh;
@@ -1066,58 +1067,6 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
 // Writing the plan back: annotations and explicit reshards (decide)
 //===----------------------------------------------------------------------===//
 
-void Planner::apply(Problem &p, ArrayRef<int> choice) {
-  MLIRContext *ctx = module.getContext();
-  std::vector<int> cur(p.values.size(), -1);
-  for (auto [i, v] : llvm::enumerate(p.values))
-    cur[i] = v.fixed;
-  std::map<std::pair<int, int>, Value> reshards;
-  OpBuilder b(ctx);
-  for (auto [i, step] : llvm::enumerate(p.steps)) {
-    const Strategy &s = step.strategies[choice[i]];
-    for (auto [j, v] : llvm::enumerate(step.operands)) {
-      ValueInfo &info = p.values[v];
-      int req = s.operands[j];
-      if (cur[v] < 0) { // a weight's first use places it
-        cur[v] = storageFor(info, req);
-        if (!table.get(cur[v]).replicated())
-          info.value.getDefiningOp()->setAttr(kShardingAttrName,
-                                              toAttr(cur[v]));
-      }
-      // A loom.shard is itself the reshard the partitioner materialises.
-      if (cur[v] == req || isa<ShardOp>(step.op))
-        continue;
-      Value &r = reshards[{v, req}];
-      if (!r) {
-        b.setInsertionPointAfterValue(info.value);
-        if (auto *def = info.value.getDefiningOp())
-          b.setInsertionPointAfter(def);
-        else
-          b.setInsertionPointToStart(info.value.getParentBlock());
-        r = ShardOp::create(b, step.op->getLoc(), info.value, toAttr(req));
-      }
-      step.op->setOperand(j, r);
-    }
-    if (step.results.empty())
-      continue;
-    bool any = false;
-    SmallVector<Attribute> attrs;
-    for (auto [j, r] : llvm::enumerate(step.results)) {
-      cur[r] = s.results[j];
-      any |= !table.get(s.results[j]).replicated();
-      attrs.push_back(toAttr(s.results[j]));
-    }
-    if (isa<ShardOp>(step.op))
-      continue;
-    if (!any)
-      step.op->removeAttr(kShardingAttrName);
-    else if (attrs.size() == 1)
-      step.op->setAttr(kShardingAttrName, attrs.front());
-    else
-      step.op->setAttr(kShardingAttrName, ArrayAttr::get(ctx, attrs));
-  }
-}
-
 static std::string locString(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -1125,23 +1074,34 @@ static std::string locString(Operation *op) {
   return s;
 }
 
-FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
+FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
+  MLIRContext *ctx = module.getContext();
   FunctionPlan fp;
   fp.name = p.func.getSymName().str();
   std::vector<int> cur(p.values.size(), -1);
   for (auto [i, v] : llvm::enumerate(p.values))
     cur[i] = v.fixed;
+  std::map<std::pair<int, int>, Value> reshards;
+  OpBuilder b(ctx);
   for (auto [i, step] : llvm::enumerate(p.steps)) {
     const Strategy &s = step.strategies[choice[i]];
     std::string at = step.op->getName().getStringRef().str() + " at " +
                      locString(step.op);
+    PlannedOp record{step.op->getName().getStringRef().str(),
+                     locString(step.op), {}, {}, s.time};
+    for (int r : s.results)
+      record.results.push_back(shToString(r));
+    for (int o : s.operands)
+      record.operands.push_back(shToString(o));
     for (auto [j, v] : llvm::enumerate(step.operands)) {
       ValueInfo &info = p.values[v];
       int req = s.operands[j];
-      if (cur[v] < 0) {
+      if (cur[v] < 0) { // a weight's first use places it
         cur[v] = storageFor(info, req);
-        if (info.weight)
-          fp.weightBytes += localBytes(info, cur[v]);
+        fp.weightBytes += localBytes(info, cur[v]);
+        if (!table.get(cur[v]).replicated())
+          info.value.getDefiningOp()->setAttr(kShardingAttrName,
+                                              toAttr(cur[v]));
       }
       std::vector<PlannedCollective> colls;
       reshard(cur[v], req, info, &colls);
@@ -1150,19 +1110,35 @@ FunctionPlan Planner::describe(Problem &p, ArrayRef<int> choice) {
         fp.commTime += c.time;
         fp.collectives.push_back(c);
       }
+      // A loom.shard is itself the reshard the partitioner materialises.
+      if (cur[v] == req || isa<ShardOp>(step.op))
+        continue;
+      Value &r = reshards[{v, req}];
+      if (!r) {
+        b.setInsertionPointAfterValue(info.value);
+        r = ShardOp::create(b, step.op->getLoc(), info.value, toAttr(req));
+      }
+      step.op->setOperand(j, r);
     }
     fp.computeTime += s.time;
-    for (auto [j, r] : llvm::enumerate(step.results))
-      cur[r] = s.results[j];
     if (step.op->hasTrait<OpTrait::IsTerminator>())
       continue;
-    PlannedOp op{step.op->getName().getStringRef().str(), locString(step.op),
-                 {}, {}, s.time};
-    for (int r : s.results)
-      op.results.push_back(shToString(r));
-    for (int o : s.operands)
-      op.operands.push_back(shToString(o));
-    fp.ops.push_back(std::move(op));
+    fp.ops.push_back(std::move(record));
+    SmallVector<Attribute> attrs;
+    for (auto [j, r] : llvm::enumerate(step.results)) {
+      cur[r] = s.results[j];
+      attrs.push_back(toAttr(s.results[j]));
+    }
+    if (step.results.empty() || isa<ShardOp>(step.op))
+      continue;
+    bool any = llvm::any_of(s.results,
+                            [&](int r) { return !table.get(r).replicated(); });
+    if (!any)
+      step.op->removeAttr(kShardingAttrName);
+    else if (attrs.size() == 1)
+      step.op->setAttr(kShardingAttrName, attrs.front());
+    else
+      step.op->setAttr(kShardingAttrName, ArrayAttr::get(ctx, attrs));
   }
   for (const ValueInfo &v : p.values) {
     if (v.lastUse < 0)
@@ -1401,8 +1377,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
       planner.storageCache.clear();
       planner.price = bestPrice;
     }
-    plan.functions.push_back(planner.describe(p, *choice));
-    planner.apply(p, *choice);
+    plan.functions.push_back(planner.apply(p, *choice));
   }
   plan.planSeconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
