@@ -13,18 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _build_dir() -> Path:
-    env = os.environ.get("LOOM_BUILD_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "build"
-
-
-def _tool(name: str) -> Path:
-    t = _build_dir() / "bin" / name
-    if not t.exists():
-        pytest.skip(f"{t} is not built (set LOOM_BUILD_DIR)")
-    return t
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from loom_paths import tool as _tool  # noqa: E402
 
 
 class Loom:

@@ -4,15 +4,17 @@ annotation, fills in the rest, the partitioner materialises the plan, and the
 program gives numpy's result on every rank. Meshes tp=2 and dp=2 x tp=2.
 Tolerance: 1e-5 relative (partial sums are reassociated)."""
 import itertools
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR",
-                            Path(__file__).resolve().parents[3] / "build"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from loom_paths import build_dir  # noqa: E402
+
+BUILD = build_dir()
 LOOM_OPT, LOOMC, LOOM_RUN = (BUILD / "bin" / t
                              for t in ("loom-opt", "loomc", "loom-run"))
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
