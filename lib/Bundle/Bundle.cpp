@@ -137,6 +137,15 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         }
         w.nbytes = n * dtypeBytes(dtype);
       }
+      if (auto il = dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
+        auto rows = dyn_cast_or_null<IntegerAttr>(il.get("rows"));
+        auto bytes = dyn_cast_or_null<IntegerAttr>(il.get("bytes"));
+        if (!rows || !bytes || rows.getInt() < 1 || bytes.getInt() < 1 ||
+            st.getRank() != 2 || st.getShape()[1] % bytes.getInt() != 0)
+          return fail("weight '" + w.name + "': malformed interleave");
+        w.interleaveRows = rows.getInt();
+        w.interleaveBytes = bytes.getInt();
+      }
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))
         return fail("weight '" + w.name + "': cannot read its file '" +
@@ -272,9 +281,13 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     for (const TensorInfo &t : e.outputs)
       je["outputs"].push_back(toJson(t, true));
     je["weights"] = json::array();
-    for (const WeightInfo &w : e.weights)
-      je["weights"].push_back(
-          {{"name", w.name}, {"dtype", w.dtype}, {"shape", w.shape}});
+    for (const WeightInfo &w : e.weights) {
+      json jw{{"name", w.name}, {"dtype", w.dtype}, {"shape", w.shape}};
+      if (w.interleaveRows)
+        jw["interleave"] = {{"rows", w.interleaveRows},
+                            {"bytes", w.interleaveBytes}};
+      je["weights"].push_back(jw);
+    }
     jentries.push_back(je);
   }
   manifest["entries"] = jentries;

@@ -39,6 +39,11 @@ struct WeightInfo {
   /// `offset`/`nbytes` the whole tensor's bytes in `file`.
   std::vector<std::vector<std::string>> splitAxes;
   std::vector<int64_t> globalShape;
+  /// Interleaved layout of a quantized weight (docs/QUANTIZE.md), applied
+  /// by the launcher at load: groups of `interleaveRows` rows, interleaved
+  /// in units of `interleaveBytes` (one block). 0: the rows as stored.
+  int64_t interleaveRows = 0;
+  int64_t interleaveBytes = 0;
 };
 
 struct EntryInfo {

@@ -226,6 +226,8 @@ private:
   /// Entry-point arguments of block type become their bytes
   /// (QTensorType::getStorageType); the quantization of each is kept here.
   llvm::DenseMap<Value, QTensorType> quantOf;
+  /// Quantized weights stored in the interleaved layout: rows per group.
+  llvm::DenseMap<Value, int64_t> interleaveOf;
   LogicalResult convertQuantizedArguments();
   /// One dequantized element: row `row`, column `k` of the bytes `bytes`.
   static Value dequantElement(OpBuilder &bb, Location l, Value bytes,
@@ -882,6 +884,10 @@ LogicalResult Lowerer::convertQuantizedArguments() {
         return fn.emitOpError()
                << "argument " << i << " of type " << q << ": " << why;
       quantOf[arg] = q;
+      if (auto desc = fn.getArgAttrOfType<DictionaryAttr>(
+              i, LoomDialect::kWeightAttrName))
+        if (auto il = desc.getAs<DictionaryAttr>("interleave"))
+          interleaveOf[arg] = cast<IntegerAttr>(il.get("rows")).getInt();
       arg.setType(storage);
       inputs[i] = storage;
       changed = true;
@@ -970,6 +976,10 @@ FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
     return op->emitOpError()
            << "quantized values lower to CPU code only when they are "
               "weights of an entry point (GGUF blocks)";
+  if (interleaveOf.count(weight))
+    return op->emitOpError() << "cannot dequantize a weight stored in the "
+                                "interleaved layout (only loom.qmatmul "
+                                "kernels read it)";
   QTensorType q = it->second;
   auto type = q.getDequantizedType();
   SmallVector<Value> sizes;
@@ -988,19 +998,6 @@ FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
 }
 
 FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
-  // LOOM_QMATMUL (f32 | i8 | dequant) overrides the choice that
-  // `loomc --quant-act` recorded on the op.
-  static const std::string envMode = [] {
-    const char *v = std::getenv("LOOM_QMATMUL");
-    return std::string(v ? v : "");
-  }();
-  std::string mode = envMode;
-  bool hostIsa = true;
-  if (mode.empty())
-    if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
-      mode = a.getValue().starts_with("int8") ? "i8" : "";
-      hostIsa = a.getValue() == "int8";
-    }
   auto it = quantOf.find(op.getWeight());
   if (it == quantOf.end())
     return op->emitOpError()
@@ -1010,15 +1007,19 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   Value x = op.getInput();
   auto xt = cast<RankedTensorType>(x.getType());
   auto type = op.getResult().getType();
-  if (mode == "dequant" || xt.getRank() < 2 ||
-      !xt.getElementType().isF32() || !type.getElementType().isF32() ||
-      !hasQMatmulKernel(qt.getQuant()))
+  int64_t interleave = interleaveOf.lookup(op.getWeight());
+  QMatmulLowering how = chooseQMatmulLowering(op, qt);
+  if (!how.kernel) {
+    if (interleave)
+      return op->emitOpError()
+             << "the weight was given the interleaved layout but this "
+                "matmul does not use the generated kernel";
     return Value();
+  }
   int64_t k = qt.getShape()[1];
-  func::FuncOp kernel = getOrCreateQMatmulKernel(
-      module, qt.getQuant(), k,
-      mode == "i8" ? QKernelActivations::I8 : QKernelActivations::F32,
-      hostIsa);
+  func::FuncOp kernel = getOrCreateQMatmulKernel(module, qt.getQuant(), k,
+                                                 how.act, how.hostIsa,
+                                                 interleave);
   int64_t dyn = ShapedType::kDynamic;
   int64_t rank = xt.getRank();
   // x as [M, K], y allocated with its final shape [..., N] and passed as
@@ -1047,7 +1048,7 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   Value yAlloc = allocLike(type, ySizes);
   Value yb = castTo(collapse(yAlloc), {dyn, dyn}, b.getF32Type());
   SmallVector<Value> args{xb, wb, yb};
-  if (mode == "i8") {
+  if (how.act == QKernelActivations::I8) {
     // Scratch of the int8 activations: codes, scales, offsets, sums.
     Value m = numElements(x, 0, rank - 1);
     int64_t nb = k / qt.getQuant().getBlockSize();
@@ -1068,6 +1069,9 @@ FailureOr<Value> Lowerer::quantizedEmbedding(EmbeddingOp op) {
   if (it == quantOf.end())
     return op.emitOpError() << "quantized embedding tables lower to CPU "
                                "code only as entry-point weights";
+  if (interleaveOf.count(table))
+    return op.emitOpError() << "an embedding table cannot be stored in the "
+                               "interleaved layout";
   QuantAttr quant = it->second.getQuant();
   Value ids = op.getIds();
   auto type = op.getResult().getType();

@@ -13,7 +13,19 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
     every `loom.weight` it uses becomes a trailing argument carrying a
     `loom.weight` argument attribute (name and storage), and the function is
     marked `llvm.emit_c_interface`. Private functions must not use weights.
+
+    A quantized weight whose every use is a `loom.qmatmul` that lowers to the
+    generated kernel is given the interleaved layout (docs/QUANTIZE.md):
+    `interleave = {rows = 8, bytes = <block bytes>}` in its `loom.weight`
+    argument attribute. The bundle records it and the launcher repacks the
+    weight at load; the lowering generates kernels that read it.
   }];
+  let options = [
+    Option<"interleaveRows", "interleave-rows", "int64_t",
+           /*default=*/"8",
+           "rows per group of the interleaved layout of quantized matmul "
+           "weights (0: keep the rows as stored)">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 

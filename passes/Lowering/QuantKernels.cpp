@@ -39,6 +39,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 using namespace mlir;
 
@@ -116,14 +117,68 @@ struct KernelGen {
     return SmallVector<Value>(forOp.getResults());
   }
 
-  /// Software prefetch of weight row `row`, `prefetchBytes` ahead of the
-  /// block at `blkByte`: a tile walks NR rows at once (NR streams whose
-  /// stride is a row), which the hardware prefetchers follow badly.
-  int64_t prefetchBytes = -1;
+  //===--- weight addressing ---------------------------------------------===//
+  // Rows as stored: block `blk` of row `n` is at w[n, blk * bb]. In a full
+  // group of the interleaved layout (G rows, docs/QUANTIZE.md) it is at
+  // byte (n - n % G) * rowBytes + blk * G * bb + (n % G) * bb of the whole
+  // weight, addressed through `wflat`, a 1-D view of w.
+  int64_t G = 0;
+  Value wflat;
+  int64_t rowBytes() const { return nb * bb; }
+
+  /// A weight row of a tile: its index and, interleaved, the byte offset of
+  /// its first block (computed once per tile, outside the K loop).
+  struct RowRef {
+    Value row, base;
+  };
+  RowRef rowRef(Value row, bool interleaved) {
+    if (!interleaved)
+      return {row, Value()};
+    Value jj = arith::RemUIOp::create(b, loc, row, ci(G));
+    Value g0 = arith::SubIOp::create(b, loc, row, jj);
+    return {row, add(mul(g0, ci(rowBytes())), mul(jj, ci(bb)))};
+  }
+  /// The memref and indices of byte `inner` of block `blk` of row `r`.
+  std::pair<Value, SmallVector<Value>> at(const RowRef &r, Value blk,
+                                          int64_t inner) {
+    if (!r.base)
+      return {w, {r.row, add(mul(blk, ci(bb)), ci(inner))}};
+    return {wflat, {add(add(r.base, mul(blk, ci(G * bb))), ci(inner))}};
+  }
+  Value loadW(VectorType t, const RowRef &r, Value blk, int64_t inner) {
+    auto [mem, idx] = at(r, blk, inner);
+    return vector::LoadOp::create(b, loc, t, mem, idx);
+  }
+
+  /// Software prefetch for the tile whose rows are `rows`, at block `blk`.
+  /// Rows as stored: a tile walks NR rows at once (NR streams whose stride
+  /// is a row), which the hardware prefetchers follow badly; each row is
+  /// prefetched `prefetchBytes` ahead or, negative, the same bytes
+  /// -prefetchBytes tiles further. Interleaved, the tile is one stream: its
+  /// cache lines are prefetched at the same distance.
+  int64_t prefetchBytes = 0;
   int64_t tileRows = 1;
-  void prefetch(Value row, Value blkByte) {
+  void prefetch(ArrayRef<RowRef> rows, Value blk) {
     if (prefetchBytes == 0)
       return;
+    if (rows.front().base) {
+      // The same bytes -prefetchBytes groups further.
+      int64_t ahead =
+          prefetchBytes < 0 ? -prefetchBytes * G * rowBytes() : prefetchBytes;
+      Value n = memref::DimOp::create(b, loc, wflat, 0);
+      Value last = arith::SubIOp::create(b, loc, n, ci(1));
+      for (int64_t off = 0; off < tileRows * bb; off += 64) {
+        auto [mem, idx] = at(rows.front(), blk, off + ahead);
+        Value p = arith::MinUIOp::create(b, loc, idx.front(), last);
+        memref::PrefetchOp::create(b, loc, wflat, ValueRange{p}, false, 0,
+                                   true);
+      }
+      return;
+    }
+    for (const RowRef &r : rows)
+      prefetchRow(r.row, mul(blk, ci(bb)));
+  }
+  void prefetchRow(Value row, Value blkByte) {
     if (prefetchBytes < 0) {
       // The same bytes of the row -prefetchBytes tiles further (the next
       // tiles' rows follow this tile's in memory).
@@ -145,11 +200,11 @@ struct KernelGen {
                                /*isDataCache=*/true);
   }
 
-  /// The scale (or min) at byte `off` of weight row `row`, broadcast.
-  Value loadScale(Value row, Value off) {
-    auto raw = vector::LoadOp::create(
-        b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
-        ValueRange{row, off});
+  /// The scale (or min) at byte `inner` of block `blk` of row `r`,
+  /// broadcast.
+  Value loadScale(const RowRef &r, Value blk, int64_t inner) {
+    Value raw =
+        loadW(VectorType::get({scaleBytes}, b.getI8Type()), r, blk, inner);
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
     Value s = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
@@ -176,22 +231,30 @@ struct KernelGen {
     return {toF(lo), toF(hi)};
   }
 
-  /// One MR x NR tile at rows m0 of x and n0 of W.
-  void tile(Value m0, Value n0, int64_t MR, int64_t NR) {
+  /// The NR rows of a tile starting at row n0 of W.
+  SmallVector<RowRef> tileRowRefs(Value n0, int64_t NR, bool interleaved) {
     tileRows = NR;
+    SmallVector<RowRef> rows;
+    for (int64_t j = 0; j < NR; ++j)
+      rows.push_back(rowRef(add(n0, ci(j)), interleaved));
+    return rows;
+  }
+
+  /// One MR x NR tile at rows m0 of x and n0 of W (`interleaved`: rows of
+  /// one full group of the interleaved layout).
+  void tile(Value m0, Value n0, int64_t MR, int64_t NR, bool interleaved) {
+    SmallVector<RowRef> rows = tileRowRefs(n0, NR, interleaved);
     SmallVector<Value> inits(MR * NR, zeroF());
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, inits,
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
-          Value blkByte = mul(blk, ci(bb));
           Value kBase = mul(blk, ci(B));
-          SmallVector<Value> rows, d, m;
+          SmallVector<Value> d, m;
+          prefetch(rows, blk);
           for (int64_t j = 0; j < NR; ++j) {
-            rows.push_back(add(n0, ci(j)));
-            prefetch(rows[j], blkByte);
-            d.push_back(loadScale(rows[j], blkByte));
+            d.push_back(loadScale(rows[j], blk, 0));
             if (!sym)
-              m.push_back(loadScale(rows[j], add(blkByte, ci(scaleBytes))));
+              m.push_back(loadScale(rows[j], blk, scaleBytes));
           }
           SmallVector<Value> xrows;
           for (int64_t i = 0; i < MR; ++i)
@@ -199,11 +262,10 @@ struct KernelGen {
           SmallVector<Value> p(MR * NR), xs(MR);
           int64_t chunks = (four ? B / 2 : B) / VL;
           for (int64_t c = 0; c < chunks; ++c) {
-            Value off = add(blkByte, ci(valOff + c * VL));
             SmallVector<std::pair<Value, Value>> wv;
             for (int64_t j = 0; j < NR; ++j)
-              wv.push_back(unpack(vector::LoadOp::create(
-                  b, loc, vi8(), w, ValueRange{rows[j], off})));
+              wv.push_back(
+                  unpack(loadW(vi8(), rows[j], blk, valOff + c * VL)));
             Value kLo = add(kBase, ci(c * VL));
             Value kHi = four ? add(kBase, ci(B / 2 + c * VL)) : Value();
             for (int64_t i = 0; i < MR; ++i) {
@@ -329,12 +391,11 @@ struct KernelGen {
     });
   }
 
-  /// Scale (or min) of weight row `row` at byte `off`, in 8 lanes (a
-  /// broadcast of the stored bits, then one conversion).
-  Value loadScale8(Value row, Value off) {
-    auto raw = vector::LoadOp::create(
-        b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
-        ValueRange{row, off});
+  /// Scale (or min) at byte `inner` of block `blk` of row `r`, in 8 lanes
+  /// (a broadcast of the stored bits, then one conversion).
+  Value loadScale8(const RowRef &r, Value blk, int64_t inner) {
+    Value raw =
+        loadW(VectorType::get({scaleBytes}, b.getI8Type()), r, blk, inner);
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
     Value s8 = vector::BroadcastOp::create(
@@ -345,14 +406,12 @@ struct KernelGen {
     return arith::ExtFOp::create(b, loc, vf8(), s8);
   }
 
-  /// The 32-element unsigned code chunks of one block of row `row`.
-  SmallVector<Value> weightChunks(Value row, Value blkByte) {
+  /// The 32-element unsigned code chunks of block `blk` of row `r`.
+  SmallVector<Value> weightChunks(const RowRef &r, Value blk) {
     SmallVector<Value> chunks(B / 32);
-    Value base = add(blkByte, ci(valOff));
     if (!four) {
       for (int64_t c = 0; c < B / 32; ++c) {
-        Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
-                                           ValueRange{row, add(base, ci(32 * c))});
+        Value raw = loadW(vi8x32(), r, blk, valOff + 32 * c);
         if (sym) // int8 codes w + 128 as unsigned bytes
           raw = arith::XOrIOp::create(
               b, loc, raw,
@@ -368,8 +427,7 @@ struct KernelGen {
           b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(v)));
     };
     if (B == 32) {
-      Value raw = vector::LoadOp::create(b, loc, vi8(), w,
-                                         ValueRange{row, base});
+      Value raw = loadW(vi8(), r, blk, valOff);
       Value lo = arith::AndIOp::create(b, loc, raw, splatI8(15));
       Value hi = arith::ShRUIOp::create(b, loc, raw, splatI8(4));
       SmallVector<int64_t> mask;
@@ -380,8 +438,7 @@ struct KernelGen {
     }
     int64_t half = B / 2 / 32;
     for (int64_t c = 0; c < half; ++c) {
-      Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
-                                         ValueRange{row, add(base, ci(32 * c))});
+      Value raw = loadW(vi8x32(), r, blk, valOff + 32 * c);
       chunks[c] = arith::AndIOp::create(b, loc, raw, splat32(15));
       chunks[half + c] = arith::ShRUIOp::create(b, loc, raw, splat32(4));
     }
@@ -422,8 +479,8 @@ struct KernelGen {
     return acc;
   }
 
-  void tileI8(Value m0, Value n0, int64_t MR, int64_t NR) {
-    tileRows = NR;
+  void tileI8(Value m0, Value n0, int64_t MR, int64_t NR, bool interleaved) {
+    SmallVector<RowRef> rows = tileRowRefs(n0, NR, interleaved);
     Value zf = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
     Value zi = arith::ConstantOp::create(
@@ -432,17 +489,15 @@ struct KernelGen {
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, inits,
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
-          Value blkByte = mul(blk, ci(bb));
           Value kBase = mul(blk, ci(B));
-          SmallVector<Value> rows, dw, mw;
+          SmallVector<Value> dw, mw;
           SmallVector<SmallVector<Value>> wch;
+          prefetch(rows, blk);
           for (int64_t j = 0; j < NR; ++j) {
-            rows.push_back(add(n0, ci(j)));
-            prefetch(rows[j], blkByte);
-            dw.push_back(loadScale8(rows[j], blkByte));
+            dw.push_back(loadScale8(rows[j], blk, 0));
             if (!sym)
-              mw.push_back(loadScale8(rows[j], add(blkByte, ci(scaleBytes))));
-            wch.push_back(weightChunks(rows[j], blkByte));
+              mw.push_back(loadScale8(rows[j], blk, scaleBytes));
+            wch.push_back(weightChunks(rows[j], blk));
           }
           SmallVector<Value> next;
           for (int64_t i = 0; i < MR; ++i) {
@@ -493,11 +548,12 @@ struct KernelGen {
   void body(bool i8 = false) {
     if (i8)
       quantizeRows();
-    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR) {
+    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR,
+                      bool interleaved) {
       if (i8)
-        tileI8(m0, n0, MR, NR);
+        tileI8(m0, n0, MR, NR, interleaved);
       else
-        tile(m0, n0, MR, NR);
+        tile(m0, n0, MR, NR, interleaved);
     };
     Value M = memref::DimOp::create(b, loc, x, 0);
     Value N = memref::DimOp::create(b, loc, w, 0);
@@ -509,55 +565,83 @@ struct KernelGen {
     // rows in flight), 4 with f32 activations (compute-bound: registers).
     int64_t MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
     if (const char *v = std::getenv("LOOM_QMM_TILE")) // "MRxNR2xNR1", tuning
-      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3)
+      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3 ||
+          (G && (G % NR2 || G % NR1)))
         MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
-    Value mFull = floorTo(M, MR);
-    Value nFull2 = floorTo(N, NR2), nFull1 = floorTo(N, NR1);
+    // Rows in tiles of NR up to `tiled` (interleaved: the full groups,
+    // whose tiles never straddle two groups), then the rest one by one.
+    auto rowsOf = [&](Value m0, int64_t mr, int64_t NR) {
+      Value tiled = floorTo(N, G ? G : NR);
+      loop(ci(0), tiled, NR, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, mr, NR, G != 0);
+        return SmallVector<Value>();
+      });
+      loop(tiled, N, 1, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, mr, 1, false);
+        return SmallVector<Value>();
+      });
+    };
+    // Interleaved weights are for decode: GEMV tiles only.
+    Value mFull = G ? ci(0) : floorTo(M, MR);
     loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
-      loop(ci(0), nFull2, NR2, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, MR, NR2);
-        return SmallVector<Value>();
-      });
-      loop(nFull2, N, 1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, MR, 1);
-        return SmallVector<Value>();
-      });
+      rowsOf(m0, MR, NR2);
       return SmallVector<Value>();
     });
     loop(mFull, M, 1, {}, [&](Value m0, ValueRange) {
-      loop(ci(0), nFull1, NR1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, 1, NR1);
-        return SmallVector<Value>();
-      });
-      loop(nFull1, N, 1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, 1, 1);
-        return SmallVector<Value>();
-      });
+      rowsOf(m0, 1, NR1);
       return SmallVector<Value>();
     });
   }
 };
 
-std::string kernelName(QuantAttr q, int64_t k, QKernelActivations act) {
+std::string kernelName(QuantAttr q, int64_t k, QKernelActivations act,
+                       int64_t interleaveRows) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "__loom_qmm_" << stringifyQuantFormat(q.getFormat()) << "_b"
      << q.getBlockSize() << "_" << stringifyQuantMode(q.getMode()) << "_"
      << q.getScaleType() << "_k" << k
      << (act == QKernelActivations::I8 ? "_i8" : "");
+  if (interleaveRows)
+    os << "_r" << interleaveRows;
   return s;
 }
 
 } // namespace
 
+QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt) {
+  // LOOM_QMATMUL (f32 | i8 | dequant) overrides the choice that
+  // `loomc --quant-act` recorded on the op.
+  static const std::string envMode = [] {
+    const char *v = std::getenv("LOOM_QMATMUL");
+    return std::string(v ? v : "");
+  }();
+  QMatmulLowering l;
+  std::string_view mode = envMode;
+  if (mode.empty())
+    if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
+      mode = a.getValue().starts_with("int8") ? "i8" : "f32";
+      l.hostIsa = a.getValue() == "int8";
+    }
+  auto xt = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto yt = dyn_cast<RankedTensorType>(op.getResult().getType());
+  l.kernel = mode != "dequant" && qt && qt.getStorageType() && xt && yt &&
+             xt.getRank() >= 2 && xt.getElementType().isF32() &&
+             yt.getElementType().isF32() && hasQMatmulKernel(qt.getQuant());
+  if (mode == "i8")
+    l.act = QKernelActivations::I8;
+  return l;
+}
+
 func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
-                                      QKernelActivations act, bool hostIsa) {
+                                      QKernelActivations act, bool hostIsa,
+                                      int64_t interleaveRows) {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   bool vnni = hostIsa && features.lookup("avx512vnni") &&
               features.lookup("avx512vl");
   if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
     vnni = vnni && *v != '0';
-  std::string name = kernelName(q, k, act);
+  std::string name = kernelName(q, k, act, interleaveRows);
   if (act == QKernelActivations::I8 && !vnni)
     name += "_generic";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
@@ -589,6 +673,16 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   gen.w = entry->getArgument(1);
   gen.y = entry->getArgument(2);
   gen.module = module;
+  if (interleaveRows) {
+    gen.G = interleaveRows;
+    gen.wflat = memref::CollapseShapeOp::create(
+        b, loc, gen.w, SmallVector<ReassociationIndices>{{0, 1}});
+  }
+  // Rows as stored: the next tile's bytes (a tile is NR strided streams).
+  // Interleaved: none, the tile is one sequential stream that the hardware
+  // prefetchers follow (software prefetches only cost time there:
+  // docs/QUANTIZE.md).
+  gen.prefetchBytes = interleaveRows ? 0 : -1;
   if (const char *v = std::getenv("LOOM_QMM_PREFETCH")) // bytes; 0: none
     gen.prefetchBytes = std::atol(v);
   if (i8) {

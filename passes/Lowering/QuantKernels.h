@@ -25,6 +25,24 @@ enum class QKernelActivations {
 /// Whether a generated kernel exists for `q` (and the reason when not).
 bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
 
+/// Rows of x that the kernels take together in a batched register tile;
+/// fewer rows (decode) run GEMV tiles of one row of x.
+constexpr int64_t kQMatmulBatchTileRows = 4;
+
+/// How a loom.qmatmul lowers on the CPU.
+struct QMatmulLowering {
+  bool kernel = false; ///< a generated kernel; else dequantize + GEMM
+  QKernelActivations act = QKernelActivations::F32;
+  bool hostIsa = true; ///< the compiling host's instructions may be used
+};
+
+/// The lowering of `op`: a generated kernel for f32 activations of rank >= 2,
+/// an f32 result and a format with a kernel, with the activations that
+/// `loomc --quant-act` recorded (`quant_activations`), unless
+/// `LOOM_QMATMUL=f32|i8|dequant` overrides it. `weight` is the weight's type
+/// (the operand's, before the lowering turns it into bytes).
+QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight);
+
 /// The private function (created in `module` on first use, one per scheme,
 /// K and activation kind)
 ///   func @__loom_qmm_...(%x: memref<?xKxf32>, %w: memref<?xRxi8>,
@@ -38,10 +56,16 @@ bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
 /// code otherwise.
 /// `hostIsa`: instructions of the compiling host may be used (VNNI); off
 /// for code compiled for another CPU (loomc --portable).
+/// `interleaveRows`: 0 for weights stored as written, else the group size
+/// of the interleaved layout (docs/QUANTIZE.md): each full group of that
+/// many rows stored block by block, the group's blocks of one K position
+/// next to each other, so that a GEMV tile reads one sequential stream.
+/// Such kernels run GEMV tiles only (one row of x at a time).
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act,
-                                            bool hostIsa = true);
+                                            bool hostIsa = true,
+                                            int64_t interleaveRows = 0);
 
 } // namespace loom
 

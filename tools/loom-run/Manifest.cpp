@@ -283,6 +283,22 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     if (!r.tensors(je, p, "inputs", e.inputs, -1) ||
         !r.tensors(je, p, "weights", e.weights, 0))
       return false;
+    for (size_t k = 0; k < e.weights.size(); ++k) {
+      const Json &jw = je["weights"][k];
+      Interleave il;
+      if (jw.contains("interleave")) {
+        std::string ip = Reader::idx(p + ".weights", k) + ".interleave";
+        const TensorSpec &t = e.weights[k];
+        if (!r.integer(jw["interleave"], ip, "rows", il.rows) ||
+            !r.integer(jw["interleave"], ip, "bytes", il.bytes))
+          return false;
+        if (il.rows < 1 || il.bytes < 1 || t.shape.size() != 2 ||
+            t.dtype != DType::I8 || t.shape[1] % il.bytes != 0)
+          return r.fail(ip, "needs rows >= 1 and bytes >= 1 dividing the "
+                            "row of a 2-D i8 weight");
+      }
+      e.interleave.push_back(il);
+    }
     const Json *outs = r.array(je, p, "outputs");
     if (!outs)
       return false;

@@ -39,12 +39,22 @@ struct OutputSpec {
   int64_t rank = 0;
 };
 
+/// A weight's interleaved layout (docs/QUANTIZE.md): the launcher stores
+/// each full group of `rows` rows of the [N, R] bytes unit by unit (`bytes`
+/// per unit, one quantization block), the group's units of one position
+/// next to each other. rows == 0: the rows as stored.
+struct Interleave {
+  int64_t rows = 0;
+  int64_t bytes = 0;
+};
+
 struct Entry {
   std::string name;
   std::string symbol;
   std::vector<TensorSpec> inputs;
   std::vector<OutputSpec> outputs;
   std::vector<TensorSpec> weights;
+  std::vector<Interleave> interleave; ///< one per weight
 };
 
 struct WeightSlice {

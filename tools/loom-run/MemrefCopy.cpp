@@ -26,6 +26,25 @@ void rowMajorStrides(int64_t rank, const int64_t *sizes, int64_t *strides) {
   }
 }
 
+void interleaveRows(const char *src, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &srcStrides, int64_t rows,
+                    int64_t unitBytes, char *dst) {
+  const int64_t n = shape[0], r = shape[1], s0 = srcStrides[0],
+                s1 = srcStrides[1];
+  const int64_t groups = n / rows;
+  // Full groups: the [groups, units, rows, unit] view of the source.
+  const int64_t sizes[4] = {groups, r / unitBytes, rows, unitBytes};
+  const int64_t from[4] = {rows * s0, unitBytes * s1, s0, s1};
+  int64_t to[4];
+  rowMajorStrides(4, sizes, to);
+  copyStrided(1, 4, sizes, src, from, dst, to);
+  // The remaining rows as they are.
+  const int64_t tail[2] = {n - groups * rows, r};
+  const int64_t contiguous[2] = {r, 1};
+  copyStrided(1, 2, tail, src + groups * rows * s0, srcStrides.data(),
+              dst + groups * rows * r, contiguous);
+}
+
 void copyStrided(int64_t elemSize, int64_t rank, const int64_t *sizes,
                  const char *src, const int64_t *srcStrides, char *dst,
                  const int64_t *dstStrides) {

@@ -356,9 +356,11 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     std::vector<int64_t> contiguous(w.shape.size());
     rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
                     contiguous.data());
-    if (w.strides != contiguous) {
-      // A partitioned weight whose block is not contiguous in its file
-      // (e.g. split by columns): this rank's copy, made once at load.
+    const Interleave &il = e.interleave[k];
+    if (w.strides != contiguous || il.rows) {
+      // This rank's copy, made once at load: a partitioned weight whose
+      // block is not contiguous in its file (e.g. split by columns), and/or
+      // a quantized weight in the interleaved layout.
       int64_t es = dtypeSize(e.weights[k].dtype), n = 1;
       for (int64_t d : w.shape)
         n *= d;
@@ -369,9 +371,13 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
                      e.weights[k].name.c_str());
         return 1;
       }
-      copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
-                  static_cast<const char *>(p), w.strides.data(), b.get(),
-                  contiguous.data());
+      if (il.rows)
+        interleaveRows(static_cast<const char *>(p), w.shape, w.strides,
+                       il.rows, il.bytes, b.get());
+      else
+        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
+                    static_cast<const char *>(p), w.strides.data(), b.get(),
+                    contiguous.data());
       descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
       notOwned.insert(b.get());
       inputBufs.push_back(std::move(b));

@@ -91,6 +91,12 @@ cl::opt<std::string> quantReport(
     cl::desc("JSON error report per quantized tensor (default: "
              "<quant-file>.report.json)"),
     cl::value_desc("path"), cl::cat(loomcCategory));
+cl::opt<int> quantInterleave(
+    "quant-interleave",
+    cl::desc("Rows per group of the interleaved layout of quantized matmul "
+             "weights, repacked by loom-run at load (0: keep the rows as "
+             "stored)"),
+    cl::value_desc("rows"), cl::init(8), cl::cat(loomcCategory));
 cl::list<std::string> plugins("plugin",
                               cl::desc("Load a pass plugin (shared library); "
                                        "run its passes with --shard-passes"),
@@ -414,7 +420,13 @@ int main(int argc, char **argv) {
       }
 #endif
       PassManager prepare(&context);
-      prepare.addPass(loom::createPrepareEntryPointsPass());
+      if (quantInterleave < 0) {
+        llvm::errs() << "loomc: --quant-interleave=" << quantInterleave
+                     << ": give a number of rows (0: no interleaving)\n";
+        return 1;
+      }
+      prepare.addPass(loom::createPrepareEntryPointsPass(
+          loom::PrepareEntryPointsPassOptions{quantInterleave}));
       if (failed(prepare.run(*module)))
         return 1;
       if (*last == loom::Phase::Bundle) {

@@ -158,24 +158,39 @@ def act_int8(x, block):
     return (q.astype(np.float64) * d).reshape(x.shape), d
 
 
-def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=()):
+def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
+                 decode=False):
     """Two weights (odd N: remainder tiles) quantized by the quantize
     phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
     act8 the kernel quantizes activations to int8 per block: the reference
-    uses the same int8 activations (one code may round the other way)."""
+    uses the same int8 activations (one code may round the other way).
+    decode: static [1, K] and [1, 3, K] inputs (fewer rows than a batched
+    tile) and N = 13 and 19, so that int8-activation GEMVs read weights in
+    the interleaved layout (groups of 8 rows, then the remaining rows)."""
     block = qref.parse(scheme)[1]
     k = 3 * block
     rng = np.random.default_rng(7)
-    w1 = rng.standard_normal((5, k)).astype(np.float32)
+    n1 = 13 if decode else 5
+    w1 = rng.standard_normal((n1, k)).astype(np.float32)
     w2 = rng.standard_normal((k, 19)).astype(np.float32)  # [K, N]
     offs = write_weights(tmp_path, [w1, w2])
     src = tmp_path / "m.mlir"
+    xdims, x3dims = ("1", (1, 3, k)) if decode else ("?", (2, 3, k))
     src.write_text(float_module(
-        [("blk.0.a", (5, k), offs[0], False),
+        [("blk.0.a", (n1, k), offs[0], False),
          ("blk.0.b", (k, 19), offs[1], True)],
-        [("x", f"tensor<?x{k}xf32>"), ("x3", f"tensor<2x3x{k}xf32>")],
-        [("x", 0, "tensor<?x5xf32>"), ("x3", 1, "tensor<2x3x19xf32>")]))
+        [("x", f"tensor<{xdims}x{k}xf32>"),
+         ("x3", f"tensor<{x3dims[0]}x3x{k}xf32>")],
+        [("x", 0, f"tensor<{xdims}x{n1}xf32>"),
+         ("x3", 1, f"tensor<{x3dims[0]}x3x19xf32>")]))
     bundle = loom.compile(src, "--quant", scheme, *flags, env=env)
+    man = json.loads((bundle / "manifest.json").read_text())
+    layouts = {w["name"]: w.get("interleave")
+               for w in man["entries"][0]["weights"]}
+    interleaved = decode and act8 and "--quant-interleave=0" not in flags
+    expect = ({"rows": 8, "bytes": qref.block_bytes(scheme)} if interleaved
+              else None)
+    assert layouts == {"blk.0.a": expect, "blk.0.b": expect}, layouts
     rep = json.loads((bundle.parent / (bundle.name + ".qweights.report.json"))
                      .read_text())
     data = (bundle.parent / (bundle.name + ".qweights")).read_bytes()
@@ -185,8 +200,8 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=()):
         deq[t["name"]], _, mins[t["name"]] = qref.decode(
             data[t["offset"]:t["offset"] + t["nbytes"]], scheme, n, kk,
             mins=True)
-    x3 = rng.standard_normal((2, 3, k)).astype(np.float32)
-    for m in [1, 2, 4, 7]:
+    x3 = rng.standard_normal(x3dims).astype(np.float32)
+    for m in [1] if decode else [1, 2, 4, 7]:
         x = rng.standard_normal((m, k)).astype(np.float32)
         out = loom.run(bundle, {"x": x, "x3": x3})
         for y, xin, name in [(out["output0"], x, "blk.0.a"),
@@ -225,10 +240,29 @@ def test_qmatmul_int8_activations(loom, tmp_path, scheme):
                  flags=("--quant-act", "int8"))
 
 
+@pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min", "int8:32",
+                                    "int8:128:min:f32", "int4:128:sym:bf16"])
+def test_qmatmul_int8_decode_interleaved(loom, tmp_path, scheme):
+    # Decode GEMVs with int8 activations read their weights in the
+    # interleaved layout that loom-run makes at load.
+    qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
+                 flags=("--quant-act", "int8"))
+
+
+def test_qmatmul_decode_rows_as_stored(loom, tmp_path):
+    # f32 activations, and --quant-interleave=0: the rows as stored.
+    qmatmul_case(loom, tmp_path, "int4:32", decode=True)
+    qmatmul_case(loom, tmp_path, "int4:32", act8=True, decode=True,
+                 flags=("--quant-act", "int8", "--quant-interleave=0"))
+
+
 def test_qmatmul_int8_activations_generic(loom, tmp_path):
     # The same without VNNI instructions (generic vector code).
     qmatmul_case(loom, tmp_path, "int4:32", act8=True,
                  env={"LOOM_QMATMUL": "i8", "LOOM_QMATMUL_VNNI": "0"})
+    qmatmul_case(loom, tmp_path, "int8:64:min", act8=True, decode=True,
+                 env={"LOOM_QMATMUL_VNNI": "0"},
+                 flags=("--quant-act", "int8"))
 
 
 def test_qmatmul_dequant_fallback(loom, tmp_path):
@@ -404,3 +438,41 @@ def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
                                 arch="llama")
     err = np.abs(logits - ref).max() / np.abs(ref).max()
     assert err < 1e-4, err
+
+
+@pytest.mark.parametrize("result", ["[{}, {tp}]", "[{}, {}], partial = {tp}"])
+def test_interleaved_weight_split_over_ranks(loom, tmp_path, result):
+    # A Q4_0 decode weight split over tp=2 by rows (each rank's rows are a
+    # contiguous range) or by block columns (a partial sum: a strided
+    # block): each rank's block is interleaved at load and the result
+    # equals numpy's.
+    import gguf
+    n, k = 40, 128
+    rng = np.random.default_rng(3)
+    w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
+    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q4_0)
+    (tmp_path / "w.bin").write_bytes(np.ascontiguousarray(blocks).tobytes())
+    qt = f"!loom.qtensor<{n}x{k}, #loom.quant<q4_0>>"
+    src = tmp_path / "m.mlir"
+    src.write_text(f"""module {{
+  loom.mesh @mesh = <tp = 2>
+  func.func @main(%x: tensor<1x{k}xf32>) -> tensor<1x{n}xf32> {{
+    %w = loom.weight "w" from <"{tmp_path / 'w.bin'}", offset = 0> : {qt}
+    %y = loom.qmatmul %x, %w {{quant_activations = "int8", loom.sharding = #loom.sharding<@mesh, {result}>}} : tensor<1x{k}xf32>, {qt} -> tensor<1x{n}xf32>
+    return %y : tensor<1x{n}xf32>
+  }}
+}}
+""")
+    bundle = loom.compile(src)
+    man = json.loads((bundle / "manifest.json").read_text())
+    assert man["entries"][0]["weights"][0]["interleave"] == {"rows": 8,
+                                                             "bytes": 18}
+    slices = [r["weights"]["main"][0] for r in man["ranks"]]
+    assert slices[0]["offset"] != slices[1]["offset"], "the weight is whole"
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    y = loom.run(bundle, {"x": x})["output0"]
+    wd = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.Q4_0)
+    xa, dx = act_int8(x, 32)
+    ref = xa @ wd.astype(np.float64).T
+    tol = 1.001 * dx.max() * np.abs(wd).max() + 1e-5 * (np.abs(x) @ np.abs(wd).T)
+    assert np.all(np.abs(y - ref) <= tol), np.abs(y - ref).max()

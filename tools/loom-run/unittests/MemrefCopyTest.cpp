@@ -134,3 +134,60 @@ TEST(Strided, RowMajorStrides) {
 }
 
 } // namespace
+
+namespace {
+
+/// The interleaved layout by its definition (docs/QUANTIZE.md), byte by
+/// byte: row n = g * rows + j of a full group, unit c, byte u lands at
+/// g * rows * R + (c * rows + j) * unit + u; the other rows stay in place.
+std::vector<char> interleavedByDefinition(const std::vector<char> &m,
+                                          int64_t n, int64_t r, int64_t rows,
+                                          int64_t unit) {
+  std::vector<char> out(m.size());
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < r; ++col) {
+      int64_t g = row / rows, j = row % rows, c = col / unit, u = col % unit;
+      int64_t to = g < n / rows ? g * rows * r + (c * rows + j) * unit + u
+                                : row * r + col;
+      out[size_t(to)] = m[size_t(row * r + col)];
+    }
+  return out;
+}
+
+TEST(InterleaveRows, GroupsThenRemainingRows) {
+  // 19 rows of 4 blocks of 18 bytes: 2 groups of 8, 3 rows left.
+  const int64_t n = 19, r = 72, rows = 8, unit = 18;
+  std::vector<char> m(size_t(n * r));
+  for (size_t i = 0; i < m.size(); ++i)
+    m[i] = char(i * 7 + i / 251);
+  std::vector<char> got(m.size(), 0);
+  loom::run::interleaveRows(m.data(), {n, r}, {r, 1}, rows, unit, got.data());
+  EXPECT_EQ(got, interleavedByDefinition(m, n, r, rows, unit));
+}
+
+TEST(InterleaveRows, FewerRowsThanAGroup) {
+  std::vector<char> m(5 * 36);
+  std::iota(m.begin(), m.end(), 0);
+  std::vector<char> got(m.size(), 0);
+  loom::run::interleaveRows(m.data(), {5, 36}, {36, 1}, 8, 18, got.data());
+  EXPECT_EQ(got, m);
+}
+
+TEST(InterleaveRows, FromAStridedBlock) {
+  // A column split: this rank's [16, 36] block of a [16, 72] weight starts
+  // at byte 36 of each row.
+  const int64_t n = 16, full = 72, r = 36;
+  std::vector<char> m(size_t(n * full));
+  for (size_t i = 0; i < m.size(); ++i)
+    m[i] = char(i * 13 + 5);
+  std::vector<char> block(size_t(n * r));
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < r; ++col)
+      block[size_t(row * r + col)] = m[size_t(row * full + 36 + col)];
+  std::vector<char> got(block.size(), 0);
+  loom::run::interleaveRows(m.data() + 36, {n, r}, {full, 1}, 8, 18,
+                            got.data());
+  EXPECT_EQ(got, interleavedByDefinition(block, n, r, 8, 18));
+}
+
+} // namespace

@@ -1,0 +1,67 @@
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="interleave-rows=0" | FileCheck %s --check-prefix=OFF
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefix=KERNEL
+// RUN: env LOOM_QMATMUL=dequant loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s --check-prefix=DEQ
+
+// The interleaved layout (docs/QUANTIZE.md) goes to quantized weights whose
+// every use is a decode GEMV (static batch below 4 rows) of a qmatmul kernel
+// with int8 activations, with at least one full group of 8 rows.
+
+// CHECK-LABEL: func.func @decode
+// CHECK-SAME: loom.weight = {interleave = {bytes = 18 : i64, rows = 8 : i64}, name = "w"
+// OFF-LABEL: func.func @decode
+// OFF-NOT: interleave
+// DEQ-LABEL: func.func @decode
+// DEQ-NOT: interleave
+// The kernel reads the weight through a 1-D view of its bytes.
+// KERNEL-LABEL: func.func @decode
+// KERNEL: call @__loom_qmm_q4_0_b32_{{[a-z_]+}}_f16_k64_i8_r8
+// KERNEL: func.func private @__loom_qmm_q4_0_b32_{{[a-z_]+}}_f16_k64_i8_r8
+// KERNEL: memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<?x36xi8> into memref<?xi8>
+func.func @decode(%x: tensor<1x3x64xf32>) -> tensor<1x3x19xf32> {
+  %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<19x64, #loom.quant<q4_0>>
+  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<1x3x64xf32>, !loom.qtensor<19x64, #loom.quant<q4_0>> -> tensor<1x3x19xf32>
+  return %0 : tensor<1x3x19xf32>
+}
+
+// -----
+
+// f32 activations (compute-bound: faster on the rows as stored).
+// CHECK-LABEL: func.func @f32_activations
+// CHECK-NOT: interleave
+// KERNEL-LABEL: func.func @f32_activations
+// KERNEL-NOT: _r8
+func.func @f32_activations(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
+  %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
+  %0 = loom.qmatmul %x, %w : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  return %0 : tensor<1x16xf32>
+}
+
+// -----
+
+// A batch of 4 rows, a dynamic batch, and a weight with fewer than 8 rows.
+// CHECK-LABEL: func.func @not_decode
+// CHECK-NOT: interleave
+// CHECK: return
+func.func @not_decode(%x: tensor<4x64xf32>, %y: tensor<?x64xf32>, %z: tensor<1x64xf32>) -> (tensor<4x16xf32>, tensor<?x16xf32>, tensor<1x7xf32>) {
+  %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q8_0>>
+  %v = loom.weight "v" from <"w.bin", offset = 1088> : !loom.qtensor<16x64, #loom.quant<q8_0>>
+  %u = loom.weight "u" from <"w.bin", offset = 2176> : !loom.qtensor<7x64, #loom.quant<q8_0>>
+  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<4x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<4x16xf32>
+  %1 = loom.qmatmul %y, %v {quant_activations = "int8"} : tensor<?x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<?x16xf32>
+  %2 = loom.qmatmul %z, %u {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<7x64, #loom.quant<q8_0>> -> tensor<1x7xf32>
+  return %0, %1, %2 : tensor<4x16xf32>, tensor<?x16xf32>, tensor<1x7xf32>
+}
+
+// -----
+
+// One decode use and one other use (a dequantize): the rows as stored.
+// CHECK-LABEL: func.func @mixed_uses
+// CHECK-NOT: interleave
+// CHECK: return
+func.func @mixed_uses(%x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<16x64xf32>) {
+  %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
+  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %1 = loom.dequantize %w : !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<16x64xf32>
+  return %0, %1 : tensor<1x16xf32>, tensor<16x64xf32>
+}
