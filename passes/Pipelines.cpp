@@ -108,6 +108,7 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     q.skip = options.quantSkip;
     q.output = options.quantFile;
     q.report = options.quantReport;
+    q.outputName = options.quantFileName;
     q.baseDir = options.baseDir;
     q.verbose = options.quantVerbose;
     pm.addPass(createQuantizeWeightsPass(q));

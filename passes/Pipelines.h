@@ -44,6 +44,8 @@ struct PipelineOptions {
   // The quantize phase (passes/Quantize, docs/QUANTIZE.md).
   std::string quantFile;   ///< where the quantized blocks are written
   std::string quantReport; ///< JSON error report (none when empty)
+  std::string quantFileName; ///< the report's name for quantFile (default:
+                             ///< its absolute path)
   std::string quantSkip = "default"; ///< globs kept in float
   std::string quantRules;  ///< 'GLOB=SCHEME;GLOB=skip'
   std::string baseDir;     ///< relative weight files are resolved here

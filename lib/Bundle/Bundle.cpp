@@ -226,12 +226,28 @@ static json toJson(const TensorInfo &t, bool rankOnly) {
   return j;
 }
 
+/// `file` (absolute, without dots) relative to `dir` when it lies under it,
+/// else `file` unchanged.
+static std::string relativeTo(StringRef file, StringRef dir) {
+  StringRef rest = file;
+  if (dir.empty() || !rest.consume_front(dir) || rest.empty() ||
+      !llvm::sys::path::is_separator(rest.front()))
+    return file.str();
+  return rest.ltrim(llvm::sys::path::get_separator()).str();
+}
+
 bool writeBundle(const std::string &outDir, const std::string &model,
                  const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
                  const std::string &programIR,
                  const std::function<bool(const std::string &,
                                           std::string &)> &emitLibrary,
-                 std::string &error) {
+                 const std::string &stagedDir, std::string &error) {
+  // Weight files under `stagedDir` move into the bundle with it.
+  SmallString<256> staged(stagedDir);
+  if (!staged.empty()) {
+    llvm::sys::fs::make_absolute(staged);
+    llvm::sys::path::remove_dots(staged, /*remove_dot_dot=*/true);
+  }
   SmallString<256> out(outDir);
   llvm::sys::path::remove_dots(out, true);
   while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
@@ -333,7 +349,7 @@ bool writeBundle(const std::string &outDir, const std::string &model,
           nbytes = (last + 1) * elem;
         }
         list.push_back({{"name", w.name},
-                        {"file", w.file},
+                        {"file", relativeTo(w.file, staged)},
                         {"offset", offset},
                         {"nbytes", nbytes},
                         {"shape", w.shape},
@@ -347,6 +363,26 @@ bool writeBundle(const std::string &outDir, const std::string &model,
   manifest["ranks"] = ranks;
   if (!writeFile(tmp + "/manifest.json", manifest.dump(2) + "\n"))
     return cleanup("cannot write " + tmp + "/manifest.json");
+
+  // The staged files join the bundle before it is renamed into place.
+  if (!staged.empty() && llvm::sys::fs::is_directory(staged)) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(staged, ec), end;
+         it != end && !ec; it.increment(ec))
+      names.push_back(llvm::sys::path::filename(it->path()).str());
+    if (ec)
+      return cleanup("cannot list " + staged.str().str() + ": " + ec.message());
+    for (const std::string &name : names) {
+      std::string from = (staged + "/" + name).str(), to = tmp + "/" + name;
+      if (llvm::sys::fs::exists(to))
+        return cleanup("cannot move " + from +
+                       " into the bundle: it has its own '" + name + "'");
+      if (std::error_code rc = llvm::sys::fs::rename(from, to))
+        return cleanup("cannot move " + from +
+                       " into the bundle: " + rc.message());
+    }
+  }
 
   // Swap the finished bundle into place; an older bundle is replaced whole.
   std::string old = (out + ".old-" + Twine(::getpid())).str();

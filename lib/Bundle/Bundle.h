@@ -21,6 +21,11 @@ namespace loom {
 /// The bundle format version written and read (docs/BUNDLE.md).
 constexpr int kBundleVersion = 1;
 
+/// Where `loomc --quant` puts the quantized weights and their error report
+/// in a bundle (relative to the bundle directory).
+constexpr const char *kBundleQuantFile = "weights/quant.bin";
+constexpr const char *kBundleQuantReport = "weights/quant.report.json";
+
 struct TensorInfo {
   std::string name;
   std::string dtype;           ///< f32 f16 bf16 f64 i8 i32 i64 u8 i1
@@ -31,7 +36,7 @@ struct WeightInfo {
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
-  std::string file; ///< absolute
+  std::string file; ///< absolute (made bundle-relative by writeBundle)
   int64_t offset = 0;
   int64_t nbytes = 0;
   /// A weight loaded split (partitioned): the mesh axes of each dimension
@@ -71,13 +76,19 @@ bool collectMesh(mlir::ModuleOp module, const std::string &meshFlag,
                  MeshInfo &mesh, std::string &error);
 
 /// Writes `outDir` (via a temporary directory renamed into place):
-/// manifest.json, ir/program.mlir and the library made by `emitLibrary`.
+/// manifest.json, ir/program.mlir, the library made by `emitLibrary`, and
+/// every entry of `stagedDir` (when not empty): files that earlier phases
+/// wrote for the bundle (the quantized weights, the plan, cubins), laid out
+/// as in the bundle, moved in before the bundle is renamed into place. The
+/// manifest names a weight file under `stagedDir` by its path relative to
+/// the bundle. On failure nothing is written at `outDir` (an older bundle
+/// stays); the caller removes `stagedDir` either way.
 bool writeBundle(const std::string &outDir, const std::string &model,
                  const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
                  const std::string &programIR,
                  const std::function<bool(const std::string &soPath,
                                           std::string &error)> &emitLibrary,
-                 std::string &error);
+                 const std::string &stagedDir, std::string &error);
 
 } // namespace loom
 

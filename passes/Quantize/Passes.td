@@ -32,6 +32,8 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
            "file the quantized blocks are written to">,
     Option<"report", "report", "std::string", "\"\"",
            "JSON error report per tensor (none when empty)">,
+    Option<"outputName", "output-name", "std::string", "\"\"",
+           "how the report names the output file (default: its absolute path)">,
     Option<"baseDir", "base-dir", "std::string", "\"\"",
            "directory that relative weight files are resolved against">,
     Option<"verbose", "verbose", "bool", "false",

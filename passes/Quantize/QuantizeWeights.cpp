@@ -382,7 +382,9 @@ struct QuantizeWeightsPass
     llvm::json::Object totals{{"tensors", int64_t(tensors.size())},
                               {"source_bytes", inBytes},
                               {"quantized_bytes", offset}};
-    writeReport(kept, std::move(tensors), outPath.str(), std::move(totals));
+    writeReport(kept, std::move(tensors),
+                outputName.empty() ? outPath.str() : StringRef(outputName),
+                std::move(totals));
   }
 
   void writeReport(llvm::json::Array kept, llvm::json::Array tensors,

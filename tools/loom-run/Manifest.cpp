@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <set>
 
 namespace loom::run {
@@ -184,6 +185,14 @@ struct Reader {
 };
 
 } // namespace
+
+std::string resolveBundlePath(const std::string &bundleDir,
+                              const std::string &path) {
+  std::filesystem::path p(path);
+  if (p.is_absolute())
+    return path;
+  return (std::filesystem::path(bundleDir) / p).string();
+}
 
 bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                    std::string *error) {

@@ -59,7 +59,7 @@ struct Entry {
 
 struct WeightSlice {
   std::string name;
-  std::string file; ///< as written (absolute per BUNDLE.md)
+  std::string file; ///< as written: absolute, or relative to the bundle
   int64_t offset = 0;
   int64_t nbytes = 0;
   std::vector<int64_t> shape;
@@ -90,6 +90,11 @@ struct Manifest {
   /// "tp=2" / "dp=2 x tp=4".
   std::string meshString() const;
 };
+
+/// The path of a file that manifest.json names (the library, a weight
+/// file): an absolute path as it is, a relative one under `bundleDir`.
+std::string resolveBundlePath(const std::string &bundleDir,
+                              const std::string &path);
 
 /// Parses and validates the text of manifest.json. `runtimeAbi` is the ABI
 /// version of the linked runtime. On failure returns false and sets *error

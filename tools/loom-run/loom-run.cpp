@@ -608,8 +608,7 @@ int runBundle(const Options &opts) {
   bool printer = !useMpi || mpiRank == 0;
 
   // --- Library ------------------------------------------------------------------
-  fs::path lib = fs::path(m.library).is_absolute() ? fs::path(m.library)
-                                                   : bundle / m.library;
+  fs::path lib = resolveBundlePath(opts.bundle, m.library);
   std::error_code ec;
   if (!fs::exists(lib, ec))
     return fail("library '" + m.library + "' named by manifest.json not found "
@@ -751,9 +750,7 @@ int runBundle(const Options &opts) {
         continue;
       RankPlan &plan = job.plans[r];
       for (const WeightSlice &s : it->second) {
-        fs::path p(s.file);
-        if (p.is_relative())
-          p = bundle / p;
+        fs::path p = resolveBundlePath(opts.bundle, s.file);
         std::string where = "rank " + std::to_string(r) + " weight '" +
                             s.name + "' (offset " + std::to_string(s.offset) +
                             ", size " + std::to_string(s.nbytes) + ")";

@@ -30,6 +30,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -38,6 +39,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -84,11 +87,12 @@ cl::opt<std::string> quantAct(
 cl::opt<std::string> quantFile(
     "quant-file",
     cl::desc("File the quantized weights are written to (default: "
-             "<-o>.qweights, beside the bundle)"),
+             "weights/quant.bin inside a bundle, else <-o>.qweights)"),
     cl::value_desc("path"), cl::cat(loomcCategory));
 cl::opt<std::string> quantReport(
     "quant-report",
     cl::desc("JSON error report per quantized tensor (default: "
+             "weights/quant.report.json inside a bundle, else "
              "<quant-file>.report.json)"),
     cl::value_desc("path"), cl::cat(loomcCategory));
 cl::opt<int> quantInterleave(
@@ -324,12 +328,32 @@ int main(int argc, char **argv) {
                       "plan.json\n";
       return 1;
     }
-  } else if (*last == loom::Phase::Bundle) {
-    // A bundle carries its plan (moved in once the bundle exists).
-    std::string out = outputFilename;
-    while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
-      out.pop_back();
-    options.planFile = out + ".plan.json";
+  }
+  std::string out = outputFilename;
+  while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
+    out.pop_back();
+  // Files that the phases write for a bundle (the plan, the quantized
+  // weights, cubins) are staged beside it, laid out as in the bundle, and
+  // moved in by writeBundle; whatever is left (a failed compile) goes.
+  std::string stageDir;
+  llvm::scope_exit removeStage([&] {
+    if (!stageDir.empty())
+      llvm::sys::fs::remove_directories(stageDir);
+  });
+  if (!emitPlan && *last == loom::Phase::Bundle) {
+    if (outputFilename == "-") {
+      llvm::errs() << "loomc: a bundle is a directory; give it with -o "
+                      "out/\n";
+      return 1;
+    }
+    stageDir = out + ".stage-" + std::to_string(::getpid());
+    llvm::sys::fs::remove_directories(stageDir);
+    if (std::error_code ec = llvm::sys::fs::create_directories(stageDir)) {
+      llvm::errs() << "loomc: cannot create '" << stageDir
+                   << "': " << ec.message() << "\n";
+      return 1;
+    }
+    options.planFile = stageDir + "/plan.json";
     options.planSummary = verbose;
   }
   options.quant = quantSpec;
@@ -346,25 +370,43 @@ int main(int argc, char **argv) {
   options.quantActivations =
       quantAct == "int8" && portable ? "int8-portable" : quantAct.getValue();
   if (!quantSpec.empty()) {
-    // The quantized blocks go to one file beside the output (a bundle
-    // directory is replaced whole when it is rewritten, so not inside it);
-    // the manifest records its absolute path.
-    std::string out = outputFilename;
-    while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
-      out.pop_back();
-    options.quantFile = !quantFile.empty() ? quantFile.getValue()
-                        : out == "-"       ? model + ".qweights"
-                                           : out + ".qweights";
-    options.quantReport = !quantReport.empty()
-                              ? quantReport.getValue()
-                              : options.quantFile + ".report.json";
+    // The quantized blocks go to one file: --quant-file; else inside the
+    // bundle (staged as weights/quant.bin), named relative to the bundle by
+    // the manifest and by the report in it; else beside the output.
+    options.quantFile = quantFile;
+    options.quantReport = quantReport;
+    if (quantFile.empty() && !stageDir.empty()) {
+      if (std::error_code ec =
+              llvm::sys::fs::create_directories(stageDir + "/weights")) {
+        llvm::errs() << "loomc: cannot create '" << stageDir
+                     << "/weights': " << ec.message() << "\n";
+        return 1;
+      }
+      options.quantFile = stageDir + "/" + loom::kBundleQuantFile;
+      options.quantFileName = loom::kBundleQuantFile;
+      if (options.quantReport.empty()) {
+        options.quantReport = stageDir + "/" + loom::kBundleQuantReport;
+      } else {
+        // A report outside the bundle names the file where it ends up.
+        SmallString<256> dest(out);
+        llvm::sys::fs::make_absolute(dest);
+        llvm::sys::path::remove_dots(dest, /*remove_dot_dot=*/true);
+        llvm::sys::path::append(dest, loom::kBundleQuantFile);
+        options.quantFileName = dest.str().str();
+      }
+    } else {
+      if (options.quantFile.empty())
+        options.quantFile =
+            out == "-" ? model + ".qweights" : out + ".qweights";
+      if (options.quantReport.empty())
+        options.quantReport = options.quantFile + ".report.json";
+    }
     options.quantSkip = quantSkip;
     options.quantRules = quantRules;
     options.baseDir = baseDir.str().str();
     options.quantVerbose = verbose;
   }
   std::vector<loom::EntryInfo> entries;
-  std::string cubinDir; // --target=cuda: staged cubins
   loom::MeshInfo mesh;
   std::string programIR;
 
@@ -397,10 +439,9 @@ int main(int argc, char **argv) {
     } else if (p == loom::Phase::Lower) {
 #ifdef LOOM_HAVE_GPU_TARGET
       if (targetName == "cuda" && *last == loom::Phase::Bundle) {
-        // The quantized matmuls' GPU kernels, staged beside the output and
-        // moved into the bundle once it exists.
-        cubinDir = outputFilename.getValue() + ".cuda.tmp";
-        llvm::sys::fs::remove_directories(cubinDir);
+        // The quantized matmuls' GPU kernels, staged for the bundle's
+        // cuda/ folder.
+        std::string cubinDir = stageDir + "/cuda";
         if (llvm::sys::fs::create_directories(cubinDir)) {
           llvm::errs() << "loomc: cannot create '" << cubinDir << "'\n";
           return 1;
@@ -408,7 +449,6 @@ int main(int argc, char **argv) {
         auto cubins = loom::gpu::emitQMatmulCubins(*module, {"sm_80", "sm_90"},
                                                    cubinDir, &error);
         if (!cubins) {
-          llvm::sys::fs::remove_directories(cubinDir);
           llvm::errs() << "loomc: --target=cuda: " << error << "\n";
           return 1;
         }
@@ -445,11 +485,6 @@ int main(int argc, char **argv) {
       if (failed(pm.run(*module)))
         return 1;
     } else if (p == loom::Phase::Bundle) {
-      if (outputFilename == "-") {
-        llvm::errs() << "loomc: a bundle is a directory; give it with -o "
-                        "out/\n";
-        return 1;
-      }
       loom::CpuEmitOptions emit;
       emit.optLevel = std::min(3u, unsigned(optLevel));
       emit.hostCpu = !portable;
@@ -458,28 +493,10 @@ int main(int argc, char **argv) {
           [&](const std::string &soPath, std::string &err) {
             return loom::emitSharedLibrary(*module, soPath, emit, err);
           },
-          error);
+          stageDir, error);
       if (!ok) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;
-      }
-      if (!cubinDir.empty()) {
-        SmallString<256> dest(outputFilename.getValue());
-        llvm::sys::path::append(dest, "cuda");
-        if (std::error_code ec = llvm::sys::fs::rename(cubinDir, dest)) {
-          llvm::errs() << "loomc: cannot move the cubins into the bundle: "
-                       << ec.message() << "\n";
-          return 1;
-        }
-      }
-      if (!options.planFile.empty() &&
-          llvm::sys::fs::exists(options.planFile)) {
-        SmallString<256> dest(outputFilename.getValue());
-        llvm::sys::path::append(dest, "plan.json");
-        if (std::error_code ec = llvm::sys::fs::rename(options.planFile, dest))
-          llvm::errs() << "loomc: warning: cannot move the plan into the "
-                          "bundle: "
-                       << ec.message() << "\n";
       }
       if (verbose)
         llvm::errs() << "loomc: wrote bundle " << outputFilename << " ("

@@ -2,6 +2,9 @@
 // RUN: %python -c "import numpy as np; r = np.random.default_rng(0); r.standard_normal(32*64 + 64*16 + 100*64 + 64*64, dtype=np.float32).tofile('%t/w.bin')"
 // RUN: loom-opt %s --loom-quantize="scheme=int4:32 output=%t/q.bin report=%t/r.json base-dir=%t" | FileCheck %s
 // RUN: %python -c "import json; d = json.load(open('%t/r.json')); print(sorted(t['name'] for t in d['tensors'])); print(sorted(k['name'] + ': ' + k['reason'] for k in d['kept']))" | FileCheck %s --check-prefix=REPORT
+// RUN: %python -c "import json; print(json.load(open('%t/r.json'))['file'])" | FileCheck %s --check-prefix=FILE
+// RUN: loom-opt %s --loom-quantize="scheme=int4:32 output=%t/q2.bin report=%t/r2.json output-name=weights/quant.bin base-dir=%t" -o /dev/null
+// RUN: %python -c "import json; print(json.load(open('%t/r2.json'))['file'])" | FileCheck %s --check-prefix=NAMED
 // RUN: loom-opt %s --loom-quantize="scheme=int8:64:min output=%t/q8.bin rules=blk.0.*=int4:64:sym:f32;*.ffn_up=skip skip=none base-dir=%t" | FileCheck %s --check-prefix=RULES
 
 // A [N, K] weight read through transpose_b becomes a qtensor in the new
@@ -21,6 +24,11 @@
 // CHECK-NOT: loom.matmul
 
 // REPORT: ['blk.0.attn_q.weight', 'blk.0.ffn_up']
+
+// The report names the file by its absolute path, or as output-name says
+// (loomc: a bundle's report, relative to the bundle).
+// FILE: {{^}}/{{.*}}/q.bin{{$}}
+// NAMED: {{^}}weights/quant.bin{{$}}
 // REPORT: ['output.weight: skipped by name', 'token_embd.weight: used by loom.embedding (not as a matmul weight)']
 
 // Rules come first and the first match wins (blk.0.ffn_up matches blk.0.*

@@ -12,9 +12,14 @@ package.
   (remainder tiles), batch 1 (GEMV) and larger batches, rank-3 inputs.
 - Bad input (a block that does not divide K, an unsupported bit width) is a
   clear error, not a crash.
+- A bundle carries its quantized weights (weights/quant.bin, named relative
+  to the bundle): moved elsewhere, it still runs; a failed compile leaves
+  nothing behind.
 """
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,6 +87,21 @@ def quantized(loom, d, scheme, n, k, w, transposed=False, extra=()):
         qref.block_bytes(scheme)
     xq, s = qref.decode(data, scheme, n, k)
     return t, xq, s
+
+
+def bundle_weights(bundle, scheme):
+    """The quantized weights a bundle carries (weights/quant.bin, laid out
+    as its report says), decoded: ({name: [n, k]}, {name: mins})."""
+    rep = json.loads((bundle / "weights" / "quant.report.json").read_text())
+    assert rep["file"] == "weights/quant.bin"
+    data = (bundle / "weights" / "quant.bin").read_bytes()
+    deq, mins = {}, {}
+    for t in rep["tensors"]:
+        n, k = t["shape"]
+        deq[t["name"]], _, mins[t["name"]] = qref.decode(
+            data[t["offset"]:t["offset"] + t["nbytes"]], scheme, n, k,
+            mins=True)
+    return deq, mins
 
 
 def values(kind, rng, n, k):
@@ -191,15 +211,7 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
     expect = ({"rows": 8, "bytes": qref.block_bytes(scheme)} if interleaved
               else None)
     assert layouts == {"blk.0.a": expect, "blk.0.b": expect}, layouts
-    rep = json.loads((bundle.parent / (bundle.name + ".qweights.report.json"))
-                     .read_text())
-    data = (bundle.parent / (bundle.name + ".qweights")).read_bytes()
-    deq, mins = {}, {}
-    for t in rep["tensors"]:
-        n, kk = t["shape"]
-        deq[t["name"]], _, mins[t["name"]] = qref.decode(
-            data[t["offset"]:t["offset"] + t["nbytes"]], scheme, n, kk,
-            mins=True)
+    deq, mins = bundle_weights(bundle, scheme)
     x3 = rng.standard_normal(x3dims).astype(np.float32)
     for m in [1] if decode else [1, 2, 4, 7]:
         x = rng.standard_normal((m, k)).astype(np.float32)
@@ -383,9 +395,100 @@ def test_bad_input_is_a_clear_error(loom, tmp_path, spec, message):
     out = tmp_path / "b"
     r = loom.loomc_run(src, "-o", out, "--quant", spec, ok=False)
     assert message in r.stderr, r.stderr
-    assert not out.exists()
-    assert not (tmp_path / "b.qweights").exists()
-    assert not (tmp_path / "b.qweights.tmp").exists()
+    # No bundle, no staged weights, nothing beside the bundle.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.mlir", "w.bin"]
+
+
+def two_weight_model(d, k=64):
+    """A module whose every weight is a matmul weight ([5, K] and [K, 19]):
+    under --quant a bundle of it needs no file outside itself."""
+    rng = np.random.default_rng(11)
+    w1 = rng.standard_normal((5, k)).astype(np.float32)
+    w2 = rng.standard_normal((k, 19)).astype(np.float32)
+    offs = write_weights(d, [w1, w2])
+    src = d / "m.mlir"
+    src.write_text(float_module(
+        [("blk.0.a", (5, k), offs[0], False),
+         ("blk.0.b", (k, 19), offs[1], True)],
+        [("x", f"tensor<?x{k}xf32>")],
+        [("x", 0, "tensor<?x5xf32>"), ("x", 1, "tensor<?x19xf32>")]))
+    return src, {"blk.0.a": w1, "blk.0.b": w2.T}
+
+
+def test_bundle_carries_quantized_weights(loom, tmp_path):
+    """loomc --quant -o out/: the quantized weights are inside the bundle;
+    the bundle moved to another directory (the model and everything beside
+    the original deleted) runs and gives the quantized product."""
+    scheme = "int4:32"
+    src_dir = tmp_path / "src"
+    src_dir.mkdir()
+    src, float_w = two_weight_model(src_dir)
+    bundle = src_dir / "out"
+    loom.loomc_run(src, "--quant", scheme, "-o", str(bundle) + "/")
+    assert sorted(p.name for p in src_dir.iterdir()) == \
+        ["m.mlir", "out", "w.bin"]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    files = {s["file"] for r in manifest["ranks"]
+             for ws in r["weights"].values() for s in ws}
+    assert files == {"weights/quant.bin"}, files
+
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    shutil.move(str(bundle), moved)
+    shutil.rmtree(src_dir)
+    deq, _ = bundle_weights(moved, scheme)
+    assert deq.keys() == float_w.keys()
+    x = np.random.default_rng(12).standard_normal((3, 64)).astype(np.float32)
+    out = loom.run(moved, {"x": x})
+    for y, name in [(out["output0"], "blk.0.a"), (out["output1"], "blk.0.b")]:
+        wq = deq[name].astype(np.float64)
+        ref = x.astype(np.float64) @ wq.T
+        tol = 1e-6 + 1e-5 * (np.abs(x).astype(np.float64) @ np.abs(wq).T)
+        assert np.all(np.abs(y - ref) <= tol), (name, np.abs(y - ref).max())
+        # ... and int4 stays near the float product.
+        exact = x.astype(np.float64) @ float_w[name].astype(np.float64).T
+        assert np.abs(y - exact).max() / np.abs(exact).max() < 0.2
+
+
+def test_bundle_with_explicit_quant_file(loom, tmp_path):
+    """--quant-file PATH keeps the file at PATH, named absolutely (the
+    bundle depends on it); --quant-report PATH outside the bundle names the
+    bundle's file where it ends up."""
+    src, _ = two_weight_model(tmp_path)
+    qfile = tmp_path / "keep" / "q.bin"
+    qfile.parent.mkdir()
+    bundle = tmp_path / "b"
+    loom.loomc_run(src, "--quant", "int8:32", "--quant-file", qfile,
+                   "-o", bundle)
+    assert qfile.exists() and Path(str(qfile) + ".report.json").exists()
+    assert not (bundle / "weights").exists()
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    files = {s["file"] for s in manifest["ranks"][0]["weights"]["main"]}
+    assert files == {str(qfile)}, files
+    x = np.ones((1, 64), dtype=np.float32)
+    assert loom.run(bundle, {"x": x})["output0"].shape == (1, 5)
+
+    report = tmp_path / "r.json"
+    loom.loomc_run(src, "--quant", "int8:32", "--quant-report", report,
+                   "-o", bundle)
+    assert json.loads(report.read_text())["file"] == \
+        str(bundle / "weights" / "quant.bin")
+    assert (bundle / "weights" / "quant.bin").exists()
+    assert not (bundle / "weights" / "quant.report.json").exists()
+
+
+def test_failed_bundle_leaves_nothing(loom, tmp_path):
+    """A compile that fails after the quantize phase (here: -o names a
+    directory that is not a bundle) leaves no staged weights behind."""
+    src, _ = two_weight_model(tmp_path)
+    out = tmp_path / "notabundle"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    r = loom.loomc_run(src, "--quant", "int4:32", "-o", out, ok=False)
+    assert "is not a Loom bundle" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        ["m.mlir", "notabundle", "w.bin"]
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
 @pytest.mark.parametrize("scheme,ttype", [("int4:32", "f32"),
@@ -394,10 +497,11 @@ def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
     """A tiny llama GGUF (f32 or f16 weights) through loomc --quant: the
     logits equal the numpy forward pass on the weights as quantized (read
     back from the quantized file with the report), the embedding (and the
-    untied head, default skip list) stay float."""
+    untied head, default skip list) stay float. The bundle runs after a
+    move: its quantized weights move with it, the float ones stay in the
+    .gguf (named absolutely)."""
     pytest.importorskip("gguf")
     import sys
-    from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llama"))
     import llama_models as lm
 
@@ -405,10 +509,18 @@ def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
     w = lm.make_weights(cfg)
     path = lm.write_gguf(tmp_path / "llama.gguf", cfg, w, ttype,
                          arch="llama")
-    bundle = loom.fresh("bundle")
-    loom.loomc_run(path, "--quant", scheme, "-o", bundle)
-    rep = json.loads(Path(str(bundle) + ".qweights.report.json").read_text())
-    data = Path(str(bundle) + ".qweights").read_bytes()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    loom.loomc_run(path, "--quant", scheme, "-o", out_dir / "bundle")
+    assert [p.name for p in out_dir.iterdir()] == ["bundle"]
+    bundle = loom.fresh("moved")
+    shutil.move(str(out_dir / "bundle"), bundle)
+    shutil.rmtree(out_dir)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    files = {s["file"] for s in manifest["ranks"][0]["weights"]["forward"]}
+    assert files == {"weights/quant.bin", str(path)}, files
+    rep = json.loads((bundle / "weights" / "quant.report.json").read_text())
+    data = (bundle / "weights" / "quant.bin").read_bytes()
     weights = lm.read_gguf_weights(path)
     names = {t["name"] for t in rep["tensors"]}
     assert any("attn_q" in n for n in names), names

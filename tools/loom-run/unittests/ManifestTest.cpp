@@ -106,6 +106,14 @@ TEST(Manifest, RanksAndMesh) {
             std::string::npos);
 }
 
+TEST(Manifest, ResolveBundlePath) {
+  // Files inside the bundle are named relative to it; others absolutely.
+  EXPECT_EQ(resolveBundlePath("/b", "weights/quant.bin"),
+            "/b/weights/quant.bin");
+  EXPECT_EQ(resolveBundlePath("out/", "mlp.so"), "out/mlp.so");
+  EXPECT_EQ(resolveBundlePath("/b", "/models/m.gguf"), "/models/m.gguf");
+}
+
 TEST(DTypes, NpyMapping) {
   DType t;
   ASSERT_TRUE(parseDType("i1", t));
