@@ -56,6 +56,38 @@ TEST(Manifest, Good) {
   EXPECT_EQ(m.findEntry("nope"), nullptr);
 }
 
+TEST(Manifest, Interleave) {
+  // A quantized weight's interleaved layout: 2-D i8, rows of whole units.
+  std::string q = replaced(
+      replaced(replaced(kGood, R"("dtype": "f32", "shape": [4]})",
+                        R"("dtype": "i8", "shape": [16, 36],
+                           "interleave": {"rows": 8, "bytes": 18}})"),
+               R"("offset": 0,
+                           "nbytes": 16, "shape": [4], "strides": [1])",
+               R"("offset": 0, "nbytes": 576, "shape": [16, 36],
+                  "strides": [36, 1])"),
+      R"("offset": 16,
+                           "nbytes": 16, "shape": [4], "strides": [1])",
+      R"("offset": 0, "nbytes": 576, "shape": [16, 36], "strides": [36, 1])");
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(parseManifest(q, 1, m, &err)) << err;
+  ASSERT_EQ(m.entries[0].interleave.size(), 1u);
+  EXPECT_EQ(m.entries[0].interleave[0].rows, 8);
+  EXPECT_EQ(m.entries[0].interleave[0].bytes, 18);
+  EXPECT_NE(parseError(replaced(q, "\"bytes\": 18", "\"bytes\": 20"))
+                .find("entries[0].weights[0].interleave: needs rows >= 1 and "
+                      "bytes >= 1 dividing the row of a 2-D i8 weight"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(q, "\"rows\": 8", "\"rows\": 0"))
+                .find("interleave: needs rows >= 1"),
+            std::string::npos);
+  // Weights without the key keep their rows as stored.
+  Manifest plain;
+  ASSERT_TRUE(parseManifest(kGood, 1, plain, &err)) << err;
+  EXPECT_EQ(plain.entries[0].interleave[0].rows, 0);
+}
+
 TEST(Manifest, Versions) {
   EXPECT_NE(parseError(replaced(kGood, "\"version\": 1", "\"version\": 2"))
                 .find("bundle format version 2 is not supported: this "
