@@ -13,8 +13,9 @@
 // CHECK: gpu.func @loom_qmm_q4_0_n96_k64_f32_gemv8(
 // CHECK: gpu.func @loom_qmm_q4_0_n96_k64_f32_tiled({{.*}}) workgroup(%{{.*}} : memref<32x68xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x68xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // CHECK: gpu.barrier
+// f16 activations, 4-bit codes: f16x2 products (docs/GPU.md, "packed").
 // CHECK: gpu.func @loom_qmm_int4_b128_sym_f16_n64_k256_f16_gemv1(
-// CHECK: vector<8xf16>
+// CHECK: llvm.intr.fma({{.*}}) : (vector<2xf16>, vector<2xf16>, vector<2xf16>) -> vector<2xf16>
 // CHECK: gpu.func @loom_qmm_int4_b128_sym_f16_n64_k256_f16_tiled(
 // CHECK: gpu.func @loom_qmm_q8_0_n96_k64_f32_gemv1(
 // CHECK-NOT: gpu.func @loom_qmm_q4_0_n96_k64_f32_gemv1(

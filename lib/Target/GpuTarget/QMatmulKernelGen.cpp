@@ -14,6 +14,11 @@
 // A code u < 2^8 becomes a float without a conversion instruction:
 // bitcast(u | 0x4B000000) = 2^23 + u exactly, minus 2^23.
 //
+// The 4-bit GEMV kernels (GemvDequant::Packed) convert two codes at a time:
+// `(w & 0x000F000F) | 0x64006400` is the f16 pair 1024 + q of two nibbles
+// (one lop3), centred to q - 8 by one f16x2 subtraction, so the bias of
+// symmetric formats vanishes (and with it the sum of the activations).
+//
 //===----------------------------------------------------------------------===//
 
 #include "lib/Target/GpuTarget/QMatmulKernelGen.h"
@@ -66,6 +71,16 @@ bool parseMode(const std::string &s, QMode &out) {
     out = QMode::Min;
   else if (s == "zero_point" || s == "zp")
     out = QMode::ZeroPoint;
+  else
+    return false;
+  return true;
+}
+
+bool parseGemvDequant(const std::string &s, GemvDequant &out) {
+  if (s == "packed")
+    out = GemvDequant::Packed;
+  else if (s == "scalar")
+    out = GemvDequant::Scalar;
   else
     return false;
   return true;
@@ -270,9 +285,9 @@ public:
     return bin("arith.mulf", a, b, "f32");
   }
   std::string fma(const std::string &a, const std::string &b,
-                  const std::string &c) {
-    return op("llvm.intr.fma(" + a + ", " + b + ", " + c +
-              ") : (f32, f32, f32) -> f32");
+                  const std::string &c, const std::string &ty = "f32") {
+    return op("llvm.intr.fma(" + a + ", " + b + ", " + c + ") : (" + ty + ", " +
+              ty + ", " + ty + ") -> " + ty);
   }
   std::string cast(const char *name, const std::string &v, const char *from,
                    const char *to) {
@@ -308,12 +323,13 @@ public:
   std::string extract(const std::string &vec, int i, const std::string &vty) {
     return op("llvm.extractelement " + vec + "[" + i32(i) + " : i32] : " + vty);
   }
-  /// Sum of `xs` as a balanced tree (short dependency chains).
-  std::string sum(std::vector<std::string> xs) {
+  /// Sum of `xs` (of type `ty`) as a balanced tree (short dependency
+  /// chains).
+  std::string sum(std::vector<std::string> xs, const char *ty = "f32") {
     while (xs.size() > 1) {
       std::vector<std::string> next;
       for (size_t i = 0; i + 1 < xs.size(); i += 2)
-        next.push_back(addf(xs[i], xs[i + 1]));
+        next.push_back(bin("arith.addf", xs[i], xs[i + 1], ty));
       if (xs.size() % 2)
         next.push_back(xs.back());
       xs = std::move(next);
@@ -441,7 +457,7 @@ std::string loadScale(Fn &f, const std::string &w, const std::string &off,
 /// run1 + s - 16.
 struct Chunk {
   std::vector<std::string> words; // i32
-  std::string scale, bias;        // f32
+  std::string scale, bias;        // f32; bias empty when it is 0
   std::string run0, run1;         // i64 element offsets in the row
 };
 
@@ -462,9 +478,12 @@ std::pair<std::string, std::string> chunkRuns(Fn &f, const QMatmulSpec &s,
   return {run0, run1};
 }
 
-/// Loads chunk `c64` (i64, 0 .. K/32-1) of weight row `row64` (i64).
+/// Loads chunk `c64` (i64, 0 .. K/32-1) of weight row `row64` (i64), with
+/// the affine map of the codes u - `center` (value = scale * (u - center) +
+/// bias; the bias is left empty where it is 0).
 Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
-                const std::string &row64, const std::string &c64) {
+                const std::string &row64, const std::string &c64,
+                int64_t center = 0) {
   Chunk c;
   const unsigned bits = bitsOf(s.format);
   const int64_t groups = s.block / 32; // chunks per block
@@ -501,23 +520,25 @@ Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
     for (std::string &w : c.words)
       w = f.bin("arith.xori", w, f.i32(int32_t(0x80808080u)), "i32");
 
-  switch (s.mode) {
-  case QMode::Symmetric:
-    c.bias = f.mulf(c.scale, f.f32(signed8 ? -128.0f : -8.0f));
-    break;
-  case QMode::Min:
-    c.bias = loadScale(f, a.w, f.addi(base, f.i64(sb), "i64"), s.scale,
-                       pow2Align({bb, sb}));
-    break;
-  case QMode::ZeroPoint:
-    if (isGguf(s.format)) { // q4_0: zero point 8
-      c.bias = f.mulf(c.scale, f.f32(-8.0f));
-    } else {
-      std::string z = loadInt(f, a.w, f.addi(base, f.i64(sb), "i64"), 1, 1);
-      std::string zf = f.cast("arith.uitofp", z, "i32", "f32");
-      c.bias = f.mulf(c.scale, f.op("arith.negf " + zf + " : f32"));
-    }
-    break;
+  if (s.mode == QMode::Min) {
+    // value = scale * u + min = scale * (u - center) + (min + scale * center)
+    std::string m = loadScale(f, a.w, f.addi(base, f.i64(sb), "i64"), s.scale,
+                              pow2Align({bb, sb}));
+    c.bias = center ? f.fma(c.scale, f.f32(float(center)), m) : m;
+  } else if (s.mode == QMode::ZeroPoint && !isGguf(s.format)) {
+    // value = scale * (u - z): bias = scale * (center - z)
+    std::string z = loadInt(f, a.w, f.addi(base, f.i64(sb), "i64"), 1, 1);
+    std::string zf = f.cast("arith.uitofp", z, "i32", "f32");
+    c.bias =
+        f.mulf(c.scale, center ? f.op("arith.subf " + f.f32(float(center)) +
+                                      ", " + zf + " : f32")
+                               : f.op("arith.negf " + zf + " : f32"));
+  } else {
+    // Symmetric, and q4_0's implicit zero point 8: u - 128 (signed 8-bit)
+    // or u - 8.
+    int64_t zero = signed8 ? 128 : 8;
+    if (zero != center)
+      c.bias = f.mulf(c.scale, f.f32(float(center - zero)));
   }
 
   std::tie(c.run0, c.run1) = chunkRuns(f, s, c64);
@@ -542,6 +563,103 @@ std::vector<std::string> codes(Fn &f, const QMatmulSpec &s, const Chunk &c) {
       u[slot] = f.op("arith.subf " + v + ", " + f.f32(8388608.0f) + " : f32");
     }
   return u;
+}
+
+/// (v & mask) | bits. On the GPU an explicit `lop3.b32`: ptxas splits the
+/// and/or of two immediates into two LOP3s, but keeps a lop3 of registers
+/// one instruction (the constant hoisted into a register).
+std::string andOr(Fn &f, const std::string &v, const std::string &mask,
+                  const std::string &bits) {
+  if (f.emu)
+    return f.bin("arith.ori", f.bin("arith.andi", v, mask, "i32"), bits, "i32");
+  return f.op("llvm.inline_asm \"lop3.b32 $0, $1, $2, $3, 0xEA;\", "
+              "\"=r,r,r,r\" " +
+              v + ", " + mask + ", " + bits + " : (i32, i32, i32) -> i32");
+}
+
+/// The 32 codes of a 4-bit chunk minus 8, as 16 f16 pairs
+/// (GemvDequant::Packed), and the chunk slots of each pair. Word t holds
+/// slots 4t..4t+3 in its low nibbles and 16+4t.. in its high ones;
+/// `(w & 0x000F000F) | 0x64006400` is the pair 1024 + q of the low nibbles
+/// of bytes 0 and 2, `(w & 0x00F000F0) | 0x64006400` the pair 1024 + 16q of
+/// their high nibbles, and w >> 8 gives bytes 1 and 3. One hsub2 (1024 + 8)
+/// or hfma2 (* 1/16 - 72) per pair makes q - 8, exactly. With `adjacent`
+/// every pair holds two consecutive slots (2i, 2i+1), the order of f16
+/// activation pairs: the word's bytes are first permuted to (0, 2, 1, 3)
+/// (one prmt).
+struct CodePairs {
+  std::vector<std::string> pairs;         // vector<2xf16>
+  std::vector<std::pair<int, int>> slots; // the slots of each pair's halves
+};
+
+CodePairs codePairs(Fn &f, const Chunk &c, bool adjacent) {
+  const char *h2 = "vector<2xf16>";
+  CodePairs out;
+  for (size_t t = 0; t < c.words.size(); ++t) {
+    std::string w = c.words[t];
+    if (adjacent) {
+      std::string bytes = f.op("llvm.bitcast " + w + " : i32 to vector<4xi8>");
+      bytes = f.op("llvm.shufflevector " + bytes + ", " + bytes +
+                   " [0, 2, 1, 3] : vector<4xi8>");
+      w = f.op("llvm.bitcast " + bytes + " : vector<4xi8> to i32");
+    }
+    for (int odd = 0; odd < 2; ++odd) { // bytes (0, 2), then (1, 3)
+      std::string v = odd ? f.bin("arith.shrui", w, f.i32(8), "i32") : w;
+      int lo = int(4 * t) + (adjacent ? 2 * odd : odd);
+      int hi = lo + (adjacent ? 1 : 2);
+      for (int high = 0; high < 2; ++high) { // low nibbles, then high ones
+        std::string bits = andOr(f, v, f.i32(high ? 0x00F000F0 : 0x000F000F),
+                                 f.i32(0x64006400));
+        std::string p =
+            f.op("llvm.bitcast " + bits + " : i32 to vector<2xf16>");
+        p = high ? f.fma(p, f.cst("dense<0.0625>", h2),
+                         f.cst("dense<-72.0>", h2), h2)
+                 : f.bin("arith.subf", p, f.cst("dense<1032.0>", h2), h2);
+        out.pairs.push_back(p);
+        out.slots.push_back({lo + 16 * high, hi + 16 * high});
+      }
+    }
+  }
+  return out;
+}
+
+/// The 32 codes of a 4-bit chunk minus 8 as f32, by slot, from codePairs.
+std::vector<std::string> packedCodes(Fn &f, const Chunk &c) {
+  CodePairs cp = codePairs(f, c, /*adjacent=*/false);
+  std::vector<std::string> u(32);
+  for (size_t i = 0; i < cp.pairs.size(); ++i)
+    for (int e = 0; e < 2; ++e)
+      (e ? u[cp.slots[i].second] : u[cp.slots[i].first]) =
+          f.cast("arith.extf", f.extract(cp.pairs[i], e, "vector<2xf16>"),
+                 "f16", "f32");
+  return u;
+}
+
+/// The 16 f16 activations at element offset `off64` (i64, a multiple of 8)
+/// of x as 8 pairs (2i, 2i+1).
+std::vector<std::string> loadActPairs(Fn &f, const std::string &x,
+                                      const std::string &off64) {
+  std::vector<std::string> out;
+  std::string byteOff = f.muli(off64, f.i64(2), "i64");
+  for (int v = 0; v < 2; ++v) {
+    std::string vec =
+        f.loadAt(x, v ? f.addi(byteOff, f.i64(16), "i64") : byteOff,
+                 "vector<4xi32>", 16);
+    for (int e = 0; e < 4; ++e)
+      out.push_back(f.op("llvm.bitcast " + f.extract(vec, e, "vector<4xi32>") +
+                         " : i32 to vector<2xf16>"));
+  }
+  return out;
+}
+
+/// Both halves of each f16 pair as f32, summed.
+std::string pairsToF32Sum(Fn &f, const std::vector<std::string> &pairs) {
+  std::vector<std::string> parts;
+  for (const std::string &p : pairs)
+    for (int e = 0; e < 2; ++e)
+      parts.push_back(
+          f.cast("arith.extf", f.extract(p, e, "vector<2xf16>"), "f16", "f32"));
+  return f.sum(parts);
 }
 
 /// `count` (8 or 16) activations at element offset `off64` (i64, a multiple
@@ -603,11 +721,21 @@ std::string join(const std::vector<std::string> &v) {
 // so one activation chunk, loaded once, serves every row of the warp. The
 // loop trip count is static (ceil(K/32 / 32)) so LLVM unrolls it and keeps
 // several loads in flight. A warp shuffle reduction ends the row.
+//
+// 4-bit codes with GemvDequant::Packed: two codes per lop3 (codePairs),
+// centred to q - 8 (no bias, hence no sum of x, for symmetric formats);
+// with f16 activations the products are f16x2 FMAs, two chains of 8 per
+// chunk (8 products per f16 lane), then f32.
 //===----------------------------------------------------------------------===//
-std::string emitGemv(const QMatmulSpec &s, int batch, bool emu) {
+std::string emitGemv(const QMatmulSpec &s, int batch,
+                     const KernelOptions &options) {
   Fn f;
-  f.emu = emu;
+  f.emu = options.hostEmulation;
   Args a;
+  const bool packed =
+      options.gemvDequant == GemvDequant::Packed && bitsOf(s.format) == 4;
+  const bool half2 = packed && s.act == ElemType::F16;
+  const char *h2 = "vector<2xf16>";
   const int rows = kGemvRowsPerWarp;
   const int64_t chunks = s.k / 32;
   // Chunks per lane per loop iteration: all their loads are issued before
@@ -662,35 +790,65 @@ std::string emitGemv(const QMatmulSpec &s, int batch, bool emu) {
   std::vector<std::vector<Chunk>> ch(unroll);
   for (int64_t u = 0; u < unroll; ++u)
     for (int r = 0; r < rows; ++r)
-      ch[u].push_back(loadChunk(f, s, a, row64[r], c64[u]));
+      ch[u].push_back(loadChunk(f, s, a, row64[r], c64[u], packed ? 8 : 0));
 
   std::vector<std::string> acc(iterArgs);
   for (int64_t u = 0; u < unroll; ++u) {
+    // Per row: the codes as f32 by slot, or as f16 pairs (half2).
     std::vector<std::vector<std::string>> codesOf;
-    for (int r = 0; r < rows; ++r)
-      codesOf.push_back(codes(f, s, ch[u][r]));
+    std::vector<CodePairs> pairsOf;
+    for (int r = 0; r < rows; ++r) {
+      if (half2)
+        pairsOf.push_back(codePairs(f, ch[u][r], /*adjacent=*/true));
+      else
+        codesOf.push_back(packed ? packedCodes(f, ch[u][r])
+                                 : codes(f, s, ch[u][r]));
+    }
+    const bool biased = !ch[u][0].bias.empty();
     for (int b = 0; b < batch; ++b) {
-      // The chunk's runs are the same for every row of the warp.
+      // The chunk's runs are the same for every row of the warp. x: 32 f32
+      // values by slot, or 16 f16 pairs (pair j: slots 2j, 2j+1).
       const Chunk &c0 = ch[u][0];
       std::string xrow = f.i64(int64_t(b) * s.k);
+      std::string off0 = f.addi(xrow, c0.run0, "i64");
+      std::string off1 = f.addi(xrow, c0.run1, "i64");
       std::vector<std::string> x =
-          loadActs(f, s, a.x, f.addi(xrow, c0.run0, "i64"), 16);
+          half2 ? loadActPairs(f, a.x, off0) : loadActs(f, s, a.x, off0, 16);
       std::vector<std::string> x1 =
-          loadActs(f, s, a.x, f.addi(xrow, c0.run1, "i64"), 16);
+          half2 ? loadActPairs(f, a.x, off1) : loadActs(f, s, a.x, off1, 16);
+      std::string sumx;
+      if (biased && half2) // 8 activations per f16 lane, then f32
+        sumx = pairsToF32Sum(f, {f.sum(x, h2), f.sum(x1, h2)});
       x.insert(x.end(), x1.begin(), x1.end());
-      std::string sumx = f.sum(x);
+      if (biased && !half2)
+        sumx = f.sum(x);
       for (int r = 0; r < rows; ++r) {
-        const std::vector<std::string> &q = codesOf[r];
-        // Two interleaved partial sums halve the FMA dependency chain.
-        std::string p0 = f.mulf(q[0], x[0]), p1 = f.mulf(q[1], x[1]);
-        for (int j = 2; j < 32; j += 2) {
-          p0 = f.fma(q[j], x[j], p0);
-          p1 = f.fma(q[j + 1], x[j + 1], p1);
+        std::string dot;
+        if (half2) {
+          // One f16x2 chain per run: 8 products per f16 lane.
+          const CodePairs &cp = pairsOf[r];
+          std::string p[2];
+          for (size_t i = 0; i < cp.pairs.size(); ++i) {
+            int slot = cp.slots[i].first;
+            std::string &pr = p[slot >= 16];
+            pr = pr.empty() ? f.bin("arith.mulf", cp.pairs[i], x[slot / 2], h2)
+                            : f.fma(cp.pairs[i], x[slot / 2], pr, h2);
+          }
+          dot = pairsToF32Sum(f, {p[0], p[1]});
+        } else {
+          const std::vector<std::string> &q = codesOf[r];
+          // Two interleaved partial sums halve the FMA dependency chain.
+          std::string p0 = f.mulf(q[0], x[0]), p1 = f.mulf(q[1], x[1]);
+          for (int j = 2; j < 32; j += 2) {
+            p0 = f.fma(q[j], x[j], p0);
+            p1 = f.fma(q[j + 1], x[j + 1], p1);
+          }
+          dot = f.addf(p0, p1);
         }
-        std::string dot = f.addf(p0, p1);
         size_t i = size_t(r) * batch + b;
         std::string next = f.fma(ch[u][r].scale, dot, acc[i]);
-        next = f.fma(ch[u][r].bias, sumx, next);
+        if (biased)
+          next = f.fma(ch[u][r].bias, sumx, next);
         if (guard)
           next = f.select(valid[u], next, acc[i], "f32");
         acc[i] = next;
@@ -907,7 +1065,7 @@ std::string emitQMatmulKernels(const QMatmulSpec &spec,
   std::string out;
   if (options.gemv)
     for (int b = 1; b <= options.maxGemvBatch; ++b)
-      out += emitGemv(spec, b, options.hostEmulation);
+      out += emitGemv(spec, b, options);
   if (options.tiled)
     out += emitTiled(spec, options.hostEmulation);
   return out;

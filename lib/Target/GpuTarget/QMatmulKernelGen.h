@@ -68,9 +68,26 @@ std::string tiledKernelName(const QMatmulSpec &spec);
 /// Bytes of the [N, K] weight: N rows of K / block blocks.
 int64_t weightBytes(const QMatmulSpec &spec);
 
+/// How the GEMV kernels turn 4-bit codes into numbers (docs/GPU.md,
+/// "Kernels"). 8-bit formats and the tiled kernel always use Scalar.
+enum class GemvDequant {
+  /// Two codes per `lop3` as the f16 pair 1024 + q (`(w & 0x000F000F) |
+  /// 0x64006400`), centred to q - 8 by one hsub2/hfma2 per pair. With f16
+  /// activations the products are f16x2 FMAs (runs of 8 per f16 lane, then
+  /// f32); with f32 activations each code is converted to f32.
+  Packed,
+  /// One code per f32: `bitcast(u | 0x4B000000) - 2^23` (the first
+  /// generator; kept for A/B measurements on a GPU).
+  Scalar,
+};
+
+/// Parses "packed", "scalar" (false if unknown).
+bool parseGemvDequant(const std::string &s, GemvDequant &out);
+
 struct KernelOptions {
   bool gemv = true;  ///< emit <base>_gemv1 .. _gemv<maxGemvBatch>
   int maxGemvBatch = 8;
+  GemvDequant gemvDequant = GemvDequant::Packed;
   bool tiled = true; ///< emit <base>_tiled
   /// Emit host functions instead of kernels, for testing the kernels'
   /// arithmetic on a CPU (test/gpu/QMatmulEmulationTest.cpp): each is a

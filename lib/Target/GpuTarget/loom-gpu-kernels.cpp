@@ -49,6 +49,11 @@ static cl::opt<std::string> scaleOpt("scale", cl::init("f16"),
                                               "f32"));
 static cl::opt<std::string> actOpt("act", cl::init("f32"),
                                    cl::desc("activation type: f32 or f16"));
+static cl::opt<std::string> gemvDequantOpt(
+    "gemv-dequant", cl::init("packed"),
+    cl::desc("4-bit GEMV code conversion: packed (two codes per lop3, f16x2 "
+             "products with f16 activations) or scalar (the first "
+             "generator's, for A/B runs); one spec only"));
 static cl::opt<std::string> emit("emit", cl::init("mlir"),
                                  cl::desc("mlir, ptx, cubin or fatbin"));
 static cl::list<std::string> chips("chip", cl::CommaSeparated,
@@ -79,6 +84,9 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   std::vector<QMatmulSpec> specs;
   if (!input.empty()) {
+    if (gemvDequantOpt.getNumOccurrences())
+      return fail("--gemv-dequant applies to one spec (--format=...), not "
+                  "to a module's qmatmuls");
     llvm::SourceMgr sm;
     std::string err;
     auto file = openInputFile(input, &err);
@@ -122,9 +130,14 @@ int main(int argc, char **argv) {
     std::string err = validate(s);
     if (!err.empty())
       return fail(err);
+    KernelOptions kernelOpts;
+    if (!parseGemvDequant(gemvDequantOpt, kernelOpts.gemvDequant))
+      return fail("--gemv-dequant='" + gemvDequantOpt +
+                  "': expected packed or scalar");
     specs.push_back(s);
     module = ModuleOp::create(UnknownLoc::get(&ctx));
-    if (failed(appendQMatmulKernels(*module, specs, kQMatmulModuleName)))
+    if (failed(appendQMatmulKernels(*module, specs, kQMatmulModuleName,
+                                    kernelOpts)))
       return 1;
   }
 
