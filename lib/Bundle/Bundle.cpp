@@ -138,13 +138,15 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         w.nbytes = n * dtypeBytes(dtype);
       }
       if (auto il = dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
-        auto rows = dyn_cast_or_null<IntegerAttr>(il.get("rows"));
-        auto bytes = dyn_cast_or_null<IntegerAttr>(il.get("bytes"));
-        if (!rows || !bytes || rows.getInt() < 1 || bytes.getInt() < 1 ||
-            st.getRank() != 2 || st.getShape()[1] % bytes.getInt() != 0)
-          return fail("weight '" + w.name + "': malformed interleave");
-        w.interleaveRows = rows.getInt();
-        w.interleaveBytes = bytes.getInt();
+        // Checked by loom-run's manifest reader, which owns the layout.
+        for (StringRef key :
+             {"rows", "block_bytes", "fields", "field_bytes", "unit_bytes"}) {
+          auto v = dyn_cast_or_null<IntegerAttr>(il.get(key));
+          if (!v)
+            return fail("weight '" + w.name + "': interleave has no '" + key +
+                        "'");
+          w.interleave.emplace_back(key.str(), v.getInt());
+        }
       }
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))
@@ -299,9 +301,12 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     je["weights"] = json::array();
     for (const WeightInfo &w : e.weights) {
       json jw{{"name", w.name}, {"dtype", w.dtype}, {"shape", w.shape}};
-      if (w.interleaveRows)
-        jw["interleave"] = {{"rows", w.interleaveRows},
-                            {"bytes", w.interleaveBytes}};
+      if (!w.interleave.empty()) {
+        json il = json::object();
+        for (const auto &[key, v] : w.interleave)
+          il[key] = v;
+        jw["interleave"] = il;
+      }
       je["weights"].push_back(jw);
     }
     jentries.push_back(je);

@@ -44,11 +44,10 @@ struct WeightInfo {
   /// `offset`/`nbytes` the whole tensor's bytes in `file`.
   std::vector<std::vector<std::string>> splitAxes;
   std::vector<int64_t> globalShape;
-  /// Interleaved layout of a quantized weight (docs/QUANTIZE.md), applied
-  /// by the launcher at load: groups of `interleaveRows` rows, interleaved
-  /// in units of `interleaveBytes` (one block). 0: the rows as stored.
-  int64_t interleaveRows = 0;
-  int64_t interleaveBytes = 0;
+  /// Interleaved layout of a quantized weight (docs/QUANTIZE.md), made by
+  /// the launcher at load; empty: the rows as stored. In manifest order:
+  /// rows, block_bytes, fields, field_bytes, unit_bytes.
+  std::vector<std::pair<std::string, int64_t>> interleave;
 };
 
 struct EntryInfo {

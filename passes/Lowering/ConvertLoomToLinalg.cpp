@@ -226,8 +226,8 @@ private:
   /// Entry-point arguments of block type become their bytes
   /// (QTensorType::getStorageType); the quantization of each is kept here.
   llvm::DenseMap<Value, QTensorType> quantOf;
-  /// Quantized weights stored in the interleaved layout: rows per group.
-  llvm::DenseMap<Value, int64_t> interleaveOf;
+  /// Quantized weights stored in the interleaved layout.
+  llvm::DenseSet<Value> interleaved;
   LogicalResult convertQuantizedArguments();
   /// One dequantized element: row `row`, column `k` of the bytes `bytes`.
   static Value dequantElement(OpBuilder &bb, Location l, Value bytes,
@@ -886,8 +886,23 @@ LogicalResult Lowerer::convertQuantizedArguments() {
       quantOf[arg] = q;
       if (auto desc = fn.getArgAttrOfType<DictionaryAttr>(
               i, LoomDialect::kWeightAttrName))
-        if (auto il = desc.getAs<DictionaryAttr>("interleave"))
-          interleaveOf[arg] = cast<IntegerAttr>(il.get("rows")).getInt();
+        if (auto il = desc.getAs<DictionaryAttr>("interleave")) {
+          // The layout the kernels read; anything else is not ours.
+          QWeightInterleave want = interleaveOf(q.getQuant());
+          auto is = [&](StringRef key, int64_t v) {
+            auto a = il.getAs<IntegerAttr>(key);
+            return a && a.getInt() == v;
+          };
+          if (!is("rows", want.rows) || !is("block_bytes", want.blockBytes) ||
+              !is("fields", want.fields) ||
+              !is("field_bytes", want.fieldBytes) ||
+              !is("unit_bytes", want.unitBytes))
+            return fn.emitOpError()
+                   << "argument " << i << ": interleave " << il
+                   << " is not the layout of " << q
+                   << " that the kernels read (see docs/QUANTIZE.md)";
+          interleaved.insert(arg);
+        }
       arg.setType(storage);
       inputs[i] = storage;
       changed = true;
@@ -976,7 +991,7 @@ FailureOr<Value> Lowerer::dequantize(Operation *op, Value weight) {
     return op->emitOpError()
            << "quantized values lower to CPU code only when they are "
               "weights of an entry point (GGUF blocks)";
-  if (interleaveOf.count(weight))
+  if (interleaved.contains(weight))
     return op->emitOpError() << "cannot dequantize a weight stored in the "
                                 "interleaved layout (only loom.qmatmul "
                                 "kernels read it)";
@@ -1007,15 +1022,14 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   Value x = op.getInput();
   auto xt = cast<RankedTensorType>(x.getType());
   auto type = op.getResult().getType();
-  int64_t interleave = interleaveOf.lookup(op.getWeight());
+  bool interleave = interleaved.contains(op.getWeight());
   QMatmulLowering how = chooseQMatmulLowering(op, qt);
-  if (!how.kernel) {
-    if (interleave)
-      return op->emitOpError()
-             << "the weight was given the interleaved layout but this "
-                "matmul does not use the generated kernel";
+  if (interleave && (!how.kernel || how.act != QKernelActivations::I8))
+    return op->emitOpError()
+           << "the weight is in the interleaved layout, which only the "
+              "int8-activation kernel reads";
+  if (!how.kernel)
     return Value();
-  }
   int64_t k = qt.getShape()[1];
   func::FuncOp kernel = getOrCreateQMatmulKernel(module, qt.getQuant(), k,
                                                  how.act, how.hostIsa,
@@ -1069,7 +1083,7 @@ FailureOr<Value> Lowerer::quantizedEmbedding(EmbeddingOp op) {
   if (it == quantOf.end())
     return op.emitOpError() << "quantized embedding tables lower to CPU "
                                "code only as entry-point weights";
-  if (interleaveOf.count(table))
+  if (interleaved.contains(table))
     return op.emitOpError() << "an embedding table cannot be stored in the "
                                "interleaved layout";
   QuantAttr quant = it->second.getQuant();

@@ -14,17 +14,17 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
     `loom.weight` argument attribute (name and storage), and the function is
     marked `llvm.emit_c_interface`. Private functions must not use weights.
 
-    A quantized weight whose every use is a `loom.qmatmul` that lowers to the
-    generated kernel is given the interleaved layout (docs/QUANTIZE.md):
-    `interleave = {rows = 8, bytes = <block bytes>}` in its `loom.weight`
-    argument attribute. The bundle records it and the launcher repacks the
-    weight at load; the lowering generates kernels that read it.
+    A quantized weight whose every use is a decode GEMV (a static batch of
+    fewer than 4 rows) of a `loom.qmatmul` kernel with int8 activations, and
+    that has at least 8 rows, is given the interleaved layout
+    (docs/QUANTIZE.md): `interleave = {rows = 8, block_bytes, fields,
+    field_bytes, unit_bytes}` in its `loom.weight` argument attribute. The
+    bundle records it, the launcher repacks the weight at load and the
+    lowering generates the kernels that read it.
   }];
   let options = [
-    Option<"interleaveRows", "interleave-rows", "int64_t",
-           /*default=*/"8",
-           "rows per group of the interleaved layout of quantized matmul "
-           "weights (0: keep the rows as stored)">,
+    Option<"interleave", "interleave", "bool", /*default=*/"true",
+           "give decode GEMV weights the interleaved layout">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -28,36 +28,36 @@ struct PrepareEntryPointsPass
     : loom::impl::PrepareEntryPointsPassBase<PrepareEntryPointsPass> {
   using Base::Base;
 
-  /// The block bytes of a quantized weight that gets the interleaved layout,
-  /// else 0: every use a decode GEMV (fewer rows of x than a batched tile,
-  /// static) of a qmatmul kernel with int8 activations, and at least one
-  /// full group of rows. The memory-bound int8 GEMV is faster on one
-  /// sequential stream per tile; the compute-bound f32 and batched kernels
-  /// are faster on the rows as stored (docs/QUANTIZE.md).
-  int64_t interleavedBlockBytes(MutableArrayRef<WeightOp> uses) const {
+  /// Whether a quantized weight gets the interleaved layout: every use a
+  /// decode GEMV (a static batch of fewer rows than a batched tile) of a
+  /// qmatmul kernel with int8 activations, and at least one full group of
+  /// rows. The memory-bound int8 GEMV reads a group's 8 rows in the 8 lanes
+  /// of one stream; the compute-bound f32 and batched kernels keep the rows
+  /// as stored (docs/QUANTIZE.md).
+  bool interleaves(MutableArrayRef<WeightOp> uses) const {
     auto q = dyn_cast<QTensorType>(uses.front().getType());
-    if (interleaveRows <= 0 || !q || !q.getStorageType() ||
-        q.getShape().size() != 2 || q.getShape()[0] < interleaveRows)
-      return 0;
+    if (!interleave || !q || !q.getStorageType() ||
+        q.getShape().size() != 2 || q.getShape()[0] < kQWeightInterleaveRows)
+      return false;
     for (WeightOp w : uses)
       for (OpOperand &use : w->getUses()) {
         auto mm = dyn_cast<QMatmulOp>(use.getOwner());
         if (!mm || use.get() != mm.getWeight())
-          return 0;
+          return false;
         QMatmulLowering how = chooseQMatmulLowering(mm, q);
         if (!how.kernel || how.act != QKernelActivations::I8)
-          return 0;
+          return false;
         auto xt = cast<RankedTensorType>(mm.getInput().getType());
         int64_t rows = 1;
         for (int64_t d : xt.getShape().drop_back()) {
           if (ShapedType::isDynamic(d))
-            return 0;
+            return false;
           rows *= d;
         }
         if (rows >= kQMatmulBatchTileRows)
-          return 0;
+          return false;
       }
-    return q.getQuant().getBlockBytes();
+    return true;
   }
 
   void runOnOperation() override {
@@ -101,18 +101,22 @@ struct PrepareEntryPointsPass
         // A weight loaded split (partitioned): its axes and global shape.
         if (auto split = first->getAttrOfType<DictionaryAttr>("loom.split"))
           desc.emplace_back(StringAttr::get(ctx, "split"), split);
-        if (int64_t bytes = interleavedBlockBytes(uses))
+        if (interleaves(uses)) {
+          QWeightInterleave il =
+              interleaveOf(cast<QTensorType>(first.getType()).getQuant());
+          Builder b(ctx);
           desc.emplace_back(
-              StringAttr::get(ctx, "interleave"),
-              DictionaryAttr::get(
-                  ctx, {NamedAttribute(StringAttr::get(ctx, "rows"),
-                                       IntegerAttr::get(
-                                           IntegerType::get(ctx, 64),
-                                           interleaveRows)),
-                        NamedAttribute(StringAttr::get(ctx, "bytes"),
-                                       IntegerAttr::get(
-                                           IntegerType::get(ctx, 64),
-                                           bytes))}));
+              b.getStringAttr("interleave"),
+              b.getDictionaryAttr(
+                  {b.getNamedAttr("rows", b.getI64IntegerAttr(il.rows)),
+                   b.getNamedAttr("block_bytes",
+                                  b.getI64IntegerAttr(il.blockBytes)),
+                   b.getNamedAttr("fields", b.getI64IntegerAttr(il.fields)),
+                   b.getNamedAttr("field_bytes",
+                                  b.getI64IntegerAttr(il.fieldBytes)),
+                   b.getNamedAttr("unit_bytes",
+                                  b.getI64IntegerAttr(il.unitBytes))}));
+        }
         for (WeightOp w : uses)
           if (w.getType() != first.getType()) {
             w.emitOpError() << "weight '" << name

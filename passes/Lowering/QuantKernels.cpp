@@ -21,6 +21,13 @@
 // host CPU. With int8 activations (the second half of KernelGen) the
 // products are integer dot products (vpdpbusd with AVX512-VNNI).
 //
+// Decode GEMVs with int8 activations on weights in the interleaved layout
+// (groups of 8 rows, docs/QUANTIZE.md) put the 8 rows of a group in the 8
+// lanes instead: each 4-byte lane of a 32-byte load holds 4 codes of one
+// row, one dot product against 4 broadcast activation codes feeds all 8
+// rows, the group's 8 scales are one vector and the tile stores its 8
+// results without a horizontal sum.
+//
 // Tuning knobs (measurements only): LOOM_QMM_TILE=MRxNR2xNR1,
 // LOOM_QMM_PREFETCH (bytes ahead; negative: tiles ahead; 0: none).
 //
@@ -117,68 +124,14 @@ struct KernelGen {
     return SmallVector<Value>(forOp.getResults());
   }
 
-  //===--- weight addressing ---------------------------------------------===//
-  // Rows as stored: block `blk` of row `n` is at w[n, blk * bb]. In a full
-  // group of the interleaved layout (G rows, docs/QUANTIZE.md) it is at
-  // byte (n - n % G) * rowBytes + blk * G * bb + (n % G) * bb of the whole
-  // weight, addressed through `wflat`, a 1-D view of w.
-  int64_t G = 0;
-  Value wflat;
-  int64_t rowBytes() const { return nb * bb; }
-
-  /// A weight row of a tile: its index and, interleaved, the byte offset of
-  /// its first block (computed once per tile, outside the K loop).
-  struct RowRef {
-    Value row, base;
-  };
-  RowRef rowRef(Value row, bool interleaved) {
-    if (!interleaved)
-      return {row, Value()};
-    Value jj = arith::RemUIOp::create(b, loc, row, ci(G));
-    Value g0 = arith::SubIOp::create(b, loc, row, jj);
-    return {row, add(mul(g0, ci(rowBytes())), mul(jj, ci(bb)))};
-  }
-  /// The memref and indices of byte `inner` of block `blk` of row `r`.
-  std::pair<Value, SmallVector<Value>> at(const RowRef &r, Value blk,
-                                          int64_t inner) {
-    if (!r.base)
-      return {w, {r.row, add(mul(blk, ci(bb)), ci(inner))}};
-    return {wflat, {add(add(r.base, mul(blk, ci(G * bb))), ci(inner))}};
-  }
-  Value loadW(VectorType t, const RowRef &r, Value blk, int64_t inner) {
-    auto [mem, idx] = at(r, blk, inner);
-    return vector::LoadOp::create(b, loc, t, mem, idx);
-  }
-
-  /// Software prefetch for the tile whose rows are `rows`, at block `blk`.
-  /// Rows as stored: a tile walks NR rows at once (NR streams whose stride
-  /// is a row), which the hardware prefetchers follow badly; each row is
-  /// prefetched `prefetchBytes` ahead or, negative, the same bytes
-  /// -prefetchBytes tiles further. Interleaved, the tile is one stream: its
-  /// cache lines are prefetched at the same distance.
-  int64_t prefetchBytes = 0;
+  /// Software prefetch of weight row `row`, `prefetchBytes` ahead of the
+  /// block at `blkByte`: a tile walks NR rows at once (NR streams whose
+  /// stride is a row), which the hardware prefetchers follow badly.
+  int64_t prefetchBytes = -1;
   int64_t tileRows = 1;
-  void prefetch(ArrayRef<RowRef> rows, Value blk) {
+  void prefetch(Value row, Value blkByte) {
     if (prefetchBytes == 0)
       return;
-    if (rows.front().base) {
-      // The same bytes -prefetchBytes groups further.
-      int64_t ahead =
-          prefetchBytes < 0 ? -prefetchBytes * G * rowBytes() : prefetchBytes;
-      Value n = memref::DimOp::create(b, loc, wflat, 0);
-      Value last = arith::SubIOp::create(b, loc, n, ci(1));
-      for (int64_t off = 0; off < tileRows * bb; off += 64) {
-        auto [mem, idx] = at(rows.front(), blk, off + ahead);
-        Value p = arith::MinUIOp::create(b, loc, idx.front(), last);
-        memref::PrefetchOp::create(b, loc, wflat, ValueRange{p}, false, 0,
-                                   true);
-      }
-      return;
-    }
-    for (const RowRef &r : rows)
-      prefetchRow(r.row, mul(blk, ci(bb)));
-  }
-  void prefetchRow(Value row, Value blkByte) {
     if (prefetchBytes < 0) {
       // The same bytes of the row -prefetchBytes tiles further (the next
       // tiles' rows follow this tile's in memory).
@@ -200,11 +153,11 @@ struct KernelGen {
                                /*isDataCache=*/true);
   }
 
-  /// The scale (or min) at byte `inner` of block `blk` of row `r`,
-  /// broadcast.
-  Value loadScale(const RowRef &r, Value blk, int64_t inner) {
-    Value raw =
-        loadW(VectorType::get({scaleBytes}, b.getI8Type()), r, blk, inner);
+  /// The scale (or min) at byte `off` of weight row `row`, broadcast.
+  Value loadScale(Value row, Value off) {
+    auto raw = vector::LoadOp::create(
+        b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
+        ValueRange{row, off});
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
     Value s = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
@@ -231,30 +184,22 @@ struct KernelGen {
     return {toF(lo), toF(hi)};
   }
 
-  /// The NR rows of a tile starting at row n0 of W.
-  SmallVector<RowRef> tileRowRefs(Value n0, int64_t NR, bool interleaved) {
+  /// One MR x NR tile at rows m0 of x and n0 of W.
+  void tile(Value m0, Value n0, int64_t MR, int64_t NR) {
     tileRows = NR;
-    SmallVector<RowRef> rows;
-    for (int64_t j = 0; j < NR; ++j)
-      rows.push_back(rowRef(add(n0, ci(j)), interleaved));
-    return rows;
-  }
-
-  /// One MR x NR tile at rows m0 of x and n0 of W (`interleaved`: rows of
-  /// one full group of the interleaved layout).
-  void tile(Value m0, Value n0, int64_t MR, int64_t NR, bool interleaved) {
-    SmallVector<RowRef> rows = tileRowRefs(n0, NR, interleaved);
     SmallVector<Value> inits(MR * NR, zeroF());
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, inits,
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
+          Value blkByte = mul(blk, ci(bb));
           Value kBase = mul(blk, ci(B));
-          SmallVector<Value> d, m;
-          prefetch(rows, blk);
+          SmallVector<Value> rows, d, m;
           for (int64_t j = 0; j < NR; ++j) {
-            d.push_back(loadScale(rows[j], blk, 0));
+            rows.push_back(add(n0, ci(j)));
+            prefetch(rows[j], blkByte);
+            d.push_back(loadScale(rows[j], blkByte));
             if (!sym)
-              m.push_back(loadScale(rows[j], blk, scaleBytes));
+              m.push_back(loadScale(rows[j], add(blkByte, ci(scaleBytes))));
           }
           SmallVector<Value> xrows;
           for (int64_t i = 0; i < MR; ++i)
@@ -262,10 +207,11 @@ struct KernelGen {
           SmallVector<Value> p(MR * NR), xs(MR);
           int64_t chunks = (four ? B / 2 : B) / VL;
           for (int64_t c = 0; c < chunks; ++c) {
+            Value off = add(blkByte, ci(valOff + c * VL));
             SmallVector<std::pair<Value, Value>> wv;
             for (int64_t j = 0; j < NR; ++j)
-              wv.push_back(
-                  unpack(loadW(vi8(), rows[j], blk, valOff + c * VL)));
+              wv.push_back(unpack(vector::LoadOp::create(
+                  b, loc, vi8(), w, ValueRange{rows[j], off})));
             Value kLo = add(kBase, ci(c * VL));
             Value kHi = four ? add(kBase, ci(B / 2 + c * VL)) : Value();
             for (int64_t i = 0; i < MR; ++i) {
@@ -391,11 +337,12 @@ struct KernelGen {
     });
   }
 
-  /// Scale (or min) at byte `inner` of block `blk` of row `r`, in 8 lanes
-  /// (a broadcast of the stored bits, then one conversion).
-  Value loadScale8(const RowRef &r, Value blk, int64_t inner) {
-    Value raw =
-        loadW(VectorType::get({scaleBytes}, b.getI8Type()), r, blk, inner);
+  /// Scale (or min) of weight row `row` at byte `off`, in 8 lanes (a
+  /// broadcast of the stored bits, then one conversion).
+  Value loadScale8(Value row, Value off) {
+    auto raw = vector::LoadOp::create(
+        b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
+        ValueRange{row, off});
     Value v = vector::BitCastOp::create(
         b, loc, VectorType::get({1}, scaleType), raw);
     Value s8 = vector::BroadcastOp::create(
@@ -406,12 +353,14 @@ struct KernelGen {
     return arith::ExtFOp::create(b, loc, vf8(), s8);
   }
 
-  /// The 32-element unsigned code chunks of block `blk` of row `r`.
-  SmallVector<Value> weightChunks(const RowRef &r, Value blk) {
+  /// The 32-element unsigned code chunks of one block of row `row`.
+  SmallVector<Value> weightChunks(Value row, Value blkByte) {
     SmallVector<Value> chunks(B / 32);
+    Value base = add(blkByte, ci(valOff));
     if (!four) {
       for (int64_t c = 0; c < B / 32; ++c) {
-        Value raw = loadW(vi8x32(), r, blk, valOff + 32 * c);
+        Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
+                                           ValueRange{row, add(base, ci(32 * c))});
         if (sym) // int8 codes w + 128 as unsigned bytes
           raw = arith::XOrIOp::create(
               b, loc, raw,
@@ -427,7 +376,8 @@ struct KernelGen {
           b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(v)));
     };
     if (B == 32) {
-      Value raw = loadW(vi8(), r, blk, valOff);
+      Value raw = vector::LoadOp::create(b, loc, vi8(), w,
+                                         ValueRange{row, base});
       Value lo = arith::AndIOp::create(b, loc, raw, splatI8(15));
       Value hi = arith::ShRUIOp::create(b, loc, raw, splatI8(4));
       SmallVector<int64_t> mask;
@@ -438,15 +388,16 @@ struct KernelGen {
     }
     int64_t half = B / 2 / 32;
     for (int64_t c = 0; c < half; ++c) {
-      Value raw = loadW(vi8x32(), r, blk, valOff + 32 * c);
+      Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
+                                         ValueRange{row, add(base, ci(32 * c))});
       chunks[c] = arith::AndIOp::create(b, loc, raw, splat32(15));
       chunks[half + c] = arith::ShRUIOp::create(b, loc, raw, splat32(4));
     }
     return chunks;
   }
 
-  /// acc (8 x i32) += dot of unsigned `wu` and signed `xs` (32 bytes each),
-  /// summed in groups of 4 (only the total over the lanes is used).
+  /// acc (8 x i32) += dot of unsigned `wu` and signed `xs` (32 bytes each):
+  /// lane l adds the 4 products of bytes 4l .. 4l + 3 (vpdpbusd).
   Value dot(Value acc, Value wu, Value xs) {
     if (vnni) {
       // A declaration named like the intrinsic becomes the intrinsic in
@@ -472,15 +423,15 @@ struct KernelGen {
     for (int64_t s = 0; s < 4; ++s) {
       SmallVector<int64_t> mask;
       for (int64_t i = 0; i < 8; ++i)
-        mask.push_back(8 * s + i);
+        mask.push_back(4 * i + s);
       acc = arith::AddIOp::create(
           b, loc, acc, vector::ShuffleOp::create(b, loc, p, p, mask));
     }
     return acc;
   }
 
-  void tileI8(Value m0, Value n0, int64_t MR, int64_t NR, bool interleaved) {
-    SmallVector<RowRef> rows = tileRowRefs(n0, NR, interleaved);
+  void tileI8(Value m0, Value n0, int64_t MR, int64_t NR) {
+    tileRows = NR;
     Value zf = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
     Value zi = arith::ConstantOp::create(
@@ -489,15 +440,17 @@ struct KernelGen {
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, inits,
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
+          Value blkByte = mul(blk, ci(bb));
           Value kBase = mul(blk, ci(B));
-          SmallVector<Value> dw, mw;
+          SmallVector<Value> rows, dw, mw;
           SmallVector<SmallVector<Value>> wch;
-          prefetch(rows, blk);
           for (int64_t j = 0; j < NR; ++j) {
-            dw.push_back(loadScale8(rows[j], blk, 0));
+            rows.push_back(add(n0, ci(j)));
+            prefetch(rows[j], blkByte);
+            dw.push_back(loadScale8(rows[j], blkByte));
             if (!sym)
-              mw.push_back(loadScale8(rows[j], blk, scaleBytes));
-            wch.push_back(weightChunks(rows[j], blk));
+              mw.push_back(loadScale8(rows[j], add(blkByte, ci(scaleBytes))));
+            wch.push_back(weightChunks(rows[j], blkByte));
           }
           SmallVector<Value> next;
           for (int64_t i = 0; i < MR; ++i) {
@@ -544,16 +497,102 @@ struct KernelGen {
       }
   }
 
+  //===--- interleaved weights: the rows of a group in the lanes ---------===//
+  // A full group of 8 rows stores, for each block position, the group's 8
+  // scales (then its 8 mins), then the values in 4-byte units, the 8 rows'
+  // unit u next to each other (docs/QUANTIZE.md): 8 * bb bytes, addressed
+  // through `wflat`, a 1-D view of the weight bytes.
+  int64_t G = 0;
+  Value wflat;
+
+  /// 4 activation codes of row m at k, broadcast to the 8 lanes.
+  Value xCodes4(Value m, Value k) {
+    Value raw = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, b.getI8Type()), xq, ValueRange{m, k});
+    Value word = vector::ExtractOp::create(
+        b, loc,
+        vector::BitCastOp::create(b, loc,
+                                  VectorType::get({1}, b.getI32Type()), raw),
+        ArrayRef<int64_t>{0});
+    return vector::BitCastOp::create(
+        b, loc, vi8x32(), vector::BroadcastOp::create(b, loc, vi32x8(), word));
+  }
+
+  /// The 8 scales (or mins) of a group's block at byte `off` of wflat.
+  Value groupScales(Value off) {
+    Value raw = vector::LoadOp::create(
+        b, loc, VectorType::get({8 * scaleBytes}, b.getI8Type()), wflat,
+        ValueRange{off});
+    Value v = vector::BitCastOp::create(b, loc, VectorType::get({8}, scaleType),
+                                        raw);
+    if (scaleType.isF32())
+      return v;
+    return arith::ExtFOp::create(b, loc, vf8(), v);
+  }
+
+  /// y[m, n0 .. n0 + 8) for the full group of rows starting at n0.
+  void groupTileI8(Value m, Value n0) {
+    Value zf = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
+    Value groupBase = mul(n0, ci(nb * bb));
+    int64_t units = (bb - valOff) / 4;
+    Value acc = loop(
+        ci(0), ci(nb), 1, {zf},
+        [&](Value blk, ValueRange accs) -> SmallVector<Value> {
+          Value base = add(groupBase, mul(blk, ci(G * bb)));
+          Value kBase = mul(blk, ci(B));
+          Value dw = groupScales(base);
+          Value dx = vector::BroadcastOp::create(
+              b, loc, vf8(),
+              memref::LoadOp::create(b, loc, dxm, ValueRange{m, blk}));
+          Value dsum = vector::BroadcastOp::create(
+              b, loc, vi32x8(),
+              memref::LoadOp::create(b, loc, biasm, ValueRange{m, blk}));
+          Value values = add(base, ci(G * valOff));
+          for (int64_t u = 0; u < units; ++u) {
+            Value v = vector::LoadOp::create(b, loc, vi8x32(), wflat,
+                                             ValueRange{add(values,
+                                                            ci(32 * u))});
+            auto splat = [&](int64_t c) -> Value {
+              return arith::ConstantOp::create(
+                  b, loc,
+                  DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
+            };
+            if (four) {
+              dsum = dot(dsum, arith::AndIOp::create(b, loc, v, splat(15)),
+                         xCodes4(m, add(kBase, ci(4 * u))));
+              dsum = dot(dsum, arith::ShRUIOp::create(b, loc, v, splat(4)),
+                         xCodes4(m, add(kBase, ci(B / 2 + 4 * u))));
+            } else {
+              if (sym) // int8 codes w + 128 as unsigned bytes
+                v = arith::XOrIOp::create(b, loc, v, splat(-128));
+              dsum = dot(dsum, v, xCodes4(m, add(kBase, ci(4 * u))));
+            }
+          }
+          Value a = vector::FMAOp::create(
+              b, loc, arith::SIToFPOp::create(b, loc, vf8(), dsum),
+              arith::MulFOp::create(b, loc, dw, dx), accs[0]);
+          if (!sym) {
+            Value mw = groupScales(add(base, ci(G * scaleBytes)));
+            Value sx = vector::BroadcastOp::create(
+                b, loc, vf8(),
+                memref::LoadOp::create(b, loc, sxm, ValueRange{m, blk}));
+            a = vector::FMAOp::create(b, loc, sx, mw, a);
+          }
+          return {a};
+        })[0];
+    vector::StoreOp::create(b, loc, acc, y, ValueRange{m, n0});
+  }
+
   /// All tiles of y: [M, N].
   void body(bool i8 = false) {
     if (i8)
       quantizeRows();
-    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR,
-                      bool interleaved) {
+    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR) {
       if (i8)
-        tileI8(m0, n0, MR, NR, interleaved);
+        tileI8(m0, n0, MR, NR);
       else
-        tile(m0, n0, MR, NR, interleaved);
+        tile(m0, n0, MR, NR);
     };
     Value M = memref::DimOp::create(b, loc, x, 0);
     Value N = memref::DimOp::create(b, loc, w, 0);
@@ -565,30 +604,47 @@ struct KernelGen {
     // rows in flight), 4 with f32 activations (compute-bound: registers).
     int64_t MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
     if (const char *v = std::getenv("LOOM_QMM_TILE")) // "MRxNR2xNR1", tuning
-      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3 ||
-          (G && (G % NR2 || G % NR1)))
+      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3)
         MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
-    // Rows in tiles of NR up to `tiled` (interleaved: the full groups,
-    // whose tiles never straddle two groups), then the rest one by one.
-    auto rowsOf = [&](Value m0, int64_t mr, int64_t NR) {
-      Value tiled = floorTo(N, G ? G : NR);
-      loop(ci(0), tiled, NR, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, mr, NR, G != 0);
+    if (G) {
+      // Interleaved weights (decode): each row of x against the full
+      // groups, then the remaining rows (stored as they are) one by one.
+      Value groups = floorTo(N, G);
+      loop(ci(0), M, 1, {}, [&](Value m, ValueRange) {
+        loop(ci(0), groups, G, {}, [&](Value n0, ValueRange) {
+          groupTileI8(m, n0);
+          return SmallVector<Value>();
+        });
+        loop(groups, N, 1, {}, [&](Value n0, ValueRange) {
+          tileFn(m, n0, 1, 1);
+          return SmallVector<Value>();
+        });
         return SmallVector<Value>();
       });
-      loop(tiled, N, 1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, mr, 1, false);
-        return SmallVector<Value>();
-      });
-    };
-    // Interleaved weights are for decode: GEMV tiles only.
-    Value mFull = G ? ci(0) : floorTo(M, MR);
+      return;
+    }
+    Value mFull = floorTo(M, MR);
+    Value nFull2 = floorTo(N, NR2), nFull1 = floorTo(N, NR1);
     loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
-      rowsOf(m0, MR, NR2);
+      loop(ci(0), nFull2, NR2, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, MR, NR2);
+        return SmallVector<Value>();
+      });
+      loop(nFull2, N, 1, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, MR, 1);
+        return SmallVector<Value>();
+      });
       return SmallVector<Value>();
     });
     loop(mFull, M, 1, {}, [&](Value m0, ValueRange) {
-      rowsOf(m0, 1, NR1);
+      loop(ci(0), nFull1, NR1, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, 1, NR1);
+        return SmallVector<Value>();
+      });
+      loop(nFull1, N, 1, {}, [&](Value n0, ValueRange) {
+        tileFn(m0, n0, 1, 1);
+        return SmallVector<Value>();
+      });
       return SmallVector<Value>();
     });
   }
@@ -633,15 +689,30 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt) {
   return l;
 }
 
+QWeightInterleave interleaveOf(QuantAttr q) {
+  int64_t scaleBytes = q.getScaleType().getIntOrFloatBitWidth() / 8;
+  int64_t head = q.getBlockBytes() - q.getBlockSize() * q.getBits() / 8;
+  QWeightInterleave il;
+  il.rows = kQWeightInterleaveRows;
+  il.blockBytes = q.getBlockBytes();
+  il.fieldBytes = scaleBytes;
+  il.fields = head / scaleBytes;
+  il.unitBytes = 4;
+  return il;
+}
+
 func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
                                       QKernelActivations act, bool hostIsa,
-                                      int64_t interleaveRows) {
+                                      bool interleaved) {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   bool vnni = hostIsa && features.lookup("avx512vnni") &&
               features.lookup("avx512vl");
   if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
     vnni = vnni && *v != '0';
-  std::string name = kernelName(q, k, act, interleaveRows);
+  assert((!interleaved || act == QKernelActivations::I8) &&
+         "interleaved weights are read by the int8-activation kernels");
+  std::string name =
+      kernelName(q, k, act, interleaved ? kQWeightInterleaveRows : 0);
   if (act == QKernelActivations::I8 && !vnni)
     name += "_generic";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
@@ -673,16 +744,6 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   gen.w = entry->getArgument(1);
   gen.y = entry->getArgument(2);
   gen.module = module;
-  if (interleaveRows) {
-    gen.G = interleaveRows;
-    gen.wflat = memref::CollapseShapeOp::create(
-        b, loc, gen.w, SmallVector<ReassociationIndices>{{0, 1}});
-  }
-  // Rows as stored: the next tile's bytes (a tile is NR strided streams).
-  // Interleaved: none, the tile is one sequential stream that the hardware
-  // prefetchers follow (software prefetches only cost time there:
-  // docs/QUANTIZE.md).
-  gen.prefetchBytes = interleaveRows ? 0 : -1;
   if (const char *v = std::getenv("LOOM_QMM_PREFETCH")) // bytes; 0: none
     gen.prefetchBytes = std::atol(v);
   if (i8) {
@@ -691,6 +752,11 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
     gen.biasm = entry->getArgument(5);
     gen.sxm = entry->getArgument(6);
     gen.vnni = vnni;
+  }
+  if (interleaved) {
+    gen.G = kQWeightInterleaveRows;
+    gen.wflat = memref::CollapseShapeOp::create(
+        b, loc, gen.w, SmallVector<ReassociationIndices>{{0, 1}});
   }
   gen.body(i8);
   func::ReturnOp::create(b, loc);

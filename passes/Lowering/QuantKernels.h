@@ -25,6 +25,23 @@ enum class QKernelActivations {
 /// Whether a generated kernel exists for `q` (and the reason when not).
 bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);
 
+/// Rows per group of the interleaved weight layout: the 8 lanes of a
+/// 256-bit integer dot product.
+constexpr int64_t kQWeightInterleaveRows = 8;
+
+/// The interleaved layout of a quantized weight's [N, R] bytes
+/// (docs/QUANTIZE.md), which the launcher makes at load: each full group
+/// of `rows` rows is stored block position by block position; for each,
+/// the `fields` header fields of `fieldBytes` (scale, min) of the group's
+/// rows, field by field, then the values in units of `unitBytes`, the
+/// group's rows' unit u next to each other. The rows after the last full
+/// group stay as they are.
+struct QWeightInterleave {
+  int64_t rows = 0, blockBytes = 0, fields = 0, fieldBytes = 0,
+          unitBytes = 0;
+};
+QWeightInterleave interleaveOf(QuantAttr q);
+
 /// Rows of x that the kernels take together in a batched register tile;
 /// fewer rows (decode) run GEMV tiles of one row of x.
 constexpr int64_t kQMatmulBatchTileRows = 4;
@@ -56,16 +73,13 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight);
 /// code otherwise.
 /// `hostIsa`: instructions of the compiling host may be used (VNNI); off
 /// for code compiled for another CPU (loomc --portable).
-/// `interleaveRows`: 0 for weights stored as written, else the group size
-/// of the interleaved layout (docs/QUANTIZE.md): each full group of that
-/// many rows stored block by block, the group's blocks of one K position
-/// next to each other, so that a GEMV tile reads one sequential stream.
-/// Such kernels run GEMV tiles only (one row of x at a time).
+/// `interleaved`: the weight is in the interleaved layout (interleaveOf;
+/// int8 activations only); such kernels take one row of x at a time.
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act,
                                             bool hostIsa = true,
-                                            int64_t interleaveRows = 0);
+                                            bool interleaved = false);
 
 } // namespace loom
 

@@ -298,13 +298,21 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       if (jw.contains("interleave")) {
         std::string ip = Reader::idx(p + ".weights", k) + ".interleave";
         const TensorSpec &t = e.weights[k];
-        if (!r.integer(jw["interleave"], ip, "rows", il.rows) ||
-            !r.integer(jw["interleave"], ip, "bytes", il.bytes))
+        const Json &j = jw["interleave"];
+        if (!r.integer(j, ip, "rows", il.rows) ||
+            !r.integer(j, ip, "block_bytes", il.blockBytes) ||
+            !r.integer(j, ip, "fields", il.fields) ||
+            !r.integer(j, ip, "field_bytes", il.fieldBytes) ||
+            !r.integer(j, ip, "unit_bytes", il.unitBytes))
           return false;
-        if (il.rows < 1 || il.bytes < 1 || t.shape.size() != 2 ||
-            t.dtype != DType::I8 || t.shape[1] % il.bytes != 0)
-          return r.fail(ip, "needs rows >= 1 and bytes >= 1 dividing the "
-                            "row of a 2-D i8 weight");
+        int64_t values = il.blockBytes - il.fields * il.fieldBytes;
+        if (il.rows < 1 || il.blockBytes < 1 || il.fields < 0 ||
+            il.fieldBytes < 0 || il.unitBytes < 1 || values < 0 ||
+            values % il.unitBytes != 0 || t.shape.size() != 2 ||
+            t.dtype != DType::I8 || t.shape[1] % il.blockBytes != 0)
+          return r.fail(ip, "not a layout of a 2-D i8 weight: rows >= 1, "
+                            "blocks dividing the row, each the header "
+                            "fields then whole units");
       }
       e.interleave.push_back(il);
     }

@@ -6,6 +6,8 @@
 #ifndef LOOM_RUN_MANIFEST_H
 #define LOOM_RUN_MANIFEST_H
 
+#include "Strided.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,14 +41,9 @@ struct OutputSpec {
   int64_t rank = 0;
 };
 
-/// A weight's interleaved layout (docs/QUANTIZE.md): the launcher stores
-/// each full group of `rows` rows of the [N, R] bytes unit by unit (`bytes`
-/// per unit, one quantization block), the group's units of one position
-/// next to each other. rows == 0: the rows as stored.
-struct Interleave {
-  int64_t rows = 0;
-  int64_t bytes = 0;
-};
+/// A quantized weight's interleaved layout (Strided.h); rows == 0: the
+/// rows as stored.
+using Interleave = RowInterleave;
 
 struct Entry {
   std::string name;

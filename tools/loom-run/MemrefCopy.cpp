@@ -26,23 +26,58 @@ void rowMajorStrides(int64_t rank, const int64_t *sizes, int64_t *strides) {
   }
 }
 
+namespace {
+/// Piece `p` (N bytes) of each of `rows` rows `rowStride` apart, packed.
+template <int64_t N>
+void gatherFixed(const char *p, int64_t rowStride, int64_t rows, char *out) {
+  for (int64_t j = 0; j < rows; ++j)
+    std::memcpy(out + j * N, p + j * rowStride, N);
+}
+void gather(const char *p, int64_t bytes, int64_t rowStride, int64_t rows,
+            char *out) {
+  switch (bytes) {
+  case 2:
+    return gatherFixed<2>(p, rowStride, rows, out);
+  case 4:
+    return gatherFixed<4>(p, rowStride, rows, out);
+  default:
+    for (int64_t j = 0; j < rows; ++j)
+      std::memcpy(out + j * bytes, p + j * rowStride, size_t(bytes));
+  }
+}
+} // namespace
+
 void interleaveRows(const char *src, const std::vector<int64_t> &shape,
-                    const std::vector<int64_t> &srcStrides, int64_t rows,
-                    int64_t unitBytes, char *dst) {
-  const int64_t n = shape[0], r = shape[1], s0 = srcStrides[0],
-                s1 = srcStrides[1];
+                    const std::vector<int64_t> &srcStrides,
+                    const RowInterleave &il, char *dst) {
+  const int64_t n = shape[0], r = shape[1];
+  int64_t s0 = srcStrides[0];
+  std::vector<char> rowMajor;
+  if (srcStrides[1] != 1) {
+    rowMajor.resize(size_t(n * r));
+    const int64_t to[2] = {r, 1};
+    copyStrided(1, 2, shape.data(), src, srcStrides.data(), rowMajor.data(),
+                to);
+    src = rowMajor.data();
+    s0 = r;
+  }
+  const int64_t rows = il.rows, bb = il.blockBytes;
+  const int64_t head = il.fields * il.fieldBytes;
+  const int64_t units = (bb - head) / il.unitBytes;
   const int64_t groups = n / rows;
-  // Full groups: the [groups, units, rows, unit] view of the source.
-  const int64_t sizes[4] = {groups, r / unitBytes, rows, unitBytes};
-  const int64_t from[4] = {rows * s0, unitBytes * s1, s0, s1};
-  int64_t to[4];
-  rowMajorStrides(4, sizes, to);
-  copyStrided(1, 4, sizes, src, from, dst, to);
-  // The remaining rows as they are.
-  const int64_t tail[2] = {n - groups * rows, r};
-  const int64_t contiguous[2] = {r, 1};
-  copyStrided(1, 2, tail, src + groups * rows * s0, srcStrides.data(),
-              dst + groups * rows * r, contiguous);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t c = 0; c < r / bb; ++c) {
+      const char *block = src + g * rows * s0 + c * bb;
+      char *out = dst + g * rows * r + c * rows * bb;
+      for (int64_t f = 0; f < il.fields; ++f)
+        gather(block + f * il.fieldBytes, il.fieldBytes, s0, rows,
+               out + f * rows * il.fieldBytes);
+      for (int64_t u = 0; u < units; ++u)
+        gather(block + head + u * il.unitBytes, il.unitBytes, s0, rows,
+               out + rows * head + u * rows * il.unitBytes);
+    }
+  for (int64_t row = groups * rows; row < n; ++row)
+    std::memcpy(dst + row * r, src + row * s0, size_t(r));
 }
 
 void copyStrided(int64_t elemSize, int64_t rank, const int64_t *sizes,

@@ -372,8 +372,8 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
         return 1;
       }
       if (il.rows)
-        interleaveRows(static_cast<const char *>(p), w.shape, w.strides,
-                       il.rows, il.bytes, b.get());
+        interleaveRows(static_cast<const char *>(p), w.shape, w.strides, il,
+                       b.get());
       else
         copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
                     static_cast<const char *>(p), w.strides.data(), b.get(),

@@ -95,12 +95,12 @@ cl::opt<std::string> quantReport(
              "weights/quant.report.json inside a bundle, else "
              "<quant-file>.report.json)"),
     cl::value_desc("path"), cl::cat(loomcCategory));
-cl::opt<int> quantInterleave(
+cl::opt<bool> quantInterleave(
     "quant-interleave",
-    cl::desc("Rows per group of the interleaved layout of quantized matmul "
-             "weights, repacked by loom-run at load (0: keep the rows as "
-             "stored)"),
-    cl::value_desc("rows"), cl::init(8), cl::cat(loomcCategory));
+    cl::desc("Give decode GEMV weights with int8 activations the interleaved "
+             "layout, made by loom-run at load (default on; "
+             "--quant-interleave=0: keep the rows as stored)"),
+    cl::init(true), cl::cat(loomcCategory));
 cl::list<std::string> plugins("plugin",
                               cl::desc("Load a pass plugin (shared library); "
                                        "run its passes with --shard-passes"),
@@ -460,11 +460,6 @@ int main(int argc, char **argv) {
       }
 #endif
       PassManager prepare(&context);
-      if (quantInterleave < 0) {
-        llvm::errs() << "loomc: --quant-interleave=" << quantInterleave
-                     << ": give a number of rows (0: no interleaving)\n";
-        return 1;
-      }
       prepare.addPass(loom::createPrepareEntryPointsPass(
           loom::PrepareEntryPointsPassOptions{quantInterleave}));
       if (failed(prepare.run(*module)))

@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="interleave-rows=0" | FileCheck %s --check-prefix=OFF
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="interleave=false" | FileCheck %s --check-prefix=OFF
 // RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefix=KERNEL
 // RUN: env LOOM_QMATMUL=dequant loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s --check-prefix=DEQ
 
@@ -8,7 +8,7 @@
 // with int8 activations, with at least one full group of 8 rows.
 
 // CHECK-LABEL: func.func @decode
-// CHECK-SAME: loom.weight = {interleave = {bytes = 18 : i64, rows = 8 : i64}, name = "w"
+// CHECK-SAME: loom.weight = {interleave = {block_bytes = 18 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "w"
 // OFF-LABEL: func.func @decode
 // OFF-NOT: interleave
 // DEQ-LABEL: func.func @decode

@@ -32,6 +32,16 @@ def attr(scheme: str) -> str:
     return f"#loom.quant<{fmt}, block = {block}, mode = {m}, scale = {scale}>"
 
 
+def interleave(scheme: str) -> dict:
+    """The manifest's interleaved layout of a decode weight
+    (docs/QUANTIZE.md): groups of 8 rows; per block position the scales
+    (and mins) of the 8 rows, then their values in 4-byte units."""
+    fmt, block, mode, scale = parse(scheme)
+    return {"rows": 8, "block_bytes": block_bytes(scheme),
+            "fields": 2 if mode == "min" else 1,
+            "field_bytes": SCALE[scale][1], "unit_bytes": 4}
+
+
 def block_bytes(scheme: str) -> int:
     fmt, block, mode, scale = parse(scheme)
     sb = SCALE[scale][1]

@@ -208,8 +208,7 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
     layouts = {w["name"]: w.get("interleave")
                for w in man["entries"][0]["weights"]}
     interleaved = decode and act8 and "--quant-interleave=0" not in flags
-    expect = ({"rows": 8, "bytes": qref.block_bytes(scheme)} if interleaved
-              else None)
+    expect = qref.interleave(scheme) if interleaved else None
     assert layouts == {"blk.0.a": expect, "blk.0.b": expect}, layouts
     deq, mins = bundle_weights(bundle, scheme)
     x3 = rng.standard_normal(x3dims).astype(np.float32)
@@ -577,8 +576,8 @@ def test_interleaved_weight_split_over_ranks(loom, tmp_path, result):
 """)
     bundle = loom.compile(src)
     man = json.loads((bundle / "manifest.json").read_text())
-    assert man["entries"][0]["weights"][0]["interleave"] == {"rows": 8,
-                                                             "bytes": 18}
+    assert (man["entries"][0]["weights"][0]["interleave"]
+            == qref.interleave("q4_0"))
     slices = [r["weights"]["main"][0] for r in man["ranks"]]
     assert slices[0]["offset"] != slices[1]["offset"], "the weight is whole"
     x = rng.standard_normal((1, k)).astype(np.float32)

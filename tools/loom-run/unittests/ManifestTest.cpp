@@ -61,7 +61,9 @@ TEST(Manifest, Interleave) {
   std::string q = replaced(
       replaced(replaced(kGood, R"("dtype": "f32", "shape": [4]})",
                         R"("dtype": "i8", "shape": [16, 36],
-                           "interleave": {"rows": 8, "bytes": 18}})"),
+                           "interleave": {"rows": 8, "block_bytes": 18,
+                                          "fields": 1, "field_bytes": 2,
+                                          "unit_bytes": 4}})"),
                R"("offset": 0,
                            "nbytes": 16, "shape": [4], "strides": [1])",
                R"("offset": 0, "nbytes": 576, "shape": [16, 36],
@@ -73,15 +75,26 @@ TEST(Manifest, Interleave) {
   std::string err;
   ASSERT_TRUE(parseManifest(q, 1, m, &err)) << err;
   ASSERT_EQ(m.entries[0].interleave.size(), 1u);
-  EXPECT_EQ(m.entries[0].interleave[0].rows, 8);
-  EXPECT_EQ(m.entries[0].interleave[0].bytes, 18);
-  EXPECT_NE(parseError(replaced(q, "\"bytes\": 18", "\"bytes\": 20"))
-                .find("entries[0].weights[0].interleave: needs rows >= 1 and "
-                      "bytes >= 1 dividing the row of a 2-D i8 weight"),
+  const Interleave &il = m.entries[0].interleave[0];
+  EXPECT_EQ(il.rows, 8);
+  EXPECT_EQ(il.blockBytes, 18);
+  EXPECT_EQ(il.fields, 1);
+  EXPECT_EQ(il.fieldBytes, 2);
+  EXPECT_EQ(il.unitBytes, 4);
+  const std::string bad = "entries[0].weights[0].interleave: not a layout of "
+                          "a 2-D i8 weight";
+  // Blocks that do not divide the row, values not in whole units, no rows.
+  EXPECT_NE(parseError(replaced(q, "\"block_bytes\": 18",
+                                "\"block_bytes\": 20"))
+                .find(bad),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(q, "\"rows\": 8", "\"rows\": 0"))
-                .find("interleave: needs rows >= 1"),
+  EXPECT_NE(parseError(replaced(q, "\"unit_bytes\": 4", "\"unit_bytes\": 3"))
+                .find(bad),
             std::string::npos);
+  EXPECT_NE(parseError(replaced(q, "\"rows\": 8", "\"rows\": 0")).find(bad),
+            std::string::npos);
+  EXPECT_EQ(parseError(replaced(q, "\"fields\": 1,", "")),
+            "manifest.json: entries[0].weights[0].interleave.fields: missing");
   // Weights without the key keep their rows as stored.
   Manifest plain;
   ASSERT_TRUE(parseManifest(kGood, 1, plain, &err)) << err;

@@ -137,57 +137,99 @@ TEST(Strided, RowMajorStrides) {
 
 namespace {
 
+using loom::run::RowInterleave;
+
 /// The interleaved layout by its definition (docs/QUANTIZE.md), byte by
-/// byte: row n = g * rows + j of a full group, unit c, byte u lands at
-/// g * rows * R + (c * rows + j) * unit + u; the other rows stay in place.
+/// byte: byte b of block c of row n = g * rows + j of a full group lands in
+/// the group's block position c (rows * bb bytes at g * rows * R +
+/// c * rows * bb): a header byte of field f at f * rows * fb + j * fb +
+/// (b - f * fb), a value byte of unit u at rows * head + u * rows * ub +
+/// j * ub + (b - head - u * ub). The other rows stay in place.
 std::vector<char> interleavedByDefinition(const std::vector<char> &m,
-                                          int64_t n, int64_t r, int64_t rows,
-                                          int64_t unit) {
+                                          int64_t n, int64_t r,
+                                          const RowInterleave &il) {
   std::vector<char> out(m.size());
+  const int64_t head = il.fields * il.fieldBytes;
   for (int64_t row = 0; row < n; ++row)
     for (int64_t col = 0; col < r; ++col) {
-      int64_t g = row / rows, j = row % rows, c = col / unit, u = col % unit;
-      int64_t to = g < n / rows ? g * rows * r + (c * rows + j) * unit + u
-                                : row * r + col;
+      int64_t g = row / il.rows, j = row % il.rows;
+      int64_t c = col / il.blockBytes, b = col % il.blockBytes;
+      int64_t to = row * r + col;
+      if (g < n / il.rows) {
+        int64_t in;
+        if (b < head) {
+          int64_t f = b / il.fieldBytes;
+          in = f * il.rows * il.fieldBytes + j * il.fieldBytes +
+               b % il.fieldBytes;
+        } else {
+          int64_t u = (b - head) / il.unitBytes;
+          in = il.rows * head + u * il.rows * il.unitBytes +
+               j * il.unitBytes + (b - head) % il.unitBytes;
+        }
+        to = g * il.rows * r + c * il.rows * il.blockBytes + in;
+      }
       out[size_t(to)] = m[size_t(row * r + col)];
     }
   return out;
 }
 
-TEST(InterleaveRows, GroupsThenRemainingRows) {
-  // 19 rows of 4 blocks of 18 bytes: 2 groups of 8, 3 rows left.
-  const int64_t n = 19, r = 72, rows = 8, unit = 18;
-  std::vector<char> m(size_t(n * r));
+std::vector<char> pattern(size_t n) {
+  std::vector<char> m(n);
   for (size_t i = 0; i < m.size(); ++i)
     m[i] = char(i * 7 + i / 251);
-  std::vector<char> got(m.size(), 0);
-  loom::run::interleaveRows(m.data(), {n, r}, {r, 1}, rows, unit, got.data());
-  EXPECT_EQ(got, interleavedByDefinition(m, n, r, rows, unit));
+  return m;
+}
+
+TEST(InterleaveRows, GroupsThenRemainingRows) {
+  // 19 rows of 4 Q4_0 blocks (2-byte scale, 16 value bytes): 2 groups of
+  // 8, then 3 rows as they are.
+  const int64_t n = 19, r = 72;
+  RowInterleave il{8, 18, 1, 2, 4};
+  std::vector<char> m = pattern(size_t(n * r)), got(m.size(), 0);
+  loom::run::interleaveRows(m.data(), {n, r}, {r, 1}, il, got.data());
+  EXPECT_EQ(got, interleavedByDefinition(m, n, r, il));
+}
+
+TEST(InterleaveRows, TwoHeaderFieldsAndWideUnits) {
+  // Blocks with a scale and a min of 4 bytes each, 32 value bytes in units
+  // of 8; 16 rows: two whole groups.
+  const int64_t n = 16, r = 80;
+  RowInterleave il{8, 40, 2, 4, 8};
+  std::vector<char> m = pattern(size_t(n * r)), got(m.size(), 0);
+  loom::run::interleaveRows(m.data(), {n, r}, {r, 1}, il, got.data());
+  EXPECT_EQ(got, interleavedByDefinition(m, n, r, il));
 }
 
 TEST(InterleaveRows, FewerRowsThanAGroup) {
-  std::vector<char> m(5 * 36);
-  std::iota(m.begin(), m.end(), 0);
-  std::vector<char> got(m.size(), 0);
-  loom::run::interleaveRows(m.data(), {5, 36}, {36, 1}, 8, 18, got.data());
+  std::vector<char> m = pattern(5 * 36), got(m.size(), 0);
+  loom::run::interleaveRows(m.data(), {5, 36}, {36, 1}, {8, 18, 1, 2, 4},
+                            got.data());
   EXPECT_EQ(got, m);
 }
 
-TEST(InterleaveRows, FromAStridedBlock) {
+TEST(InterleaveRows, FromStridedBlocks) {
   // A column split: this rank's [16, 36] block of a [16, 72] weight starts
-  // at byte 36 of each row.
+  // at byte 36 of each row; and the same block seen with an inner stride.
   const int64_t n = 16, full = 72, r = 36;
-  std::vector<char> m(size_t(n * full));
-  for (size_t i = 0; i < m.size(); ++i)
-    m[i] = char(i * 13 + 5);
+  RowInterleave il{8, 18, 1, 2, 4};
+  std::vector<char> m = pattern(size_t(n * full));
   std::vector<char> block(size_t(n * r));
   for (int64_t row = 0; row < n; ++row)
     for (int64_t col = 0; col < r; ++col)
       block[size_t(row * r + col)] = m[size_t(row * full + 36 + col)];
   std::vector<char> got(block.size(), 0);
-  loom::run::interleaveRows(m.data() + 36, {n, r}, {full, 1}, 8, 18,
+  loom::run::interleaveRows(m.data() + 36, {n, r}, {full, 1}, il,
                             got.data());
-  EXPECT_EQ(got, interleavedByDefinition(block, n, r, 8, 18));
+  EXPECT_EQ(got, interleavedByDefinition(block, n, r, il));
+  // Column-major storage of the same block (inner stride n).
+  std::vector<char> colMajor(block.size());
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < r; ++col)
+      colMajor[size_t(col * n + row)] = block[size_t(row * r + col)];
+  std::vector<char> got2(block.size(), 0);
+  loom::run::interleaveRows(colMajor.data(), {n, r}, {1, n}, il,
+                            got2.data());
+  EXPECT_EQ(got2, interleavedByDefinition(block, n, r, il));
 }
 
 } // namespace
