@@ -66,27 +66,36 @@ prepare() {
   ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests \
     loom-gpu-mlir-host || return 1
   rm -rf "$STAGE"
-  mkdir -p "$STAGE/bin" "$STAGE/cubins"
+  mkdir -p "$STAGE/bin" "$STAGE/cubins" "$STAGE/cubins-scalar"
   cp "$BUILD/bin/loom-gpu-bench" "$BUILD/bin/loom-cuda-rt-tests" \
     "$BUILD/bin/loom-gpu-mlir-host" "$STAGE/bin/" || return 1
-  local manifest=$STAGE/cubins/manifest.tsv tool=$BUILD/bin/loom-gpu-kernels
-  echo "# role base format block mode scale act n k weight_bytes" >"$manifest"
-  local spec role fmt flags n k
-  for spec in "${SPECS[@]}"; do
-    read -r role fmt flags n k <<<"$spec"
-    IFS=, read -r -a f <<<"$flags"
-    "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --list |
-      python3 -c '
+  # cubins/: the default kernels, every spec; cubins-scalar/: the perf
+  # specs with the first GEMV generator (--gemv-dequant=scalar), for the
+  # A/B of the packed f16x2 dequantisation (docs/GPU.md).
+  local variant dir spec role fmt flags n k
+  for variant in default scalar; do
+    dir=$STAGE/cubins
+    [[ $variant == scalar ]] && dir=$STAGE/cubins-scalar
+    local manifest=$dir/manifest.tsv tool=$BUILD/bin/loom-gpu-kernels
+    echo "# role base format block mode scale act n k weight_bytes" >"$manifest"
+    for spec in "${SPECS[@]}"; do
+      read -r role fmt flags n k <<<"$spec"
+      [[ $variant == scalar && $role != perf ]] && continue
+      IFS=, read -r -a f <<<"$flags"
+      [[ $variant == scalar ]] && f+=(--gemv-dequant=scalar)
+      "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --list |
+        python3 -c '
 import json, sys
 for s in json.load(sys.stdin):
     print("\t".join(str(x) for x in [sys.argv[1], s["base"], s["format"],
         s["block"], s["mode"], s["scale"], s["act"], s["n"], s["k"],
         s["weight_bytes"]]))' "$role" >>"$manifest" || return 1
-    "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --emit=cubin \
-      --chip=sm_80,sm_90 -o "$STAGE/cubins" || return 1
+      "$tool" --format="$fmt" "${f[@]}" --n="$n" --k="$k" --emit=cubin \
+        --chip=sm_80,sm_90 -o "$dir" || return 1
+    done
+    "$STAGE/bin/loom-gpu-bench" verify "$manifest" "$dir" || return 1
   done
-  "$STAGE/bin/loom-gpu-bench" verify "$manifest" "$STAGE/cubins" || return 1
-  log "staged $(ls "$STAGE/cubins" | grep -c cubin) cubins in $STAGE"
+  log "staged $(ls "$STAGE/cubins" "$STAGE/cubins-scalar" | grep -c cubin) cubins in $STAGE"
 }
 
 if [[ "${1:-}" == "--prepare" ]]; then
@@ -131,6 +140,11 @@ step selftest "$BENCH" selftest "$CUBINS" "$OUT"
 step mlir-host "$STAGE/bin/loom-gpu-mlir-host"
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
+# The same shapes with the scalar GEMV dequantisation (A/B); its tables go
+# to their own folder.
+mkdir -p "$OUT/scalar"
+step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
+  "$STAGE/cubins-scalar" "$OUT/scalar"
 
 {
   echo "# Loom GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -140,7 +154,7 @@ step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
   echo "| step | result | time |"
   echo "|---|---|---|"
   printf '%s\n' "${SUMMARY[@]}"
-  for f in selftest.txt numerics.md perf.md; do
+  for f in selftest.txt numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done
 } >"$OUT/summary.md"
