@@ -14,9 +14,9 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
     `loom.weight` argument attribute (name and storage), and the function is
     marked `llvm.emit_c_interface`. Private functions must not use weights.
 
-    A quantized weight whose every use is a decode GEMV (a static batch of
-    fewer than 4 rows) of a `loom.qmatmul` kernel with int8 activations, and
-    that has at least 8 rows, is given the interleaved layout
+    A quantized weight whose every use is a `loom.qmatmul` kernel with int8
+    activations, and that has at least 8 rows, is given the interleaved
+    layout
     (docs/QUANTIZE.md): `interleave = {rows = 8, block_bytes, fields,
     field_bytes, unit_bytes}` in its `loom.weight` argument attribute. The
     bundle records it, the launcher repacks the weight at load and the
@@ -24,7 +24,8 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
   }];
   let options = [
     Option<"interleave", "interleave", "bool", /*default=*/"true",
-           "give decode GEMV weights the interleaved layout">,
+           "give the weights of int8-activation qmatmul kernels the "
+           "interleaved layout">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -29,11 +29,11 @@ struct PrepareEntryPointsPass
   using Base::Base;
 
   /// Whether a quantized weight gets the interleaved layout: every use a
-  /// decode GEMV (a static batch of fewer rows than a batched tile) of a
   /// qmatmul kernel with int8 activations, and at least one full group of
-  /// rows. The memory-bound int8 GEMV reads a group's 8 rows in the 8 lanes
-  /// of one stream; the compute-bound f32 and batched kernels keep the rows
-  /// as stored (docs/QUANTIZE.md).
+  /// rows. Those kernels read a group's 8 rows in the 8 lanes of their dot
+  /// products (decode: one stream; prefill: each unit unpacked once for 4
+  /// rows of x); the f32-activation kernels keep the rows as stored
+  /// (docs/QUANTIZE.md).
   bool interleaves(MutableArrayRef<WeightOp> uses) const {
     auto q = dyn_cast<QTensorType>(uses.front().getType());
     if (!interleave || !q || !q.getStorageType() ||
@@ -46,15 +46,6 @@ struct PrepareEntryPointsPass
           return false;
         QMatmulLowering how = chooseQMatmulLowering(mm, q);
         if (!how.kernel || how.act != QKernelActivations::I8)
-          return false;
-        auto xt = cast<RankedTensorType>(mm.getInput().getType());
-        int64_t rows = 1;
-        for (int64_t d : xt.getShape().drop_back()) {
-          if (ShapedType::isDynamic(d))
-            return false;
-          rows *= d;
-        }
-        if (rows >= kQMatmulBatchTileRows)
           return false;
       }
     return true;

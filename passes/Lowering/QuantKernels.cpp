@@ -530,58 +530,74 @@ struct KernelGen {
     return arith::ExtFOp::create(b, loc, vf8(), v);
   }
 
-  /// y[m, n0 .. n0 + 8) for the full group of rows starting at n0.
-  void groupTileI8(Value m, Value n0) {
+  /// y[m0 .. m0 + MR, n0 .. n0 + 8) for the full group of rows starting at
+  /// n0: each 32-byte unit of the group is loaded and unpacked once for the
+  /// MR rows of x.
+  void groupTileI8(Value m0, Value n0, int64_t MR) {
     Value zf = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vf8(), b.getF32FloatAttr(0)));
     Value groupBase = mul(n0, ci(nb * bb));
     int64_t units = (bb - valOff) / 4;
-    Value acc = loop(
-        ci(0), ci(nb), 1, {zf},
+    SmallVector<Value> ms;
+    for (int64_t i = 0; i < MR; ++i)
+      ms.push_back(add(m0, ci(i)));
+    auto splat = [&](int64_t c) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
+    };
+    SmallVector<Value> acc = loop(
+        ci(0), ci(nb), 1, SmallVector<Value>(MR, zf),
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
           Value base = add(groupBase, mul(blk, ci(G * bb)));
           Value kBase = mul(blk, ci(B));
-          Value dw = groupScales(base);
-          Value dx = vector::BroadcastOp::create(
-              b, loc, vf8(),
-              memref::LoadOp::create(b, loc, dxm, ValueRange{m, blk}));
-          Value dsum = vector::BroadcastOp::create(
-              b, loc, vi32x8(),
-              memref::LoadOp::create(b, loc, biasm, ValueRange{m, blk}));
+          SmallVector<Value> dsum;
+          for (Value m : ms)
+            dsum.push_back(vector::BroadcastOp::create(
+                b, loc, vi32x8(),
+                memref::LoadOp::create(b, loc, biasm, ValueRange{m, blk})));
           Value values = add(base, ci(G * valOff));
           for (int64_t u = 0; u < units; ++u) {
             Value v = vector::LoadOp::create(b, loc, vi8x32(), wflat,
                                              ValueRange{add(values,
                                                             ci(32 * u))});
-            auto splat = [&](int64_t c) -> Value {
-              return arith::ConstantOp::create(
-                  b, loc,
-                  DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
-            };
+            // (codes, k of their first activation) pairs of this unit.
+            SmallVector<std::pair<Value, int64_t>> parts;
             if (four) {
-              dsum = dot(dsum, arith::AndIOp::create(b, loc, v, splat(15)),
-                         xCodes4(m, add(kBase, ci(4 * u))));
-              dsum = dot(dsum, arith::ShRUIOp::create(b, loc, v, splat(4)),
-                         xCodes4(m, add(kBase, ci(B / 2 + 4 * u))));
+              parts.push_back({arith::AndIOp::create(b, loc, v, splat(15)),
+                               4 * u});
+              parts.push_back({arith::ShRUIOp::create(b, loc, v, splat(4)),
+                               B / 2 + 4 * u});
             } else {
               if (sym) // int8 codes w + 128 as unsigned bytes
                 v = arith::XOrIOp::create(b, loc, v, splat(-128));
-              dsum = dot(dsum, v, xCodes4(m, add(kBase, ci(4 * u))));
+              parts.push_back({v, 4 * u});
             }
+            for (auto [codes, k] : parts)
+              for (int64_t i = 0; i < MR; ++i)
+                dsum[i] = dot(dsum[i], codes, xCodes4(ms[i], add(kBase, ci(k))));
           }
-          Value a = vector::FMAOp::create(
-              b, loc, arith::SIToFPOp::create(b, loc, vf8(), dsum),
-              arith::MulFOp::create(b, loc, dw, dx), accs[0]);
-          if (!sym) {
-            Value mw = groupScales(add(base, ci(G * scaleBytes)));
-            Value sx = vector::BroadcastOp::create(
+          Value dw = groupScales(base);
+          Value mw = sym ? Value() : groupScales(add(base, ci(G * scaleBytes)));
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < MR; ++i) {
+            Value dx = vector::BroadcastOp::create(
                 b, loc, vf8(),
-                memref::LoadOp::create(b, loc, sxm, ValueRange{m, blk}));
-            a = vector::FMAOp::create(b, loc, sx, mw, a);
+                memref::LoadOp::create(b, loc, dxm, ValueRange{ms[i], blk}));
+            Value a = vector::FMAOp::create(
+                b, loc, arith::SIToFPOp::create(b, loc, vf8(), dsum[i]),
+                arith::MulFOp::create(b, loc, dw, dx), accs[i]);
+            if (!sym) {
+              Value sx = vector::BroadcastOp::create(
+                  b, loc, vf8(),
+                  memref::LoadOp::create(b, loc, sxm, ValueRange{ms[i], blk}));
+              a = vector::FMAOp::create(b, loc, sx, mw, a);
+            }
+            next.push_back(a);
           }
-          return {a};
-        })[0];
-    vector::StoreOp::create(b, loc, acc, y, ValueRange{m, n0});
+          return next;
+        });
+    for (int64_t i = 0; i < MR; ++i)
+      vector::StoreOp::create(b, loc, acc[i], y, ValueRange{ms[i], n0});
   }
 
   /// All tiles of y: [M, N].
@@ -607,18 +623,27 @@ struct KernelGen {
       if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3)
         MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
     if (G) {
-      // Interleaved weights (decode): each row of x against the full
-      // groups, then the remaining rows (stored as they are) one by one.
+      // Interleaved weights: MR rows of x (then the last ones one by one)
+      // against the full groups, then the remaining weight rows (stored as
+      // they are) one by one.
       Value groups = floorTo(N, G);
-      loop(ci(0), M, 1, {}, [&](Value m, ValueRange) {
+      auto rowsOf = [&](Value m0, int64_t mr) {
         loop(ci(0), groups, G, {}, [&](Value n0, ValueRange) {
-          groupTileI8(m, n0);
+          groupTileI8(m0, n0, mr);
           return SmallVector<Value>();
         });
         loop(groups, N, 1, {}, [&](Value n0, ValueRange) {
-          tileFn(m, n0, 1, 1);
+          tileFn(m0, n0, mr, 1);
           return SmallVector<Value>();
         });
+      };
+      Value mFull = floorTo(M, MR);
+      loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
+        rowsOf(m0, MR);
+        return SmallVector<Value>();
+      });
+      loop(mFull, M, 1, {}, [&](Value m, ValueRange) {
+        rowsOf(m, 1);
         return SmallVector<Value>();
       });
       return;

@@ -42,10 +42,6 @@ struct QWeightInterleave {
 };
 QWeightInterleave interleaveOf(QuantAttr q);
 
-/// Rows of x that the kernels take together in a batched register tile;
-/// fewer rows (decode) run GEMV tiles of one row of x.
-constexpr int64_t kQMatmulBatchTileRows = 4;
-
 /// How a loom.qmatmul lowers on the CPU.
 struct QMatmulLowering {
   bool kernel = false; ///< a generated kernel; else dequantize + GEMM
@@ -74,7 +70,7 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight);
 /// `hostIsa`: instructions of the compiling host may be used (VNNI); off
 /// for code compiled for another CPU (loomc --portable).
 /// `interleaved`: the weight is in the interleaved layout (interleaveOf;
-/// int8 activations only); such kernels take one row of x at a time.
+/// int8 activations only).
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act,

@@ -97,8 +97,8 @@ cl::opt<std::string> quantReport(
     cl::value_desc("path"), cl::cat(loomcCategory));
 cl::opt<bool> quantInterleave(
     "quant-interleave",
-    cl::desc("Give decode GEMV weights with int8 activations the interleaved "
-             "layout, made by loom-run at load (default on; "
+    cl::desc("Give the weights of int8-activation quantized matmuls the "
+             "interleaved layout, made by loom-run at load (default on; "
              "--quant-interleave=0: keep the rows as stored)"),
     cl::init(true), cl::cat(loomcCategory));
 cl::list<std::string> plugins("plugin",

@@ -4,8 +4,8 @@
 // RUN: env LOOM_QMATMUL=dequant loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s --check-prefix=DEQ
 
 // The interleaved layout (docs/QUANTIZE.md) goes to quantized weights whose
-// every use is a decode GEMV (static batch below 4 rows) of a qmatmul kernel
-// with int8 activations, with at least one full group of 8 rows.
+// every use is a qmatmul kernel with int8 activations, with at least one
+// full group of 8 rows.
 
 // CHECK-LABEL: func.func @decode
 // CHECK-SAME: loom.weight = {interleave = {block_bytes = 18 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "w"
@@ -39,11 +39,15 @@ func.func @f32_activations(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 
 // -----
 
-// A batch of 4 rows, a dynamic batch, and a weight with fewer than 8 rows.
-// CHECK-LABEL: func.func @not_decode
-// CHECK-NOT: interleave
-// CHECK: return
-func.func @not_decode(%x: tensor<4x64xf32>, %y: tensor<?x64xf32>, %z: tensor<1x64xf32>) -> (tensor<4x16xf32>, tensor<?x16xf32>, tensor<1x7xf32>) {
+// A batch of 4 rows and a dynamic batch (prefill) too; not a weight with
+// fewer than 8 rows.
+// CHECK-LABEL: func.func @batches
+// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "w"
+// CHECK-SAME: loom.weight = {interleave = {{.*}}, name = "v"
+// CHECK-SAME: loom.weight = {name = "u"
+// KERNEL-LABEL: func.func @batches
+// KERNEL: call @__loom_qmm_q8_0_b32_{{[a-z]+}}_f16_k64_i8_r8
+func.func @batches(%x: tensor<4x64xf32>, %y: tensor<?x64xf32>, %z: tensor<1x64xf32>) -> (tensor<4x16xf32>, tensor<?x16xf32>, tensor<1x7xf32>) {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %v = loom.weight "v" from <"w.bin", offset = 1088> : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %u = loom.weight "u" from <"w.bin", offset = 2176> : !loom.qtensor<7x64, #loom.quant<q8_0>>

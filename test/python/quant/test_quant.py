@@ -184,9 +184,10 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
     phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
     act8 the kernel quantizes activations to int8 per block: the reference
     uses the same int8 activations (one code may round the other way).
-    decode: static [1, K] and [1, 3, K] inputs (fewer rows than a batched
-    tile) and N = 13 and 19, so that int8-activation GEMVs read weights in
-    the interleaved layout (groups of 8 rows, then the remaining rows)."""
+    With int8 activations the weights with at least 8 rows are read in the
+    interleaved layout (groups of 8 rows, then the remaining rows). decode:
+    static [1, K] and [1, 3, K] inputs and N = 13 and 19 (both weights
+    interleaved with int8 activations)."""
     block = qref.parse(scheme)[1]
     k = 3 * block
     rng = np.random.default_rng(7)
@@ -207,9 +208,10 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
     man = json.loads((bundle / "manifest.json").read_text())
     layouts = {w["name"]: w.get("interleave")
                for w in man["entries"][0]["weights"]}
-    interleaved = decode and act8 and "--quant-interleave=0" not in flags
+    interleaved = act8 and "--quant-interleave=0" not in flags
     expect = qref.interleave(scheme) if interleaved else None
-    assert layouts == {"blk.0.a": expect, "blk.0.b": expect}, layouts
+    assert layouts == {"blk.0.a": expect if n1 >= 8 else None,
+                       "blk.0.b": expect}, layouts
     deq, mins = bundle_weights(bundle, scheme)
     x3 = rng.standard_normal(x3dims).astype(np.float32)
     for m in [1] if decode else [1, 2, 4, 7]:
@@ -254,17 +256,19 @@ def test_qmatmul_int8_activations(loom, tmp_path, scheme):
 @pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min", "int8:32",
                                     "int8:128:min:f32", "int4:128:sym:bf16"])
 def test_qmatmul_int8_decode_interleaved(loom, tmp_path, scheme):
-    # Decode GEMVs with int8 activations read their weights in the
-    # interleaved layout that loom-run makes at load.
+    # Decode GEMVs with int8 activations on weights in the interleaved
+    # layout that loom-run makes at load (prefill batches: the test above).
     qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
                  flags=("--quant-act", "int8"))
 
 
-def test_qmatmul_decode_rows_as_stored(loom, tmp_path):
-    # f32 activations, and --quant-interleave=0: the rows as stored.
+def test_qmatmul_rows_as_stored(loom, tmp_path):
+    # f32 activations, and --quant-interleave=0: the rows as stored (GEMV
+    # and batched tiles of the int8-activation kernel).
     qmatmul_case(loom, tmp_path, "int4:32", decode=True)
-    qmatmul_case(loom, tmp_path, "int4:32", act8=True, decode=True,
-                 flags=("--quant-act", "int8", "--quant-interleave=0"))
+    for decode in (True, False):
+        qmatmul_case(loom, tmp_path, "int4:64:min", act8=True, decode=decode,
+                     flags=("--quant-act", "int8", "--quant-interleave=0"))
 
 
 def test_qmatmul_int8_activations_generic(loom, tmp_path):
