@@ -267,6 +267,7 @@ struct KernelGen {
   // (-8 sum(q_x) for int4 symmetric, -128 sum(q_x) for int8 symmetric with
   // its codes stored as w + 128), then acc += d_w d_x (float) lanes.
   bool vnni = false;
+  bool avx2 = false; // vpmaddubsw + vpmaddwd for 4-bit codes without VNNI
   ModuleOp module;
   Value xq, dxm, biasm, sxm; // [M, K] i8, [M, nb] f32, [M, nb] i32, [M, nb] f32
   VectorType vi32x8() { return VectorType::get({8}, b.getI32Type()); }
@@ -398,23 +399,36 @@ struct KernelGen {
 
   /// acc (8 x i32) += dot of unsigned `wu` and signed `xs` (32 bytes each):
   /// lane l adds the 4 products of bytes 4l .. 4l + 3 (vpdpbusd).
+  /// A call of the LLVM intrinsic `name`: a declaration named like the
+  /// intrinsic becomes the intrinsic in LLVM IR (func.call, unlike
+  /// llvm.call_intrinsic, has the memory effects the deallocation pipeline
+  /// needs).
+  Value intrinsic(StringRef name, Type result, ValueRange args) {
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(module.getBody());
+      fn = func::FuncOp::create(
+          b, loc, name, b.getFunctionType(TypeRange(args), {result}));
+      fn.setPrivate();
+    }
+    return func::CallOp::create(b, loc, fn, args).getResult(0);
+  }
+
   Value dot(Value acc, Value wu, Value xs) {
-    if (vnni) {
-      // A declaration named like the intrinsic becomes the intrinsic in
-      // LLVM IR (func.call, unlike llvm.call_intrinsic, has the memory
-      // effects the deallocation pipeline needs).
-      StringRef name = "llvm.x86.avx512.vpdpbusd.256";
-      auto fn = module.lookupSymbol<func::FuncOp>(name);
-      if (!fn) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(module.getBody());
-        fn = func::FuncOp::create(
-            b, loc, name,
-            b.getFunctionType({vi32x8(), vi8x32(), vi8x32()}, {vi32x8()}));
-        fn.setPrivate();
-      }
-      return func::CallOp::create(b, loc, fn, ValueRange{acc, wu, xs})
-          .getResult(0);
+    if (vnni)
+      return intrinsic("llvm.x86.avx512.vpdpbusd.256", vi32x8(),
+                       {acc, wu, xs});
+    if (avx2 && four) {
+      // Pairs of u8 x s8 products in i16 (4-bit codes: |sum| <= 3840, no
+      // saturation), then pairs of those in i32 lanes.
+      auto v16 = VectorType::get({16}, b.getI16Type());
+      Value p16 = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16, {wu, xs});
+      Value ones = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(v16, b.getI16IntegerAttr(1)));
+      return arith::AddIOp::create(
+          b, loc, acc,
+          intrinsic("llvm.x86.avx2.pmadd.wd", vi32x8(), {p16, ones}));
     }
     auto v32 = VectorType::get({32}, b.getI32Type());
     Value p = arith::MulIOp::create(b, loc,
@@ -734,12 +748,17 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
               features.lookup("avx512vl");
   if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
     vnni = vnni && *v != '0';
+  // Without VNNI, 4-bit codes take AVX2's byte dot products.
+  bool avx2 = !vnni && hostIsa && q.getBits() == 4 &&
+              features.lookup("avx2");
+  if (const char *v = std::getenv("LOOM_QMATMUL_AVX2"))
+    avx2 = avx2 && *v != '0';
   assert((!interleaved || act == QKernelActivations::I8) &&
          "interleaved weights are read by the int8-activation kernels");
   std::string name =
       kernelName(q, k, act, interleaved ? kQWeightInterleaveRows : 0);
   if (act == QKernelActivations::I8 && !vnni)
-    name += "_generic";
+    name += avx2 ? "_avx2" : "_generic";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   MLIRContext *ctx = module.getContext();
@@ -777,6 +796,7 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
     gen.biasm = entry->getArgument(5);
     gen.sxm = entry->getArgument(6);
     gen.vnni = vnni;
+    gen.avx2 = avx2;
   }
   if (interleaved) {
     gen.G = kQWeightInterleaveRows;
