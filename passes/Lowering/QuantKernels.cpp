@@ -267,7 +267,7 @@ struct KernelGen {
   // (-8 sum(q_x) for int4 symmetric, -128 sum(q_x) for int8 symmetric with
   // its codes stored as w + 128), then acc += d_w d_x (float) lanes.
   bool vnni = false;
-  bool avx2 = false; // vpmaddubsw + vpmaddwd for 4-bit codes without VNNI
+  bool avx2 = false; // vpmaddubsw + vpmaddwd (no VNNI)
   ModuleOp module;
   Value xq, dxm, biasm, sxm; // [M, K] i8, [M, nb] f32, [M, nb] i32, [M, nb] f32
   VectorType vi32x8() { return VectorType::get({8}, b.getI32Type()); }
@@ -276,8 +276,11 @@ struct KernelGen {
   int64_t codeOffset() {
     if (!sym)
       return 0;
-    return four ? 8 : 128;
+    return four ? 8 : signedCodes() ? 0 : 128;
   }
+  /// Symmetric int8 codes used as they are (AVX2 multiplies their absolute
+  /// values by the activations with their signs), not as w + 128.
+  bool signedCodes() { return avx2 && !four && sym; }
 
   void quantizeRows() {
     Value M = memref::DimOp::create(b, loc, x, 0);
@@ -362,7 +365,7 @@ struct KernelGen {
       for (int64_t c = 0; c < B / 32; ++c) {
         Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
                                            ValueRange{row, add(base, ci(32 * c))});
-        if (sym) // int8 codes w + 128 as unsigned bytes
+        if (sym && !signedCodes()) // int8 codes w + 128 as unsigned bytes
           raw = arith::XOrIOp::create(
               b, loc, raw,
               arith::ConstantOp::create(
@@ -419,16 +422,36 @@ struct KernelGen {
     if (vnni)
       return intrinsic("llvm.x86.avx512.vpdpbusd.256", vi32x8(),
                        {acc, wu, xs});
-    if (avx2 && four) {
-      // Pairs of u8 x s8 products in i16 (4-bit codes: |sum| <= 3840, no
-      // saturation), then pairs of those in i32 lanes.
+    if (avx2) {
+      // vpmaddubsw sums pairs of u8 x s8 products in i16 (saturating), then
+      // vpmaddwd pairs of those, times `scale`, in the i32 lanes. The u8
+      // factor stays below 128 (|pair| <= 2 * 127 * 128) so nothing
+      // saturates: 4-bit codes as they are, signed int8 codes as |w| times
+      // x with w's sign, unsigned int8 codes as 16 * high + low nibbles.
       auto v16 = VectorType::get({16}, b.getI16Type());
-      Value p16 = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16, {wu, xs});
-      Value ones = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(v16, b.getI16IntegerAttr(1)));
-      return arith::AddIOp::create(
-          b, loc, acc,
-          intrinsic("llvm.x86.avx2.pmadd.wd", vi32x8(), {p16, ones}));
+      auto quads = [&](Value u, Value s, int64_t scale) -> Value {
+        Value p16 = intrinsic("llvm.x86.avx2.pmadd.ub.sw", v16, {u, s});
+        Value k = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(v16, b.getI16IntegerAttr(scale)));
+        return intrinsic("llvm.x86.avx2.pmadd.wd", vi32x8(), {p16, k});
+      };
+      auto splat = [&](int64_t c) -> Value {
+        return arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
+      };
+      Value sum;
+      if (four) {
+        sum = quads(wu, xs, 1);
+      } else if (signedCodes()) {
+        sum = quads(math::AbsIOp::create(b, loc, wu),
+                    intrinsic("llvm.x86.avx2.psign.b", vi8x32(), {xs, wu}), 1);
+      } else {
+        sum = arith::AddIOp::create(
+            b, loc,
+            quads(arith::ShRUIOp::create(b, loc, wu, splat(4)), xs, 16),
+            quads(arith::AndIOp::create(b, loc, wu, splat(15)), xs, 1));
+      }
+      return arith::AddIOp::create(b, loc, acc, sum);
     }
     auto v32 = VectorType::get({32}, b.getI32Type());
     Value p = arith::MulIOp::create(b, loc,
@@ -582,7 +605,7 @@ struct KernelGen {
               parts.push_back({arith::ShRUIOp::create(b, loc, v, splat(4)),
                                B / 2 + 4 * u});
             } else {
-              if (sym) // int8 codes w + 128 as unsigned bytes
+              if (sym && !signedCodes()) // codes w + 128 as unsigned bytes
                 v = arith::XOrIOp::create(b, loc, v, splat(-128));
               parts.push_back({v, 4 * u});
             }
@@ -748,9 +771,8 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
               features.lookup("avx512vl");
   if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
     vnni = vnni && *v != '0';
-  // Without VNNI, 4-bit codes take AVX2's byte dot products.
-  bool avx2 = !vnni && hostIsa && q.getBits() == 4 &&
-              features.lookup("avx2");
+  // Without VNNI, AVX2's byte dot products.
+  bool avx2 = !vnni && hostIsa && features.lookup("avx2");
   if (const char *v = std::getenv("LOOM_QMATMUL_AVX2"))
     avx2 = avx2 && *v != '0';
   assert((!interleaved || act == QKernelActivations::I8) &&

@@ -273,17 +273,17 @@ def test_qmatmul_rows_as_stored(loom, tmp_path):
 
 @pytest.mark.parametrize("avx2", ["1", "0"])
 def test_qmatmul_int8_activations_without_vnni(loom, tmp_path, avx2):
-    # The same without VNNI instructions: AVX2 byte dot products for 4-bit
-    # codes (where the host has AVX2), else generic vector code; 8-bit
-    # codes are always generic.
+    # The same without VNNI instructions: AVX2 byte dot products (where
+    # the host has AVX2), else generic vector code. Symmetric int8 codes
+    # take AVX2's sign trick, unsigned ones a split into nibbles.
     env = {"LOOM_QMATMUL_VNNI": "0", "LOOM_QMATMUL_AVX2": avx2}
     qmatmul_case(loom, tmp_path, "int4:32", act8=True,
                  env={"LOOM_QMATMUL": "i8", **env})
-    qmatmul_case(loom, tmp_path, "int4:64:min", act8=True, decode=True,
-                 env=env, flags=("--quant-act", "int8"))
-    if avx2 == "0":
-        qmatmul_case(loom, tmp_path, "int8:64:min", act8=True, decode=True,
+    for scheme in ["int4:64:min", "int8:32", "int8:64:min"]:
+        qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
                      env=env, flags=("--quant-act", "int8"))
+    qmatmul_case(loom, tmp_path, "int8:128", act8=True, env=env,
+                 flags=("--quant-act", "int8", "--quant-interleave=0"))
 
 
 def test_qmatmul_dequant_fallback(loom, tmp_path):
