@@ -21,12 +21,13 @@
 // host CPU. With int8 activations (the second half of KernelGen) the
 // products are integer dot products (vpdpbusd with AVX512-VNNI).
 //
-// Decode GEMVs with int8 activations on weights in the interleaved layout
-// (groups of 8 rows, docs/QUANTIZE.md) put the 8 rows of a group in the 8
-// lanes instead: each 4-byte lane of a 32-byte load holds 4 codes of one
-// row, one dot product against 4 broadcast activation codes feeds all 8
-// rows, the group's 8 scales are one vector and the tile stores its 8
-// results without a horizontal sum.
+// With int8 activations on weights in the interleaved layout (groups of 8
+// rows, docs/QUANTIZE.md) the 8 rows of a group are the 8 lanes instead:
+// each 4-byte lane of a 32-byte load holds 4 codes of one row, one dot
+// product against 4 broadcast activation codes feeds all 8 rows (for each
+// of up to 4 rows of x), the group's 8 scales are one vector and the tile
+// stores 8 results per row of x without a horizontal sum. Without VNNI the
+// dot products are AVX2's vpmaddubsw + vpmaddwd, else generic vector code.
 //
 // Tuning knobs (measurements only): LOOM_QMM_TILE=MRxNR2xNR1,
 // LOOM_QMM_PREFETCH (bytes ahead; negative: tiles ahead; 0: none).
@@ -265,7 +266,8 @@ struct KernelGen {
   // (vpdpbusd with AVX512-VNNI, else generic vector code), accumulated in
   // 8 i32 lanes whose start value carries the code offset
   // (-8 sum(q_x) for int4 symmetric, -128 sum(q_x) for int8 symmetric with
-  // its codes stored as w + 128), then acc += d_w d_x (float) lanes.
+  // its codes used as w + 128, except on AVX2: signedCodes()), then
+  // acc += d_w d_x (float) lanes.
   bool vnni = false;
   bool avx2 = false; // vpmaddubsw + vpmaddwd (no VNNI)
   ModuleOp module;
@@ -400,8 +402,6 @@ struct KernelGen {
     return chunks;
   }
 
-  /// acc (8 x i32) += dot of unsigned `wu` and signed `xs` (32 bytes each):
-  /// lane l adds the 4 products of bytes 4l .. 4l + 3 (vpdpbusd).
   /// A call of the LLVM intrinsic `name`: a declaration named like the
   /// intrinsic becomes the intrinsic in LLVM IR (func.call, unlike
   /// llvm.call_intrinsic, has the memory effects the deallocation pipeline
@@ -418,6 +418,9 @@ struct KernelGen {
     return func::CallOp::create(b, loc, fn, args).getResult(0);
   }
 
+  /// acc (8 x i32) += dot of the weight codes `wu` (unsigned; signed for
+  /// signedCodes()) and signed `xs` (32 bytes each): lane l adds the 4
+  /// products of bytes 4l .. 4l + 3 (vpdpbusd).
   Value dot(Value acc, Value wu, Value xs) {
     if (vnni)
       return intrinsic("llvm.x86.avx512.vpdpbusd.256", vi32x8(),
@@ -425,7 +428,7 @@ struct KernelGen {
     if (avx2) {
       // vpmaddubsw sums pairs of u8 x s8 products in i16 (saturating), then
       // vpmaddwd pairs of those, times `scale`, in the i32 lanes. The u8
-      // factor stays below 128 (|pair| <= 2 * 127 * 128) so nothing
+      // factor stays at most 128 (|pair| <= 2 * 128 * 127) so nothing
       // saturates: 4-bit codes as they are, signed int8 codes as |w| times
       // x with w's sign, unsigned int8 codes as 16 * high + low nibbles.
       auto v16 = VectorType::get({16}, b.getI16Type());
