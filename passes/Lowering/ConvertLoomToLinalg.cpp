@@ -1024,7 +1024,7 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   auto type = op.getResult().getType();
   bool interleave = interleaved.contains(op.getWeight());
   QMatmulLowering how = chooseQMatmulLowering(op, qt);
-  if (interleave && (!how.kernel || how.act != QKernelActivations::I8))
+  if (interleave && (!how.kernel || !activationLevels(how.act)))
     return op->emitOpError()
            << "the weight is in the interleaved layout, which only the "
               "int8-activation kernel reads";
@@ -1062,14 +1062,15 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   Value yAlloc = allocLike(type, ySizes);
   Value yb = castTo(collapse(yAlloc), {dyn, dyn}, b.getF32Type());
   SmallVector<Value> args{xb, wb, yb};
-  if (how.act == QKernelActivations::I8) {
+  if (int64_t levels = activationLevels(how.act)) {
     // Scratch of the int8 activations: codes, scales, offsets, sums.
     Value m = numElements(x, 0, rank - 1);
     int64_t nb = k / qt.getQuant().getBlockSize();
-    for (auto [cols, elt] : {std::pair<int64_t, Type>{k, b.getI8Type()},
-                             {nb, b.getF32Type()},
-                             {nb, b.getI32Type()},
-                             {nb, b.getF32Type()}})
+    for (auto [cols, elt] :
+         {std::pair<int64_t, Type>{levels * k, b.getI8Type()},
+          {nb, b.getF32Type()},
+          {levels * nb, b.getI32Type()},
+          {nb, b.getF32Type()}})
       args.push_back(memref::AllocOp::create(
           b, loc, MemRefType::get({dyn, cols}, elt), ValueRange{m}));
   }

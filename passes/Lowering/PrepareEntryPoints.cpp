@@ -45,7 +45,7 @@ struct PrepareEntryPointsPass
         if (!mm || use.get() != mm.getWeight())
           return false;
         QMatmulLowering how = chooseQMatmulLowering(mm, q);
-        if (!how.kernel || how.act != QKernelActivations::I8)
+        if (!how.kernel || !activationLevels(how.act))
           return false;
       }
     return true;

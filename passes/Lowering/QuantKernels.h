@@ -20,7 +20,20 @@ namespace loom {
 enum class QKernelActivations {
   F32, ///< f32 activations times unpacked weights (the accurate path)
   I8,  ///< activations quantized to int8 per weight block, integer dots
+  /// activations as three int8 levels per block, x = d (a + b / 254 +
+  /// c / 254^2) up to d / 2 / 254^2: integer dots, about f32's accuracy
+  I8x3,
 };
+
+/// The int8 levels of the activations of `act` (0: f32 activations). The
+/// int8 kernels take, after y, scratch for M rows of x: codes
+/// [M, levels K] i8, scales [M, K / block] f32, code offsets
+/// [M, levels K / block] i32 and sums of x [M, K / block] f32.
+inline int64_t activationLevels(QKernelActivations act) {
+  return act == QKernelActivations::I8x3 ? 3
+         : act == QKernelActivations::I8 ? 1
+                                         : 0;
+}
 
 /// Whether a generated kernel exists for `q` (and the reason when not).
 bool hasQMatmulKernel(QuantAttr q, std::string *why = nullptr);

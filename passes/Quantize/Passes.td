@@ -39,7 +39,7 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
     Option<"verbose", "verbose", "bool", "false",
            "print one line per tensor to stderr">,
     Option<"activations", "activations", "std::string", "\"f32\"",
-           "activations of the generated kernels: f32 (accurate), int8 (per block, faster; the compiling host's VNNI when it has it) or int8-portable (no VNNI); marks every loom.qmatmul">
+           "activations of the generated kernels: f32 (accurate), int8 (per block, faster; the compiling host's VNNI when it has it), int8x3 (three int8 levels per block: about f32's accuracy at integer-dot speed), or int8-portable / int8x3-portable (no host-specific instructions); marks every loom.qmatmul">
   ];
 }
 

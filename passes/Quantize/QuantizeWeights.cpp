@@ -129,8 +129,10 @@ struct QuantizeWeightsPass
     };
 
     if (activations != "f32" && activations != "int8" &&
-        activations != "int8-portable")
-      return fail("activations=" + activations + ": expected f32 or int8");
+        activations != "int8-portable" && activations != "int8x3" &&
+        activations != "int8x3-portable")
+      return fail("activations=" + activations +
+                  ": expected f32, int8 or int8x3");
     // The generated kernels read this to quantize activations per block
     // (passes/Lowering/QuantKernels.cpp); GGUF qmatmuls are marked too.
     auto markActivations = [&] {

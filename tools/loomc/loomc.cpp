@@ -82,8 +82,11 @@ cl::opt<std::string> quantRules(
 cl::opt<std::string> quantAct(
     "quant-act",
     cl::desc("Activations of the quantized matmul kernels: f32 (accurate, "
-             "default) or int8 (quantized per block, integer dot products)"),
-    cl::value_desc("f32|int8"), cl::init("f32"), cl::cat(loomcCategory));
+             "default), int8 (quantized per block, integer dot products) or "
+             "int8x3 (three int8 levels per block: about f32's accuracy, "
+             "integer dot products)"),
+    cl::value_desc("f32|int8|int8x3"), cl::init("f32"),
+    cl::cat(loomcCategory));
 cl::opt<std::string> quantFile(
     "quant-file",
     cl::desc("File the quantized weights are written to (default: "
@@ -367,8 +370,9 @@ int main(int argc, char **argv) {
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
   // Code for another CPU (--portable) must not use the host's VNNI.
-  options.quantActivations =
-      quantAct == "int8" && portable ? "int8-portable" : quantAct.getValue();
+  options.quantActivations = quantAct.getValue();
+  if (portable && quantAct != "f32")
+    options.quantActivations += "-portable";
   if (!quantSpec.empty()) {
     // The quantized blocks go to one file: --quant-file; else inside the
     // bundle (staged as weights/quant.bin), named relative to the bundle by

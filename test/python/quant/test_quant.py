@@ -179,7 +179,7 @@ def act_int8(x, block):
 
 
 def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
-                 decode=False):
+                 decode=False, act8x3=False):
     """Two weights (odd N: remainder tiles) quantized by the quantize
     phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
     act8 the kernel quantizes activations to int8 per block: the reference
@@ -208,7 +208,7 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
     man = json.loads((bundle / "manifest.json").read_text())
     layouts = {w["name"]: w.get("interleave")
                for w in man["entries"][0]["weights"]}
-    interleaved = act8 and "--quant-interleave=0" not in flags
+    interleaved = (act8 or act8x3) and "--quant-interleave=0" not in flags
     expect = qref.interleave(scheme) if interleaved else None
     assert layouts == {"blk.0.a": expect if n1 >= 8 else None,
                        "blk.0.b": expect}, layouts
@@ -232,6 +232,10 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
                 # The int8 path stays close to the exact product.
                 rel = np.abs(y - exact).max() / np.abs(exact).max()
                 assert rel < 0.05, (scheme, rel)
+            if act8x3:
+                # Three int8 levels per block: about f32's accuracy.
+                rel = np.abs(y - exact).max() / np.abs(exact).max()
+                assert rel < 2e-6, (scheme, m, name, rel)
             tol = tol + 1e-5 * (np.abs(xin).astype(np.float64) @ np.abs(wq).T)
             assert y.shape == ref.shape
             assert np.all(np.abs(y - ref) <= tol), \
@@ -260,6 +264,23 @@ def test_qmatmul_int8_decode_interleaved(loom, tmp_path, scheme):
     # layout that loom-run makes at load (prefill batches: the test above).
     qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
                  flags=("--quant-act", "int8"))
+
+
+@pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min", "int8:32",
+                                    "int8:128:min:f32", "q_decode"])
+def test_qmatmul_int8x3_activations(loom, tmp_path, scheme):
+    # --quant-act int8x3: activations as three int8 levels per block,
+    # integer dots, the f32 path's tolerance (and 2e-6 of max |y|).
+    decode = scheme == "q_decode"
+    qmatmul_case(loom, tmp_path, "int4:128:sym:bf16" if decode else scheme,
+                 act8x3=True, decode=decode, flags=("--quant-act", "int8x3"))
+
+
+def test_qmatmul_int8x3_without_vnni(loom, tmp_path):
+    for avx2 in ("1", "0"):
+        qmatmul_case(loom, tmp_path, "int4:32", act8x3=True,
+                     env={"LOOM_QMATMUL_VNNI": "0", "LOOM_QMATMUL_AVX2": avx2},
+                     flags=("--quant-act", "int8x3"))
 
 
 def test_qmatmul_rows_as_stored(loom, tmp_path):
@@ -361,7 +382,7 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
         assert np.all(np.abs(y - ref) <= tol), flags
     r = loom.loomc_run(src, "--quant-act", "int4", "-o", tmp_path / "b",
                        ok=False)
-    assert "activations=int4: expected f32 or int8" in r.stderr
+    assert "activations=int4: expected f32, int8 or int8x3" in r.stderr
 
 
 def test_gguf_weights_not_requantised(loom, tmp_path):
