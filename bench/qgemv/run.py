@@ -8,9 +8,10 @@ and against the memory bandwidth of a STREAM-like copy.
 Shapes: [N, K] = 4096x4096 and 11008x4096 (Llama-7B attention and MLP up
 projections). Each side multiplies L distinct weights (more bytes than the
 32 MB last-level cache, so every product streams its weight from memory)
-by one activation vector, with f32 activations (the accurate default) and
+by one activation vector, with f32 activations (the accurate default),
 with `loomc --quant-act int8` (activations quantized per block, integer
-dot products, as llama.cpp does); the time per product is the best iteration
+dot products, as llama.cpp does) and with `--quant-act int8x3` (three int8
+levels per block: integer dot products at about f32's accuracy); the time per product is the best iteration
 divided by L (best of --iterations on both sides: the host is shared and
 contention only adds time). Loom runs the same Q4_0 bytes (the block layout of Loom's
 int4:32) through `loomc` + `loom-run`; with T threads the weight rows are
@@ -118,7 +119,7 @@ def loom_gemv(tmp, build, n, k, layers, threads, iters, act, check=True):
                    + "\n  }\n}\n")
     bundle = tmp / f"b_{n}_{threads}_{act}"
     sh([build / "bin" / "loomc", src, "-o", bundle, "--quant-act",
-        "int8" if act == "i8" else "f32"])
+        {"i8": "int8", "i8x3": "int8x3"}.get(act, "f32")])
     # Rank r holds rows [r * local, (r + 1) * local) of every weight.
     man = json.loads((bundle / "manifest.json").read_text())
     for r, rank in enumerate(man["ranks"]):
@@ -173,14 +174,18 @@ def main():
                             "f32")
             b8 = loom_gemv(tmp, build, n, k, layers, t, args.iterations,
                            "i8")
+            b83 = loom_gemv(tmp, build, n, k, layers, t, args.iterations,
+                            "i8x3")
             # Rounds alternate Loom and ggml; each side keeps its best.
-            ms = ms8 = float("inf")
+            ms = ms8 = ms83 = float("inf")
             g = {}
             for rnd in range(args.rounds):
                 ms = min(ms, loom_run(tmp, build, *b32, k, layers,
                                       args.iterations, "f32", rnd == 0))
                 ms8 = min(ms8, loom_run(tmp, build, *b8, k, layers,
                                         args.iterations, "i8", rnd == 0))
+                ms83 = min(ms83, loom_run(tmp, build, *b83, k, layers,
+                                          args.iterations, "i8x3", rnd == 0))
                 for rp in (0, 1) if ggml else ():
                     out = subprocess.run(
                         [str(ggml), str(k), str(n), str(layers), str(t),
@@ -194,23 +199,24 @@ def main():
             gbest = min(g.values()) if g else None
             best = min(ms, ms8)
             loom_bw = nbytes / best / 1e6
-            rows.append((t, n, k, ms, ms8, loom_bw, bw, g, gbest))
+            rows.append((t, n, k, ms, ms8, ms83, loom_bw, bw, g, gbest))
             print(f"threads {t}  [{n}x{k}] q4_0 {nbytes / 1e6:.1f} MB x "
-                  f"{layers}: Loom f32 act {ms:.3f} ms, int8 act {ms8:.3f} ms "
+                  f"{layers}: Loom f32 act {ms:.3f} ms, int8 act {ms8:.3f} ms, "
+                  f"int8x3 act {ms83:.3f} ms "
                   f"({loom_bw:.1f} GB/s, {loom_bw / bw:.0%} of copy "
                   f"{bw:.1f} GB/s)"
                   + (f"; ggml {', '.join(f'{b} {v:.3f} ms' for b, v in g.items())}"
                      f"; ggml best / Loom best = {gbest / best:.2f}x"
                      if g else ""), flush=True)
     print("\n| threads | N x K | Loom f32-act ms | Loom int8-act ms | "
-          "Loom GB/s | copy GB/s | Loom / copy | ggml ms (plain / repacked) "
-          "| ggml best / Loom best |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for t, n, k, ms, ms8, lbw, bw, g, gbest in rows:
+          "Loom int8x3-act ms | Loom GB/s | copy GB/s | Loom / copy | "
+          "ggml ms (plain / repacked) | ggml best / Loom best |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for t, n, k, ms, ms8, ms83, lbw, bw, g, gbest in rows:
         gs = " / ".join(f"{v:.3f}" for v in g.values()) if g else "skipped"
         sp = f"**{gbest / min(ms, ms8):.2f}x**" if gbest else "-"
-        print(f"| {t} | {n}x{k} | {ms:.3f} | {ms8:.3f} | {lbw:.1f} | "
-              f"{bw:.1f} | {lbw / bw:.0%} | {gs} | {sp} |")
+        print(f"| {t} | {n}x{k} | {ms:.3f} | {ms8:.3f} | {ms83:.3f} | "
+              f"{lbw:.1f} | {bw:.1f} | {lbw / bw:.0%} | {gs} | {sp} |")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -69,3 +69,17 @@ func.func @mixed_uses(%x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<16x64xf
   %1 = loom.dequantize %w : !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<16x64xf32>
   return %0, %1 : tensor<1x16xf32>, tensor<16x64xf32>
 }
+
+// -----
+
+// Three int8 activation levels (loomc --quant-act int8x3): the same layout,
+// and scratch for three levels of codes and code offsets.
+// CHECK-LABEL: func.func @three_levels
+// CHECK-SAME: loom.weight = {interleave = {block_bytes = 18 : i64
+// KERNEL-LABEL: func.func @three_levels
+// KERNEL: call @__loom_qmm_q4_0_b32_{{[a-z_]+}}_f16_k64_i8x3_r8({{.*}}) : (memref<?x64xf32>, memref<?x36xi8>, memref<?x?xf32>, memref<?x192xi8>, memref<?x2xf32>, memref<?x6xi32>, memref<?x2xf32>) -> ()
+func.func @three_levels(%x: tensor<2x64xf32>) -> tensor<2x16xf32> {
+  %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
+  %0 = loom.qmatmul %x, %w {quant_activations = "int8x3"} : tensor<2x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
