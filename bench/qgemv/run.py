@@ -88,7 +88,7 @@ def q4_0_rows(n, k, seed=0):
     return np.ascontiguousarray(b).reshape(n, -1)
 
 
-def loom_gemv(tmp, build, n, k, layers, threads, iters, act, check=True):
+def loom_gemv(tmp, build, n, k, layers, threads, iters, act, flags=()):
     rows = q4_0_rows(n, k)
     row_bytes = rows.shape[1]
     wfile = tmp / f"w_{n}x{k}.bin"
@@ -119,7 +119,7 @@ def loom_gemv(tmp, build, n, k, layers, threads, iters, act, check=True):
                    + "\n  }\n}\n")
     bundle = tmp / f"b_{n}_{threads}_{act}"
     sh([build / "bin" / "loomc", src, "-o", bundle, "--quant-act",
-        {"i8": "int8", "i8x3": "int8x3"}.get(act, "f32")])
+        {"i8": "int8", "i8x3": "int8x3"}.get(act, "f32"), *flags])
     # Rank r holds rows [r * local, (r + 1) * local) of every weight.
     man = json.loads((bundle / "manifest.json").read_text())
     for r, rank in enumerate(man["ranks"]):
@@ -159,6 +159,9 @@ def main():
                                                        ROOT / "build"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-ggml", action="store_true")
+    ap.add_argument("--loomc-flag", action="append", default=[],
+                    help="extra loomc flag for Loom's programs (repeatable), "
+                         "e.g. --loomc-flag=--quant-interleave=0")
     args = ap.parse_args()
     build = Path(args.build)
     tmp = Path(tempfile.mkdtemp(prefix="loom-qgemv-"))
@@ -171,11 +174,11 @@ def main():
             layers = max(2, -(-2 * LLC_BYTES // wbytes))
             nbytes = n * k // 32 * 18
             b32 = loom_gemv(tmp, build, n, k, layers, t, args.iterations,
-                            "f32")
+                            "f32", args.loomc_flag)
             b8 = loom_gemv(tmp, build, n, k, layers, t, args.iterations,
-                           "i8")
+                           "i8", args.loomc_flag)
             b83 = loom_gemv(tmp, build, n, k, layers, t, args.iterations,
-                            "i8x3")
+                            "i8x3", args.loomc_flag)
             # Rounds alternate Loom and ggml; each side keeps its best.
             ms = ms8 = ms83 = float("inf")
             g = {}

@@ -186,6 +186,19 @@ struct KernelGen {
     return {toF(lo), toF(hi)};
   }
 
+  /// y[m0 + i, n0 + j] = the lanes of acc[i * NR + j], summed.
+  void storeSums(ArrayRef<Value> acc, Value m0, Value n0, int64_t MR,
+                 int64_t NR) {
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) {
+        Value s = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::ADD, acc[i * NR + j],
+            arith::FastMathFlags::reassoc);
+        memref::StoreOp::create(b, loc, s, y,
+                                ValueRange{add(m0, ci(i)), add(n0, ci(j))});
+      }
+  }
+
   /// One MR x NR tile at rows m0 of x and n0 of W.
   void tile(Value m0, Value n0, int64_t MR, int64_t NR) {
     tileRows = NR;
@@ -250,14 +263,7 @@ struct KernelGen {
             }
           return next;
         });
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) {
-        Value s = vector::ReductionOp::create(
-            b, loc, vector::CombiningKind::ADD, acc[i * NR + j],
-            arith::FastMathFlags::reassoc);
-        memref::StoreOp::create(b, loc, s, y,
-                                ValueRange{add(m0, ci(i)), add(n0, ci(j))});
-      }
+    storeSums(acc, m0, n0, MR, NR);
   }
 
   //===--- int8 activations ---------------------------------------------===//
@@ -288,6 +294,26 @@ struct KernelGen {
   /// Symmetric int8 codes used as they are (AVX2 multiplies their absolute
   /// values by the activations with their signs), not as w + 128.
   bool signedCodes() { return avx2 && !four && sym; }
+
+  Value splat8x32(int64_t c) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
+  }
+  /// The codes of 32 int4 bytes: low nibbles (the first half of a block's
+  /// values) and high nibbles (the second half).
+  Value lowNibbles(Value v) {
+    return arith::AndIOp::create(b, loc, v, splat8x32(15));
+  }
+  Value highNibbles(Value v) {
+    return arith::ShRUIOp::create(b, loc, v, splat8x32(4));
+  }
+  /// 32 int8 codes as the dot products take them: symmetric codes as
+  /// w + 128 (unsigned), unless signedCodes().
+  Value int8Codes(Value v) {
+    if (!sym || signedCodes())
+      return v;
+    return arith::XOrIOp::create(b, loc, v, splat8x32(-128));
+  }
 
   void quantizeRows() {
     Value M = memref::DimOp::create(b, loc, x, 0);
@@ -400,22 +426,11 @@ struct KernelGen {
     Value base = add(blkByte, ci(valOff));
     if (!four) {
       for (int64_t c = 0; c < B / 32; ++c) {
-        Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
-                                           ValueRange{row, add(base, ci(32 * c))});
-        if (sym && !signedCodes()) // int8 codes w + 128 as unsigned bytes
-          raw = arith::XOrIOp::create(
-              b, loc, raw,
-              arith::ConstantOp::create(
-                  b, loc, DenseElementsAttr::get(vi8x32(),
-                                                 b.getI8IntegerAttr(-128))));
-        chunks[c] = raw;
+        chunks[c] = int8Codes(vector::LoadOp::create(
+            b, loc, vi8x32(), w, ValueRange{row, add(base, ci(32 * c))}));
       }
       return chunks;
     }
-    auto splat32 = [&](int64_t v) -> Value {
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(v)));
-    };
     if (B == 32) {
       Value raw = vector::LoadOp::create(b, loc, vi8(), w,
                                          ValueRange{row, base});
@@ -431,8 +446,8 @@ struct KernelGen {
     for (int64_t c = 0; c < half; ++c) {
       Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
                                          ValueRange{row, add(base, ci(32 * c))});
-      chunks[c] = arith::AndIOp::create(b, loc, raw, splat32(15));
-      chunks[half + c] = arith::ShRUIOp::create(b, loc, raw, splat32(4));
+      chunks[c] = lowNibbles(raw);
+      chunks[half + c] = highNibbles(raw);
     }
     return chunks;
   }
@@ -473,10 +488,6 @@ struct KernelGen {
             b, loc, DenseElementsAttr::get(v16, b.getI16IntegerAttr(scale)));
         return intrinsic("llvm.x86.avx2.pmadd.wd", vi32x8(), {p16, k});
       };
-      auto splat = [&](int64_t c) -> Value {
-        return arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
-      };
       Value sum;
       if (four) {
         sum = quads(wu, xs, 1);
@@ -484,10 +495,8 @@ struct KernelGen {
         sum = quads(math::AbsIOp::create(b, loc, wu),
                     intrinsic("llvm.x86.avx2.psign.b", vi8x32(), {xs, wu}), 1);
       } else {
-        sum = arith::AddIOp::create(
-            b, loc,
-            quads(arith::ShRUIOp::create(b, loc, wu, splat(4)), xs, 16),
-            quads(arith::AndIOp::create(b, loc, wu, splat(15)), xs, 1));
+        sum = arith::AddIOp::create(b, loc, quads(highNibbles(wu), xs, 16),
+                                    quads(lowNibbles(wu), xs, 1));
       }
       return arith::AddIOp::create(b, loc, acc, sum);
     }
@@ -586,14 +595,7 @@ struct KernelGen {
           }
           return next;
         });
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) {
-        Value s = vector::ReductionOp::create(
-            b, loc, vector::CombiningKind::ADD, acc[i * NR + j],
-            arith::FastMathFlags::reassoc);
-        memref::StoreOp::create(b, loc, s, y,
-                                ValueRange{add(m0, ci(i)), add(n0, ci(j))});
-      }
+    storeSums(acc, m0, n0, MR, NR);
   }
 
   //===--- interleaved weights: the rows of a group in the lanes ---------===//
@@ -640,10 +642,10 @@ struct KernelGen {
     SmallVector<Value> ms;
     for (int64_t i = 0; i < MR; ++i)
       ms.push_back(add(m0, ci(i)));
-    auto splat = [&](int64_t c) -> Value {
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(vi8x32(), b.getI8IntegerAttr(c)));
-    };
+    Value last; // the weight's last byte, bound of the prefetches
+    if (prefetchBytes > 0)
+      last = arith::SubIOp::create(
+          b, loc, memref::DimOp::create(b, loc, wflat, 0), ci(1));
     SmallVector<Value> acc = loop(
         ci(0), ci(nb), 1, SmallVector<Value>(MR, zf),
         [&](Value blk, ValueRange accs) -> SmallVector<Value> {
@@ -651,8 +653,6 @@ struct KernelGen {
           Value kBase = mul(blk, ci(B));
           if (prefetchBytes > 0) {
             // The stream `prefetchBytes` ahead (clamped to the weight).
-            Value last = arith::SubIOp::create(
-                b, loc, memref::DimOp::create(b, loc, wflat, 0), ci(1));
             for (int64_t off = 0; off < G * bb; off += 64)
               memref::PrefetchOp::create(
                   b, loc, wflat,
@@ -676,14 +676,10 @@ struct KernelGen {
             // (codes, k of their first activation) pairs of this unit.
             SmallVector<std::pair<Value, int64_t>> parts;
             if (four) {
-              parts.push_back({arith::AndIOp::create(b, loc, v, splat(15)),
-                               4 * u});
-              parts.push_back({arith::ShRUIOp::create(b, loc, v, splat(4)),
-                               B / 2 + 4 * u});
+              parts.push_back({lowNibbles(v), 4 * u});
+              parts.push_back({highNibbles(v), B / 2 + 4 * u});
             } else {
-              if (sym && !signedCodes()) // codes w + 128 as unsigned bytes
-                v = arith::XOrIOp::create(b, loc, v, splat(-128));
-              parts.push_back({v, 4 * u});
+              parts.push_back({int8Codes(v), 4 * u});
             }
             for (auto [codes, k] : parts)
               for (int64_t i = 0; i < MR; ++i)

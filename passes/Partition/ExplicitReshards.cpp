@@ -37,17 +37,6 @@ using namespace loom::partition;
 
 namespace {
 
-unsigned rankOf(Type t) {
-  if (auto st = dyn_cast<ShapedType>(t))
-    return st.hasRank() ? st.getRank() : 0;
-  if (auto q = dyn_cast<QTensorType>(t))
-    return q.getRank();
-  return 0;
-}
-
-Layout layoutOf(Value v) {
-  return Layout::of(getValueSharding(v), rankOf(v.getType()));
-}
 
 /// `%s = loom.shard %v to S` right after `v` is defined; replaces the uses
 /// of `v` for which `use` returns true.
@@ -79,7 +68,7 @@ void reshardOperand(OpBuilder &b, OpOperand &operand, ShardingAttr want,
                     FlatSymbolRefAttr mesh) {
   Value v = operand.get();
   unsigned rank = rankOf(v.getType());
-  if (layoutOf(v) == Layout::of(want, rank))
+  if (Layout::of(v) == Layout::of(want, rank))
     return;
   if (!want)
     want = replicated(b.getContext(), mesh, rank);
@@ -107,7 +96,7 @@ bool isLinearUnary(Operation *op) {
 LogicalResult checkPartials(Operation *op) {
   SmallVector<Layout> ins;
   for (Value v : op->getOperands())
-    ins.push_back(layoutOf(v));
+    ins.push_back(Layout::of(v));
   auto partialOperand = [&]() -> int {
     for (auto [i, l] : llvm::enumerate(ins))
       if (!l.partial.empty())
@@ -117,7 +106,7 @@ LogicalResult checkPartials(Operation *op) {
   int first = partialOperand();
   if (op->getNumResults() == 0)
     return success();
-  Layout out = layoutOf(op->getResult(0));
+  Layout out = Layout::of(op->getResult(0));
   auto setOf = [](ArrayRef<StringRef> a) {
     SmallVector<StringRef> s(a);
     llvm::sort(s);
@@ -221,12 +210,12 @@ LogicalResult checkElementwise(Operation *op) {
   auto rt = dyn_cast<RankedTensorType>(res.getType());
   if (!rt)
     return success();
-  Layout out = layoutOf(res);
+  Layout out = Layout::of(res);
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || t.getRank() > rt.getRank())
       continue;
-    Layout in = layoutOf(v);
+    Layout in = Layout::of(v);
     int64_t offset = rt.getRank() - t.getRank();
     for (int64_t d = 0; d < t.getRank(); ++d) {
       int64_t rd = d + offset;
@@ -252,8 +241,8 @@ LogicalResult checkElementwise(Operation *op) {
 }
 
 LogicalResult checkMatmul(MatmulOp mm) {
-  Layout a = layoutOf(mm.getLhs()), b = layoutOf(mm.getRhs()),
-         c = layoutOf(mm.getResult());
+  Layout a = Layout::of(mm.getLhs()), b = Layout::of(mm.getRhs()),
+         c = Layout::of(mm.getResult());
   unsigned ra = a.dims.size(), rb = b.dims.size(), rc = c.dims.size();
   unsigned am = mm.getTransposeA() ? ra - 1 : ra - 2,
            ak = mm.getTransposeA() ? ra - 2 : ra - 1;
@@ -303,8 +292,8 @@ LogicalResult checkMatmul(MatmulOp mm) {
 }
 
 LogicalResult checkQMatmul(QMatmulOp qm) {
-  Layout x = layoutOf(qm.getInput()), w = layoutOf(qm.getWeight()),
-         y = layoutOf(qm.getResult());
+  Layout x = Layout::of(qm.getInput()), w = Layout::of(qm.getWeight()),
+         y = Layout::of(qm.getResult());
   unsigned r = x.dims.size();
   auto mismatch = [&](StringRef what, ArrayRef<StringRef> have,
                       ArrayRef<StringRef> want) {

@@ -37,14 +37,6 @@ using namespace loom::partition;
 
 namespace {
 
-unsigned rankOf(Type t) {
-  if (auto st = dyn_cast<ShapedType>(t))
-    return st.hasRank() ? st.getRank() : 0;
-  if (auto q = dyn_cast<QTensorType>(t))
-    return q.getRank();
-  return 0;
-}
-
 std::string axesStr(ArrayRef<StringRef> axes) {
   return "{" + llvm::join(axes, ", ") + "}";
 }
@@ -349,17 +341,17 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   for (Operation &op : entry) {
     OpLayouts &l = layouts[&op];
     for (Value v : op.getOperands()) {
-      l.ins.push_back(Layout::of(getValueSharding(v), rankOf(v.getType())));
+      l.ins.push_back(Layout::of(v));
       l.inTypes.push_back(v.getType());
     }
     for (Value v : op.getResults())
-      l.outs.push_back(Layout::of(getValueSharding(v), rankOf(v.getType())));
+      l.outs.push_back(Layout::of(v));
   }
   // Private functions take local values (public ones take whole values:
   // the decide step resharded their sharded arguments).
   if (fn.isPrivate()) {
     for (BlockArgument arg : entry.getArguments()) {
-      Layout l = Layout::of(getValueSharding(arg), rankOf(arg.getType()));
+      Layout l = Layout::of(arg);
       if (Type t = getLocalType(arg.getType(), l, mesh))
         arg.setType(t);
     }

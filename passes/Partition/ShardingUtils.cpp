@@ -36,6 +36,18 @@ using namespace mlir;
 
 namespace loom::partition {
 
+unsigned rankOf(Type t) {
+  if (auto st = dyn_cast<ShapedType>(t))
+    return st.hasRank() ? st.getRank() : 0;
+  if (auto q = dyn_cast<QTensorType>(t))
+    return q.getRank();
+  return 0;
+}
+
+Layout Layout::of(Value v) {
+  return of(getValueSharding(v), rankOf(v.getType()));
+}
+
 Layout Layout::of(ShardingAttr s, unsigned rank) {
   Layout l;
   l.dims.resize(rank);

@@ -29,6 +29,8 @@ struct Layout {
   /// The layout of `s` for a value of rank `rank` (replicated when `s` is
   /// null).
   static Layout of(ShardingAttr s, unsigned rank);
+  /// The layout of `v` (its sharding, replicated without one).
+  static Layout of(mlir::Value v);
   bool isReplicated() const;
   bool operator==(const Layout &o) const {
     return dims == o.dims && partial == o.partial;
@@ -36,6 +38,9 @@ struct Layout {
   /// `{tp}` / `[{tp}, {}]` style text for diagnostics.
   std::string str() const;
 };
+
+/// The rank of a shaped type or a `!loom.qtensor` (0 for anything else).
+unsigned rankOf(mlir::Type t);
 
 /// The `loom.sharding` of result `i` of `op` (one attribute or an array),
 /// or null.

@@ -348,6 +348,28 @@ def test_gguf_blocks_bitexact_and_qmatmul(loom, tmp_path, ttype):
         assert np.all(np.abs(out["output1"] - r64) <= tol)
 
 
+def gguf_qmatmul_module(tmp_path, w, ttype, rows="?", attrs="", mesh=""):
+    """m.mlir: one loom.qmatmul of a [rows, K] input by the GGUF blocks of
+    w (written to w.bin); returns the module's path and the blocks."""
+    import gguf
+    n, k = w.shape
+    blocks = gguf.quants.quantize(w, getattr(gguf.GGMLQuantizationType,
+                                             ttype.upper()))
+    (tmp_path / "w.bin").write_bytes(np.ascontiguousarray(blocks).tobytes())
+    qt = f"!loom.qtensor<{n}x{k}, #loom.quant<{ttype}>>"
+    attrs = f" {{{attrs}}}" if attrs else ""
+    src = tmp_path / "m.mlir"
+    src.write_text(f"""module {{{mesh}
+  func.func @main(%x: tensor<{rows}x{k}xf32>) -> tensor<{rows}x{n}xf32> {{
+    %w = loom.weight "w" from <"{tmp_path / 'w.bin'}", offset = 0> : {qt}
+    %y = loom.qmatmul %x, %w{attrs} : tensor<{rows}x{k}xf32>, {qt} -> tensor<{rows}x{n}xf32>
+    return %y : tensor<{rows}x{n}xf32>
+  }}
+}}
+""")
+    return src, blocks
+
+
 def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
     # --quant-act int8 without --quant: GGUF weights stay as stored, their
     # qmatmuls take the int8-activation kernel.
@@ -355,17 +377,8 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
     n, k = 6, 64
     rng = np.random.default_rng(2)
     w = rng.standard_normal((n, k)).astype(np.float32)
-    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q8_0)
+    src, blocks = gguf_qmatmul_module(tmp_path, w, "q8_0")
     ref_w = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.Q8_0)
-    (tmp_path / "w.bin").write_bytes(blocks.tobytes())
-    qtype = f"!loom.qtensor<{n}x{k}, #loom.quant<q8_0>>"
-    src = tmp_path / "m.mlir"
-    src.write_text(f"""func.func @main(%x: tensor<?x{k}xf32>) -> tensor<?x{n}xf32> {{
-  %w = loom.weight "w" from <"w.bin", offset = 0> : {qtype}
-  %y = loom.qmatmul %x, %w : tensor<?x{k}xf32>, {qtype} -> tensor<?x{n}xf32>
-  return %y : tensor<?x{n}xf32>
-}}
-""")
     out = tmp_path / "q.mlir"
     loom.loomc_run(src, "--compile-to=quantize", "--quant-act", "int8",
                    "-o", out)
@@ -386,19 +399,10 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
 
 
 def test_gguf_weights_not_requantised(loom, tmp_path):
-    gguf = pytest.importorskip("gguf")
+    pytest.importorskip("gguf")
     n, k = 4, 64
     w = np.random.default_rng(5).standard_normal((n, k)).astype(np.float32)
-    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q4_0)
-    (tmp_path / "w.bin").write_bytes(blocks.tobytes())
-    qtype = f"!loom.qtensor<{n}x{k}, #loom.quant<q4_0>>"
-    src = tmp_path / "m.mlir"
-    src.write_text(f"""func.func @main(%x: tensor<?x{k}xf32>) -> tensor<?x{n}xf32> {{
-  %w = loom.weight "w" from <"w.bin", offset = 0> : {qtype}
-  %y = loom.qmatmul %x, %w : tensor<?x{k}xf32>, {qtype} -> tensor<?x{n}xf32>
-  return %y : tensor<?x{n}xf32>
-}}
-""")
+    src, _ = gguf_qmatmul_module(tmp_path, w, "q4_0")
     out = tmp_path / "q.mlir"
     loom.loomc_run(src, "--compile-to=quantize", "--quant", "int8:32",
                    "-o", out)
@@ -592,19 +596,10 @@ def test_interleaved_weight_split_over_ranks(loom, tmp_path, result):
     n, k = 40, 128
     rng = np.random.default_rng(3)
     w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
-    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q4_0)
-    (tmp_path / "w.bin").write_bytes(np.ascontiguousarray(blocks).tobytes())
-    qt = f"!loom.qtensor<{n}x{k}, #loom.quant<q4_0>>"
-    src = tmp_path / "m.mlir"
-    src.write_text(f"""module {{
-  loom.mesh @mesh = <tp = 2>
-  func.func @main(%x: tensor<1x{k}xf32>) -> tensor<1x{n}xf32> {{
-    %w = loom.weight "w" from <"{tmp_path / 'w.bin'}", offset = 0> : {qt}
-    %y = loom.qmatmul %x, %w {{quant_activations = "int8", loom.sharding = #loom.sharding<@mesh, {result}>}} : tensor<1x{k}xf32>, {qt} -> tensor<1x{n}xf32>
-    return %y : tensor<1x{n}xf32>
-  }}
-}}
-""")
+    src, blocks = gguf_qmatmul_module(
+        tmp_path, w, "q4_0", rows="1", mesh="\n  loom.mesh @mesh = <tp = 2>",
+        attrs='quant_activations = "int8", '
+              f"loom.sharding = #loom.sharding<@mesh, {result}>")
     bundle = loom.compile(src)
     man = json.loads((bundle / "manifest.json").read_text())
     assert (man["entries"][0]["weights"][0]["interleave"]
