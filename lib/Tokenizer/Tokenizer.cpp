@@ -364,12 +364,12 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   std::string out;
   bool removeSpace = m.addSpacePrefix;
   for (int32_t id : ids) {
-    if (id < 0 || size_t(id) >= m.bytes.size()) {
-      removeSpace = false;
+    if (id < 0 || size_t(id) >= m.bytes.size())
       continue;
-    }
     std::string_view p = m.bytes[size_t(id)];
-    if (removeSpace && !p.empty() && p[0] == ' ')
+    if (p.empty())
+      continue; // control tokens (BOS) do not end the space removal
+    if (removeSpace && p[0] == ' ')
       p.remove_prefix(1);
     removeSpace = false;
     out += p;
