@@ -27,9 +27,12 @@ Writes into test/python/generate/data/ (or --out):
                              prompt ids, llama.cpp's greedy continuation of 64
                              tokens (1 thread, temperature 0, no penalties; EOG
                              tokens do not stop it), for each generated position
-                             the top-2 logits and the argmax; llama.cpp's logit
-                             error at the last prompt position against a float64
-                             numpy forward of the same dequantized GGUF.
+                             the top-2 logits and the argmax; the same positions
+                             teacher-forced through a float64 numpy forward of
+                             the same dequantized GGUF (f64_argmax, f64_top2_*:
+                             the exact model without llama.cpp's 8-bit activation
+                             blocks); llama.cpp's logit error at the last prompt
+                             position against that forward.
   logits_smollm2_p{i}.npy    llama.cpp's full logits (49152 float32) at the last
                              prompt position of prompt i.
 
@@ -210,9 +213,10 @@ def f64_reference_logits(gguf_path: Path):
     w = lm.read_gguf_weights(gguf_path)
 
     def run(ids):
+        """Logits [len(ids), vocab] of every position."""
         toks = np.array([ids], dtype=np.int64)
         pos = np.arange(len(ids), dtype=np.int64)
-        return lm.llama_forward_gguf(cfg, w, toks, pos)[0, -1]
+        return lm.llama_forward_gguf(cfg, w, toks, pos)[0]
     return run, cfg
 
 
@@ -235,8 +239,6 @@ def make_greedy_smollm2(gguf_path: Path, out: Path):
         llm.eval(ids)
         last = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
         np.save(out / f"logits_smollm2_p{i}.npy", last)
-        r = ref(ids)
-        err = np.abs(last.astype(np.float64) - r)
         gen, steps = [], []
         logits = last
         first_eog = None
@@ -251,6 +253,17 @@ def make_greedy_smollm2(gguf_path: Path, out: Path):
                 first_eog = step
             llm.eval([top])
             logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        # Teacher-forced float64 forward along llama.cpp's own tokens: the
+        # exact model's view of every generated position.
+        full = ref(ids + gen[:-1])[len(ids) - 1:]
+        r = full[0]
+        err = np.abs(last.astype(np.float64) - r)
+        for s, row in zip(steps, full):
+            o = np.argsort(-row, kind="stable")
+            s["f64_argmax"] = int(o[0])
+            s["f64_top2_ids"] = [int(o[0]), int(o[1])]
+            s["f64_top2_logits"] = [float(row[o[0]]), float(row[o[1]])]
+            s["f64_logit_of_argmax"] = float(row[s["argmax"]])
         prompts.append({
             "name": name, "messages": messages, "text": text, "prompt_ids": ids,
             "generated_ids": gen,
@@ -264,7 +277,11 @@ def make_greedy_smollm2(gguf_path: Path, out: Path):
                 "rms": float(np.sqrt((err ** 2).mean())),
                 "argmax_llamacpp": int(np.argmax(last)),
                 "argmax_f64": int(np.argmax(r)),
+                "top2_f64_ids": [int(i) for i in np.argsort(-r, kind="stable")[:2]],
+                "top2_f64_logits": [float(x) for x in np.sort(r)[::-1][:2]],
             },
+            "steps_where_llamacpp_argmax_differs_from_f64": [
+                i for i, s in enumerate(steps) if s["argmax"] != s["f64_argmax"]],
         })
         print(name, len(ids), "prompt tokens; max|llama.cpp - f64| =",
               f"{err.max():.4g}", "generated:", repr(prompts[-1]["generated_text"][:60]))
