@@ -19,11 +19,17 @@ def test_chat_expected_is_current(smollm2):
         "re-run test/python/tokenizer/make_chat_expected.py"
 
 
-def test_chat_prompt_ids_equal_llamacpp(smollm2):
-    """The chat prompts of the greedy reference: Loom's template + tokenizer
-    give llama.cpp's prompt ids (SmolLM2's default system message included)."""
+def test_prompt_ids_equal_llamacpp(smollm2):
+    """The prompts of the greedy reference: Loom's template + tokenizer give
+    llama.cpp's prompt ids (SmolLM2's default system message included)."""
     from loom_paths import tool
     ref = load_reference("greedy_smollm2.json")
+    for p in ref["prompts"]:
+        if p["messages"] is None:
+            out = subprocess.run([str(tool("loom-tokenize")), str(smollm2), "--ids",
+                                  p["text"]], capture_output=True, text=True)
+            assert out.returncode == 0, out.stderr
+            assert [int(x) for x in out.stdout.split()] == p["prompt_ids"], p["name"]
     chats = [p for p in ref["prompts"] if p["messages"]]
     assert len(chats) >= 2
     for p in chats:
