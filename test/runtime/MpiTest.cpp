@@ -191,6 +191,23 @@ int failing(loom_rt_ctx *ctx, const std::string &mode) {
   }
   if (r == 2 && mode == "abort")
     loom_rt_abort(ctx, "test abort from rank 2");
+  // Ranks that disagree (run with LOOM_CHECK_COLLECTIVES=1): rank 3 calls
+  // something else than the others at the same meeting point.
+  if (mode == "mismatch-count")
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
+                       r == 3 ? 8 : 16, LOOM_RT_ALL_AXES);
+  if (mode == "mismatch-op")
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, r == 3 ? LOOM_RT_MAX : LOOM_RT_SUM,
+                       v.data(), v.data(), 16, LOOM_RT_ALL_AXES);
+  if (mode == "mismatch-kind") {
+    std::vector<float> out(4 * 16);
+    if (r == 3)
+      loom_rt_all_gather(ctx, LOOM_RT_F32, v.data(), out.data(), 1, 16,
+                         LOOM_RT_ALL_AXES);
+    else
+      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(), 16,
+                         LOOM_RT_ALL_AXES);
+  }
   for (int i = 0; i < 1000000; ++i)
     loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
                        int64_t(v.size()), LOOM_RT_ALL_AXES);
