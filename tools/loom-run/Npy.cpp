@@ -375,9 +375,9 @@ bool readNpyBytes(const void *data, size_t size, NpyArray &out,
       int64_t(size), out, error);
 }
 
-bool writeNpy(const std::string &path, const std::string &descr,
-              const std::vector<int64_t> &shape, const void *data,
-              int64_t nbytes, std::string *error) {
+bool writeNpyTemp(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  int64_t nbytes, std::string *tmpOut, std::string *error) {
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, "
                      "'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -443,8 +443,18 @@ bool writeNpy(const std::string &path, const std::string &descr,
     *error = "cannot write '" + tmp + "': " + std::strerror(savedErrno);
     return false;
   }
+  *tmpOut = tmp;
+  return true;
+}
+
+bool writeNpy(const std::string &path, const std::string &descr,
+              const std::vector<int64_t> &shape, const void *data,
+              int64_t nbytes, std::string *error) {
+  std::string tmp;
+  if (!writeNpyTemp(path, descr, shape, data, nbytes, &tmp, error))
+    return false;
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    savedErrno = errno;
+    int savedErrno = errno;
     ::unlink(tmp.c_str());
     *error = "cannot rename '" + tmp + "' to '" + path + "': " +
              std::strerror(savedErrno);

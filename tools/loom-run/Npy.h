@@ -67,6 +67,14 @@ bool writeNpy(const std::string &path, const std::string &descr,
               const std::vector<int64_t> &shape, const void *data,
               int64_t nbytes, std::string *error);
 
+/// The first half of writeNpy: writes the array to a new temporary file in
+/// the directory of `path` and returns its name in *tmp; the caller renames
+/// it over `path` (or unlinks it). loom-run writes every output this way and
+/// renames them all only once every one is written (all or nothing).
+bool writeNpyTemp(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  int64_t nbytes, std::string *tmp, std::string *error);
+
 /// Item size of a normalised descr ('<f4' -> 4), 0 if not one we support.
 int64_t npyItemSize(const std::string &descr);
 
