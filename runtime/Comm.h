@@ -155,6 +155,16 @@ std::string collectiveMismatch(const std::vector<int64_t> &members,
                                const CollSig &mine, int64_t peer,
                                const CollSig &theirs);
 
+/// The context of the rank running on this thread (set by the launchers
+/// around the rank body; null outside one): how loom_rt_malloc, which takes
+/// no context, fails the right job.
+loom_rt_ctx *threadContext();
+struct ThreadContextScope {
+  loom_rt_ctx *saved;
+  explicit ThreadContextScope(loom_rt_ctx *ctx);
+  ~ThreadContextScope();
+};
+
 /// "f32", ... ("?" out of range); "sum", ... ("?").
 const char *dtypeName(int32_t dtype);
 const char *reduceOpName(int32_t op);

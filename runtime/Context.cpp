@@ -50,6 +50,16 @@ double defaultTimeoutSeconds() {
   return 60.0;
 }
 
+namespace {
+thread_local loom_rt_ctx *CurrentCtx = nullptr;
+} // namespace
+
+loom_rt_ctx *threadContext() { return CurrentCtx; }
+ThreadContextScope::ThreadContextScope(loom_rt_ctx *ctx) : saved(CurrentCtx) {
+  CurrentCtx = ctx;
+}
+ThreadContextScope::~ThreadContextScope() { CurrentCtx = saved; }
+
 std::string describeCall(const CollSig &s) {
   static const char *const kinds[] = {"?",          "barrier",
                                       "all_reduce", "all_gather",
@@ -478,6 +488,33 @@ void loom_rt_abort(loom_rt_ctx *ctx, const char *msg) {
   ctx->current = OpDesc();
   ctx->comm->fail(*ctx, formatFailure(*ctx, std::string("aborted by loom_rt_abort: ") +
                                                 (msg ? msg : "(no message)")));
+  __builtin_unreachable();
+}
+
+void *loom_rt_malloc(int64_t bytes) {
+  void *p = std::malloc(size_t(bytes > 0 ? bytes : 0));
+  if (p || bytes <= 0)
+    return p;
+  std::string why = "out of memory: malloc of " + std::to_string(bytes) +
+                    " bytes for a buffer of the generated code failed";
+  if (loom_rt_ctx *ctx = threadContext()) {
+    ctx->current = OpDesc();
+    ctx->comm->fail(*ctx, formatFailure(*ctx, why));
+  }
+  std::fprintf(stderr, "loom-rt: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
+                         int64_t bound, const char *op) {
+  ctx->current = OpDesc();
+  ctx->comm->fail(*ctx, formatFailure(
+                            *ctx, std::string(input ? input : "?") + ": id " +
+                                      std::to_string(index) +
+                                      " out of range [0, " +
+                                      std::to_string(bound) + ") in " +
+                                      (op ? op : "?")));
   __builtin_unreachable();
 }
 

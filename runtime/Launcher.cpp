@@ -65,6 +65,7 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
   res.rankStatus.assign(nranks, -1);
   auto runRank = [&](int r) {
     loom_rt_ctx &ctx = *ctxs[r];
+    ThreadContextScope current(&ctx);
     try {
       int rc = body(&ctx);
       res.rankStatus[r] = rc;

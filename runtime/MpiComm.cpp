@@ -517,6 +517,7 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
   auto comm = std::make_unique<MpiComm>(ctx);
   ctx.comm = comm.get();
   int rc = 0;
+  ThreadContextScope current(&ctx);
   try {
     rc = body(&ctx);
   } catch (const std::exception &e) {

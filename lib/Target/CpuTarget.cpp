@@ -2,6 +2,7 @@
 
 #include "lib/Target/CpuTarget.h"
 
+#include "loom/runtime/CpuFeatures.h"
 #include "passes/Lowering/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -19,6 +20,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -73,8 +75,27 @@ static std::string findLinker() {
   return {};
 }
 
+/// The features of loom/runtime/CpuFeatures.h that the target machine's
+/// subtarget (its CPU and feature string together) has.
+static void recordCpuTarget(const llvm::TargetMachine &tm,
+                            CpuTargetInfo &info) {
+  info.cpu = tm.getTargetCPU().str();
+  info.features.clear();
+  const llvm::MCSubtargetInfo *sti = tm.getMCSubtargetInfo();
+  if (!sti || !tm.getTargetTriple().isX86())
+    return;
+  for (const char *name : {
+#define LOOM_FEATURE_NAME(llvmName, gccName) llvmName,
+           LOOM_X86_CPU_FEATURES(LOOM_FEATURE_NAME)
+#undef LOOM_FEATURE_NAME
+       })
+    if (sti->checkFeatures(std::string("+") + name))
+      info.features.push_back(name);
+}
+
 bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
-                       const CpuEmitOptions &options, std::string &error) {
+                       const CpuEmitOptions &options, std::string &error,
+                       CpuTargetInfo *info) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   registerBuiltinDialectTranslation(*module.getContext());
@@ -94,7 +115,10 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
             llvm::toString(builder.takeError());
     return false;
   }
-  if (!options.hostCpu) {
+  if (!options.cpu.empty()) {
+    builder->setCPU(options.cpu);
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  } else if (!options.hostCpu) {
     builder->setCPU("x86-64-v2");
     builder->getFeatures() = llvm::SubtargetFeatures();
   }
@@ -108,6 +132,16 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
             llvm::toString(tm.takeError());
     return false;
   }
+  if (!options.cpu.empty() &&
+      !(*tm)->getMCSubtargetInfo()->isCPUStringValid(options.cpu)) {
+    error = "--cpu=" + options.cpu + ": not a CPU that LLVM knows for " +
+            (*tm)->getTargetTriple().str() +
+            " (e.g. x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver3; "
+            "`llc -mcpu=help` lists them)";
+    return false;
+  }
+  if (info)
+    recordCpuTarget(**tm, *info);
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
 

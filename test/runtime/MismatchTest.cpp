@@ -219,3 +219,44 @@ TEST(Launch, ThreadCreationFailureIsAnError) {
     GTEST_SKIP() << "the address-space limit did not stop thread creation";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
+
+// What generated code calls instead of crashing (issue 13): malloc that
+// fails the job on out of memory, and ids out of range named with their
+// input and bound.
+TEST(GeneratedCodeChecks, MallocFailureFailsTheJob) {
+  LaunchResult res;
+  int rc = runThreads(
+      2, {2},
+      [](loom_rt_ctx *ctx) {
+        void *p = loom_rt_malloc(16);
+        if (!p)
+          return 1;
+        std::free(p);
+        if (loom_rt_rank(ctx) == 1)
+          loom_rt_malloc(int64_t(1) << 62); // no machine has 4 EiB
+        loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
+        return 0;
+      },
+      quiet(), &res);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(joined(res).find("loom-rt: rank 1: out of memory: malloc of "
+                             "4611686018427387904 bytes for a buffer of the "
+                             "generated code failed"),
+            std::string::npos)
+      << joined(res);
+}
+
+TEST(GeneratedCodeChecks, IndexErrorNamesInputAndBound) {
+  LaunchResult res;
+  int rc = runThreads(
+      1, {1},
+      [](loom_rt_ctx *ctx) -> int {
+        loom_rt_index_error(ctx, "tokens", 96, 96, "loom.embedding");
+      },
+      quiet(), &res);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(joined(res).find("loom-rt: rank 0: tokens: id 96 out of range "
+                             "[0, 96) in loom.embedding"),
+            std::string::npos)
+      << joined(res);
+}

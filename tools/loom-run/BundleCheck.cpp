@@ -2,6 +2,7 @@
 
 #include "BundleCheck.h"
 
+#include "loom/runtime/CpuFeatures.h"
 #include "loom/runtime/Fnv.h"
 
 #include <cerrno>
@@ -137,37 +138,7 @@ bool hostHasCpuFeature(const std::string &name) {
     return __builtin_cpu_supports(gccName);
   LOOM_FEATURE("sse", "sse")
   LOOM_FEATURE("sse2", "sse2")
-  LOOM_FEATURE("sse3", "sse3")
-  LOOM_FEATURE("ssse3", "ssse3")
-  LOOM_FEATURE("sse4.1", "sse4.1")
-  LOOM_FEATURE("sse4.2", "sse4.2")
-  LOOM_FEATURE("popcnt", "popcnt")
-  LOOM_FEATURE("avx", "avx")
-  LOOM_FEATURE("avx2", "avx2")
-  LOOM_FEATURE("fma", "fma")
-  LOOM_FEATURE("f16c", "f16c")
-  LOOM_FEATURE("bmi", "bmi")
-  LOOM_FEATURE("bmi2", "bmi2")
-  LOOM_FEATURE("lzcnt", "lzcnt")
-  LOOM_FEATURE("movbe", "movbe")
-  LOOM_FEATURE("aes", "aes")
-  LOOM_FEATURE("pclmul", "pclmul")
-  LOOM_FEATURE("gfni", "gfni")
-  LOOM_FEATURE("vpclmulqdq", "vpclmulqdq")
-  LOOM_FEATURE("avxvnni", "avxvnni")
-  LOOM_FEATURE("avx512f", "avx512f")
-  LOOM_FEATURE("avx512cd", "avx512cd")
-  LOOM_FEATURE("avx512bw", "avx512bw")
-  LOOM_FEATURE("avx512dq", "avx512dq")
-  LOOM_FEATURE("avx512vl", "avx512vl")
-  LOOM_FEATURE("avx512vnni", "avx512vnni")
-  LOOM_FEATURE("avx512bf16", "avx512bf16")
-  LOOM_FEATURE("avx512fp16", "avx512fp16")
-  LOOM_FEATURE("avx512ifma", "avx512ifma")
-  LOOM_FEATURE("avx512vbmi", "avx512vbmi")
-  LOOM_FEATURE("avx512vbmi2", "avx512vbmi2")
-  LOOM_FEATURE("avx512bitalg", "avx512bitalg")
-  LOOM_FEATURE("avx512vpopcntdq", "avx512vpopcntdq")
+  LOOM_X86_CPU_FEATURES(LOOM_FEATURE)
 #undef LOOM_FEATURE
 #endif
   return false;
