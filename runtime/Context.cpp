@@ -507,13 +507,13 @@ void *loom_rt_malloc(int64_t bytes) {
 }
 
 void loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
-                         int64_t bound, const char *op) {
+                         int64_t lo, int64_t hi, const char *op) {
   ctx->current = OpDesc();
   ctx->comm->fail(*ctx, formatFailure(
                             *ctx, std::string(input ? input : "?") + ": id " +
                                       std::to_string(index) +
-                                      " out of range [0, " +
-                                      std::to_string(bound) + ") in " +
+                                      " out of range [" + std::to_string(lo) +
+                                      ", " + std::to_string(hi) + ") in " +
                                       (op ? op : "?")));
   __builtin_unreachable();
 }

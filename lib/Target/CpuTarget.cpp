@@ -15,6 +15,9 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -32,6 +35,33 @@
 using namespace mlir;
 
 namespace loom {
+
+namespace {
+/// Generated code allocates through loom_rt_malloc (abi.h) instead of
+/// malloc: the same memory (freed with free), but an allocation that fails
+/// fails the job with its size instead of returning null to code that
+/// would write through it. Renames the `malloc` declaration that
+/// finalize-memref-to-llvm made, and so every call of it.
+struct CheckedMallocPass
+    : PassWrapper<CheckedMallocPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckedMallocPass)
+  StringRef getArgument() const override { return "loom-checked-malloc"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto malloc = module.lookupSymbol<LLVM::LLVMFuncOp>("malloc");
+    if (!malloc)
+      return;
+    StringAttr checked = StringAttr::get(&getContext(), "loom_rt_malloc");
+    if (module.lookupSymbol(checked)) {
+      malloc.emitError("both malloc and loom_rt_malloc are declared");
+      return signalPassFailure();
+    }
+    if (failed(SymbolTable::replaceAllSymbolUses(malloc, checked, module)))
+      return signalPassFailure();
+    SymbolTable::setSymbolName(malloc, checked);
+  }
+};
+} // namespace
 
 void buildCpuLoweringPipeline(OpPassManager &pm) {
   // CSE runs on loom ops only: after lowering it would merge the
@@ -64,6 +94,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createPackEntryPointsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<CheckedMallocPass>());
 }
 
 /// Finds a C compiler driver to link shared objects with.

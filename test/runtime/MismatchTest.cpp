@@ -251,7 +251,7 @@ TEST(GeneratedCodeChecks, IndexErrorNamesInputAndBound) {
   int rc = runThreads(
       1, {1},
       [](loom_rt_ctx *ctx) -> int {
-        loom_rt_index_error(ctx, "tokens", 96, 96, "loom.embedding");
+        loom_rt_index_error(ctx, "tokens", 96, 0, 96, "loom.embedding");
       },
       quiet(), &res);
   EXPECT_NE(rc, 0);
