@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of lib/Formats with clang++-22 (ASan + UBSan,
-# directly, not through the g++ CMake build) and runs each for N seconds.
+# Builds the libFuzzer targets of lib/Formats and of loom-run's readers
+# (manifest.json, .npy) with clang++-22 (ASan + UBSan, directly, not through
+# the g++ CMake build) and runs each for N seconds.
 #
 #   fuzz/run.sh [seconds]          default 20 seconds per target
 #   FUZZ_WORK=/tmp/x fuzz/run.sh   where binaries, corpora and crashes go
@@ -12,20 +13,29 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
 WORK="${FUZZ_WORK:-/tmp/loom-fuzz}"
-TARGETS="${FUZZ_TARGETS:-gguf safetensors hfconfig}"
+TARGETS="${FUZZ_TARGETS:-gguf safetensors hfconfig manifest npy}"
 CXX="${FUZZ_CXX:-clang++-22}"
 mkdir -p "$WORK"
 
 FLAGS=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -fno-exceptions -DJSON_NOEXCEPTION
        -ffp-contract=off -I"$ROOT/include")
-SOURCES=("$ROOT"/lib/Formats/*.cpp)
+# The reader each target links.
+sources() {
+  case $1 in
+    manifest|npy)
+      echo "-I$ROOT/tools/loom-run $ROOT/tools/loom-run/Manifest.cpp" \
+           "$ROOT/tools/loom-run/Npy.cpp" ;;
+    *) echo "$ROOT"/lib/Formats/*.cpp ;;
+  esac
+}
 
 status=0
 for t in $TARGETS; do
   bin="$WORK/${t}_fuzzer"
   echo "== building $bin"
-  "$CXX" "${FLAGS[@]}" "${SOURCES[@]}" "$ROOT/fuzz/${t}_fuzzer.cpp" -o "$bin"
+  # shellcheck disable=SC2046 # word splitting of the source list is wanted
+  "$CXX" "${FLAGS[@]}" $(sources "$t") "$ROOT/fuzz/${t}_fuzzer.cpp" -o "$bin"
   corpus="$WORK/$t/corpus"
   mkdir -p "$corpus"
   cp -n "$ROOT/fuzz/seeds/$t/"* "$corpus/" 2>/dev/null || true

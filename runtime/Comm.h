@@ -125,6 +125,54 @@ public:
                                  const std::string &message) = 0;
 };
 
+/// What a member calls at a collective meeting point. Ranks compare these
+/// (threads: always, in shared memory at the first barrier; MPI: with
+/// LOOM_CHECK_COLLECTIVES=1, one small all-gather) and fail with both sides
+/// named instead of reading past a peer's buffer.
+enum CollKind : int32_t {
+  kBarrier = 1,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll
+};
+struct CollSig {
+  int64_t kind = 0; ///< CollKind
+  int64_t dtype = -1;
+  int64_t op = -1;
+  int64_t count = -1; ///< all_reduce count, gather/scatter outer, a2a block
+  int64_t inner = -1;
+  bool operator==(const CollSig &o) const {
+    return kind == o.kind && dtype == o.dtype && op == o.op &&
+           count == o.count && inner == o.inner;
+  }
+};
+/// "all_reduce(dtype=f32, op=sum, count=8)", "barrier", ...
+std::string describeCall(const CollSig &s);
+/// The failure reason when this rank's `mine` differs from `theirs` of
+/// global rank `peer` in the group of `members`.
+std::string collectiveMismatch(const std::vector<int64_t> &members,
+                               const CollSig &mine, int64_t peer,
+                               const CollSig &theirs);
+
+/// The context of the rank running on this thread (set by the launchers
+/// around the rank body; null outside one): how loom_rt_malloc, which takes
+/// no context, fails the right job.
+loom_rt_ctx *threadContext();
+struct ThreadContextScope {
+  loom_rt_ctx *saved;
+  explicit ThreadContextScope(loom_rt_ctx *ctx);
+  ~ThreadContextScope();
+};
+
+/// "f32", ... ("?" out of range); "sum", ... ("?").
+const char *dtypeName(int32_t dtype);
+const char *reduceOpName(int32_t op);
+
+/// loom_rt_now_ns() + seconds, saturated: INT64_MAX (no deadline) for
+/// seconds >= 1e9, inf included.
+int64_t deadlineAfter(double seconds);
+
 /// "loom-rt: rank R (coords [..]): <op desc> failed: <reason>".
 std::string formatFailure(const loom_rt_ctx &ctx, const std::string &reason);
 

@@ -9,6 +9,7 @@
 #include "Comm.h"
 #include "DType.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,58 @@ double defaultTimeoutSeconds() {
                  env);
   }
   return 60.0;
+}
+
+namespace {
+thread_local loom_rt_ctx *CurrentCtx = nullptr;
+} // namespace
+
+loom_rt_ctx *threadContext() { return CurrentCtx; }
+ThreadContextScope::ThreadContextScope(loom_rt_ctx *ctx) : saved(CurrentCtx) {
+  CurrentCtx = ctx;
+}
+ThreadContextScope::~ThreadContextScope() { CurrentCtx = saved; }
+
+std::string describeCall(const CollSig &s) {
+  static const char *const kinds[] = {"?",          "barrier",
+                                      "all_reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all"};
+  std::string d = kinds[s.kind >= 1 && s.kind <= 5 ? s.kind : 0];
+  if (s.kind == kBarrier)
+    return d;
+  d += "(dtype=" + std::string(dtypeName(int32_t(s.dtype)));
+  if (s.op >= 0)
+    d += ", op=" + std::string(reduceOpName(int32_t(s.op)));
+  if (s.kind == kAllReduce)
+    d += ", count=" + std::to_string(s.count);
+  else if (s.kind == kAllToAll)
+    d += ", block=" + std::to_string(s.count);
+  else
+    d += ", outer=" + std::to_string(s.count) +
+         ", inner=" + std::to_string(s.inner);
+  return d + ")";
+}
+
+std::string collectiveMismatch(const std::vector<int64_t> &members,
+                               const CollSig &mine, int64_t peer,
+                               const CollSig &theirs) {
+  std::string group;
+  for (int64_t m : members)
+    group += (group.empty() ? "" : ",") + std::to_string(m);
+  return "collective mismatch in the group of ranks {" + group +
+         "}: this rank called " + describeCall(mine) + " but rank " +
+         std::to_string(peer) + " called " + describeCall(theirs) +
+         " (every member must make the same collective calls in the same "
+         "order)";
+}
+
+int64_t deadlineAfter(double seconds) {
+  // 1e9 s (31 years), inf and anything larger: no deadline. int64(x * 1e9)
+  // of a larger x is undefined (it wrapped to a deadline in the past).
+  int64_t now = loom_rt_now_ns();
+  if (!(seconds < 1e9))
+    return INT64_MAX;
+  return now + int64_t(std::max(0.0, seconds) * 1e9);
 }
 
 std::string formatFailure(const loom_rt_ctx &ctx, const std::string &reason) {
@@ -435,6 +488,33 @@ void loom_rt_abort(loom_rt_ctx *ctx, const char *msg) {
   ctx->current = OpDesc();
   ctx->comm->fail(*ctx, formatFailure(*ctx, std::string("aborted by loom_rt_abort: ") +
                                                 (msg ? msg : "(no message)")));
+  __builtin_unreachable();
+}
+
+void *loom_rt_malloc(int64_t bytes) {
+  void *p = std::malloc(size_t(bytes > 0 ? bytes : 0));
+  if (p || bytes <= 0)
+    return p;
+  std::string why = "out of memory: malloc of " + std::to_string(bytes) +
+                    " bytes for a buffer of the generated code failed";
+  if (loom_rt_ctx *ctx = threadContext()) {
+    ctx->current = OpDesc();
+    ctx->comm->fail(*ctx, formatFailure(*ctx, why));
+  }
+  std::fprintf(stderr, "loom-rt: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
+                         int64_t lo, int64_t hi, const char *op) {
+  ctx->current = OpDesc();
+  ctx->comm->fail(*ctx, formatFailure(
+                            *ctx, std::string(input ? input : "?") + ": id " +
+                                      std::to_string(index) +
+                                      " out of range [" + std::to_string(lo) +
+                                      ", " + std::to_string(hi) + ") in " +
+                                      (op ? op : "?")));
   __builtin_unreachable();
 }
 

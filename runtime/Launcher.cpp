@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <system_error>
 #include <thread>
 
 namespace loom::rt {
@@ -64,6 +65,7 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
   res.rankStatus.assign(nranks, -1);
   auto runRank = [&](int r) {
     loom_rt_ctx &ctx = *ctxs[r];
+    ThreadContextScope current(&ctx);
     try {
       int rc = body(&ctx);
       res.rankStatus[r] = rc;
@@ -84,10 +86,25 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
     }
   };
   {
+    // Thread creation can fail (too many threads, no memory for a stack):
+    // std::thread throws std::system_error. The ranks already started are
+    // stopped through the abort flag (they fail at their next runtime call
+    // or barrier) and joined; the job fails with the reason, never
+    // std::terminate.
     std::vector<std::thread> threads;
     threads.reserve(nranks);
-    for (int r = 0; r < nranks; ++r)
-      threads.emplace_back(runRank, r);
+    for (int r = 0; r < nranks; ++r) {
+      try {
+        threads.emplace_back(runRank, r);
+      } catch (const std::system_error &e) {
+        world.recordFailure(
+            "loom-rt: cannot start the thread of rank " + std::to_string(r) +
+            " of " + std::to_string(nranks) + ": " + e.what() +
+            " (too many threads or too little memory; run fewer ranks per "
+            "process, e.g. with --backend mpi)");
+        break;
+      }
+    }
     for (auto &t : threads)
       t.join();
   }

@@ -110,6 +110,11 @@ extern "C" void loomRtSigterm(int) {
   _exit(1);
 }
 
+bool checkCollectivesFromEnv() {
+  const char *v = std::getenv("LOOM_CHECK_COLLECTIVES");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 class MpiComm final : public Comm {
 public:
   explicit MpiComm(loom_rt_ctx &ctx) : Ctx(ctx) {
@@ -165,12 +170,15 @@ public:
   void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
                  const void *in, void *out, int64_t count) override {
     int64_t es = dtypeSize(dtype);
-    if (g.size == 1 || count == 0) {
+    if (g.size == 1 || (count == 0 && !CheckCollectives)) {
       if (in != out && count)
         std::memcpy(out, in, size_t(count * es));
       return;
     }
     InFlight f(*this, ctx);
+    meet(ctx, g, {kAllReduce, dtype, op, count, -1});
+    if (count == 0)
+      return;
     MPI_Comm comm = commOf(g);
     if (isHalf(dtype)) {
       float *tmp = scratchFloats(ctx, count);
@@ -194,6 +202,7 @@ public:
       return;
     }
     InFlight f(*this, ctx);
+    meet(ctx, g, {kAllGather, dtype, -1, outer, inner});
     checkInt(ctx, outer * inner * p);
     MPI_Datatype t = mpiType(dtype);
     if (outer == 1 || inner == 0) {
@@ -226,6 +235,7 @@ public:
       return;
     }
     InFlight f(*this, ctx);
+    meet(ctx, g, {kReduceScatter, dtype, op, outer, inner});
     checkInt(ctx, n);
     bool half = isHalf(dtype);
     int64_t ces = half ? 4 : es; // element size of the reduced type
@@ -270,6 +280,7 @@ public:
       return;
     }
     InFlight f(*this, ctx);
+    meet(ctx, g, {kAllToAll, dtype, -1, block, -1});
     checkInt(ctx, block * g.size);
     MPI_Datatype t = mpiType(dtype);
     check(ctx,
@@ -281,6 +292,7 @@ public:
     if (g.size == 1)
       return;
     InFlight f(*this, ctx);
+    meet(ctx, g, {kBarrier, -1, -1, -1, -1});
     check(ctx, MPI_Barrier(commOf(g)), "MPI_Barrier");
   }
 
@@ -342,7 +354,7 @@ private:
     MpiComm &c;
     InFlight(MpiComm &comm, loom_rt_ctx &ctx) : c(comm) {
       SigCurrentOp.store(ctx.current.name, std::memory_order_relaxed);
-      c.Deadline.store(loom_rt_now_ns() + int64_t(ctx.timeoutSeconds * 1e9),
+      c.Deadline.store(deadlineAfter(ctx.timeoutSeconds),
                        std::memory_order_release);
     }
     ~InFlight() {
@@ -398,6 +410,29 @@ private:
                            " elements, expected " + std::to_string(count));
   }
 
+  /// With LOOM_CHECK_COLLECTIVES=1: every member all-gathers what each
+  /// calls here (5 int64s) and all fail, naming both sides, if any differ.
+  /// Off by default: it is one more small collective per call (see
+  /// docs/RUNTIME.md for its measured cost).
+  void meet(loom_rt_ctx &ctx, Group &g, const CollSig &mine) {
+    if (!CheckCollectives || g.size == 1)
+      return;
+    int64_t words[5] = {mine.kind, mine.dtype, mine.op, mine.count,
+                        mine.inner};
+    std::vector<int64_t> all(size_t(5 * g.size));
+    check(ctx,
+          MPI_Allgather(words, 5, MPI_INT64_T, all.data(), 5, MPI_INT64_T,
+                        commOf(g)),
+          "MPI_Allgather (LOOM_CHECK_COLLECTIVES header)");
+    for (int64_t j = 0; j < g.size; ++j) {
+      const int64_t *w = &all[size_t(5 * j)];
+      CollSig theirs{w[0], w[1], w[2], w[3], w[4]};
+      if (j != g.index && !(theirs == mine))
+        failCurrent(ctx, collectiveMismatch(g.members, mine, g.members[j],
+                                            theirs));
+    }
+  }
+
   void allReduceChunked(loom_rt_ctx &ctx, MPI_Comm comm, const void *in,
                         void *out, int64_t count, MPI_Datatype t, MPI_Op op,
                         int64_t es) {
@@ -425,6 +460,7 @@ private:
 
   loom_rt_ctx &Ctx;
   MPI_Comm World = MPI_COMM_NULL;
+  bool CheckCollectives = checkCollectivesFromEnv();
   std::atomic<int64_t> Deadline{0};
   std::mutex Mu;
   std::condition_variable Cv;
@@ -481,6 +517,7 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
   auto comm = std::make_unique<MpiComm>(ctx);
   ctx.comm = comm.get();
   int rc = 0;
+  ThreadContextScope current(&ctx);
   try {
     rc = body(&ctx);
   } catch (const std::exception &e) {

@@ -52,6 +52,10 @@ std::string fmtSeconds(double s) {
 struct alignas(64) Slot {
   const void *in = nullptr;
   void *out = nullptr;
+  /// The signature published before barrier number n of this member is
+  /// sig[n & 1]: a member writes the next one only after every member has
+  /// passed the barrier that follows the reads of this one.
+  CollSig sig[2];
   std::atomic<uint64_t> arrivals{0}; ///< barriers entered by this member
 };
 
@@ -129,8 +133,7 @@ void groupBarrier(loom_rt_ctx &ctx, ThreadWorld &world, Group &g) {
       break;
     sched_yield();
   }
-  int64_t deadline =
-      loom_rt_now_ns() + int64_t(ctx.timeoutSeconds * 1e9);
+  int64_t deadline = deadlineAfter(ctx.timeoutSeconds);
   while (true) {
     if (sh.gen.load(std::memory_order_acquire) != gen)
       return;
@@ -152,6 +155,25 @@ void groupBarrier(loom_rt_ctx &ctx, ThreadWorld &world, Group &g) {
     if (sh.gen.load(std::memory_order_seq_cst) == gen)
       futexWait(&sh.gen, gen, kSleepSliceNs);
     sh.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+/// The first barrier of a collective: publishes what this rank calls and
+/// fails every member if any member calls something else.
+void meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g, const CollSig &mine) {
+  auto &impl = static_cast<ThreadGroupImpl &>(*g.impl);
+  ThreadGroupShared &sh = *impl.sh;
+  if (sh.p == 1)
+    return;
+  uint64_t n = impl.arrivals + 1;
+  sh.slots[g.index].sig[n & 1] = mine;
+  groupBarrier(ctx, world, g);
+  for (int64_t j = 0; j < sh.p; ++j) {
+    const CollSig &theirs = sh.slots[j].sig[n & 1];
+    if (j == g.index || theirs == mine)
+      continue;
+    failCurrent(ctx, collectiveMismatch(sh.members, mine, sh.members[j],
+                                        theirs));
   }
 }
 
@@ -282,7 +304,7 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     if (in != out && count)
       std::memcpy(out, in, size_t(count * es));
     if (p > 1)
-      groupBarrier(ctx, World, g);
+      meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
     return;
   }
   ThreadGroupShared &sh = shared(g);
@@ -292,7 +314,7 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   if (bytes <= kSmallBytes) {
     uint64_t parity = impl.smallCalls++;
     std::memcpy(sh.stage(parity, g.index), in, size_t(bytes));
-    groupBarrier(ctx, World, g);
+    meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
     const void *ins[64];
     std::vector<const void *> big;
     const void **srcs = ins;
@@ -308,7 +330,7 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
 
   sh.slots[g.index].in = in;
   sh.slots[g.index].out = out;
-  groupBarrier(ctx, World, g);
+  meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
   int64_t lo, hi;
   chunk(count, p, es, g.index, lo, hi);
   ReadPhase reduce(ctx, World);
@@ -346,7 +368,7 @@ void ThreadsComm::allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   }
   ThreadGroupShared &sh = shared(g);
   sh.slots[g.index].in = in;
-  groupBarrier(ctx, World, g);
+  meet(ctx, World, g, {kAllGather, dtype, -1, outer, inner});
   ReadPhase read(ctx, World);
   int64_t rowBytes = inner * es;
   if (rowBytes) {
@@ -375,7 +397,7 @@ void ThreadsComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   }
   ThreadGroupShared &sh = shared(g);
   sh.slots[g.index].in = in;
-  groupBarrier(ctx, World, g);
+  meet(ctx, World, g, {kReduceScatter, dtype, op, outer, inner});
   ReadPhase read(ctx, World);
   if (inner) {
     std::vector<const void *> srcs(p);
@@ -402,7 +424,7 @@ void ThreadsComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   }
   ThreadGroupShared &sh = shared(g);
   sh.slots[g.index].in = in;
-  groupBarrier(ctx, World, g);
+  meet(ctx, World, g, {kAllToAll, dtype, -1, block, -1});
   ReadPhase read(ctx, World);
   if (bb)
     for (int64_t k = 0; k < p; ++k) {
@@ -416,7 +438,7 @@ void ThreadsComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
 }
 
 void ThreadsComm::barrier(loom_rt_ctx &ctx, Group &g) {
-  groupBarrier(ctx, World, g);
+  meet(ctx, World, g, {kBarrier, -1, -1, -1, -1});
 }
 
 void ThreadsComm::send(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
@@ -437,7 +459,7 @@ void ThreadsComm::recv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
                        int64_t count, int64_t src, int64_t tag) {
   size_t bytes = size_t(count * dtypeSize(dtype));
   ThreadWorld::Mailbox &mb = World.mailbox(ctx.rank);
-  int64_t deadline = loom_rt_now_ns() + int64_t(ctx.timeoutSeconds * 1e9);
+  int64_t deadline = deadlineAfter(ctx.timeoutSeconds);
   std::unique_lock<std::mutex> lock(mb.mu);
   while (true) {
     for (auto it = mb.queue.begin(); it != mb.queue.end(); ++it) {

@@ -31,7 +31,9 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string &path,
   std::lock_guard<std::mutex> lock(CacheMu);
   if (auto existing = cache()[path].lock())
     return existing;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO or device must not block the open (only regular
+  // files are mapped; the flag does not matter for mmap).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *error = "weight file '" + path + "': cannot open: " + std::strerror(errno);
     return nullptr;
@@ -39,6 +41,12 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string &path,
   struct stat st;
   if (fstat(fd, &st) != 0) {
     *error = "weight file '" + path + "': cannot stat: " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = "weight file '" + path + "': not a regular file (a FIFO, device "
+             "or directory)";
     ::close(fd);
     return nullptr;
   }

@@ -3,6 +3,7 @@
 #include "lib/Bundle/Bundle.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/runtime/Fnv.h"
 #include "loom/runtime/abi.h"
 #include "passes/Lowering/Passes.h"
 
@@ -238,12 +239,38 @@ static std::string relativeTo(StringRef file, StringRef dir) {
   return rest.ltrim(llvm::sys::path::get_separator()).str();
 }
 
+/// manifest["integrity"]: FNV-1a 64 of the library's bytes and of the
+/// compact JSON of "entries" (nlohmann's dump: sorted keys, no spaces);
+/// loom-run recomputes both before dlopen (docs/BUNDLE.md).
+static bool addIntegrity(json &manifest, const std::string &soPath,
+                         std::string &error) {
+  uint64_t libHash = 0;
+  if (!fnv1a64File(soPath, libHash)) {
+    error = "cannot read " + soPath + " to hash it";
+    return false;
+  }
+  std::string entries = manifest["entries"].dump();
+  manifest["integrity"] = {
+      {"library", fnvString(libHash)},
+      {"entries", fnvString(fnv1a64(entries.data(), entries.size()))}};
+  return true;
+}
+
+/// manifest["target"]: the CPU and the x86 features the code may use.
+static void addTarget(json &manifest, const CpuTargetInfo *target) {
+  if (!target || target->cpu.empty())
+    return;
+  manifest["target"] = {{"cpu", target->cpu},
+                        {"features", target->features}};
+}
+
 bool writeBundle(const std::string &outDir, const std::string &model,
                  const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
                  const std::string &programIR,
                  const std::function<bool(const std::string &,
                                           std::string &)> &emitLibrary,
-                 const std::string &stagedDir, std::string &error) {
+                 const std::string &stagedDir, std::string &error,
+                 const CpuTargetInfo *target) {
   // Weight files under `stagedDir` move into the bundle with it.
   SmallString<256> staged(stagedDir);
   if (!staged.empty()) {
@@ -366,6 +393,10 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     ranks.push_back(jr);
   }
   manifest["ranks"] = ranks;
+  addTarget(manifest, target);
+  // Last: the hashes cover the entries exactly as written.
+  if (!addIntegrity(manifest, tmp + "/" + lib, error))
+    return cleanup(error);
   if (!writeFile(tmp + "/manifest.json", manifest.dump(2) + "\n"))
     return cleanup("cannot write " + tmp + "/manifest.json");
 

@@ -9,6 +9,7 @@
 #ifndef LOOM_LIB_BUNDLE_BUNDLE_H
 #define LOOM_LIB_BUNDLE_BUNDLE_H
 
+#include "lib/Target/CpuTarget.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -81,13 +82,17 @@ bool collectMesh(mlir::ModuleOp module, const std::string &meshFlag,
 /// as in the bundle, moved in before the bundle is renamed into place. The
 /// manifest names a weight file under `stagedDir` by its path relative to
 /// the bundle. On failure nothing is written at `outDir` (an older bundle
-/// stays); the caller removes `stagedDir` either way.
+/// stays); the caller removes `stagedDir` either way. The manifest ties
+/// itself to the library ("integrity": hashes of the library and of the
+/// entry signatures) and, with `target` (filled by `emitLibrary`), records
+/// the CPU and features the code was generated for ("target").
 bool writeBundle(const std::string &outDir, const std::string &model,
                  const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
                  const std::string &programIR,
                  const std::function<bool(const std::string &soPath,
                                           std::string &error)> &emitLibrary,
-                 const std::string &stagedDir, std::string &error);
+                 const std::string &stagedDir, std::string &error,
+                 const CpuTargetInfo *target = nullptr);
 
 } // namespace loom
 

@@ -2,6 +2,7 @@
 
 #include "lib/Target/CpuTarget.h"
 
+#include "loom/runtime/CpuFeatures.h"
 #include "passes/Lowering/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -14,11 +15,15 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -30,6 +35,33 @@
 using namespace mlir;
 
 namespace loom {
+
+namespace {
+/// Generated code allocates through loom_rt_malloc (abi.h) instead of
+/// malloc: the same memory (freed with free), but an allocation that fails
+/// fails the job with its size instead of returning null to code that
+/// would write through it. Renames the `malloc` declaration that
+/// finalize-memref-to-llvm made, and so every call of it.
+struct CheckedMallocPass
+    : PassWrapper<CheckedMallocPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckedMallocPass)
+  StringRef getArgument() const override { return "loom-checked-malloc"; }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto malloc = module.lookupSymbol<LLVM::LLVMFuncOp>("malloc");
+    if (!malloc)
+      return;
+    StringAttr checked = StringAttr::get(&getContext(), "loom_rt_malloc");
+    if (module.lookupSymbol(checked)) {
+      malloc.emitError("both malloc and loom_rt_malloc are declared");
+      return signalPassFailure();
+    }
+    if (failed(SymbolTable::replaceAllSymbolUses(malloc, checked, module)))
+      return signalPassFailure();
+    SymbolTable::setSymbolName(malloc, checked);
+  }
+};
+} // namespace
 
 void buildCpuLoweringPipeline(OpPassManager &pm) {
   // CSE runs on loom ops only: after lowering it would merge the
@@ -62,6 +94,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createPackEntryPointsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<CheckedMallocPass>());
 }
 
 /// Finds a C compiler driver to link shared objects with.
@@ -73,8 +106,27 @@ static std::string findLinker() {
   return {};
 }
 
+/// The features of loom/runtime/CpuFeatures.h that the target machine's
+/// subtarget (its CPU and feature string together) has.
+static void recordCpuTarget(const llvm::TargetMachine &tm,
+                            CpuTargetInfo &info) {
+  info.cpu = tm.getTargetCPU().str();
+  info.features.clear();
+  const llvm::MCSubtargetInfo *sti = tm.getMCSubtargetInfo();
+  if (!sti || !tm.getTargetTriple().isX86())
+    return;
+  for (const char *name : {
+#define LOOM_FEATURE_NAME(llvmName, gccName) llvmName,
+           LOOM_X86_CPU_FEATURES(LOOM_FEATURE_NAME)
+#undef LOOM_FEATURE_NAME
+       })
+    if (sti->checkFeatures(std::string("+") + name))
+      info.features.push_back(name);
+}
+
 bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
-                       const CpuEmitOptions &options, std::string &error) {
+                       const CpuEmitOptions &options, std::string &error,
+                       CpuTargetInfo *info) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   registerBuiltinDialectTranslation(*module.getContext());
@@ -94,7 +146,10 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
             llvm::toString(builder.takeError());
     return false;
   }
-  if (!options.hostCpu) {
+  if (!options.cpu.empty()) {
+    builder->setCPU(options.cpu);
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  } else if (!options.hostCpu) {
     builder->setCPU("x86-64-v2");
     builder->getFeatures() = llvm::SubtargetFeatures();
   }
@@ -108,6 +163,16 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
             llvm::toString(tm.takeError());
     return false;
   }
+  if (!options.cpu.empty() &&
+      !(*tm)->getMCSubtargetInfo()->isCPUStringValid(options.cpu)) {
+    error = "--cpu=" + options.cpu + ": not a CPU that LLVM knows for " +
+            (*tm)->getTargetTriple().str() +
+            " (e.g. x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver3; "
+            "`llc -mcpu=help` lists them)";
+    return false;
+  }
+  if (info)
+    recordCpuTarget(**tm, *info);
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
 

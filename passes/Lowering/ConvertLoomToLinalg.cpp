@@ -24,7 +24,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 
@@ -234,6 +236,13 @@ private:
                               ValueRange rowIndices, Value k, QuantAttr q);
   FailureOr<Value> dequantize(Operation *op, Value weight);
   FailureOr<Value> quantizedEmbedding(EmbeddingOp op);
+  /// Fails the job (loom_rt_index_error) on an id outside [0, rows) of the
+  /// table (with `negative`, [-rows, rows): ids that count from the end, as
+  /// ONNX Gather), before any row is read: one unsigned compare per id.
+  void checkEmbeddingIds(EmbeddingOp op, bool negative);
+  /// A pointer to a NUL-terminated constant string (an LLVM global, one
+  /// per distinct text).
+  Value cString(StringRef text);
   /// loom.qmatmul through a generated vector kernel (QuantKernels.cpp), or
   /// null when none applies (then dequantize + f32 GEMM).
   FailureOr<Value> quantizedMatmulKernel(QMatmulOp op);
@@ -1076,6 +1085,73 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   }
   func::CallOp::create(b, loc, kernel, args);
   return toTensor(yAlloc, type);
+}
+
+Value Lowerer::cString(StringRef text) {
+  std::string name =
+      "loom.str." + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
+  if (auto g = module.lookupSymbol<LLVM::GlobalOp>(name))
+    return LLVM::AddressOfOp::create(b, loc, g);
+  std::string nul = text.str();
+  nul.push_back('\0');
+  return LLVM::createGlobalString(loc, b, name, nul, LLVM::Linkage::Internal);
+}
+
+void Lowerer::checkEmbeddingIds(EmbeddingOp op, bool negative) {
+  Value ctx = entryContext(op);
+  Value ids = op.getIds(), table = op.getTable();
+  auto idType = dyn_cast<RankedTensorType>(ids.getType());
+  auto tableType = dyn_cast<RankedTensorType>(table.getType());
+  if (!ctx || !idType || !tableType || tableType.getRank() < 1 ||
+      !idType.getElementType().isSignlessInteger())
+    return; // no context to fail through (a private function)
+  // The input the ids come from, as the manifest names it.
+  std::string input = "ids";
+  if (auto arg = dyn_cast<BlockArgument>(ids);
+      arg && arg.getOwner()->isEntryBlock()) {
+    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    unsigned n = 0;
+    for (unsigned i = 1; i < arg.getArgNumber(); ++i)
+      n += !fn.getArgAttr(i, LoomDialect::kWeightAttrName);
+    input = "input" + std::to_string(n);
+    if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "loom.name"))
+      input = name.str();
+  }
+  Type i64 = b.getI64Type();
+  Value rows = arith::IndexCastOp::create(b, loc, i64, dim(table, 0));
+  // id in [lo, rows) <=> (id - lo) <u (rows - lo), lo = 0 or -rows.
+  Value lo = negative ? arith::SubIOp::create(
+                            b, loc, arith::ConstantIntOp::create(b, loc, i64, 0),
+                            rows)
+                      : arith::ConstantIntOp::create(b, loc, i64, 0).getResult();
+  Value span = arith::SubIOp::create(b, loc, rows, lo);
+  Value inputName = cString(input), opName = cString("loom.embedding");
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < idType.getRank(); ++d) {
+    lbs.push_back(cIndex(0));
+    ubs.push_back(dim(ids, d));
+    steps.push_back(cIndex(1));
+  }
+  scf::buildLoopNest(
+      b, loc, lbs, ubs, steps,
+      [&](OpBuilder &bb, Location l, ValueRange ivs) {
+        Value id = tensor::ExtractOp::create(bb, l, ids, ivs);
+        if (id.getType() != i64)
+          id = arith::ExtSIOp::create(bb, l, i64, id);
+        // Below lo is huge unsigned: one compare covers both ends.
+        Value bad = arith::CmpIOp::create(
+            bb, l, arith::CmpIPredicate::uge,
+            negative ? arith::SubIOp::create(bb, l, id, lo).getResult() : id,
+            span);
+        scf::IfOp::create(bb, l, bad, [&](OpBuilder &tb, Location tl) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+          callRuntime("loom_rt_index_error",
+                      ValueRange{ctx, inputName, id, lo, rows, opName});
+          scf::YieldOp::create(tb, tl);
+        });
+      });
 }
 
 FailureOr<Value> Lowerer::quantizedEmbedding(EmbeddingOp op) {
@@ -2044,8 +2120,11 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
     result = lowerGather(g.getInput(), g.getIndices(), axis,
                          g.getResult().getType());
   } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
-    if (quantOf.count(e.getTable()) ||
-        isa<QTensorType>(e.getTable().getType())) {
+    bool quantized = quantOf.count(e.getTable()) ||
+                     isa<QTensorType>(e.getTable().getType());
+    // The f32 path is lowerGather's, where negative ids count from the end.
+    checkEmbeddingIds(e, /*negative=*/!quantized);
+    if (quantized) {
       FailureOr<Value> r = quantizedEmbedding(e);
       if (failed(r))
         return failure();

@@ -191,9 +191,48 @@ int failing(loom_rt_ctx *ctx, const std::string &mode) {
   }
   if (r == 2 && mode == "abort")
     loom_rt_abort(ctx, "test abort from rank 2");
+  // Ranks that disagree (run with LOOM_CHECK_COLLECTIVES=1): rank 3 calls
+  // something else than the others at the same meeting point.
+  if (mode == "mismatch-count")
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
+                       r == 3 ? 8 : 16, LOOM_RT_ALL_AXES);
+  if (mode == "mismatch-op")
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, r == 3 ? LOOM_RT_MAX : LOOM_RT_SUM,
+                       v.data(), v.data(), 16, LOOM_RT_ALL_AXES);
+  if (mode == "mismatch-kind") {
+    std::vector<float> out(4 * 16);
+    if (r == 3)
+      loom_rt_all_gather(ctx, LOOM_RT_F32, v.data(), out.data(), 1, 16,
+                         LOOM_RT_ALL_AXES);
+    else
+      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(), 16,
+                         LOOM_RT_ALL_AXES);
+  }
   for (int i = 0; i < 1000000; ++i)
     loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
                        int64_t(v.size()), LOOM_RT_ALL_AXES);
+  return 0;
+}
+
+/// `bench`: microseconds per loom_rt_all_reduce (f32 sum, in place) at a few
+/// sizes through the runtime's MPI backend, to measure what
+/// LOOM_CHECK_COLLECTIVES=1 costs (docs/RUNTIME.md).
+int bench(loom_rt_ctx *ctx) {
+  for (int64_t count : {int64_t(1), int64_t(1024), int64_t(1) << 18}) {
+    std::vector<float> v(size_t(count), 1.0f);
+    int iters = count >= (1 << 18) ? 200 : 5000;
+    for (int i = 0; i < iters / 10; ++i)
+      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
+                         count, LOOM_RT_ALL_AXES);
+    loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
+    int64_t t0 = loom_rt_now_ns();
+    for (int i = 0; i < iters; ++i)
+      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, v.data(), v.data(),
+                         count, LOOM_RT_ALL_AXES);
+    double us = double(loom_rt_now_ns() - t0) / 1e3 / iters;
+    if (loom_rt_rank(ctx) == 0)
+      std::printf("bench: %lld bytes %.2f us\n", (long long)(count * 4), us);
+  }
   return 0;
 }
 
@@ -209,6 +248,8 @@ int main(int argc, char **argv) {
       return collectives(ctx);
     if (mode == "groups")
       return groups(ctx);
+    if (mode == "bench")
+      return bench(ctx);
     return failing(ctx, mode);
   });
 }

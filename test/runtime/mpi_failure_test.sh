@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# mpi_failure_test.sh <kill9|timeout|abort> <loom-rt-mpi-test> [mpirun]
+# mpi_failure_test.sh <kill9|timeout|abort|mismatch-count|mismatch-op|
+#                      mismatch-kind> <loom-rt-mpi-test> [mpirun]
 # Runs a 4-rank job in which one rank fails, and checks that the whole job
 # ends non-zero, within a bounded time (no hang), with a clear message.
 set -u
@@ -9,6 +10,7 @@ mpirun=${3:-mpirun}
 limit=60
 export LOOM_COLLECTIVE_TIMEOUT_S=20
 [ "$mode" = timeout ] && export LOOM_COLLECTIVE_TIMEOUT_S=2
+case $mode in mismatch-*) export LOOM_CHECK_COLLECTIVES=1 ;; esac
 start=$(date +%s.%N)
 out=$(timeout -k 5 $limit "$mpirun" --allow-run-as-root --oversubscribe \
         --mca btl self,vader -np 4 "$bin" "$mode" 2>&1)
@@ -31,5 +33,14 @@ case $mode in
   abort)
     echo "$out" | grep -q "loom-rt: rank 2: aborted by loom_rt_abort: test abort from rank 2" ||
       fail "no abort message" ;;
+  mismatch-count)
+    echo "$out" | grep -q "collective mismatch in the group of ranks {0,1,2,3}: this rank called all_reduce(dtype=f32, op=sum, count=16) but rank 3 called all_reduce(dtype=f32, op=sum, count=8)" ||
+      fail "no mismatch message" ;;
+  mismatch-op)
+    echo "$out" | grep -q "this rank called all_reduce(dtype=f32, op=max, count=16) but rank 0 called all_reduce(dtype=f32, op=sum, count=16)" ||
+      fail "no mismatch message" ;;
+  mismatch-kind)
+    echo "$out" | grep -q "this rank called all_reduce(dtype=f32, op=sum, count=16) but rank 3 called all_gather(dtype=f32, outer=1, inner=16)" ||
+      fail "no mismatch message" ;;
 esac
 echo "mpi_failure_test: PASS"

@@ -7,6 +7,8 @@
 
 #include "Manifest.h"
 
+#include "loom/runtime/Fnv.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -67,6 +69,13 @@ std::string Manifest::meshString() const {
 }
 
 namespace {
+
+std::string shapeText(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
 
 /// Field access with a path for messages; every getter returns false and
 /// sets the error on a missing key or a wrong type.
@@ -184,6 +193,33 @@ struct Reader {
   }
 };
 
+/// The optional "integrity" and "target" objects (written by every loomc
+/// since they exist; loom-run requires "integrity" before dlopen).
+bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
+  if (root.contains("integrity")) {
+    const Json &j = root["integrity"];
+    m.integrity.present = true;
+    if (!r.str(j, "integrity", "library", m.integrity.library) ||
+        !r.str(j, "integrity", "entries", m.integrity.entries))
+      return false;
+  }
+  if (root.contains("target")) {
+    const Json &j = root["target"];
+    m.target.present = true;
+    if (!r.str(j, "target", "cpu", m.target.cpu))
+      return false;
+    const Json *f = r.array(j, "target", "features");
+    if (!f)
+      return false;
+    for (size_t i = 0; i < f->size(); ++i) {
+      if (!(*f)[i].is_string())
+        return r.fail(Reader::idx("target.features", i), "expected a string");
+      m.target.features.push_back((*f)[i].get<std::string>());
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 std::string resolveBundlePath(const std::string &bundleDir,
@@ -274,10 +310,17 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                                    m.meshString() + " = " +
                                    std::to_string(prod) + ")");
 
+  if (!parseIntegrityAndTarget(root, r, m))
+    return false;
+
   // Entries.
   const Json *entries = r.array(root, "", "entries");
   if (!entries)
     return false;
+  {
+    std::string dump = entries->dump();
+    m.entriesHash = fnvString(fnv1a64(dump.data(), dump.size()));
+  }
   if (entries->empty())
     return r.fail("entries", "the bundle has no entry point");
   std::set<std::string> entryNames;
@@ -429,24 +472,50 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                                              " entries for a shape of " +
                                              std::to_string(s.shape.size()) +
                                              " dimensions");
-        // The strided extent of the slice must lie inside its bytes.
+        // Every slice has the shape of its weight: the entry's argument
+        // type. (A slice of another shape would be passed to code compiled
+        // for the weight's.)
+        if (s.shape != spec.shape)
+          return r.fail(sp + ".shape",
+                        shapeText(s.shape) + " is not the shape " +
+                            shapeText(spec.shape) + " of weight '" +
+                            spec.name + "' of entry '" + e.name +
+                            "'; the manifest does not match its library "
+                            "(recompile with loomc)");
+        // The strided extent of the slice must lie inside its bytes; every
+        // product and sum is checked for overflow.
         int64_t elems = 1, extent = 1;
-        bool empty = false;
+        bool empty = false, overflow = false;
         for (size_t d = 0; d < s.shape.size(); ++d) {
-          elems *= s.shape[d];
-          if (s.shape[d] == 0)
+          overflow |= __builtin_mul_overflow(elems, s.shape[d], &elems);
+          if (s.shape[d] == 0) {
             empty = true;
-          else
-            extent += (s.shape[d] - 1) * s.strides[d];
+            continue;
+          }
+          int64_t reach = 0;
+          overflow |= __builtin_mul_overflow(s.shape[d] - 1, s.strides[d],
+                                             &reach);
+          overflow |= __builtin_add_overflow(extent, reach, &extent);
         }
-        int64_t es = dtypeSize(spec.dtype);
-        if (!empty && extent * es > s.nbytes)
+        int64_t es = dtypeSize(spec.dtype), extentBytes = 0, elemBytes = 0;
+        overflow |= __builtin_mul_overflow(extent, es, &extentBytes);
+        overflow |= __builtin_mul_overflow(elems, es, &elemBytes);
+        if (overflow)
+          return r.fail(sp, "shape " + shapeText(s.shape) + " and strides " +
+                                shapeText(s.strides) +
+                                " overflow 64-bit byte offsets");
+        int64_t end = 0;
+        if (__builtin_add_overflow(s.offset, s.nbytes, &end))
+          return r.fail(sp, "offset " + std::to_string(s.offset) +
+                                " + nbytes " + std::to_string(s.nbytes) +
+                                " overflows");
+        if (!empty && extentBytes > s.nbytes)
           return r.fail(sp, "shape and strides reach " +
-                                std::to_string(extent * es) +
+                                std::to_string(extentBytes) +
                                 " bytes but nbytes is " +
                                 std::to_string(s.nbytes));
-        if (elems * es > s.nbytes)
-          return r.fail(sp, "shape holds " + std::to_string(elems * es) +
+        if (elemBytes > s.nbytes)
+          return r.fail(sp, "shape holds " + std::to_string(elemBytes) +
                                 " bytes of " + dtypeName(spec.dtype) +
                                 " but nbytes is " + std::to_string(s.nbytes));
         slices.push_back(std::move(s));

@@ -71,6 +71,22 @@ struct RankInfo {
   std::map<std::string, std::vector<WeightSlice>> weights;
 };
 
+/// What ties the manifest to its library (docs/BUNDLE.md "integrity"):
+/// FNV-1a 64 hashes as "fnv1a64:<16 hex>"; empty when the manifest has
+/// none (checkBundleIntegrity refuses it then).
+struct Integrity {
+  bool present = false;
+  std::string library; ///< hash of the library file's bytes
+  std::string entries; ///< hash of the compact JSON of "entries"
+};
+
+/// The CPU the library was generated for (docs/BUNDLE.md "target").
+struct TargetInfo {
+  bool present = false;
+  std::string cpu;
+  std::vector<std::string> features; ///< x86 features the code may use
+};
+
 struct Manifest {
   std::string format;
   int64_t version = 0;
@@ -82,6 +98,11 @@ struct Manifest {
   std::string library;
   std::vector<Entry> entries;
   std::vector<RankInfo> ranks;
+  Integrity integrity;
+  TargetInfo target;
+  /// fnv1a64 of the compact JSON dump of the "entries" array as read, to
+  /// compare with integrity.entries.
+  std::string entriesHash;
 
   const Entry *findEntry(const std::string &name) const;
   /// "tp=2" / "dp=2 x tp=4".

@@ -2,6 +2,7 @@
 
 #include "Npy.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -24,9 +25,11 @@ Buffer allocBuffer(int64_t bytes, bool zero) {
 }
 
 int64_t NpyArray::numElements() const {
+  // readNpy checked that the product fits.
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return -1;
   return n;
 }
 
@@ -208,56 +211,84 @@ bool parseNpyHeader(const std::string &header, std::string &descr,
   return true;
 }
 
-bool readNpy(const std::string &path, NpyArray &out, std::string *error) {
+bool npyByteCount(const std::vector<int64_t> &shape, int64_t itemSize,
+                  int64_t &bytes, std::string *error) {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) {
+      *error = "negative dimension " + std::to_string(shape[d]) + " in shape " +
+               npyShapeString(shape);
+      return false;
+    }
+    if (__builtin_mul_overflow(n, shape[d], &n)) {
+      *error = "shape " + npyShapeString(shape) +
+               " has more elements than fit in 64 bits";
+      return false;
+    }
+  }
+  if (__builtin_mul_overflow(n, itemSize, &bytes)) {
+    *error = "shape " + npyShapeString(shape) + " of " +
+             std::to_string(itemSize) +
+             "-byte elements has more bytes than fit in 64 bits";
+    return false;
+  }
+  return true;
+}
+
+std::string npyShapeString(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+namespace {
+
+/// The reader behind readNpy and readNpyBytes: `read(dst, n)` returns the
+/// bytes it copied; `size` is the whole image's size (the data promised by
+/// the header is checked against it before anything is allocated).
+template <typename ReadFn>
+bool readNpyImpl(ReadFn read, int64_t size, NpyArray &out,
+                 std::string *error) {
   auto fail = [&](const std::string &msg) {
     *error = msg;
     return false;
   };
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct Closer {
-    FILE *f;
-    ~Closer() { std::fclose(f); }
-  } closer{f};
-
   unsigned char magic[8];
-  if (std::fread(magic, 1, 8, f) != 8 ||
-      std::memcmp(magic, "\x93NUMPY", 6) != 0)
+  if (read(magic, 8) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
     return fail("not a .npy file (bad magic; write it with numpy.save)");
   int major = magic[6];
   uint32_t hlen = 0;
+  int64_t pre = 0;
   if (major == 1) {
     unsigned char b[2];
-    if (std::fread(b, 1, 2, f) != 2)
+    if (read(b, 2) != 2)
       return fail("truncated header");
     hlen = uint32_t(b[0]) | uint32_t(b[1]) << 8;
+    pre = 10;
   } else if (major == 2 || major == 3) {
     unsigned char b[4];
-    if (std::fread(b, 1, 4, f) != 4)
+    if (read(b, 4) != 4)
       return fail("truncated header");
     hlen = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 |
            uint32_t(b[3]) << 24;
+    pre = 12;
   } else {
     return fail("unsupported .npy format version " + std::to_string(major) +
                 "." + std::to_string(magic[7]) + " (supported: 1.0, 2.0, 3.0)");
   }
   if (hlen > (1u << 24))
     return fail("header of " + std::to_string(hlen) + " bytes is too large");
+  if (int64_t(hlen) > size - pre)
+    return fail("truncated header");
   std::string header(hlen, '\0');
-  if (std::fread(header.data(), 1, hlen, f) != hlen)
+  if (read(header.data(), hlen) != hlen)
     return fail("truncated header");
 
   bool fortran = false;
   std::string herr;
   if (!parseNpyHeader(header, out.descr, fortran, out.shape, &herr))
     return fail(herr);
-  int64_t n = 1;
-  for (int64_t d : out.shape) {
-    if (d < 0)
-      return fail("negative dimension in shape");
-    n *= d;
-  }
   if (fortran && out.shape.size() > 1) {
     int big = 0; // at most one dim > 1: the same bytes as C order
     for (int64_t d : out.shape)
@@ -267,11 +298,21 @@ bool readNpy(const std::string &path, NpyArray &out, std::string *error) {
                   "(numpy: np.save(f, np.ascontiguousarray(a)))");
   }
   out.itemSize = npyItemSize(out.descr);
-  int64_t bytes = n * out.itemSize;
+  int64_t bytes = 0;
+  if (!npyByteCount(out.shape, out.itemSize, bytes, &herr))
+    return fail(herr);
+  // Checked against the file before allocating: a header cannot make us
+  // allocate (or read) more than the file holds.
+  int64_t have = size - pre - int64_t(hlen);
+  if (bytes > have)
+    return fail("truncated data: the header promises " +
+                std::to_string(bytes) + " bytes (shape " +
+                npyShapeString(out.shape) + ", " + out.descr +
+                "), the file has " + std::to_string(have));
   out.data = allocBuffer(bytes);
   if (!out.data)
     return fail("out of memory reading " + std::to_string(bytes) + " bytes");
-  size_t got = bytes ? std::fread(out.data.get(), 1, size_t(bytes), f) : 0;
+  size_t got = bytes ? read(out.data.get(), size_t(bytes)) : 0;
   if (int64_t(got) != bytes)
     return fail("truncated data: the header promises " +
                 std::to_string(bytes) + " bytes, the file has " +
@@ -279,9 +320,64 @@ bool readNpy(const std::string &path, NpyArray &out, std::string *error) {
   return true;
 }
 
-bool writeNpy(const std::string &path, const std::string &descr,
-              const std::vector<int64_t> &shape, const void *data,
-              int64_t nbytes, std::string *error) {
+} // namespace
+
+bool readNpy(const std::string &path, NpyArray &out, std::string *error) {
+  // O_NONBLOCK: a FIFO or a device must not block the open; only regular
+  // files are read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    *error = std::string("cannot open: ") + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = std::string("cannot stat: ") + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = "not a regular file (a FIFO, device or directory); give a .npy "
+             "file written by numpy.save";
+    return false;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    *error = std::string("cannot open: ") + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  struct Closer {
+    FILE *f;
+    ~Closer() { std::fclose(f); }
+  } closer{f};
+  return readNpyImpl(
+      [&](void *dst, size_t n) { return std::fread(dst, 1, n, f); },
+      int64_t(st.st_size), out, error);
+}
+
+bool readNpyBytes(const void *data, size_t size, NpyArray &out,
+                  std::string *error) {
+  const char *p = static_cast<const char *>(data);
+  size_t pos = 0;
+  return readNpyImpl(
+      [&](void *dst, size_t n) {
+        size_t k = std::min(n, size - pos);
+        if (k)
+          std::memcpy(dst, p + pos, k);
+        pos += k;
+        return k;
+      },
+      int64_t(size), out, error);
+}
+
+bool writeNpyTemp(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  int64_t nbytes, std::string *tmpOut, std::string *error) {
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, "
                      "'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -347,8 +443,18 @@ bool writeNpy(const std::string &path, const std::string &descr,
     *error = "cannot write '" + tmp + "': " + std::strerror(savedErrno);
     return false;
   }
+  *tmpOut = tmp;
+  return true;
+}
+
+bool writeNpy(const std::string &path, const std::string &descr,
+              const std::vector<int64_t> &shape, const void *data,
+              int64_t nbytes, std::string *error) {
+  std::string tmp;
+  if (!writeNpyTemp(path, descr, shape, data, nbytes, &tmp, error))
+    return false;
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    savedErrno = errno;
+    int savedErrno = errno;
     ::unlink(tmp.c_str());
     *error = "cannot rename '" + tmp + "' to '" + path + "': " +
              std::strerror(savedErrno);

@@ -35,10 +35,25 @@ struct NpyArray {
   Buffer data; ///< 64-byte aligned, numBytes() bytes (at least 1 allocated)
 };
 
-/// Reads `path`. On failure returns false with a message in *error that says
+/// Reads `path` (a regular file: a FIFO or device is refused without
+/// blocking). The data size the header promises is checked against the
+/// file (every size product with overflow checks) before anything is
+/// allocated. On failure returns false with a message in *error that says
 /// what is wrong (the caller names the file) (Fortran order, big-endian, structured or
 /// object dtypes, truncated data, ...).
 bool readNpy(const std::string &path, NpyArray &out, std::string *error);
+
+/// The same from an in-memory image (the fuzzer's entry point).
+bool readNpyBytes(const void *data, size_t size, NpyArray &out,
+                  std::string *error);
+
+/// bytes = prod(shape) * itemSize; false with a message naming the shape if
+/// a dimension is negative or a product overflows 64 bits.
+bool npyByteCount(const std::vector<int64_t> &shape, int64_t itemSize,
+                  int64_t &bytes, std::string *error);
+
+/// "(2, 3)", "(5,)", "()": a shape as numpy writes it.
+std::string npyShapeString(const std::vector<int64_t> &shape);
 
 /// Parses only the header of an in-memory .npy image (for tests).
 bool parseNpyHeader(const std::string &header, std::string &descr,
@@ -51,6 +66,14 @@ bool parseNpyHeader(const std::string &header, std::string &descr,
 bool writeNpy(const std::string &path, const std::string &descr,
               const std::vector<int64_t> &shape, const void *data,
               int64_t nbytes, std::string *error);
+
+/// The first half of writeNpy: writes the array to a new temporary file in
+/// the directory of `path` and returns its name in *tmp; the caller renames
+/// it over `path` (or unlinks it). loom-run writes every output this way and
+/// renames them all only once every one is written (all or nothing).
+bool writeNpyTemp(const std::string &path, const std::string &descr,
+                  const std::vector<int64_t> &shape, const void *data,
+                  int64_t nbytes, std::string *tmp, std::string *error);
 
 /// Item size of a normalised descr ('<f4' -> 4), 0 if not one we support.
 int64_t npyItemSize(const std::string &descr);

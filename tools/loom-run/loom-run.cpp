@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BundleCheck.h"
 #include "Manifest.h"
 #include "Npy.h"
 #include "Strided.h"
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace loom::run;
@@ -63,7 +65,12 @@ OPTIONS:
   --trace FILE.json       write a Chrome trace of every rank's ops
                           (under MPI: FILE.json.<rank>)
   --timeout SECONDS       collective timeout before the job is stopped
-                          (default $LOOM_COLLECTIVE_TIMEOUT_S, else 60)
+                          (default $LOOM_COLLECTIVE_TIMEOUT_S, else 60;
+                          inf or >= 1e9: none)
+  --check-collectives     under MPI, check that every rank makes the same
+                          collective call (LOOM_CHECK_COLLECTIVES=1; one
+                          small extra exchange per call; always on for
+                          threads)
   --progress              show a progress bar while weights map (default:
                           only when stderr is a terminal)
   --help                  this text
@@ -254,9 +261,24 @@ void freeOutputs(const Entry &e, const std::vector<int64_t> &words,
   }
 }
 
-/// Writes every output of a rank as .npy.
+/// An output written to a temporary name, renamed over `path` at commit.
+struct PendingOutput {
+  std::string tmp, path;
+};
+
+/// Removes the temporaries of outputs that will not be committed.
+void discardOutputs(std::vector<PendingOutput> &pending) {
+  for (const PendingOutput &p : pending)
+    ::unlink(p.tmp.c_str());
+  pending.clear();
+}
+
+/// Writes every output of a rank as .npy to temporary names (appended to
+/// `pending`); commitOutputs renames them once every rank has written all
+/// of its outputs, so a failure leaves none of them (all or nothing).
 bool writeOutputs(const Job &job, int64_t rank,
-                  const std::vector<int64_t> &words, std::string *error) {
+                  const std::vector<int64_t> &words,
+                  std::vector<PendingOutput> &pending, std::string *error) {
   const Entry &e = *job.entry;
   std::vector<OutputView> views = outputViews(e, words);
   for (size_t k = 0; k < e.outputs.size(); ++k) {
@@ -299,11 +321,36 @@ bool writeOutputs(const Job &job, int64_t rank,
                            ? spec.name + ".rank" + std::to_string(rank) + ".npy"
                            : spec.name + ".npy";
     std::string path = (fs::path(job.opts->outputDir) / file).string();
-    static const char zero = 0;
-    if (!writeNpy(path, npyDescr(spec.dtype), shape, src ? src : &zero,
-                  n * es, error))
+    // Refused before anything is written: a rename over a directory fails
+    // only at commit, when the other outputs may already be in place.
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      *error = "output '" + spec.name + "': '" + path +
+               "' is a directory; remove it or choose another --output";
       return false;
+    }
+    static const char zero = 0;
+    std::string tmpPath;
+    if (!writeNpyTemp(path, npyDescr(spec.dtype), shape, src ? src : &zero,
+                      n * es, &tmpPath, error))
+      return false;
+    pending.push_back({tmpPath, path});
   }
+  return true;
+}
+
+/// Renames every pending output into place.
+bool commitOutputs(std::vector<PendingOutput> &pending, std::string *error) {
+  for (size_t i = 0; i < pending.size(); ++i)
+    if (std::rename(pending[i].tmp.c_str(), pending[i].path.c_str()) != 0) {
+      *error = "cannot rename '" + pending[i].tmp + "' to '" +
+               pending[i].path + "': " + std::strerror(errno);
+      for (size_t j = i; j < pending.size(); ++j)
+        ::unlink(pending[j].tmp.c_str());
+      pending.clear();
+      return false;
+    }
+  pending.clear();
   return true;
 }
 
@@ -410,16 +457,33 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   // Every rank's entry has returned before anything is written.
   loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
   int status = 0;
+  std::vector<PendingOutput> pending;
   if (rank == 0 || opts.allRanks) {
     std::string err;
-    if (!writeOutputs(job, rank, results, &err)) {
+    if (!writeOutputs(job, rank, results, pending, &err)) {
       std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
                    err.c_str());
+      discardOutputs(pending);
       status = 1;
     }
   }
   freeOutputs(e, results, notOwned);
-  return status;
+  // All or nothing: every rank learns whether any rank failed to write its
+  // outputs; only if none did are the temporaries renamed into place.
+  int32_t anyFailed = status;
+  loom_rt_all_reduce(ctx, LOOM_RT_I32, LOOM_RT_MAX, &anyFailed, &anyFailed, 1,
+                     LOOM_RT_ALL_AXES);
+  if (anyFailed) {
+    discardOutputs(pending);
+    return status;
+  }
+  std::string err;
+  if (!commitOutputs(pending, &err)) {
+    std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
+                 err.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 /// The rank and world size of this process as told by mpirun (before MPI is
@@ -437,6 +501,28 @@ void mpiEnvRank(int64_t &rank, int64_t &size) {
       size = std::atoll(s);
       break;
     }
+}
+
+/// The checks between manifest.json and dlopen (docs/LOOM-RUN.md): a
+/// complete ELF library (a truncated one dies of SIGBUS inside dlopen), the
+/// library and entries the manifest was written for, and a host CPU with
+/// every feature the code was generated for (else SIGILL, no message).
+/// Returns the reason to refuse, or "".
+std::string checkBeforeDlopen(const Manifest &m, const std::string &lib) {
+  std::string err;
+  if (!checkElfLibrary(lib, &err) || !checkBundleIntegrity(m, lib, &err))
+    return err;
+  std::vector<std::string> missing = missingCpuFeatures(m.target);
+  if (missing.empty())
+    return "";
+  std::string list;
+  for (const std::string &f : missing)
+    list += (list.empty() ? "" : " ") + f;
+  return "manifest.json: target: the library was generated for CPU '" +
+         m.target.cpu + "', and this CPU lacks " + list +
+         "; recompile on this machine, or with `loomc --portable` (any "
+         "x86-64-v2 CPU) or `loomc --cpu=NAME` for the oldest CPU it must "
+         "run on";
 }
 
 double median(std::vector<double> v) {
@@ -507,10 +593,14 @@ int main(int argc, char **argv) {
       char *end = nullptr;
       opts.timeout = std::strtod(v, &end);
       if (end == v || *end || !(opts.timeout > 0))
-        return fail("--timeout wants a positive number of seconds (got '" +
-                    std::string(v) + "')");
+        return fail("--timeout wants a positive number of seconds, or inf "
+                    "(got '" + std::string(v) + "')");
+      // 1e9 s (31 years) and more, inf included: no timeout (the runtime
+      // saturates the deadline instead of overflowing it).
     } else if (arg == "--progress") {
       opts.progress = true;
+    } else if (arg == "--check-collectives") {
+      setenv("LOOM_CHECK_COLLECTIVES", "1", 1);
     } else if (!arg.empty() && arg[0] == '-') {
       std::fprintf(stderr, "loom-run: unknown option '%s'\n%s", arg.c_str(),
                    kUsage);
@@ -613,6 +703,8 @@ int runBundle(const Options &opts) {
   if (!fs::exists(lib, ec))
     return fail("library '" + m.library + "' named by manifest.json not found "
                 "(looked for " + lib.string() + ")");
+  if (std::string why = checkBeforeDlopen(m, lib.string()); !why.empty())
+    return fail(opts.bundle + ": " + why);
   void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();

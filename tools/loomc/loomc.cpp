@@ -144,6 +144,13 @@ cl::opt<bool> portable("portable",
                        cl::desc("Generate code for any x86-64-v2 CPU instead "
                                 "of the host CPU"),
                        cl::cat(loomcCategory));
+cl::opt<std::string> cpuName(
+    "cpu",
+    cl::desc("Generate code for this CPU (LLVM's names: x86-64-v3, haswell, "
+             "skylake-avx512, znver3...) instead of the host CPU; the "
+             "manifest records it and its features, and loom-run refuses "
+             "a host that lacks one"),
+    cl::value_desc("name"), cl::cat(loomcCategory));
 
 /// Writes `text` to `path` through a temporary file renamed into place.
 LogicalResult writeAtomically(StringRef path,
@@ -369,9 +376,9 @@ int main(int argc, char **argv) {
   std::string model =
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
-  // Code for another CPU (--portable) must not use the host's VNNI.
+  // Code for another CPU (--portable, --cpu) must not use the host's VNNI.
   options.quantActivations = quantAct.getValue();
-  if (portable && quantAct != "f32")
+  if ((portable || !cpuName.empty()) && quantAct != "f32")
     options.quantActivations += "-portable";
   if (!quantSpec.empty()) {
     // The quantized blocks go to one file: --quant-file; else inside the
@@ -487,12 +494,15 @@ int main(int argc, char **argv) {
       loom::CpuEmitOptions emit;
       emit.optLevel = std::min(3u, unsigned(optLevel));
       emit.hostCpu = !portable;
+      emit.cpu = cpuName;
+      loom::CpuTargetInfo target;
       bool ok = loom::writeBundle(
           outputFilename, model, mesh, entries, programIR,
           [&](const std::string &soPath, std::string &err) {
-            return loom::emitSharedLibrary(*module, soPath, emit, err);
+            return loom::emitSharedLibrary(*module, soPath, emit, err,
+                                           &target);
           },
-          stageDir, error);
+          stageDir, error, &target);
       if (!ok) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;

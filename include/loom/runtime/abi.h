@@ -175,6 +175,28 @@ LOOM_RT_EXPORT void loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a,
                                           const float *a, const float *b,
                                           float *c);
 
+/* --- Checks in generated code ---------------------------------------------
+ * Added in ABI version 1 (additive: bundles that do not call them still
+ * load; a runtime without them refuses, at dlopen, a bundle that does).
+ *
+ * loom_rt_malloc: the `malloc` of generated code (the lowering renames
+ * every malloc call to it). Returns the memory, or, when malloc returns
+ * null for a non-zero size, fails the job ("out of memory: N bytes for a
+ * buffer of the generated code") instead of handing null to code that
+ * would segfault. Freed with free(). Needs no context: it fails the job of
+ * the rank running on the calling thread (the launchers record it), or
+ * exits with the message when called outside a rank. */
+LOOM_RT_EXPORT void *loom_rt_malloc(int64_t bytes);
+
+/* An index out of range in generated code: fails the job with
+ * "<input>: id <index> out of range [<lo>, <hi>) in <op>" (e.g. "tokens: id
+ * 96 out of range [0, 96) in loom.embedding"). `input` names the tensor the
+ * index came from (an entry input's name), `op` the operation. Never
+ * returns. */
+LOOM_RT_EXPORT LOOM_RT_NORETURN void
+loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
+                    int64_t lo, int64_t hi, const char *op);
+
 /* --- Failure, timeouts, tracing, time ------------------------------------- */
 
 /* Aborts the whole job with `msg` (every other rank stops within bounded

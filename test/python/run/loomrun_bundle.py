@@ -6,6 +6,26 @@ from pathlib import Path
 import numpy as np
 
 
+FNV_BASIS, FNV_PRIME = 14695981039346656037, 1099511628211
+
+
+def fnv1a64(data: bytes) -> str:
+    """The hash format of manifest.json's "integrity" (docs/BUNDLE.md)."""
+    h = FNV_BASIS
+    for b in data:
+        h = ((h ^ b) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return f"fnv1a64:{h:016x}"
+
+
+def integrity(lib: Path, entries: list) -> dict:
+    """What ties a manifest to its library: the hash of the library file and
+    of the compact, key-sorted JSON of "entries"."""
+    text = json.dumps(entries, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+    return {"library": fnv1a64(Path(lib).read_bytes()),
+            "entries": fnv1a64(text.encode())}
+
+
 def write_bundle(out: Path, lib: Path, mesh: dict, entry: dict,
                  rank_weights=None):
     """Writes manifest.json (+ weights) for one entry.
@@ -43,6 +63,6 @@ def write_bundle(out: Path, lib: Path, mesh: dict, entry: dict,
     manifest = {"format": "loom-bundle", "version": 1, "abi_version": 1,
                 "model": "pytest", "mesh": {"axes": axes, "shape": shape},
                 "num_ranks": nranks, "library": str(lib), "entries": [entry],
-                "ranks": ranks}
+                "ranks": ranks, "integrity": integrity(lib, [entry])}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return out

@@ -151,6 +151,59 @@ TEST(Manifest, RanksAndMesh) {
             std::string::npos);
 }
 
+// Slices are checked against the entry's argument types, with overflow
+// checks on every offset and stride product (issue 13: edits that led to
+// segfaults or reads past the file).
+TEST(Manifest, SlicesMatchTheirWeightAndNeverOverflow) {
+  const std::string last = "\"offset\": 16,\n                           "
+                           "\"nbytes\": 16, \"shape\": [4], \"strides\": [1]";
+  auto slice = [&](const std::string &body) {
+    return parseError(replaced(kGood, last, body));
+  };
+  // A slice of another shape than the weight's.
+  EXPECT_NE(slice("\"offset\": 16, \"nbytes\": 32, \"shape\": [8], "
+                  "\"strides\": [1]")
+                .find("ranks[1].weights.main[0].shape: [8] is not the shape "
+                      "[4] of weight 'w' of entry 'main'; the manifest does "
+                      "not match its library (recompile with loomc)"),
+            std::string::npos);
+  // A stride whose reach overflows int64 (wrapped to a small or negative
+  // extent before).
+  EXPECT_NE(slice("\"offset\": 16, \"nbytes\": 16, \"shape\": [4], "
+                  "\"strides\": [4611686018427387904]")
+                .find("overflow 64-bit byte offsets"),
+            std::string::npos);
+  EXPECT_NE(slice("\"offset\": 16, \"nbytes\": 16, \"shape\": [4], "
+                  "\"strides\": [3074457345618258603]")
+                .find("overflow 64-bit byte offsets"),
+            std::string::npos);
+  // offset + nbytes past INT64_MAX.
+  EXPECT_NE(slice("\"offset\": 9223372036854775800, \"nbytes\": 16, "
+                  "\"shape\": [4], \"strides\": [1]")
+                .find("offset 9223372036854775800 + nbytes 16 overflows"),
+            std::string::npos);
+}
+
+TEST(Manifest, IntegrityAndTargetAreRead) {
+  std::string text = replaced(
+      kGood, "\"library\": \"mlp.so\",",
+      "\"library\": \"mlp.so\", \"integrity\": {\"library\": "
+      "\"fnv1a64:0123456789abcdef\", \"entries\": \"fnv1a64:00\"}, "
+      "\"target\": {\"cpu\": \"skylake\", \"features\": [\"avx2\", "
+      "\"fma\"]},");
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(parseManifest(text, 1, m, &err)) << err;
+  EXPECT_TRUE(m.integrity.present);
+  EXPECT_EQ(m.integrity.library, "fnv1a64:0123456789abcdef");
+  EXPECT_EQ(m.target.cpu, "skylake");
+  EXPECT_EQ(m.target.features, (std::vector<std::string>{"avx2", "fma"}));
+  EXPECT_EQ(m.entriesHash.rfind("fnv1a64:", 0), 0u);
+  EXPECT_EQ(m.entriesHash.size(), 8u + 16u);
+  EXPECT_EQ(parseError(replaced(text, "[\"avx2\", \"fma\"]", "[1]")),
+            "manifest.json: target.features[0]: expected a string");
+}
+
 TEST(Manifest, ResolveBundlePath) {
   // Files inside the bundle are named relative to it; others absolutely.
   EXPECT_EQ(resolveBundlePath("/b", "weights/quant.bin"),

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace loom::run;
@@ -153,6 +154,68 @@ TEST(Npy, RejectsTruncatedAndNonNpy) {
   std::remove(p.c_str());
   EXPECT_FALSE(readNpy(p, a, &err));
   EXPECT_NE(err.find("cannot open"), std::string::npos) << err;
+}
+
+// Shapes whose element or byte count overflows 64 bits, or wraps to 0, are
+// refused with the shape before anything is allocated or read (issue 13).
+TEST(Npy, RejectsOverflowingShapes) {
+  std::string p = tempPath("ovf.npy"), err;
+  NpyArray a;
+  // 2^32 * 2^32 elements wraps to 0 in int64 arithmetic.
+  writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
+                       "'shape': (4294967296, 4294967296), }", ""));
+  EXPECT_FALSE(readNpy(p, a, &err));
+  EXPECT_NE(err.find("more elements than fit in 64 bits"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("(4294967296, 4294967296)"), std::string::npos) << err;
+  // 2^62 elements fit, their bytes (x4) do not.
+  writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
+                       "'shape': (4611686018427387904,), }", ""));
+  EXPECT_FALSE(readNpy(p, a, &err));
+  EXPECT_NE(err.find("more bytes than fit in 64 bits"), std::string::npos)
+      << err;
+  // A product that fits but is far larger than the file: refused before
+  // allocating (no multi-GiB allocation, no read past the buffer).
+  writeRaw(p, npyImage("{'descr': '<f8', 'fortran_order': False, "
+                       "'shape': (1048576, 1048576), }",
+                       std::string(64, '\0')));
+  EXPECT_FALSE(readNpy(p, a, &err));
+  EXPECT_NE(err.find("truncated data: the header promises 8796093022208 "
+                     "bytes"),
+            std::string::npos)
+      << err;
+  // A zero dimension next to a huge one: 0 elements, accepted.
+  writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
+                       "'shape': (0, 9223372036854775807), }", ""));
+  EXPECT_TRUE(readNpy(p, a, &err)) << err;
+  EXPECT_EQ(a.numBytes(), 0);
+  std::remove(p.c_str());
+}
+
+TEST(Npy, InMemoryReaderMatchesFile) {
+  std::string img = npyImage("{'descr': '<i4', 'fortran_order': False, "
+                             "'shape': (2,), }",
+                             std::string("\1\0\0\0\2\0\0\0", 8));
+  NpyArray a;
+  std::string err;
+  ASSERT_TRUE(readNpyBytes(img.data(), img.size(), a, &err)) << err;
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(reinterpret_cast<int32_t *>(a.data.get())[1], 2);
+  EXPECT_FALSE(readNpyBytes(img.data(), img.size() - 1, a, &err));
+  EXPECT_NE(err.find("truncated data"), std::string::npos) << err;
+}
+
+// A FIFO (or a device) is refused at once instead of blocking in open().
+TEST(Npy, RefusesFifoWithoutBlocking) {
+  std::string p = tempPath("fifo.npy"), err;
+  std::remove(p.c_str());
+  ASSERT_EQ(mkfifo(p.c_str(), 0600), 0);
+  NpyArray a;
+  EXPECT_FALSE(readNpy(p, a, &err));
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+  std::remove(p.c_str());
+  EXPECT_FALSE(readNpy("/dev/zero", a, &err));
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
 }
 
 } // namespace

@@ -49,6 +49,27 @@ def set_path(obj, path, value, delete=False):
         obj[last] = value
 
 
+def fnv1a64(data):
+    """The hash format of manifest.json's "integrity" (docs/BUNDLE.md)."""
+    h = 14695981039346656037
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return f"fnv1a64:{h:016x}"
+
+
+def add_integrity(manifest, out):
+    """Ties the manifest to its library as loomc does: hashes of the
+    library's bytes and of the compact, key-sorted JSON of "entries". A
+    library that does not exist yet gets a hash of nothing."""
+    lib = manifest.get("library", "")
+    path = lib if os.path.isabs(lib) else os.path.join(out, lib)
+    data = open(path, "rb").read() if os.path.isfile(path) else b""
+    text = json.dumps(manifest.get("entries"), sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    manifest["integrity"] = {"library": fnv1a64(data),
+                             "entries": fnv1a64(text.encode())}
+
+
 def make(args):
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "weights"), exist_ok=True)
@@ -114,6 +135,12 @@ def make(args):
         set_path(manifest, path, json.loads(value))
     for d in args.delete:
         set_path(manifest, d, None, delete=True)
+    if not args.no_integrity:
+        add_integrity(manifest, out)
+    # --tamper: edits after the integrity hashes (a manifest edited by hand).
+    for s in args.tamper:
+        path, value = s.split("=", 1)
+        set_path(manifest, path, json.loads(value))
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
@@ -168,6 +195,8 @@ def main():
                        type=lambda v, k=k: (k, v))
     m.add_argument("--set", action="append", default=[])
     m.add_argument("--del", dest="delete", action="append", default=[])
+    m.add_argument("--tamper", action="append", default=[])
+    m.add_argument("--no-integrity", action="store_true")
     n = sub.add_parser("npy")
     n.add_argument("file")
     n.add_argument("--dtype", default="f32")
