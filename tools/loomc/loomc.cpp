@@ -419,6 +419,7 @@ int main(int argc, char **argv) {
   }
   std::vector<loom::EntryInfo> entries;
   loom::MeshInfo mesh;
+  loom::LlmInfo llm;
   std::string programIR;
 
   for (loom::Phase p : loom::kAllPhases) {
@@ -478,7 +479,8 @@ int main(int argc, char **argv) {
       if (*last == loom::Phase::Bundle) {
         if (!loom::collectMesh(*module, meshSpec, mesh, error) ||
             !loom::collectEntries(*module, baseDir.str().str(), entries,
-                                  error)) {
+                                  error) ||
+            !loom::collectLlm(*module, baseDir.str().str(), llm, error)) {
           llvm::errs() << "loomc: " << inputFilename << ": " << error
                        << "\n";
           return 1;
@@ -502,7 +504,7 @@ int main(int argc, char **argv) {
             return loom::emitSharedLibrary(*module, soPath, emit, err,
                                            &target);
           },
-          stageDir, error, &target);
+          stageDir, error, &target, llm);
       if (!ok) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;

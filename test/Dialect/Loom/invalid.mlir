@@ -793,7 +793,7 @@ func.func @attention_zero_kv_heads(%q: tensor<1x8x4x64xf32>, %k: tensor<1x0x4x64
 // A cache is a pair; the generic form can give only one half.
 func.func @attention_past_pair(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>) {
   // expected-error @+1 {{past_key and past_value go together}}
-  %0:2 = "loom.attention"(%q, %k, %k, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>}> : (tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x?x64xf32>) -> (tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>)
+  %0:2 = "loom.attention"(%q, %k, %k, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0>}> : (tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x?x64xf32>) -> (tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>)
   return
 }
 
@@ -947,7 +947,7 @@ func.func @attention_output(%q: tensor<1x9x4x64xf32>, %k: tensor<1x3x4x64xf32>, 
 // At most one mask.
 func.func @attention_segments(%q: tensor<1x9x4x64xf32>, %k: tensor<1x3x4x64xf32>, %m: tensor<4x4xi1>) {
   // expected-error @+1 {{operand group starting at #3 requires 0 or 1 element, but found 2}}
-  %0 = "loom.attention"(%q, %k, %k, %m, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>}> : (tensor<1x9x4x64xf32>, tensor<1x3x4x64xf32>, tensor<1x3x4x64xf32>, tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<1x9x4x64xf32>
+  %0 = "loom.attention"(%q, %k, %k, %m, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0, 0, 0, 0>}> : (tensor<1x9x4x64xf32>, tensor<1x3x4x64xf32>, tensor<1x3x4x64xf32>, tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<1x9x4x64xf32>
   return
 }
 
@@ -1387,5 +1387,56 @@ func.func @dequantize_shape(%w: !loom.qtensor<64x128, #loom.quant<q8_0>>) {
 func.func @dequantize_int(%w: !loom.qtensor<64x128, #loom.quant<q8_0>>) {
   // expected-error @+1 {{result #0 must be ranked tensor of floating-point values}}
   %0 = loom.dequantize %w : !loom.qtensor<64x128, #loom.quant<q8_0>> -> tensor<64x128xi8>
+  return
+}
+
+// -----
+
+// The cache form: caches [B, Hkv, C, D] like the keys' heads.
+func.func @attention_cache_heads(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x9x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{cache_key has shape 1x9x?x64 but 1x3x?x64 is expected (dimension 1: 9 vs 3)}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x9x?x64xf32>, tensor<1x9x?x64xf32>, tensor<1xi64>) causal : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>, tensor<1x9x?x64xf32>, tensor<1x9x?x64xf32>
+  return
+}
+
+// -----
+
+// The positions give one per new key row.
+func.func @attention_cache_positions(%q: tensor<1x9x2x64xf32>, %k: tensor<1x3x2x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<3xi64>) {
+  // expected-error @+1 {{cache_positions must be [seq] with the key's length 2, got shape 3}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<3xi64>) causal : tensor<1x9x2x64xf32>, tensor<1x3x2x64xf32>, tensor<1x3x2x64xf32> -> tensor<1x9x2x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
+  return
+}
+
+// -----
+
+// The updated caches have the caches' types.
+func.func @attention_cache_results(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{with cache_key/cache_value the op returns output and the updated caches, of the caches' types}}
+  %0 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1xi64>) causal : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>
+  return
+}
+
+// -----
+
+// The cache form is causal.
+func.func @attention_cache_causal(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{the cache form must be causal}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1xi64>) : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
+  return
+}
+
+// -----
+
+// loom.state: a KV cache with a dynamic context dimension.
+// expected-error @+1 {{'loom.state' = "kv_cache" on argument 0 needs a tensor [batch, kv_heads, ?, head_dim]}}
+func.func @state_static_context(%c: tensor<1x3x8x64xf32> {loom.state = "kv_cache"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'loom.state' on argument 0 must be "kv_cache"}}
+func.func @state_kind(%c: tensor<1x3x?x64xf32> {loom.state = "rng"}) {
   return
 }
