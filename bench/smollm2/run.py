@@ -29,6 +29,9 @@ def main():
     ap.add_argument("--tokens", default="1,504,3287,314,260,3458,28")
     ap.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR",
                                                        ROOT / "build"))
+    ap.add_argument("--loomc-flag", action="append", default=[],
+                    help="extra loomc flag (repeatable), "
+                         "e.g. --loomc-flag=--qmatmul=i8")
     args = ap.parse_args()
     import gguf
     import llama_models as lm
@@ -55,8 +58,8 @@ def main():
     np.save(tmp / "p.npy", positions)
     bin_ = Path(args.build) / "bin"
     t0 = time.perf_counter()
-    subprocess.run([str(bin_ / "loomc"), str(path), "-o", str(tmp / "b")],
-                   check=True)
+    subprocess.run([str(bin_ / "loomc"), str(path), "-o", str(tmp / "b"),
+                    *args.loomc_flag], check=True)
     t1 = time.perf_counter()
     (tmp / "res").mkdir()
     subprocess.run([str(bin_ / "loom-run"), str(tmp / "b"), "--input",

@@ -20,6 +20,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -31,6 +32,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 
@@ -63,12 +66,13 @@ struct CheckedMallocPass
 };
 } // namespace
 
-void buildCpuLoweringPipeline(OpPassManager &pm) {
+void buildCpuLoweringPipeline(OpPassManager &pm,
+                              const ConvertLoomToLinalgPassOptions &lower) {
   // CSE runs on loom ops only: after lowering it would merge the
   // to_buffer ops of runtime calls and hide later reads from the
   // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).
   pm.addPass(createCSEPass());
-  pm.addPass(createConvertLoomToLinalgPass());
+  pm.addPass(createConvertLoomToLinalgPass(lower));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createApproximateMathPass());
@@ -124,14 +128,98 @@ static void recordCpuTarget(const llvm::TargetMachine &tm,
       info.features.push_back(name);
 }
 
+/// A target machine for the host's triple: `cpu` with `features` (LLVM's
+/// "+name,-name" form) or, with `cpu` empty, the host CPU and its features.
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(StringRef cpu, const llvm::SubtargetFeatures &features,
+                    unsigned optLevel) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  if (!cpu.empty()) {
+    builder->setCPU(cpu.str());
+    builder->getFeatures() = features;
+  }
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  builder->setCodeGenOptLevel(optLevel >= 3
+                                  ? llvm::CodeGenOptLevel::Aggressive
+                                  : llvm::CodeGenOptLevel::Default);
+  auto tm = builder->createTargetMachine();
+  if (tm && !cpu.empty() &&
+      !(*tm)->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return llvm::createStringError(
+        "not a CPU that LLVM knows for " + (*tm)->getTargetTriple().str() +
+        " (e.g. x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver3; "
+        "`llc -mcpu=help` lists them)");
+  return tm;
+}
+
+CpuTargetAttr resolveCpuTarget(MLIRContext *ctx, StringRef cpu,
+                               bool portable, std::string &error) {
+  StringRef name = !cpu.empty() ? cpu : portable ? "x86-64-v2" : "";
+  auto tm = createTargetMachine(name, llvm::SubtargetFeatures(), 3);
+  if (!tm) {
+    error = (cpu.empty() ? std::string("the host CPU: ")
+                         : "--cpu=" + cpu.str() + ": ") +
+            llvm::toString(tm.takeError());
+    return {};
+  }
+  CpuTargetInfo info;
+  recordCpuTarget(**tm, info);
+  Builder b(ctx);
+  SmallVector<Attribute> features;
+  for (const std::string &f : info.features)
+    features.push_back(b.getStringAttr(f));
+  return CpuTargetAttr::get(ctx, info.cpu, b.getArrayAttr(features));
+}
+
 bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
                        const CpuEmitOptions &options, std::string &error,
                        CpuTargetInfo *info) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  // The CPU and features the lowering assumed: exactly the target's
+  // features of the vocabulary on, the others off.
+  auto target =
+      module->getAttrOfType<CpuTargetAttr>(LoomDialect::kTargetAttrName);
+  std::string cpu = target ? target.getCpu().str() : "x86-64-v2";
+  llvm::SubtargetFeatures features;
+  if (target && llvm::Triple(llvm::sys::getProcessTriple()).isX86())
+    for (const char *name : {
+#define LOOM_FEATURE_NAME(llvmName, gccName) llvmName,
+             LOOM_X86_CPU_FEATURES(LOOM_FEATURE_NAME)
+#undef LOOM_FEATURE_NAME
+         })
+      features.AddFeature(name, target.hasFeature(name));
+  auto tm = createTargetMachine(cpu, features, options.optLevel);
+  if (!tm) {
+    error =
+        "loom.target: CPU '" + cpu + "': " + llvm::toString(tm.takeError());
+    return false;
+  }
+  CpuTargetInfo generated;
+  recordCpuTarget(**tm, generated);
+  if (target) {
+    std::vector<std::string> wanted;
+    for (Attribute f : target.getFeatures())
+      wanted.push_back(cast<StringAttr>(f).getValue().str());
+    llvm::sort(wanted);
+    std::vector<std::string> got = generated.features;
+    llvm::sort(got);
+    if (wanted != got) {
+      error = "loom.target: the features given for CPU '" + cpu +
+              "' are not consistent (LLVM derives [" +
+              llvm::join(generated.features, ", ") +
+              "] from them: a feature needs another one); list them as "
+              "`loomc --cpu` records them";
+      return false;
+    }
+  }
+  if (info)
+    *info = generated;
+
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
-
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "loom");
@@ -139,40 +227,6 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
     error = "cannot translate the lowered module to LLVM IR";
     return false;
   }
-
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = "cannot detect the host CPU: " +
-            llvm::toString(builder.takeError());
-    return false;
-  }
-  if (!options.cpu.empty()) {
-    builder->setCPU(options.cpu);
-    builder->getFeatures() = llvm::SubtargetFeatures();
-  } else if (!options.hostCpu) {
-    builder->setCPU("x86-64-v2");
-    builder->getFeatures() = llvm::SubtargetFeatures();
-  }
-  builder->setRelocationModel(llvm::Reloc::PIC_);
-  builder->setCodeGenOptLevel(options.optLevel >= 3
-                                  ? llvm::CodeGenOptLevel::Aggressive
-                                  : llvm::CodeGenOptLevel::Default);
-  auto tm = builder->createTargetMachine();
-  if (!tm) {
-    error = "cannot create a target machine: " +
-            llvm::toString(tm.takeError());
-    return false;
-  }
-  if (!options.cpu.empty() &&
-      !(*tm)->getMCSubtargetInfo()->isCPUStringValid(options.cpu)) {
-    error = "--cpu=" + options.cpu + ": not a CPU that LLVM knows for " +
-            (*tm)->getTargetTriple().str() +
-            " (e.g. x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver3; "
-            "`llc -mcpu=help` lists them)";
-    return false;
-  }
-  if (info)
-    recordCpuTarget(**tm, *info);
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
 

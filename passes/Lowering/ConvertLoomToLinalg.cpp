@@ -46,16 +46,6 @@ using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 bool isDyn(int64_t d) { return ShapedType::isDynamic(d); }
 
-/// LOOM_NO_GEMM=1 generates every matmul instead of calling the runtime's
-/// GEMM (for A/B measurements and for debugging the generated path).
-bool gemmDisabled() {
-  static const bool disabled = [] {
-    const char *v = std::getenv("LOOM_NO_GEMM");
-    return v && *v && *v != '0';
-  }();
-  return disabled;
-}
-
 /// Axis attributes are stored as unsigned 64-bit values: reinterpret them as
 /// signed, then count negative axes from the end.
 int64_t normAxis(uint64_t raw, int64_t rank) {
@@ -102,7 +92,13 @@ int32_t runtimeReduction(Reduction r) {
 /// Lowers the loom ops of one module.
 class Lowerer {
 public:
-  Lowerer(ModuleOp module) : module(module), b(module.getContext()) {}
+  /// The pass options: `qmatmul` overrides how quantized matmuls lower,
+  /// `gemm` = false generates every matmul instead of calling the
+  /// runtime's GEMM (A/B measurements, debugging the generated path).
+  Lowerer(ModuleOp module, StringRef qmatmul, bool gemm,
+          const QKernelTuning &tuning)
+      : module(module), b(module.getContext()), qmatmulMode(qmatmul),
+        gemm(gemm), tuning(tuning) {}
 
   LogicalResult run();
 
@@ -110,6 +106,10 @@ private:
   ModuleOp module;
   OpBuilder b;
   Location loc = UnknownLoc::get(b.getContext());
+  std::string qmatmulMode;
+  bool gemm;
+  QKernelTuning tuning;
+  bool gemmDisabled() const { return !gemm; }
 
   LogicalResult lowerOp(Operation *op);
 
@@ -1062,7 +1062,7 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   auto xt = cast<RankedTensorType>(x.getType());
   auto type = op.getResult().getType();
   bool interleave = interleaved.contains(op.getWeight());
-  QMatmulLowering how = chooseQMatmulLowering(op, qt);
+  QMatmulLowering how = chooseQMatmulLowering(op, qt, qmatmulMode);
   if (interleave && (!how.kernel || !activationLevels(how.act)))
     return op->emitOpError()
            << "the weight is in the interleaved layout, which only the "
@@ -1070,9 +1070,9 @@ FailureOr<Value> Lowerer::quantizedMatmulKernel(QMatmulOp op) {
   if (!how.kernel)
     return Value();
   int64_t k = qt.getShape()[1];
-  func::FuncOp kernel = getOrCreateQMatmulKernel(module, qt.getQuant(), k,
-                                                 how.act, how.hostIsa,
-                                                 interleave);
+  func::FuncOp kernel =
+      getOrCreateQMatmulKernel(module, qt.getQuant(), k, how.act,
+                               how.targetIsa, interleave, tuning);
   int64_t dyn = ShapedType::kDynamic;
   int64_t rank = xt.getRank();
   // x as [M, K], y allocated with its final shape [..., N] and passed as
@@ -2241,8 +2241,8 @@ LogicalResult Lowerer::lowerOp(Operation *op) {
     result = *r;
   } else if (auto qm = dyn_cast<QMatmulOp>(op)) {
     // The generated kernel (QuantKernels.cpp) multiplies in the blocks;
-    // LOOM_QMATMUL=dequant selects the reference path: dequantize the
-    // weight, then the f32 GEMM.
+    // the qmatmul=dequant option selects the reference path: dequantize
+    // the weight, then the f32 GEMM.
     FailureOr<Value> k = quantizedMatmulKernel(qm);
     if (failed(k))
       return failure();
@@ -2316,8 +2316,19 @@ LogicalResult Lowerer::run() {
 namespace {
 struct ConvertLoomToLinalgPass
     : loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
-    Lowerer lowerer(getOperation());
+    QKernelTuning tuning;
+    std::string error;
+    if (!isQMatmulMode(qmatmul))
+      error = "qmatmul=" + qmatmul + ": expected f32, i8, i8x3 or dequant";
+    else
+      parseQKernelTuning(qmmTile, qmmPrefetch, tuning, error);
+    if (!error.empty()) {
+      getOperation().emitError() << "loom-convert-loom-to-linalg: " << error;
+      return signalPassFailure();
+    }
+    Lowerer lowerer(getOperation(), qmatmul, gemm, tuning);
     if (failed(lowerer.run()))
       signalPassFailure();
   }

@@ -26,6 +26,11 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
     Option<"interleave", "interleave", "bool", /*default=*/"true",
            "give the weights of int8-activation qmatmul kernels the "
            "interleaved layout">,
+    Option<"qmatmul", "qmatmul", "std::string", /*default=*/"\"\"",
+           "how every loom.qmatmul lowers, overriding the op's "
+           "quant_activations: f32, i8, i8x3 (generated kernels) or "
+           "dequant (dequantize + f32 GEMM); give loom-convert-loom-to-linalg "
+           "the same">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
@@ -41,7 +46,31 @@ def ConvertLoomToLinalgPass
     point-to-point ops become calls into the runtime C ABI
     (`include/loom/runtime/abi.h`) on buffers taken from the tensors. Needs
     loom-prepare-entry-points (the context argument).
+
+    The quantized matmul kernels use the instructions of the module's
+    `loom.target` (`#loom.cpu_target`): AVX512-VNNI when it has
+    `avx512vnni` and `avx512vl`, else AVX2's byte dot products when it has
+    `avx2`, else generic vector code (also without the attribute). The
+    output depends only on the input and the options, never on the host.
   }];
+  let options = [
+    Option<"qmatmul", "qmatmul", "std::string", /*default=*/"\"\"",
+           "how every loom.qmatmul lowers, overriding the op's "
+           "quant_activations: f32, i8, i8x3 (generated kernels) or "
+           "dequant (dequantize + f32 GEMM); give loom-prepare-entry-points "
+           "the same">,
+    Option<"gemm", "gemm", "bool", /*default=*/"true",
+           "call the runtime's GEMM for large f32 matmuls (false: generate "
+           "every matmul, for A/B measurements and debugging)">,
+    Option<"qmmTile", "qmm-tile", "std::string", /*default=*/"\"\"",
+           "register tile of the quantized matmul kernels, MRxNR2xNR1 "
+           "(batched rows x batched columns x batch-1 columns; tuning; "
+           "empty: the kernels' choice)">,
+    Option<"qmmPrefetch", "qmm-prefetch", "std::string", /*default=*/"\"\"",
+           "software prefetch of the quantized matmul kernels: bytes ahead "
+           "in the weight row, 0: none, -N: N tiles ahead (tuning; empty: "
+           "the kernels' choice)">,
+  ];
   let dependentDialects = [
     "mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
     "mlir::arith::ArithDialect", "mlir::math::MathDialect",

@@ -44,7 +44,7 @@ struct PrepareEntryPointsPass
         auto mm = dyn_cast<QMatmulOp>(use.getOwner());
         if (!mm || use.get() != mm.getWeight())
           return false;
-        QMatmulLowering how = chooseQMatmulLowering(mm, q);
+        QMatmulLowering how = chooseQMatmulLowering(mm, q, qmatmul);
         if (!how.kernel || !activationLevels(how.act))
           return false;
       }
@@ -54,6 +54,11 @@ struct PrepareEntryPointsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    if (!isQMatmulMode(qmatmul)) {
+      module.emitError() << "loom-prepare-entry-points: qmatmul=" << qmatmul
+                         << ": expected f32, i8, i8x3 or dequant";
+      return signalPassFailure();
+    }
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())

@@ -18,7 +18,7 @@
 // once per tile row: a GEMV streams it exactly once, and each tile
 // prefetches the rows of the next one. Vectors are 16 lanes of f32 (one
 // AVX-512 register, two AVX2 ones); LLVM picks the instructions for the
-// host CPU. With int8 activations (the second half of KernelGen) the
+// module's loom.target CPU. With int8 activations (the second half of KernelGen) the
 // products are integer dot products (vpdpbusd with AVX512-VNNI).
 //
 // With int8 activations on weights in the interleaved layout (groups of 8
@@ -26,11 +26,13 @@
 // each 4-byte lane of a 32-byte load holds 4 codes of one row, one dot
 // product against 4 broadcast activation codes feeds all 8 rows (for each
 // of up to 4 rows of x), the group's 8 scales are one vector and the tile
-// stores 8 results per row of x without a horizontal sum. Without VNNI the
-// dot products are AVX2's vpmaddubsw + vpmaddwd, else generic vector code.
+// stores 8 results per row of x without a horizontal sum. Without VNNI in
+// the target's features the dot products are AVX2's vpmaddubsw + vpmaddwd,
+// without AVX2 generic vector code.
 //
-// Tuning knobs (measurements only): LOOM_QMM_TILE=MRxNR2xNR1,
-// LOOM_QMM_PREFETCH (bytes ahead; negative: tiles ahead; 0: none).
+// Tuning knobs (measurements only): the qmm-tile=MRxNR2xNR1 and
+// qmm-prefetch (bytes ahead; negative: tiles ahead; 0: none) options of
+// loom-convert-loom-to-linalg.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,11 +45,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 using namespace mlir;
@@ -130,6 +129,8 @@ struct KernelGen {
   /// block at `blkByte`: a tile walks NR rows at once (NR streams whose
   /// stride is a row), which the hardware prefetchers follow badly.
   int64_t prefetchBytes = -1;
+  /// The pass options' tile (0: the default tiles).
+  QKernelTuning tuning;
   int64_t tileRows = 1;
   void prefetch(Value row, Value blkByte) {
     if (prefetchBytes == 0)
@@ -732,9 +733,8 @@ struct KernelGen {
     // Batch-1 tiles: 8 rows with int8 activations (memory-bound: more
     // rows in flight), 4 with f32 activations (compute-bound: registers).
     int64_t MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
-    if (const char *v = std::getenv("LOOM_QMM_TILE")) // "MRxNR2xNR1", tuning
-      if (sscanf(v, "%ldx%ldx%ld", &MR, &NR2, &NR1) != 3)
-        MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
+    if (tuning.mr) // the qmm-tile pass option
+      MR = tuning.mr, NR2 = tuning.nr2, NR1 = tuning.nr1;
     if (G) {
       // Interleaved weights: MR rows of x (then the last ones one by one)
       // against the full groups, then the remaining weight rows (stored as
@@ -805,22 +805,56 @@ std::string kernelName(QuantAttr q, int64_t k, QKernelActivations act,
 
 } // namespace
 
-QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt) {
-  // LOOM_QMATMUL (f32 | i8 | dequant) overrides the choice that
-  // `loomc --quant-act` recorded on the op.
-  static const std::string envMode = [] {
-    const char *v = std::getenv("LOOM_QMATMUL");
-    return std::string(v ? v : "");
-  }();
+bool isQMatmulMode(StringRef mode) {
+  return mode.empty() || mode == "f32" || mode == "i8" || mode == "i8x3" ||
+         mode == "dequant";
+}
+
+bool parseQKernelTuning(StringRef tile, StringRef prefetch,
+                        QKernelTuning &tuning, std::string &error) {
+  tuning = QKernelTuning();
+  if (!tile.empty()) {
+    SmallVector<StringRef> parts;
+    tile.split(parts, 'x');
+    int64_t v[3];
+    bool ok = parts.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i)
+      ok = !parts[i].getAsInteger(10, v[i]) && v[i] >= 1 && v[i] <= 64;
+    if (!ok) {
+      error = ("qmm-tile=" + tile +
+               ": expected MRxNR2xNR1, three integers from 1 to 64 "
+               "(e.g. 4x2x8)")
+                  .str();
+      return false;
+    }
+    tuning.mr = v[0], tuning.nr2 = v[1], tuning.nr1 = v[2];
+  }
+  if (!prefetch.empty()) {
+    int64_t bytes;
+    if (prefetch.getAsInteger(10, bytes)) {
+      error = ("qmm-prefetch=" + prefetch +
+               ": expected an integer (bytes ahead, 0: none, -N: N tiles "
+               "ahead)")
+                  .str();
+      return false;
+    }
+    tuning.prefetchBytes = bytes;
+  }
+  return true;
+}
+
+QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt,
+                                      StringRef mode) {
+  // The qmatmul pass option (f32 | i8 | i8x3 | dequant) overrides the
+  // choice that `loomc --quant-act` recorded on the op.
   QMatmulLowering l;
-  std::string_view mode = envMode;
   if (mode.empty())
     if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
       StringRef v = a.getValue();
       mode = v.starts_with("int8x3") ? "i8x3"
              : v.starts_with("int8") ? "i8"
                                      : "f32";
-      l.hostIsa = !v.ends_with("-portable");
+      l.targetIsa = !v.ends_with("-portable");
     }
   auto xt = dyn_cast<RankedTensorType>(op.getInput().getType());
   auto yt = dyn_cast<RankedTensorType>(op.getResult().getType());
@@ -847,17 +881,18 @@ QWeightInterleave interleaveOf(QuantAttr q) {
 }
 
 func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
-                                      QKernelActivations act, bool hostIsa,
-                                      bool interleaved) {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  bool vnni = hostIsa && features.lookup("avx512vnni") &&
-              features.lookup("avx512vl");
-  if (const char *v = std::getenv("LOOM_QMATMUL_VNNI"))
-    vnni = vnni && *v != '0';
+                                      QKernelActivations act, bool targetIsa,
+                                      bool interleaved,
+                                      const QKernelTuning &tuning) {
+  // The instructions of the module's target, never the host's: without a
+  // loom.target, generic code.
+  auto target =
+      module->getAttrOfType<CpuTargetAttr>(LoomDialect::kTargetAttrName);
+  bool useIsa = targetIsa && target;
+  bool vnni = useIsa && target.hasFeature("avx512vnni") &&
+              target.hasFeature("avx512vl");
   // Without VNNI, AVX2's byte dot products.
-  bool avx2 = !vnni && hostIsa && features.lookup("avx2");
-  if (const char *v = std::getenv("LOOM_QMATMUL_AVX2"))
-    avx2 = avx2 && *v != '0';
+  bool avx2 = !vnni && useIsa && target.hasFeature("avx2");
   int64_t levels = activationLevels(act);
   assert((!interleaved || levels) &&
          "interleaved weights are read by the int8-activation kernels");
@@ -899,8 +934,9 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   // three-level one does not (4 KB ahead: 0.62 vs 0.90 ms at 4096x4096).
   if (interleaved)
     gen.prefetchBytes = levels == 3 ? 4096 : 0;
-  if (const char *v = std::getenv("LOOM_QMM_PREFETCH")) // bytes; 0: none
-    gen.prefetchBytes = std::atol(v);
+  if (tuning.prefetchBytes) // the qmm-prefetch pass option
+    gen.prefetchBytes = *tuning.prefetchBytes;
+  gen.tuning = tuning;
   if (i8) {
     gen.xq = entry->getArgument(3);
     gen.dxm = entry->getArgument(4);

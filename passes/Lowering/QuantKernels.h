@@ -14,6 +14,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
+#include <string>
+
 namespace loom {
 
 /// Activations of the generated kernels.
@@ -59,15 +62,37 @@ QWeightInterleave interleaveOf(QuantAttr q);
 struct QMatmulLowering {
   bool kernel = false; ///< a generated kernel; else dequantize + GEMM
   QKernelActivations act = QKernelActivations::F32;
-  bool hostIsa = true; ///< the compiling host's instructions may be used
+  /// The instruction-set extensions of the module's loom.target may be used
+  /// (off for activations recorded as "int8-portable"/"int8x3-portable").
+  bool targetIsa = true;
 };
+
+/// Whether `mode` is a value of the passes' `qmatmul` option: empty (as
+/// recorded on the op), f32, i8, i8x3 or dequant.
+bool isQMatmulMode(llvm::StringRef mode);
 
 /// The lowering of `op`: a generated kernel for f32 activations of rank >= 2,
 /// an f32 result and a format with a kernel, with the activations that
-/// `loomc --quant-act` recorded (`quant_activations`), unless
-/// `LOOM_QMATMUL=f32|i8|dequant` overrides it. `weight` is the weight's type
-/// (the operand's, before the lowering turns it into bytes).
-QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight);
+/// `loomc --quant-act` recorded (`quant_activations`), unless `mode` (the
+/// passes' `qmatmul` option: f32, i8, i8x3 or dequant) overrides it.
+/// `weight` is the weight's type (the operand's, before the lowering turns
+/// it into bytes).
+QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight,
+                                      llvm::StringRef mode = "");
+
+/// Tuning of the generated kernels (pass options; unset: their choice).
+struct QKernelTuning {
+  int64_t mr = 0, nr2 = 0, nr1 = 0; ///< register tile MRxNR2xNR1; 0: unset
+  /// Software prefetch: bytes ahead in the weight row, 0: none, -N: N
+  /// tiles ahead.
+  std::optional<int64_t> prefetchBytes;
+};
+
+/// Parses the options `tile` ("MRxNR2xNR1", each 1 to 64) and `prefetch`
+/// (an integer) into `tuning`, empty ones leaving the kernels' choice;
+/// false with `error` set on anything else.
+bool parseQKernelTuning(llvm::StringRef tile, llvm::StringRef prefetch,
+                        QKernelTuning &tuning, std::string &error);
 
 /// The private function (created in `module` on first use, one per scheme,
 /// K and activation kind)
@@ -77,18 +102,19 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType weight);
 /// rows of R = K / block * blockBytes bytes. With int8 activations the
 /// kernel takes four scratch buffers after y, allocated by the caller for M
 /// rows: codes memref<?xKxi8>, scales, code offsets (i32) and sums of x
-/// (memref<?x(K/block)x...>). It uses AVX512-VNNI (vpdpbusd) when the
-/// compiling host has it (then the code needs such a CPU), generic vector
-/// code otherwise.
-/// `hostIsa`: instructions of the compiling host may be used (VNNI); off
-/// for code compiled for another CPU (loomc --portable).
+/// (memref<?x(K/block)x...>). Its instructions follow the module's
+/// `loom.target` (#loom.cpu_target): AVX512-VNNI (vpdpbusd) when it has
+/// avx512vnni and avx512vl, AVX2 byte dot products when it has avx2, generic
+/// vector code otherwise or without the attribute (never the host's).
+/// `targetIsa`: off, generic code whatever the target.
 /// `interleaved`: the weight is in the interleaved layout (interleaveOf;
 /// int8 activations only).
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act,
-                                            bool hostIsa = true,
-                                            bool interleaved = false);
+                                            bool targetIsa = true,
+                                            bool interleaved = false,
+                                            const QKernelTuning &tuning = {});
 
 } // namespace loom
 

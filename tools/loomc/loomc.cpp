@@ -12,6 +12,7 @@
 #include "lib/Import/Import.h"
 #include "lib/Target/CpuTarget.h"
 #include "passes/Lowering/Passes.h"
+#include "passes/Lowering/QuantKernels.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
@@ -40,6 +41,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 using namespace mlir;
@@ -144,6 +146,26 @@ cl::opt<bool> portable("portable",
                        cl::desc("Generate code for any x86-64-v2 CPU instead "
                                 "of the host CPU"),
                        cl::cat(loomcCategory));
+cl::opt<std::string> qmatmulMode(
+    "qmatmul",
+    cl::desc("How every quantized matmul lowers, overriding --quant-act: "
+             "f32, i8, i8x3 (generated kernels) or dequant (dequantize + "
+             "f32 GEMM, bit-exact with the dequantized weights)"),
+    cl::value_desc("mode"), cl::cat(loomcCategory));
+cl::opt<bool> noGemm("no-gemm",
+                     cl::desc("Generate every matmul instead of calling the "
+                              "runtime's GEMM (A/B measurements, debugging)"),
+                     cl::cat(loomcCategory));
+cl::opt<std::string> qmmTile(
+    "qmm-tile",
+    cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "
+             "(tuning)"),
+    cl::value_desc("tile"), cl::Hidden, cl::cat(loomcCategory));
+cl::opt<std::string> qmmPrefetch(
+    "qmm-prefetch",
+    cl::desc("Software prefetch of the quantized matmul kernels: bytes "
+             "ahead, 0: none, -N: N tiles ahead (tuning)"),
+    cl::value_desc("bytes"), cl::Hidden, cl::cat(loomcCategory));
 cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("Generate code for this CPU (LLVM's names: x86-64-v3, haswell, "
@@ -179,6 +201,24 @@ LogicalResult writeAtomically(StringRef path,
     return failure();
   }
   return success();
+}
+
+/// The environment variables that once steered code generation: say which
+/// flag replaces each one that is set (the compiler no longer reads them).
+void noteRetiredEnvironment() {
+  static constexpr std::pair<const char *, const char *> kRetired[] = {
+      {"LOOM_QMATMUL", "--qmatmul=f32|i8|i8x3|dequant"},
+      {"LOOM_NO_GEMM", "--no-gemm"},
+      {"LOOM_QMATMUL_VNNI", "--cpu=NAME (a CPU without avx512vnni)"},
+      {"LOOM_QMATMUL_AVX2", "--cpu=NAME or --portable (a CPU without avx2)"},
+      {"LOOM_QMM_TILE", "--qmm-tile=MRxNR2xNR1"},
+      {"LOOM_QMM_PREFETCH", "--qmm-prefetch=BYTES"}};
+  for (auto [var, flag] : kRetired)
+    if (std::getenv(var))
+      llvm::errs() << "loomc: note: " << var
+                   << " is ignored (code generation does not read the "
+                      "environment); use "
+                   << flag << "\n";
 }
 
 void printPhases(raw_ostream &os) {
@@ -239,6 +279,20 @@ int main(int argc, char **argv) {
     return 1;
   }
 #endif
+  noteRetiredEnvironment();
+  {
+    loom::QKernelTuning tuning;
+    std::string error;
+    if (!loom::isQMatmulMode(qmatmulMode)) {
+      llvm::errs() << "loomc: --qmatmul=" << qmatmulMode
+                   << ": unknown; expected f32, i8, i8x3 or dequant\n";
+      return 1;
+    }
+    if (!loom::parseQKernelTuning(qmmTile, qmmPrefetch, tuning, error)) {
+      llvm::errs() << "loomc: --" << error << "\n";
+      return 1;
+    }
+  }
   if (!emitWhat.empty() && emitWhat != "plan") {
     llvm::errs() << "loomc: --emit=" << emitWhat
                  << ": unknown; the one supported value is 'plan'\n";
@@ -317,6 +371,18 @@ int main(int argc, char **argv) {
                     "bug; please report it)\n";
     return 1;
   }
+  // The CPU the code is for, recorded in the IR (loom.target) at the lower
+  // phase: --cpu, --portable, else the input's own loom.target, else the
+  // host.
+  loom::CpuTargetAttr cpuTarget;
+  if (!cpuName.empty() || portable ||
+      !(*module)->hasAttr(loom::LoomDialect::kTargetAttrName)) {
+    cpuTarget = loom::resolveCpuTarget(&context, cpuName, portable, error);
+    if (!cpuTarget) {
+      llvm::errs() << "loomc: " << error << "\n";
+      return 1;
+    }
+  }
 
   loom::PipelineOptions options;
   options.mesh = meshSpec;
@@ -376,10 +442,7 @@ int main(int argc, char **argv) {
   std::string model =
       inputFilename == "-" ? "model"
                            : llvm::sys::path::stem(inputFilename).str();
-  // Code for another CPU (--portable, --cpu) must not use the host's VNNI.
   options.quantActivations = quantAct.getValue();
-  if ((portable || !cpuName.empty()) && quantAct != "f32")
-    options.quantActivations += "-portable";
   if (!quantSpec.empty()) {
     // The quantized blocks go to one file: --quant-file; else inside the
     // bundle (staged as weights/quant.bin), named relative to the bundle by
@@ -471,9 +534,11 @@ int main(int argc, char **argv) {
                        << "\n";
       }
 #endif
+      if (cpuTarget)
+        (*module)->setAttr(loom::LoomDialect::kTargetAttrName, cpuTarget);
       PassManager prepare(&context);
       prepare.addPass(loom::createPrepareEntryPointsPass(
-          loom::PrepareEntryPointsPassOptions{quantInterleave}));
+          loom::PrepareEntryPointsPassOptions{quantInterleave, qmatmulMode}));
       if (failed(prepare.run(*module)))
         return 1;
       if (*last == loom::Phase::Bundle) {
@@ -489,14 +554,17 @@ int main(int argc, char **argv) {
         module->print(os);
       }
       PassManager pm(&context);
-      loom::buildCpuLoweringPipeline(pm);
+      loom::ConvertLoomToLinalgPassOptions lower;
+      lower.qmatmul = qmatmulMode;
+      lower.gemm = !noGemm;
+      lower.qmmTile = qmmTile;
+      lower.qmmPrefetch = qmmPrefetch;
+      loom::buildCpuLoweringPipeline(pm, lower);
       if (failed(pm.run(*module)))
         return 1;
     } else if (p == loom::Phase::Bundle) {
       loom::CpuEmitOptions emit;
       emit.optLevel = std::min(3u, unsigned(optLevel));
-      emit.hostCpu = !portable;
-      emit.cpu = cpuName;
       loom::CpuTargetInfo target;
       bool ok = loom::writeBundle(
           outputFilename, model, mesh, entries, programIR,

@@ -1,11 +1,13 @@
 //===- LoomAttrs.cpp - attributes of the loom dialect ---------------------===//
 //
 // Custom syntax and verifiers of #loom.mesh, #loom.sharding, #loom.quant,
-// #loom.stage and #loom.extern.
+// #loom.stage, #loom.extern and #loom.cpu_target.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+
+#include "loom/runtime/CpuFeatures.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -404,4 +406,47 @@ int64_t QuantAttr::getBlockBytes() const {
   else if (getMode() == QuantMode::zero_point && !isGguf())
     extra = 1; // one integer zero point per block (q4_0's 8 is implicit)
   return values + scaleBytes + extra;
+}
+
+//===----------------------------------------------------------------------===//
+// CpuTargetAttr
+//===----------------------------------------------------------------------===//
+
+bool CpuTargetAttr::isKnownFeature(StringRef feature) {
+  static const llvm::StringSet<> known = {
+#define LOOM_FEATURE_NAME(llvmName, gccName) llvmName,
+      LOOM_X86_CPU_FEATURES(LOOM_FEATURE_NAME)
+#undef LOOM_FEATURE_NAME
+  };
+  return known.contains(feature);
+}
+
+bool CpuTargetAttr::hasFeature(StringRef feature) const {
+  return llvm::any_of(getFeatures(), [&](Attribute f) {
+    return cast<StringAttr>(f).getValue() == feature;
+  });
+}
+
+LogicalResult
+CpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef cpu, ArrayAttr features) {
+  if (cpu.empty())
+    return emitError() << "#loom.cpu_target needs a CPU name (LLVM's, e.g. "
+                          "\"x86-64-v3\" or \"znver4\")";
+  llvm::StringSet<> seen;
+  for (Attribute f : features) {
+    auto name = dyn_cast<StringAttr>(f);
+    if (!name)
+      return emitError() << "#loom.cpu_target features are strings, got "
+                         << f;
+    if (!isKnownFeature(name.getValue()))
+      return emitError() << "#loom.cpu_target: unknown feature '"
+                         << name.getValue()
+                         << "'; the features are those of "
+                            "include/loom/runtime/CpuFeatures.h";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "#loom.cpu_target: feature '" << name.getValue()
+                         << "' given twice";
+  }
+  return success();
 }

@@ -147,4 +147,39 @@ def Loom_ExternAttr : Loom_Attr<"Extern", "extern"> {
   let genVerifyDecl = 1;
 }
 
+def Loom_CpuTargetAttr : Loom_Attr<"CpuTarget", "cpu_target"> {
+  let summary = "the CPU that the generated code is for";
+  let description = [{
+    The CPU that code generation targets, as data in the IR (the module's
+    `loom.target` attribute): LLVM's name of the CPU and the x86 features
+    of `include/loom/runtime/CpuFeatures.h` the code may use (the one
+    vocabulary of features: the bundle manifest's `target` records the same
+    list and `loom-run` checks it on the host). `loomc` sets it from
+    `--cpu`, `--portable` or the host; the lowering picks its kernels from
+    it (VNNI, AVX2 or generic) and the LLVM back end generates for it.
+    Without it the code is generic x86-64-v2 code, never the compiling
+    host's.
+
+    ```mlir
+    module attributes {loom.target = #loom.cpu_target<cpu = "x86-64-v3",
+        features = ["sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx",
+                    "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe"]>}
+    ```
+
+    **Constraints:**
+    - the CPU name is non-empty;
+    - every feature is a string of the list in `CpuFeatures.h`, once.
+  }];
+  let parameters = (ins StringRefParameter<"LLVM's name of the CPU">:$cpu,
+                        "::mlir::ArrayAttr":$features);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the code may use `feature` (a name of CpuFeatures.h).
+    bool hasFeature(::llvm::StringRef feature) const;
+    /// Whether `feature` is a name of the CpuFeatures.h vocabulary.
+    static bool isKnownFeature(::llvm::StringRef feature);
+  }];
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMATTRS_TD

@@ -8,6 +8,7 @@
 #include "dialects/Loom/IR/LoomDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -93,6 +94,14 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
       return op->emitOpError()
              << "'loom.entry' is a unit attribute of functions";
+    return success();
+  }
+  if (name == kTargetAttrName) {
+    if (!isa<CpuTargetAttr>(attr.getValue()) || !isa<ModuleOp>(op))
+      return op->emitOpError()
+             << "'loom.target' is a #loom.cpu_target attribute of the "
+                "module, e.g. #loom.cpu_target<cpu = \"x86-64-v3\", "
+                "features = [\"avx2\"]>";
     return success();
   }
   if (name == kShardingAttrName)

@@ -33,7 +33,9 @@ def Loom_Dialect : Dialect {
     - `loom.weight`: `{name, source}` on an entry point's argument that
       holds an outlined weight (set by loom-prepare-entry-points);
     - `loom.entry`: a unit attribute on an entry point prepared for the
-      runtime ABI.
+      runtime ABI;
+    - `loom.target`: a `#loom.cpu_target` on the module, the CPU that code
+      is generated for (set by `loomc`; none: generic x86-64-v2 code).
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -55,6 +57,8 @@ def Loom_Dialect : Dialect {
     /// call, updated in place by the entry ("kv_cache": a KV cache whose
     /// dimension 2 is the context length; docs/DIALECT.md).
     static constexpr llvm::StringLiteral kStateAttrName = "loom.state";
+    /// On the module: the #loom.cpu_target that code is generated for.
+    static constexpr llvm::StringLiteral kTargetAttrName = "loom.target";
 
   private:
     void registerAttributes();

@@ -563,3 +563,40 @@ func.func @weight_arg_no_name(%x: tensor<4xf32>, %w: tensor<4xf32> {loom.weight 
 func.func @weight_arg_bad_source(%w: tensor<4xf32> {loom.weight = {name = "w", source = "m.gguf"}}) {
   return
 }
+
+//===----------------------------------------------------------------------===//
+// #loom.cpu_target, loom.target
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Features are names of include/loom/runtime/CpuFeatures.h.
+// expected-error @+1 {{#loom.cpu_target: unknown feature 'avx3'; the features are those of include/loom/runtime/CpuFeatures.h}}
+func.func private @unknown_feature() attributes {t = #loom.cpu_target<cpu = "znver4", features = ["avx2", "avx3"]>}
+
+// -----
+
+// expected-error @+1 {{#loom.cpu_target: feature 'avx2' given twice}}
+func.func private @twice() attributes {t = #loom.cpu_target<cpu = "znver4", features = ["avx2", "avx2"]>}
+
+// -----
+
+// expected-error @+1 {{#loom.cpu_target needs a CPU name}}
+func.func private @no_cpu() attributes {t = #loom.cpu_target<cpu = "", features = []>}
+
+// -----
+
+// expected-error @+1 {{#loom.cpu_target features are strings, got 1 : i64}}
+func.func private @not_string() attributes {t = #loom.cpu_target<cpu = "znver4", features = [1]>}
+
+// -----
+
+// loom.target is a #loom.cpu_target on the module.
+// expected-error @+1 {{'loom.target' is a #loom.cpu_target attribute of the module}}
+func.func private @target_on_func() attributes {loom.target = #loom.cpu_target<cpu = "znver4", features = []>}
+
+// -----
+
+// expected-error @+1 {{'loom.target' is a #loom.cpu_target attribute of the module}}
+module attributes {loom.target = "znver4"} {
+}

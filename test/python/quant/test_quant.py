@@ -276,11 +276,32 @@ def test_qmatmul_int8x3_activations(loom, tmp_path, scheme):
                  act8x3=True, decode=decode, flags=("--quant-act", "int8x3"))
 
 
+def host_has(feature):
+    # A CPU flag of the host (Linux): code compiled with --cpu for a CPU
+    # with `feature` runs here only if the host has it.
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return feature in flags
+
+
+# The kernel's instructions follow the target CPU (loomc --cpu): x86-64-v3
+# has AVX2 but no VNNI, --portable (x86-64-v2) neither.
+WITHOUT_VNNI = {"1": ("--cpu=x86-64-v3",), "0": ("--portable",)}
+
+
+def target_without_vnni(avx2):
+    if avx2 == "1" and not host_has("avx2"):
+        pytest.skip("the host has no AVX2: it cannot run x86-64-v3 code")
+    return WITHOUT_VNNI[avx2]
+
+
 def test_qmatmul_int8x3_without_vnni(loom, tmp_path):
-    for avx2 in ("1", "0"):
+    for avx2 in ("1", "0") if host_has("avx2") else ("0",):
         qmatmul_case(loom, tmp_path, "int4:32", act8x3=True,
-                     env={"LOOM_QMATMUL_VNNI": "0", "LOOM_QMATMUL_AVX2": avx2},
-                     flags=("--quant-act", "int8x3"))
+                     flags=("--quant-act", "int8x3",
+                            *target_without_vnni(avx2)))
 
 
 def test_qmatmul_rows_as_stored(loom, tmp_path):
@@ -297,21 +318,20 @@ def test_qmatmul_int8_activations_without_vnni(loom, tmp_path, avx2):
     # The same without VNNI instructions: AVX2 byte dot products (where
     # the host has AVX2), else generic vector code. Symmetric int8 codes
     # take AVX2's sign trick, unsigned ones a split into nibbles.
-    env = {"LOOM_QMATMUL_VNNI": "0", "LOOM_QMATMUL_AVX2": avx2}
+    cpu = target_without_vnni(avx2)
     qmatmul_case(loom, tmp_path, "int4:32", act8=True,
-                 env={"LOOM_QMATMUL": "i8", **env})
+                 flags=("--qmatmul=i8", *cpu))
     for scheme in ["int4:64:min", "int8:32", "int8:64:min"]:
         qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
-                     env=env, flags=("--quant-act", "int8"))
-    qmatmul_case(loom, tmp_path, "int8:128", act8=True, env=env,
-                 flags=("--quant-act", "int8", "--quant-interleave=0"))
+                     flags=("--quant-act", "int8", *cpu))
+    qmatmul_case(loom, tmp_path, "int8:128", act8=True,
+                 flags=("--quant-act", "int8", "--quant-interleave=0", *cpu))
 
 
 def test_qmatmul_dequant_fallback(loom, tmp_path):
     # The accurate fallback (dequantize, then the f32 GEMM) gives the same
     # numbers.
-    qmatmul_case(loom, tmp_path, "int4:64:min",
-                 env={"LOOM_QMATMUL": "dequant"})
+    qmatmul_case(loom, tmp_path, "int4:64:min", flags=("--qmatmul=dequant",))
 
 
 GGUF_TYPES = ["q4_0", "q4_1", "q8_0"]
