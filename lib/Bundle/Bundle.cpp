@@ -64,6 +64,19 @@ static std::vector<int64_t> shapeOf(ShapedType t) {
   return s;
 }
 
+/// `file` made absolute (relative ones are under `baseDir`), without dots.
+static std::string absolutePath(StringRef file, StringRef baseDir) {
+  SmallString<256> path(file);
+  if (!llvm::sys::path::is_absolute(path)) {
+    SmallString<256> base(baseDir);
+    llvm::sys::path::append(base, path);
+    path = base;
+  }
+  llvm::sys::fs::make_absolute(path);
+  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  return path.str().str();
+}
+
 bool collectEntries(ModuleOp module, const std::string &baseDir,
                     std::vector<EntryInfo> &entries, std::string &error) {
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -96,7 +109,14 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         std::string name = "input" + std::to_string(entry.inputs.size());
         if (auto n = fn.getArgAttrOfType<StringAttr>(i, "loom.name"))
           name = n.str();
-        entry.inputs.push_back({name, dtype, shapeOf(st)});
+        TensorInfo in{name, dtype, shapeOf(st), "", -1};
+        if (auto s = fn.getArgAttrOfType<StringAttr>(
+                i, LoomDialect::kStateAttrName)) {
+          // Verified by the dialect: "kv_cache", [B, Hkv, ?, Dh].
+          in.state = s.str();
+          in.ctxDim = 2;
+        }
+        entry.inputs.push_back(std::move(in));
         continue;
       }
       WeightInfo w;
@@ -108,15 +128,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         return fail("weight '" + w.name +
                     "' has no storage; give it `from <\"file\", offset = "
                     "N>` or import it from a model file");
-      SmallString<256> path(source.getFile().getValue());
-      if (!llvm::sys::path::is_absolute(path)) {
-        SmallString<256> base(baseDir);
-        llvm::sys::path::append(base, path);
-        path = base;
-      }
-      llvm::sys::fs::make_absolute(path);
-      llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
-      w.file = path.str().str();
+      w.file = absolutePath(source.getFile().getValue(), baseDir);
       w.offset = source.getOffset();
       w.nbytes = st.getNumElements() * dtypeBytes(dtype);
       if (auto split = dyn_cast_or_null<DictionaryAttr>(weight.get("split"))) {
@@ -225,7 +237,61 @@ static json toJson(const TensorInfo &t, bool rankOnly) {
     j["rank"] = t.shape.size();
   else
     j["shape"] = t.shape;
+  if (!t.state.empty()) {
+    j["state"] = t.state;
+    j["ctx_dim"] = t.ctxDim;
+  }
   return j;
+}
+
+/// An attribute of `llm.model` as JSON (strings, integers, floats, bools,
+/// arrays and dictionaries of them).
+static json attrToJson(Attribute a) {
+  if (auto s = dyn_cast<StringAttr>(a))
+    return s.str();
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return b.getValue();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getValue().getSExtValue();
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
+  if (auto arr = dyn_cast<ArrayAttr>(a)) {
+    json j = json::array();
+    for (Attribute e : arr)
+      j.push_back(attrToJson(e));
+    return j;
+  }
+  if (auto d = dyn_cast<DictionaryAttr>(a)) {
+    json j = json::object();
+    for (NamedAttribute e : d)
+      j[e.getName().str()] = attrToJson(e.getValue());
+    return j;
+  }
+  return llvm::formatv("{0}", a).str();
+}
+
+bool collectLlm(ModuleOp module, const std::string &baseDir, LlmInfo &llm,
+                std::string &error) {
+  llm = {};
+  auto model = module->getAttrOfType<DictionaryAttr>("llm.model");
+  if (!model)
+    return true;
+  llm.model = attrToJson(model).dump();
+  auto tok = module->getAttrOfType<DictionaryAttr>("llm.tokenizer");
+  if (!tok)
+    return true;
+  auto file = dyn_cast_or_null<StringAttr>(tok.get("file"));
+  auto format = dyn_cast_or_null<StringAttr>(tok.get("format"));
+  if (!file || !format) {
+    error = "llm.tokenizer needs 'file' and 'format' (strings)";
+    return false;
+  }
+  // A GGUF file without tokenizer metadata has no tokenizer.
+  if (format.getValue() == "gguf" && !tok.get("model"))
+    return true;
+  llm.tokenizerFormat = format.str();
+  llm.tokenizerFile = absolutePath(file.getValue(), baseDir);
+  return true;
 }
 
 /// `file` (absolute, without dots) relative to `dir` when it lies under it,
@@ -243,7 +309,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
                  const std::string &programIR,
                  const std::function<bool(const std::string &,
                                           std::string &)> &emitLibrary,
-                 const std::string &stagedDir, std::string &error) {
+                 const std::string &stagedDir, std::string &error,
+                 const LlmInfo &llm) {
   // Weight files under `stagedDir` move into the bundle with it.
   SmallString<256> staged(stagedDir);
   if (!staged.empty()) {
@@ -285,7 +352,17 @@ bool writeBundle(const std::string &outDir, const std::string &model,
   manifest["format"] = "loom-bundle";
   manifest["version"] = kBundleVersion;
   manifest["abi_version"] = LOOM_RT_ABI_VERSION;
-  manifest["model"] = model;
+  if (llm.model.empty()) {
+    manifest["model"] = model;
+  } else {
+    // An LLM: the model's description (llm.model) with its name.
+    json jm = json::parse(llm.model);
+    jm["name"] = model;
+    manifest["model"] = jm;
+    if (!llm.tokenizerFormat.empty())
+      manifest["tokenizer"] = {{"format", llm.tokenizerFormat},
+                               {"file", llm.tokenizerFile}};
+  }
   manifest["mesh"] = {{"axes", mesh.axes}, {"shape", mesh.shape}};
   manifest["num_ranks"] = mesh.numRanks();
   manifest["library"] = lib;

@@ -30,7 +30,25 @@ struct TensorInfo {
   std::string name;
   std::string dtype;           ///< f32 f16 bf16 f64 i8 i32 i64 u8 i1
   std::vector<int64_t> shape;  ///< -1 for dynamic
+  /// Inputs only: runtime-owned state updated in place ("kv_cache"; the
+  /// `loom.state` argument attribute), else empty.
+  std::string state;
+  int64_t ctxDim = -1; ///< kv_cache: the context dimension (2)
 };
+
+/// What an LLM's module says about itself (`llm.model` / `llm.tokenizer`
+/// module attributes); `model` is a JSON object text, empty when the
+/// module is not an LLM.
+struct LlmInfo {
+  std::string model;
+  std::string tokenizerFormat; ///< "gguf" | "hf" | "" (none)
+  std::string tokenizerFile;   ///< absolute
+};
+
+/// Reads the `llm.model` / `llm.tokenizer` attributes of `module` (relative
+/// files resolved against `baseDir`).
+bool collectLlm(mlir::ModuleOp module, const std::string &baseDir,
+                LlmInfo &llm, std::string &error);
 
 struct WeightInfo {
   std::string name;
@@ -87,7 +105,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
                  const std::string &programIR,
                  const std::function<bool(const std::string &soPath,
                                           std::string &error)> &emitLibrary,
-                 const std::string &stagedDir, std::string &error);
+                 const std::string &stagedDir, std::string &error,
+                 const LlmInfo &llm = {});
 
 } // namespace loom
 

@@ -135,8 +135,9 @@ private:
   Value mergeHeads(Value x, int64_t heads);
 
   /// Causal attention of q [1, Hq, S, Dh] over k/v [1, Hkv, S, Dh]; with a
-  /// cache (`past` set) the keys and values of earlier positions come first
-  /// and the concatenations are appended to `presents`.
+  /// cache (`cacheArgs` set: the decode entry) k/v are written into the
+  /// layer's cache arguments at positions[0].. (in place) and attention reads
+  /// the cache's filled part (docs/IMPORT-LLAMA.md).
   Value attend(Value q, Value k, Value v, int64_t heads, int64_t kvHeads,
                int64_t layer);
   Value llamaLayer(Value x, int64_t layer, Value cos, Value sin);
@@ -145,9 +146,9 @@ private:
   bool buildEntry(ModuleOp module, StringRef name, bool cache);
 
   /// The KV cache arguments of the function being built (2 per layer), or
-  /// empty; and the present key/value results collected while building.
-  SmallVector<Value> past;
-  SmallVector<Value> presents;
+  /// empty; and its positions argument.
+  SmallVector<Value> cacheArgs;
+  Value positionsArg;
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -302,17 +303,19 @@ Value GraphBuilder::attend(Value q, Value k, Value v, int64_t heads,
   if (!q || !k || !v)
     return Value();
   auto outType = act({1, heads, kDyn, d.headDim});
-  if (past.empty())
+  if (cacheArgs.empty())
     return AttentionOp::create(b, loc, outType, TypeRange{}, q, k, v, Value(),
-                               Value(), Value(), /*causal=*/true, FloatAttr())
+                               Value(), Value(), Value(), Value(), Value(),
+                               /*causal=*/true, FloatAttr())
         .getOutput();
-  auto cacheType = act({1, kvHeads, kDyn, d.headDim});
-  auto op = AttentionOp::create(b, loc, outType,
-                                TypeRange{cacheType, cacheType}, q, k, v,
-                                Value(), past[2 * l], past[2 * l + 1],
-                                /*causal=*/true, FloatAttr());
-  presents.push_back(op.getPresent()[0]);
-  presents.push_back(op.getPresent()[1]);
+  // The updated caches (results 1 and 2) are the new state of the cache
+  // arguments; the entry does not return them (written in place).
+  Value ck = cacheArgs[2 * l], cv = cacheArgs[2 * l + 1];
+  (void)kvHeads;
+  auto op = AttentionOp::create(
+      b, loc, outType, TypeRange{ck.getType(), cv.getType()}, q, k, v,
+      Value(), Value(), Value(), ck, cv, positionsArg, /*causal=*/true,
+      FloatAttr());
   return op.getOutput();
 }
 
@@ -410,42 +413,45 @@ GraphBuilder::build(ArrayRef<NamedAttribute> moduleAttrs) {
 bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
   b.setInsertionPointToEnd(module.getBody());
   weightOps.clear(); // weights are values of one function
-  past.clear();
-  presents.clear();
+  cacheArgs.clear();
+  positionsArg = Value();
 
   const int64_t D = d.hiddenSize, V = d.vocabSize;
   auto tokensType = RankedTensorType::get({1, kDyn}, b.getI64Type());
   auto posType = RankedTensorType::get({kDyn}, b.getI64Type());
-  auto logitsType = act({1, kDyn, V});
+  // decode: logits of the last position only.
+  auto logitsType = cache ? act({1, V}) : act({1, kDyn, V});
   SmallVector<Type> argTypes{tokensType, posType};
   SmallVector<Type> resultTypes{logitsType};
   SmallVector<std::string> argNames{"tokens", "positions"};
   SmallVector<std::string> resultNames{"logits"};
   if (cache) {
+    // [B, Hkv, context, Dh]: the runtime chooses the context length.
     auto cacheType = act({1, d.numKvHeads, kDyn, d.headDim});
-    for (int64_t l = 0; l < d.numLayers; ++l) {
+    for (int64_t l = 0; l < d.numLayers; ++l)
       for (const char *kv : {"key", "value"}) {
         argTypes.push_back(cacheType);
-        resultTypes.push_back(cacheType);
-        argNames.push_back("past_" + std::string(kv) + "_" +
+        argNames.push_back("cache_" + std::string(kv) + "_" +
                            std::to_string(l));
-        resultNames.push_back("present_" + std::string(kv) + "_" +
-                              std::to_string(l));
       }
-    }
   }
   auto fn = func::FuncOp::create(b, loc, name,
                                  b.getFunctionType(argTypes, resultTypes));
-  for (auto [i, n] : llvm::enumerate(argNames))
+  for (auto [i, n] : llvm::enumerate(argNames)) {
     fn.setArgAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
+    if (i >= 2)
+      fn.setArgAttr(i, LoomDialect::kStateAttrName, b.getStringAttr("kv_cache"));
+  }
   for (auto [i, n] : llvm::enumerate(resultNames))
     fn.setResultAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value tokens = body->getArgument(0), positions = body->getArgument(1);
-  if (cache)
+  if (cache) {
+    positionsArg = positions;
     for (unsigned i = 2; i < body->getNumArguments(); ++i)
-      past.push_back(body->getArgument(i));
+      cacheArgs.push_back(body->getArgument(i));
+  }
 
   // Embedding (a quantized table gives f32; f16/bf16 rows are cast).
   Value table = weight(Role::TokenEmbedding, -1, {V, D});
@@ -480,14 +486,23 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
   for (int64_t l = 0; l < d.numLayers && !failed(); ++l)
     x = d.family == Family::Gpt2 ? gpt2Layer(x, l)
                                  : llamaLayer(x, l, cos, sin);
+  if (cache && x) {
+    // Only the last position's logits: its row is taken before the final
+    // norm and the LM head (index -1 counts from the end).
+    auto idxType = RankedTensorType::get({1}, b.getI64Type());
+    Value last = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(idxType, ArrayRef<int64_t>{-1}));
+    x = GatherOp::create(b, loc, act({1, 1, D}), x, last,
+                         b.getI64IntegerAttr(1));
+  }
   x = norm(x, Role::FinalNorm, Role::FinalNormBias, -1);
   Value head = d.tiedEmbeddings ? table : weight(Role::LmHead, -1, {V, D});
   Value logits = linear(x, head, V);
   if (failed() || !logits)
     return false;
-  SmallVector<Value> results{logits};
-  llvm::append_range(results, presents);
-  func::ReturnOp::create(b, loc, results);
+  if (cache)
+    logits = ReshapeOp::create(b, loc, act({1, V}), logits);
+  func::ReturnOp::create(b, loc, ValueRange{logits});
   return true;
 }
 

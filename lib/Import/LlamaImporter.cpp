@@ -109,6 +109,7 @@ DictionaryAttr tokenizerAttr(Builder &b, const GgufFile &file,
                              const std::string &path) {
   SmallVector<NamedAttribute> entries;
   entries.emplace_back(b.getStringAttr("file"), b.getStringAttr(path));
+  entries.emplace_back(b.getStringAttr("format"), b.getStringAttr("gguf"));
   for (const GgufKeyValue &kv : file.metadata()) {
     llvm::StringRef key(kv.key.data(), kv.key.size());
     llvm::StringRef name;
@@ -549,8 +550,9 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
   if (llvm::sys::fs::exists(tok))
     attrs.push_back(b.getNamedAttr(
         "llm.tokenizer",
-        b.getDictionaryAttr({b.getNamedAttr(
-            "file", b.getStringAttr(tok.str()))})));
+        b.getDictionaryAttr(
+            {b.getNamedAttr("file", b.getStringAttr(tok.str())),
+             b.getNamedAttr("format", b.getStringAttr("hf"))})));
   return llama::buildModule(context, d, weights, nameOf, attrs, error);
 }
 

@@ -220,7 +220,7 @@ private:
   /// the runtime's batched GEMM; all rank 4, f32. Null when not applicable.
   Value attentionGemm(Operation *op, Value a, Value rhs, bool tb,
                       int64_t heads, int64_t group, RankedTensorType type,
-                      ArrayRef<Value> sizes);
+                      ArrayRef<Value> sizes, Value rhsCache = {});
 
   // --- quantized weights -----------------------------------------------------
   /// Entry-point arguments of block type become their bytes
@@ -261,6 +261,9 @@ private:
   Value bufferOf(Value tensor);
   Value allocLike(RankedTensorType type, ArrayRef<Value> allSizes);
   Value ptrOf(Value memref);
+  /// The address of element `offset` (row-major) of an identity-layout f32
+  /// buffer.
+  Value ptrAt(Value memref, Value offset);
   Value toTensor(Value memref, RankedTensorType type);
   FailureOr<std::pair<int64_t, uint64_t>> groupOf(Operation *op,
                                                   FlatSymbolRefAttr mesh,
@@ -848,13 +851,40 @@ Value Lowerer::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
 
 Value Lowerer::attentionGemm(Operation *op, Value a, Value rhs, bool tb,
                              int64_t heads, int64_t group,
-                             RankedTensorType type, ArrayRef<Value> sizes) {
+                             RankedTensorType type, ArrayRef<Value> sizes,
+                             Value rhsCache) {
   Value ctx = entryContext(op);
   if (!type.getElementType().isF32() || !ctx || gemmDisabled())
     return {};
   // m, n, k of each product.
   Value m = dim(a, 2), k = dim(a, 3);
   Value n = tb ? dim(rhs, 2) : dim(rhs, 3);
+  if (rhsCache) {
+    // `rhs` is rows [0, n) of a KV cache [1, Hkv, C, D]: within one KV head
+    // those rows are contiguous, so each KV head's group of query heads is
+    // one batched product reading the cache buffer in place (no copy of the
+    // filled part into a contiguous tensor).
+    if (cast<RankedTensorType>(rhsCache.getType()).getDimSize(0) != 1)
+      return {};
+    Value bufA = bufferOf(a), bufB = bufferOf(rhsCache);
+    Value bufC = allocLike(type, sizes);
+    Value rowsA = arith::MulIOp::create(b, loc, m, k);
+    Value rowsC = arith::MulIOp::create(b, loc, m, n);
+    Value headB = arith::MulIOp::create(b, loc, dim(rhsCache, 2),
+                                        dim(rhsCache, 3));
+    for (int64_t h = 0; h < heads / group; ++h) {
+      auto at = [&](Value buf, Value perHead, int64_t count) {
+        return ptrAt(buf, arith::MulIOp::create(b, loc, perHead,
+                                                cIndex(h * count)));
+      };
+      callRuntime("loom_rt_sgemm_batched",
+                  ValueRange{ctx, cI32(0), cI32(tb), cI64(group), cI64(group),
+                             cI64(group), indexToI64(m), indexToI64(n),
+                             indexToI64(k), at(bufA, rowsA, group),
+                             at(bufB, headB, 1), at(bufC, rowsC, group)});
+    }
+    return toTensor(bufC, type);
+  }
   Value batch = arith::MulIOp::create(b, loc, dim(a, 0), cIndex(heads));
   Value bufA = bufferOf(a), bufB = bufferOf(rhs);
   Value bufC = allocLike(type, sizes);
@@ -1465,6 +1495,39 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
     k = concat({op.getPastKey(), k}, 2, pk);
     v = concat({op.getPastValue(), v}, 2, pv);
   }
+  Value cacheKey, cacheValue;
+  if (op.getCacheKey()) {
+    // Write the S new rows at [p0, p0 + S) of the caches (in place when the
+    // caches are writable entry arguments), then attend over [0, p0 + S)
+    // of the updated caches: only the filled part is read.
+    Value p0 = tensor::ExtractOp::create(b, loc, op.getCachePositions(),
+                                         ValueRange{cIndex(0)});
+    p0 = arith::IndexCastOp::create(b, loc, b.getIndexType(), p0);
+    Value len = dim(k, 2);
+    Value filled = arith::AddIOp::create(b, loc, p0, len);
+    auto write = [&](Value cache, Value rows) {
+      auto ct = cast<RankedTensorType>(cache.getType());
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0),
+                                        p0, b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes, viewSizes;
+      for (unsigned i = 0; i < 4; ++i) {
+        sizes.push_back(i == 2 ? OpFoldResult(len) : dimOfr(rows, i));
+        viewSizes.push_back(i == 2 ? OpFoldResult(filled) : dimOfr(cache, i));
+      }
+      SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+      SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0));
+      Value updated = tensor::InsertSliceOp::create(b, loc, rows, cache,
+                                                    offsets, sizes, ones);
+      SmallVector<int64_t> viewShape(ct.getShape());
+      viewShape[2] = ShapedType::kDynamic;
+      Value view = tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get(viewShape, ct.getElementType()),
+          updated, zeros, viewSizes, ones);
+      return std::make_pair(updated, view);
+    };
+    std::tie(cacheKey, k) = write(op.getCacheKey(), k);
+    std::tie(cacheValue, v) = write(op.getCacheValue(), v);
+  }
   auto kAll = cast<RankedTensorType>(k.getType());
   Value B = dim(q, 0), S = dim(q, 2), T = dim(k, 2),
         Dv = dim(v, 3);
@@ -1484,7 +1547,7 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
   SmallVector<utils::IteratorType> it5(5, utils::IteratorType::parallel);
   it5[4] = utils::IteratorType::reduction;
   Value scores = attentionGemm(op, q, k, /*tb=*/true, hq, group, scoresType,
-                               {B, cIndex(hq), S, T});
+                               {B, cIndex(hq), S, T}, cacheKey);
   if (!scores) {
     Value init = fill(emptyAll(scoresType, {B, cIndex(hq), S, T}),
                       cFloat(b, loc, et, 0.0));
@@ -1544,7 +1607,7 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
   // out[b,h,s,e] = sum_t p[b,h,s,t] v[b,h/G,t,e]
   auto outType = op.getOutput().getType();
   Value out = attentionGemm(op, probs, v, /*tb=*/false, hq, group, outType,
-                            {B, cIndex(hq), S, Dv});
+                            {B, cIndex(hq), S, Dv}, cacheValue);
   if (!out) {
     Value outInit = fill(emptyAll(outType, {B, cIndex(hq), S, Dv}),
                          cFloat(b, loc, et, 0));
@@ -1572,6 +1635,10 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
       pv = tensor::CastOp::create(b, loc, op.getPresent()[1].getType(), pv);
     results.push_back(pk);
     results.push_back(pv);
+  }
+  if (cacheKey) {
+    results.push_back(cacheKey);
+    results.push_back(cacheValue);
   }
   return results;
 }
@@ -1633,6 +1700,18 @@ Value Lowerer::allocLike(RankedTensorType type, ArrayRef<Value> allSizes) {
 
 Value Lowerer::ptrOf(Value memref) {
   Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
+  return LLVM::IntToPtrOp::create(b, loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()),
+                                  i64);
+}
+
+Value Lowerer::ptrAt(Value memref, Value offset) {
+  Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  int64_t bytes =
+      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  idx = arith::AddIOp::create(
+      b, loc, idx, arith::MulIOp::create(b, loc, offset, cIndex(bytes)));
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
   return LLVM::IntToPtrOp::create(b, loc,
                                   LLVM::LLVMPointerType::get(b.getContext()),

@@ -418,7 +418,9 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
         auto s = fn.getArgAttrOfType<ShardingAttr>(
             i, LoomDialect::kShardingAttrName);
-        if (!s)
+        // State (a KV cache) is allocated per rank by the runtime in its
+        // local layout: the argument keeps its sharding (local type).
+        if (!s || fn.getArgAttr(i, LoomDialect::kStateAttrName))
           continue;
         fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
         Layout l = Layout::of(s, rankOf(fn.getArgument(i).getType()));

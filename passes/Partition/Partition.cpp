@@ -276,6 +276,22 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
              << axesStr(v.dims[1])
              << "; split query and KV heads over the same axes so that "
                 "each device keeps whole groups";
+    if (att.getCacheKey()) {
+      // Operands 3 and 4 (the cache form has no mask): the caches.
+      for (unsigned i = 3; i < 5; ++i) {
+        if (!l.ins[i].dims[2].empty() || !l.ins[i].dims[3].empty())
+          return refuse(op, i == 3 ? "the key cache" : "the value cache",
+                        l.ins[i].dims[2].empty() ? 3 : 2,
+                        l.ins[i].dims[2].empty() ? l.ins[i].dims[3]
+                                                 : l.ins[i].dims[2],
+                        "the cache is written and read by global position");
+        if (l.ins[i].dims[1] != k.dims[1] || l.ins[i].dims[0] != k.dims[0])
+          return op->emitOpError()
+                 << "the KV cache is split over " << axesStr(l.ins[i].dims[1])
+                 << " but the new keys/values over " << axesStr(k.dims[1])
+                 << "; split the cache like the KV heads";
+      }
+    }
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
     auto in = cast<RankedTensorType>(l.inTypes[0]);
     SmallVector<int64_t> limits(sl.getLimits());
@@ -348,9 +364,11 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
       l.outs.push_back(Layout::of(v));
   }
   // Private functions take local values (public ones take whole values:
-  // the decide step resharded their sharded arguments).
-  if (fn.isPrivate()) {
-    for (BlockArgument arg : entry.getArguments()) {
+  // the decide step resharded their sharded arguments), and so do state
+  // arguments (KV caches, allocated per rank by the runtime).
+  for (BlockArgument arg : entry.getArguments()) {
+    if (fn.isPrivate() ||
+        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName)) {
       Layout l = Layout::of(arg);
       if (Type t = getLocalType(arg.getType(), l, mesh))
         arg.setType(t);

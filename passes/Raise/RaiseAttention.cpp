@@ -159,7 +159,8 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
       outType = RankedTensorType::get(shape, t.getElementType());
     }
     Value out = AttentionOp::create(rw, loc, TypeRange{outType}, q, k, v, mask,
-                                    Value(), Value(), UnitAttr(),
+                                    Value(), Value(), Value(), Value(),
+                                    Value(), UnitAttr(),
                                     rw.getF32FloatAttr(float(scale)))
                     .getOutput();
     if (rank == 3)

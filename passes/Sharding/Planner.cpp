@@ -110,6 +110,7 @@ struct ValueInfo {
   cost::ElemType elem = cost::ElemType::F32;
   int fixed = -1;       ///< sharding id when no choice changes it
   bool weight = false;  ///< a loom.weight: sharding chosen at its first use
+  bool state = false;   ///< an entry's state argument (KV cache): likewise
   int firstUse = -1, lastUse = -1;
   bool inState = false; ///< carried in the frontier
 };
@@ -520,10 +521,29 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     return success();
   };
 
+  // The context length a KV cache is counted with: the model's.
+  int64_t contextLength = options.dynamicSize;
+  if (auto llm = module->getAttrOfType<DictionaryAttr>("llm.model"))
+    if (auto c = dyn_cast_or_null<IntegerAttr>(llm.get("context_length")))
+      contextLength = c.getInt();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     int id = addValue(arg);
     ValueInfo &v = p.values[id];
     v.fixed = table.replicated(v.rank);
+    if (func.getArgAttr(i, LoomDialect::kStateAttrName) &&
+        !func.getArgAttr(i, kShardingAttrName)) {
+      // A KV cache lives on each device in the layout of its first use
+      // (the attention's KV heads); its context axis counts as the model's
+      // context length.
+      v.fixed = -1;
+      v.weight = v.state = true;
+      double n = std::max<unsigned>(
+          1, cast<ShapedType>(arg.getType()).getElementTypeBitWidth() / 8);
+      for (int64_t d : v.shape)
+        n *= static_cast<double>(ShapedType::isDynamic(d) ? contextLength : d);
+      v.bytes = n;
+      continue;
+    }
     if (auto attr = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttrName)) {
       if (failed(checkMesh(func, attr)))
         return failure();
@@ -1098,10 +1118,19 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
       int req = s.operands[j];
       if (cur[v] < 0) { // a weight's first use places it
         cur[v] = storageFor(info, req);
-        fp.weightBytes += localBytes(info, cur[v]);
-        if (!table.get(cur[v]).replicated())
-          info.value.getDefiningOp()->setAttr(kShardingAttrName,
-                                              toAttr(cur[v]));
+        if (info.state) {
+          // A state argument: its sharding goes on the argument (the
+          // partitioner gives it the local type; the runtime allocates it).
+          fp.stateBytes += localBytes(info, cur[v]);
+          if (!table.get(cur[v]).replicated())
+            p.func.setArgAttr(cast<BlockArgument>(info.value).getArgNumber(),
+                              kShardingAttrName, toAttr(cur[v]));
+        } else {
+          fp.weightBytes += localBytes(info, cur[v]);
+          if (!table.get(cur[v]).replicated())
+            info.value.getDefiningOp()->setAttr(kShardingAttrName,
+                                                toAttr(cur[v]));
+        }
       }
       std::vector<PlannedCollective> colls;
       reshard(cur[v], req, info, &colls);
@@ -1428,7 +1457,8 @@ std::string planToJson(const Plan &plan) {
           j.attributeObject("memory_per_device_bytes", [&] {
             j.attribute("weights", f.weightBytes);
             j.attribute("inputs", f.inputBytes);
-            j.attribute("total", f.weightBytes + f.inputBytes);
+            j.attribute("kv_cache", f.stateBytes);
+            j.attribute("total", f.weightBytes + f.inputBytes + f.stateBytes);
             j.attribute("unsplit", f.replicatedBytes);
           });
           j.attributeArray("collectives", [&] {
@@ -1469,8 +1499,10 @@ std::string planSummary(const Plan &plan) {
        << llvm::format("%.4g", (f.computeTime + f.commTime) * 1e3)
        << " ms (compute " << llvm::format("%.4g", f.computeTime * 1e3)
        << " ms, communication " << llvm::format("%.4g", f.commTime * 1e3)
-       << " ms); memory per device " << gib(f.weightBytes + f.inputBytes)
-       << " (weights " << gib(f.weightBytes) << ", unsplit "
+       << " ms); memory per device "
+       << gib(f.weightBytes + f.inputBytes + f.stateBytes) << " (weights "
+       << gib(f.weightBytes) << ", KV cache " << gib(f.stateBytes)
+       << ", unsplit "
        << gib(f.replicatedBytes) << ")\n";
     std::map<std::string, std::pair<int, double>> byKind;
     for (const PlannedCollective &c : f.collectives) {

@@ -62,6 +62,8 @@ struct FunctionPlan {
   std::string name;
   double computeTime = 0, commTime = 0;
   double weightBytes = 0, inputBytes = 0; ///< per device
+  /// Per device: state arguments (KV caches) at the model's context length.
+  double stateBytes = 0;
   double replicatedBytes = 0;             ///< per device, nothing split
   std::vector<PlannedCollective> collectives;
   std::vector<PlannedOp> ops;

@@ -12,6 +12,7 @@
 #include "Generate.h"
 
 #include "Loader.h"
+#include "State.h"
 #include "Strided.h"
 
 #include "loom/runtime/Runtime.h"
@@ -57,8 +58,6 @@ GENERATION (the bundle's `decode` entry with a KV cache; docs/LOOM-RUN.md):
   --interactive           read user turns from stdin (chat template when the
                           model has one); the cache is kept between turns
   --max-tokens N          stop after N generated tokens (default 256)
-  --ctx N                 context length of the KV cache (default: the
-                          model's, capped by the memory available)
   --stop STR              stop when the text contains STR (repeatable)
   --temp T                temperature (default 0 = greedy)
   --top-k K               keep the K most likely tokens (default 0 = off)
@@ -674,72 +673,6 @@ int RankGen::run() {
 // Main thread
 //===----------------------------------------------------------------------===//
 
-/// The parts of manifest.json that Manifest.h does not read: per-input
-/// `state`/`ctx_dim`, and the top-level `model` and `tokenizer`.
-struct Extras {
-  Json model, tokenizer;
-  std::vector<std::string> state; ///< per decode input ("" = none)
-  std::vector<int64_t> ctxDim;
-};
-
-bool readExtras(const std::string &bundle, Extras &x, std::string *error) {
-  fs::path p = fs::path(bundle) / "manifest.json";
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json root = Json::parse(ss.str(), nullptr, false);
-  if (root.is_discarded() || !root.is_object()) {
-    *error = p.string() + ": not JSON";
-    return false;
-  }
-  if (root.contains("model"))
-    x.model = root["model"];
-  if (root.contains("tokenizer"))
-    x.tokenizer = root["tokenizer"];
-  for (const Json &e : root["entries"]) {
-    if (!e.is_object() || !e.contains("name") || e["name"] != "decode")
-      continue;
-    for (const Json &i : e["inputs"]) {
-      std::string st;
-      int64_t cd = -1;
-      if (i.is_object() && i.contains("state")) {
-        if (!i["state"].is_string()) {
-          *error = "manifest.json: entry 'decode': an input's 'state' is "
-                   "not a string";
-          return false;
-        }
-        st = i["state"].get<std::string>();
-        if (i.contains("ctx_dim") && i["ctx_dim"].is_number_integer())
-          cd = i["ctx_dim"].get<int64_t>();
-      }
-      x.state.push_back(st);
-      x.ctxDim.push_back(cd);
-    }
-  }
-  return true;
-}
-
-int64_t modelInt(const Json &model, const char *key) {
-  if (model.is_object() && model.contains(key) &&
-      model[key].is_number_integer())
-    return model[key].get<int64_t>();
-  return 0;
-}
-
-/// MemAvailable from /proc/meminfo, bytes (-1: unknown).
-double memAvailable() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  std::string unit;
-  while (in >> key >> kb) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:")
-      return kb * 1024;
-  }
-  return -1;
-}
-
 std::vector<int32_t> parseIdList(const std::string &s, bool &ok) {
   std::vector<int32_t> ids;
   ok = true;
@@ -847,7 +780,7 @@ int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
   };
   static const char *const withValue[] = {
       "--prompt", "--prompts-file", "--prompt-ids", "--system",
-      "--max-tokens", "--ctx", "--stop", "--temp", "--top-k", "--top-p",
+      "--max-tokens", "--stop", "--temp", "--top-k", "--top-p",
       "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
       "--result"};
   bool known = arg == "--chat" || arg == "--interactive";
@@ -888,11 +821,6 @@ int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
       return bad("--max-tokens must be at least 1 (got '" + std::string(v) +
                  "')");
     o.maxTokens = n;
-  } else if (arg == "--ctx") {
-    if (!parseI64(v, 1, INT32_MAX, n))
-      return bad("--ctx must be a positive number of positions (got '" +
-                 std::string(v) + "')");
-    o.ctx = n;
   } else if (arg == "--top-k") {
     if (!parseI64(v, 0, INT32_MAX, n))
       return bad("--top-k must be >= 0 (0 = off), got '" + std::string(v) +
@@ -978,9 +906,6 @@ int runGenerate(const GenerateOptions &opts) {
                    "(e.g. loomc model.gguf -o out/); run other entries with "
                    "--entry/--input");
   }
-  Extras x;
-  if (!readExtras(o.bundle, x, &err))
-    return genFail(err);
   GenJob job;
   job.o = &o;
   job.m = &m;
@@ -989,21 +914,11 @@ int runGenerate(const GenerateOptions &opts) {
   for (size_t k = 0; k < entry->inputs.size(); ++k) {
     const TensorSpec &t = entry->inputs[k];
     std::string where = "entry 'decode' input '" + t.name + "'";
-    std::string state = k < x.state.size() ? x.state[k] : "";
-    if (!state.empty()) {
-      if (state != "kv_cache")
-        return genFail(where + ": unknown state kind '" + state +
-                       "' (this loom-run knows kv_cache)");
-      int64_t cd = x.ctxDim[k];
-      if (cd < 0 || cd >= int64_t(t.shape.size()) || t.shape[size_t(cd)] != -1)
-        return genFail(where + ": a kv_cache state needs 'ctx_dim' naming a "
-                       "dynamic (-1) dimension of its shape " +
-                       shapeString(t.shape));
+    if (!t.state.empty()) { // kv_cache, validated by the manifest reader
       StateArg s;
       s.index = k;
       s.shape = t.shape;
       job.states.push_back(s);
-      job.states.back().bytes = cd; // ctx dim, resolved below
     } else if (t.name == "tokens") {
       if (t.shape.size() != 2 || t.dtype != DType::I64)
         return genFail(where + ": expected i64 [batch, seq], got " +
@@ -1040,8 +955,8 @@ int runGenerate(const GenerateOptions &opts) {
       return genFail("entry 'decode' has no f32 rank-2 'logits' output");
     job.logitsOut = k;
   }
-  job.vocab = modelInt(x.model, "vocab_size");
-  int64_t modelCtx = modelInt(x.model, "context_length");
+  job.vocab = m.llm.llm ? m.llm.vocabSize : 0;
+  int64_t modelCtx = m.llm.llm ? m.llm.contextLength : 0;
 
   // --- Ranks and sequences ------------------------------------------------------
   bool useMpi = false;
@@ -1063,21 +978,12 @@ int runGenerate(const GenerateOptions &opts) {
 #endif
   bool needTok = !o.prompts.empty() || o.interactive || o.chat ||
                  !o.stops.empty();
-  bool hasTokField = x.tokenizer.is_object() && x.tokenizer.contains("file");
-  if (hasTokField) {
+  if (!m.tokenizer.format.empty()) {
 #ifdef LOOM_RUN_HAVE_TOKENIZER
-    std::string format = x.tokenizer.contains("format") &&
-                                 x.tokenizer["format"].is_string()
-                             ? x.tokenizer["format"].get<std::string>()
-                             : "";
-    std::string file = x.tokenizer["file"].is_string()
-                           ? x.tokenizer["file"].get<std::string>()
-                           : "";
-    auto r = format == "gguf" ? loom::tok::Tokenizer::fromGguf(file)
-             : format == "hf" ? loom::tok::Tokenizer::fromHfJson(file)
-                              : fmt::Result<std::unique_ptr<loom::tok::Tokenizer>>(
-                                    fmt::Error{"unknown tokenizer format '" +
-                                               format + "' in manifest.json"});
+    const std::string &file = m.tokenizer.file;
+    auto r = m.tokenizer.format == "gguf"
+                 ? loom::tok::Tokenizer::fromGguf(file)
+                 : loom::tok::Tokenizer::fromHfJson(file);
     if (!r)
       return genFail("tokenizer: " + r.error().message);
     tokenizer = r.take();
@@ -1192,26 +1098,8 @@ int runGenerate(const GenerateOptions &opts) {
   if (!o.ctx && !modelCtx)
     return genFail("the manifest does not give the model's context_length; "
                    "pass --ctx N");
-  double perPosition = 0; // cache bytes per position, per rank
-  for (StateArg &s : job.states) {
-    int64_t cd = s.bytes;
-    double n = double(dtypeSize(entry->inputs[s.index].dtype));
-    for (size_t d = 0; d < s.shape.size(); ++d) {
-      if (int64_t(d) == cd)
-        continue;
-      if (s.shape[d] < 0) {
-        if (d != 0)
-          return genFail("entry 'decode' state '" +
-                         entry->inputs[s.index].name + "' has a dynamic "
-                         "dimension " + std::to_string(d) + " besides the "
-                         "context (only the batch, dim 0, may be)");
-        s.shape[d] = job.batchLocal;
-      }
-      n *= double(s.shape[d]);
-    }
-    perPosition += n;
-    s.bytes = -cd - 1; // remember ctx dim until ctx is known
-  }
+  // Cache bytes per position, per rank.
+  double perPosition = double(stateBytesPerPosition(*entry));
   double weightBytes = 0;
   std::set<std::tuple<std::string, int64_t, int64_t>> unique;
   for (int64_t r : localRanks) {
@@ -1221,7 +1109,7 @@ int runGenerate(const GenerateOptions &opts) {
         if (unique.insert({w.file, w.offset, w.nbytes}).second)
           weightBytes += double(w.nbytes);
   }
-  double avail = memAvailable();
+  double avail = double(availableMemory());
   double nLocal = double(localRanks.size());
   int64_t ctx = o.ctx ? o.ctx : modelCtx;
   if (avail > 0) {
@@ -1257,8 +1145,7 @@ int runGenerate(const GenerateOptions &opts) {
   }
   job.ctx = ctx;
   for (StateArg &s : job.states) {
-    int64_t cd = -s.bytes - 1;
-    s.shape[size_t(cd)] = ctx;
+    s.shape[size_t(entry->inputs[s.index].ctxDim)] = ctx;
     int64_t n = dtypeSize(entry->inputs[s.index].dtype);
     for (int64_t d : s.shape)
       n *= d;

@@ -178,6 +178,22 @@ struct Reader {
         return false;
       if (!seen.insert(t.name).second)
         return fail(ip + ".name", "duplicate name '" + t.name + "'");
+      if ((*a)[i].contains("state")) {
+        if (!str((*a)[i], ip, "state", t.state) ||
+            !integer((*a)[i], ip, "ctx_dim", t.ctxDim))
+          return false;
+        if (t.state != "kv_cache")
+          return fail(ip + ".state", "unknown state '" + t.state +
+                                         "' (expected kv_cache)");
+        if (t.ctxDim < 0 || t.ctxDim >= int64_t(t.shape.size()) ||
+            t.shape[size_t(t.ctxDim)] != -1)
+          return fail(ip + ".ctx_dim",
+                      "must name a dynamic (-1) dimension of the shape");
+        for (size_t d = 0; d < t.shape.size(); ++d)
+          if (int64_t(d) != t.ctxDim && t.shape[d] < 0)
+            return fail(ip + ".shape", "a state's dimensions other than "
+                                       "ctx_dim must be static");
+      }
       out.push_back(std::move(t));
     }
     return true;
@@ -234,8 +250,34 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                       std::to_string(runtimeAbi) +
                       "; recompile the model with a matching loomc");
 
-  if (!r.str(root, "", "model", m.model) ||
-      !r.str(root, "", "library", m.library))
+  if (root.contains("model") && root["model"].is_object()) {
+    // An LLM: its description, with its name.
+    const Json &jm = root["model"];
+    ModelInfo &l = m.llm;
+    l.llm = true;
+    if (!r.str(jm, "model", "name", m.model) ||
+        !r.str(jm, "model", "architecture", l.architecture) ||
+        !r.integer(jm, "model", "num_layers", l.numLayers) ||
+        !r.integer(jm, "model", "num_heads", l.numHeads) ||
+        !r.integer(jm, "model", "num_kv_heads", l.numKvHeads) ||
+        !r.integer(jm, "model", "head_dim", l.headDim) ||
+        !r.integer(jm, "model", "hidden_size", l.hiddenSize) ||
+        !r.integer(jm, "model", "vocab_size", l.vocabSize) ||
+        !r.integer(jm, "model", "context_length", l.contextLength))
+      return false;
+    if (root.contains("tokenizer")) {
+      const Json &jt = root["tokenizer"];
+      if (!r.str(jt, "tokenizer", "format", m.tokenizer.format) ||
+          !r.str(jt, "tokenizer", "file", m.tokenizer.file))
+        return false;
+      if (m.tokenizer.format != "gguf" && m.tokenizer.format != "hf")
+        return r.fail("tokenizer.format", "'" + m.tokenizer.format +
+                                              "' (expected gguf or hf)");
+    }
+  } else if (!r.str(root, "", "model", m.model)) {
+    return false;
+  }
+  if (!r.str(root, "", "library", m.library))
     return false;
   if (m.library.empty())
     return r.fail("library", "empty");

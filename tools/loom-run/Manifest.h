@@ -33,6 +33,25 @@ struct TensorSpec {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape; ///< -1: dynamic (inputs only)
+  /// Inputs only: "kv_cache" for state the runtime allocates, zero-fills,
+  /// owns and passes to every call (updated in place), else empty; its
+  /// context dimension (shape[ctxDim] == -1).
+  std::string state;
+  int64_t ctxDim = -1;
+};
+
+/// The top-level "model" object of an LLM's bundle (docs/BUNDLE.md).
+struct ModelInfo {
+  bool llm = false; ///< false: "model" is the plain name string
+  std::string architecture;
+  int64_t numLayers = 0, numHeads = 0, numKvHeads = 0, headDim = 0,
+          hiddenSize = 0, vocabSize = 0, contextLength = 0;
+};
+
+/// The top-level "tokenizer" object; format empty when absent.
+struct TokenizerInfo {
+  std::string format; ///< "gguf" | "hf"
+  std::string file;   ///< absolute
 };
 
 struct OutputSpec {
@@ -75,7 +94,9 @@ struct Manifest {
   std::string format;
   int64_t version = 0;
   int64_t abiVersion = 0;
-  std::string model;
+  std::string model; ///< the model's name
+  ModelInfo llm;
+  TokenizerInfo tokenizer;
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshShape;
   int64_t numRanks = 0;

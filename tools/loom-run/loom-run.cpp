@@ -16,6 +16,7 @@
 #include "Loader.h"
 #include "Manifest.h"
 #include "Npy.h"
+#include "State.h"
 #include "Strided.h"
 
 #include "loom/runtime/Runtime.h"
@@ -56,7 +57,13 @@ OPTIONS:
   --input NAME=FILE.npy   an input of the entry point (repeatable; without
                           NAME= inputs are taken in order). '{rank}' in FILE
                           is replaced by each rank's number
-  --output DIR            where outputs are written as .npy (default .)
+  --output DIR            where outputs are written as .npy (default .);
+                          with it, an entry's state (KV caches) is also
+                          written there as <name>.npy after the run
+  --ctx N                 context length of the KV cache of an entry with
+                          state (default: the model's, capped by memory);
+                          --input cache_key_0=FILE.npy gives an initial
+                          state, else it starts zero-filled
   --all-ranks             every rank writes <output>.rank<R>.npy (default:
                           rank 0 writes <output>.npy)
   --bench                 print per-phase times (manifest+dlopen, inputs,
@@ -82,6 +89,8 @@ struct Options {
   std::string entry;
   std::vector<std::string> inputs;
   std::string outputDir = ".";
+  bool outputGiven = false;
+  long long ctx = 0; // --ctx; 0: default
   bool allRanks = false;
   bool bench = false;
   int iterations = 1;
@@ -269,6 +278,22 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       status = 1;
     }
   }
+  // The state (written in place by the entry) goes next to the outputs.
+  if (opts.outputGiven && (rank == 0 || opts.allRanks))
+    for (size_t k = 0; k < e.inputs.size() && !status; ++k) {
+      const TensorSpec &t = e.inputs[k];
+      if (t.state.empty())
+        continue;
+      std::string err;
+      std::string path = (fs::path(opts.outputDir) /
+                          stateFileName(t, rank, opts.allRanks)).string();
+      if (!writeNpy(path, npyDescr(t.dtype), plan.inputs[k]->shape,
+                    inputBufs[k].get(), plan.inputs[k]->numBytes(), &err)) {
+        std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
+                     err.c_str());
+        status = 1;
+      }
+    }
   freeOutputs(e, results, notOwned);
   return status;
 }
@@ -334,6 +359,13 @@ int main(int argc, char **argv) {
       opts.inputs.push_back(value("--input"));
     } else if (arg == "--output") {
       opts.outputDir = value("--output");
+      opts.outputGiven = true;
+    } else if (arg == "--ctx") {
+      const char *v = value("--ctx");
+      if (!parseInt(v, 1, int64_t(1) << 40, n))
+        return fail("--ctx must be a positive number of positions (got '" +
+                    std::string(v) + "')");
+      opts.ctx = n;
     } else if (arg == "--all-ranks") {
       opts.allRanks = true;
     } else if (arg == "--bench") {
@@ -394,6 +426,7 @@ int main(int argc, char **argv) {
     g.trace = opts.trace;
     g.progress = opts.progress || isatty(2);
     g.bench = opts.bench;
+    g.ctx = opts.ctx;
     return loom::run::runGenerate(g);
   }
   return runBundle(opts);
@@ -478,7 +511,7 @@ int runBundle(const Options &opts) {
       inputSpec[next++] = p;
     }
     for (size_t k = 0; k < inputSpec.size(); ++k)
-      if (inputSpec[k].empty())
+      if (inputSpec[k].empty() && entry->inputs[k].state.empty())
         return fail("missing input '" + entry->inputs[k].name + "' (" +
                     dtypeName(entry->inputs[k].dtype) + " " +
                     shapeString(entry->inputs[k].shape) + ") of entry '" +
@@ -498,6 +531,10 @@ int runBundle(const Options &opts) {
     job.results[r];
     for (size_t k = 0; k < entry->inputs.size(); ++k) {
       const TensorSpec &spec = entry->inputs[k];
+      if (inputSpec[k].empty()) { // state made below, zero-filled
+        plan.inputs.push_back(nullptr);
+        continue;
+      }
       std::string path = replaceAll(inputSpec[k], "{rank}", std::to_string(r));
       std::string where = "input '" + spec.name + "'" +
                           (path != inputSpec[k]
@@ -524,6 +561,37 @@ int runBundle(const Options &opts) {
                     " does not match " + shapeString(spec.shape) +
                     " expected by entry '" + entry->name + "' (? = any)");
       plan.inputs.push_back(it->second.get());
+    }
+  }
+  if (hasState(*entry)) {
+    // The KV caches: one context length for every rank and state input.
+    std::vector<const NpyArray *> given;
+    for (size_t k = 0; k < entry->inputs.size(); ++k)
+      if (!entry->inputs[k].state.empty())
+        given.push_back(job.plans[localRanks.front()].inputs[k]);
+    int64_t ctx = 0;
+    if (!chooseContext(m, *entry, opts.ctx, given,
+                       int64_t(localRanks.size()) + 1, availableMemory(), ctx,
+                       &err))
+      return fail(err);
+    for (size_t k = 0; k < entry->inputs.size(); ++k) {
+      const TensorSpec &spec = entry->inputs[k];
+      if (!inputSpec[k].empty() || spec.state.empty())
+        continue;
+      auto a = zeroState(spec, ctx);
+      if (!a)
+        return fail("out of memory for the KV cache '" + spec.name + "'");
+      for (int64_t r : localRanks)
+        job.plans[r].inputs[k] = a.get();
+      loaded.emplace("<state " + spec.name + ">", std::move(a));
+    }
+    for (int64_t r : localRanks) {
+      const NpyArray *pos = nullptr;
+      for (size_t k = 0; k < entry->inputs.size(); ++k)
+        if (entry->inputs[k].name == "positions")
+          pos = job.plans[r].inputs[k];
+      if (!checkPositions(*entry, pos, ctx, &err))
+        return fail(err);
     }
   }
   double tInputs = nowMs();

@@ -412,6 +412,7 @@ int main(int argc, char **argv) {
   }
   std::vector<loom::EntryInfo> entries;
   loom::MeshInfo mesh;
+  loom::LlmInfo llm;
   std::string programIR;
 
   for (loom::Phase p : loom::kAllPhases) {
@@ -471,7 +472,8 @@ int main(int argc, char **argv) {
       if (*last == loom::Phase::Bundle) {
         if (!loom::collectMesh(*module, meshSpec, mesh, error) ||
             !loom::collectEntries(*module, baseDir.str().str(), entries,
-                                  error)) {
+                                  error) ||
+            !loom::collectLlm(*module, baseDir.str().str(), llm, error)) {
           llvm::errs() << "loomc: " << inputFilename << ": " << error
                        << "\n";
           return 1;
@@ -492,7 +494,7 @@ int main(int argc, char **argv) {
           [&](const std::string &soPath, std::string &err) {
             return loom::emitSharedLibrary(*module, soPath, emit, err);
           },
-          stageDir, error);
+          stageDir, error, llm);
       if (!ok) {
         llvm::errs() << "loomc: " << error << "\n";
         return 1;

@@ -126,6 +126,25 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                << " must be a string";
     return success();
   }
+  if (attr.getName().getValue() == kStateAttrName) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!kind || kind.getValue() != "kv_cache")
+      return op->emitOpError() << "'loom.state' on argument " << argIndex
+                               << " must be \"kv_cache\" (the only kind of "
+                                  "state)";
+    Region &region = op->getRegion(regionIndex);
+    Type t = region.empty()
+                 ? cast<FunctionOpInterface>(op).getArgumentTypes()[argIndex]
+                 : region.getArgument(argIndex).getType();
+    // Checked on tensors and buffers; lowered (LLVM) signatures pass.
+    auto rt = dyn_cast<ShapedType>(t);
+    if (rt && (!rt.hasRank() || rt.getRank() != 4 || !rt.isDynamicDim(2)))
+      return op->emitOpError()
+             << "'loom.state' = \"kv_cache\" on argument " << argIndex
+             << " needs a tensor [batch, kv_heads, ?, head_dim] (the context "
+                "length, dimension 2, is chosen by the runtime)";
+    return success();
+  }
   if (attr.getName().getValue() == kWeightAttrName) {
     // Set by loom-prepare-entry-points on outlined weights.
     auto desc = dyn_cast<DictionaryAttr>(attr.getValue());

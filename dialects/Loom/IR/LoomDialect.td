@@ -51,6 +51,10 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kEntryAttrName = "loom.entry";
     /// On function arguments and results: the name of a model input/output.
     static constexpr llvm::StringLiteral kNameAttrName = "loom.name";
+    /// On entry-point arguments: state the runtime owns and passes to every
+    /// call, updated in place by the entry ("kv_cache": a KV cache whose
+    /// dimension 2 is the context length; docs/DIALECT.md).
+    static constexpr llvm::StringLiteral kStateAttrName = "loom.state";
 
   private:
     void registerAttributes();

@@ -537,10 +537,48 @@ LogicalResult AttentionOp::verify() {
                               .getShape(),
                           {b, hkv, total, dv})))
       return failure();
+  } else if (bool hasCache = static_cast<bool>(getCacheKey());
+             hasCache || getCacheValue() || getCachePositions()) {
+    if (!hasCache || !getCacheValue() || !getCachePositions())
+      return emitOpError()
+             << "cache_key, cache_value and cache_positions go together";
+    auto ck = getCacheKey().getType(), cv = getCacheValue().getType();
+    auto pos = getCachePositions().getType();
+    if (ck.getRank() != 4 || cv.getRank() != 4)
+      return emitOpError() << "cache_key/cache_value must be rank 4 "
+                           << "([batch, kv_heads, context, head_dim])";
+    int64_t c = ck.getDimSize(2);
+    if (failed(checkShape(*this, "cache_key", ck.getShape(),
+                          {b, hkv, c, d})) ||
+        failed(checkShape(*this, "cache_value", cv.getShape(),
+                          {b, hkv, c, dv})))
+      return failure();
+    if (failed(sameElementType(*this, {q, ck, cv})))
+      return failure();
+    if (pos.getRank() != 1 || !compatible(pos.getDimSize(0), t))
+      return emitOpError() << "cache_positions must be [seq] with the key's "
+                           << "length " << shapeStr({t}) << ", got shape "
+                           << shapeStr(pos.getShape());
+    if (!isDyn(c) && !isDyn(t) && t > c)
+      return emitOpError() << "the key has " << t
+                           << " positions but the cache holds only " << c;
+    if (getMask())
+      return emitOpError() << "the cache form takes no mask (causal only)";
+    if (!getCausal())
+      return emitOpError() << "the cache form must be causal";
+    if (getPresent().size() != 2 || getPresent()[0].getType() != ck ||
+        getPresent()[1].getType() != cv)
+      return emitOpError() << "with cache_key/cache_value the op returns "
+                           << "output and the updated caches, of the "
+                           << "caches' types";
+    total = kDyn;
   } else if (!getPresent().empty()) {
     return emitOpError() << "present_key/present_value need past_key and "
                          << "past_value";
   }
+  if (hasPastKey && getCacheKey())
+    return emitOpError() << "past_key/past_value and cache_key/cache_value "
+                         << "exclude each other";
   if (getMask()) {
     auto mask = getMask().getType();
     Type et = mask.getElementType();

@@ -364,9 +364,22 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     also returns it (`present_key`, `present_value`: `[B, Hkv, P+T, D]`).
     `scale` defaults to 1/sqrt(D).
 
+    Cache form (`cache(%ck, %cv at %positions ...)`): `cache_key`
+    `[B, Hkv, C, D]` and `cache_value` `[B, Hkv, C, Dv]` hold C positions (the
+    context length), `cache_positions` `[S]` (i64) the positions of the S new
+    query/key rows, contiguous from `p0 = positions[0]`. The op writes `key`
+    and `value` into the caches at rows `[p0, p0 + S)`, attends over rows
+    `[0, p0 + S)` of the updated caches (causal: query row i sees rows
+    `<= p0 + i`) and returns the updated caches as `present` (the caches'
+    types). It needs `p0 + S <= C`. Lowered, the write is a
+    `tensor.insert_slice` into the cache operand: when the caches are entry
+    arguments marked `loom.state`, bufferization writes the caller's buffers
+    in place and the updated caches are not returned (docs/DIALECT.md).
+
     ```mlir
     %o = loom.attention %q, %k, %v causal : tensor<1x9x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32> -> tensor<1x9x?x64xf32>
     %o2, %pk, %pv = loom.attention %q, %k, %v past(%ck, %cv : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>) causal : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
+    %o3, %uk, %uv = loom.attention %q, %k, %v cache(%ck, %cv at %pos : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<?xi64>) causal : tensor<1x9x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32> -> tensor<1x9x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$query, Loom_FloatTensor:$key,
@@ -374,6 +387,9 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        Optional<Loom_Tensor>:$mask,
                        Optional<Loom_FloatTensor>:$past_key,
                        Optional<Loom_FloatTensor>:$past_value,
+                       Optional<Loom_FloatTensor>:$cache_key,
+                       Optional<Loom_FloatTensor>:$cache_value,
+                       Optional<Loom_IndexTensor>:$cache_positions,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
   let results = (outs Loom_FloatTensor:$output,
                       Variadic<Loom_FloatTensor>:$present);
@@ -381,6 +397,9 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`past` `(` $past_key^ `,` $past_value `:` type($past_key) `,`
        type($past_value) `)`)?
+    (`cache` `(` $cache_key^ `,` $cache_value `at` $cache_positions `:`
+       type($cache_key) `,` type($cache_value) `,` type($cache_positions)
+       `)`)?
     (`causal` $causal^)? (`scale` `=` $scale^)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) `->` type(results)
   }];

@@ -244,7 +244,7 @@ static FailureOr<ShardingRule> attentionRule(AttentionOp op) {
   int g = hq / hkv > 1 ? rule.addLoop(hq / hkv) : -1;
   // Query positions split only when each shard can compute its rows alone:
   // no causal mask computed from local indices, no cache to align with.
-  bool seqSplit = !op.getCausal() && !op.getPastKey();
+  bool seqSplit = !op.getCausal() && !op.getPastKey() && !op.getCacheKey();
   int s = rule.addLoop((*q)[2],
                        seqSplit ? LoopKind::Parallel : LoopKind::Opaque);
   int t = rule.addLoop((*k)[2], LoopKind::Opaque);
@@ -281,6 +281,13 @@ static FailureOr<ShardingRule> attentionRule(AttentionOp op) {
   if (op.getPastKey()) {
     rule.operands.push_back(identity({b, h, -1, d}));
     rule.operands.push_back(identity({b, h, -1, dv}));
+  }
+  if (op.getCacheKey()) {
+    // The caches split exactly like the KV heads (and the batch); the
+    // context axis and the positions stay whole on every device.
+    rule.operands.push_back(identity({b, h, -1, d}));
+    rule.operands.push_back(identity({b, h, -1, dv}));
+    rule.operands.push_back(identity({-1}));
   }
   TensorLoops out = identity({b, -1, s, dv});
   out.dims[1] = heads();

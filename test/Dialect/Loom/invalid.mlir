@@ -1389,3 +1389,54 @@ func.func @dequantize_int(%w: !loom.qtensor<64x128, #loom.quant<q8_0>>) {
   %0 = loom.dequantize %w : !loom.qtensor<64x128, #loom.quant<q8_0>> -> tensor<64x128xi8>
   return
 }
+
+// -----
+
+// The cache form: caches [B, Hkv, C, D] like the keys' heads.
+func.func @attention_cache_heads(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x9x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{cache_key has shape 1x9x?x64 but 1x3x?x64 is expected (dimension 1: 9 vs 3)}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x9x?x64xf32>, tensor<1x9x?x64xf32>, tensor<1xi64>) causal : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>, tensor<1x9x?x64xf32>, tensor<1x9x?x64xf32>
+  return
+}
+
+// -----
+
+// The positions give one per new key row.
+func.func @attention_cache_positions(%q: tensor<1x9x2x64xf32>, %k: tensor<1x3x2x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<3xi64>) {
+  // expected-error @+1 {{cache_positions must be [seq] with the key's length 2, got shape 3}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<3xi64>) causal : tensor<1x9x2x64xf32>, tensor<1x3x2x64xf32>, tensor<1x3x2x64xf32> -> tensor<1x9x2x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
+  return
+}
+
+// -----
+
+// The updated caches have the caches' types.
+func.func @attention_cache_results(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{with cache_key/cache_value the op returns output and the updated caches, of the caches' types}}
+  %0 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1xi64>) causal : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>
+  return
+}
+
+// -----
+
+// The cache form is causal.
+func.func @attention_cache_causal(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>, %p: tensor<1xi64>) {
+  // expected-error @+1 {{the cache form must be causal}}
+  %0:3 = loom.attention %q, %k, %k cache(%c, %c at %p : tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>, tensor<1xi64>) : tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32> -> tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>, tensor<1x3x?x64xf32>
+  return
+}
+
+// -----
+
+// loom.state: a KV cache with a dynamic context dimension.
+// expected-error @+1 {{'loom.state' = "kv_cache" on argument 0 needs a tensor [batch, kv_heads, ?, head_dim]}}
+func.func @state_static_context(%c: tensor<1x3x8x64xf32> {loom.state = "kv_cache"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'loom.state' on argument 0 must be "kv_cache"}}
+func.func @state_kind(%c: tensor<1x3x?x64xf32> {loom.state = "rng"}) {
+  return
+}

@@ -1,8 +1,10 @@
 """Fixtures of the GGUF / Hugging Face importer tests: the tools, and helpers
 that import, compile and run a model through loomc and loom-run."""
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +82,43 @@ class Loom:
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
+
+    def decode(self, bundle: Path, tokens: np.ndarray, positions: np.ndarray,
+               state: Path = None, ctx: int = None, mpi: bool = False,
+               inputs: dict = None):
+        """One call of @decode (contract: the KV caches are loom-run's
+        state): `state` is the result folder of an earlier call, whose
+        caches (<name>.rank<R>.npy) are the initial state, else the caches
+        start zero-filled with `ctx` positions; `inputs` gives initial caches
+        as arrays instead. Returns (logits of rank 0 [B, V], the result
+        folder holding every rank's logits and final caches)."""
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        entry = next(e for e in manifest["entries"] if e["name"] == "decode")
+        names = [t["name"] for t in entry["inputs"] if t.get("state")]
+        d = self._fresh("dec")
+        d.mkdir()
+        np.save(d / "t.npy", tokens.astype(np.int64))
+        np.save(d / "p.npy", positions.astype(np.int64))
+        cmd = [str(self.loom_run), str(bundle), "--entry", "decode",
+               "--input", f"tokens={d / 't.npy'}",
+               "--input", f"positions={d / 'p.npy'}",
+               "--output", str(d / "res"), "--all-ranks"]
+        if ctx:
+            cmd += ["--ctx", str(ctx)]
+        for n in names:
+            if state is not None:
+                cmd += ["--input", f"{n}={state}/{n}.rank{{rank}}.npy"]
+            elif inputs and n in inputs:
+                np.save(d / f"{n}.npy", inputs[n])
+                cmd += ["--input", f"{n}={d / (n + '.npy')}"]
+        if mpi:
+            if not shutil.which("mpirun"):
+                pytest.skip("mpirun not installed")
+            cmd = [shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
+                   "-np", str(manifest["num_ranks"]), *cmd]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return np.load(d / "res" / "logits.rank0.npy"), d / "res"
 
     def run(self, bundle: Path, tokens: np.ndarray, positions: np.ndarray,
             all_ranks: bool = False):

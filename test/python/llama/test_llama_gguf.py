@@ -17,7 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import llama_models as lm  # noqa: E402
-from llama_util import assert_close, entry_ir  # noqa: E402
+from llama_util import assert_close, check_state, entry_ir, kv_state  # noqa: E402
 
 TOKENS = np.array([[5, 17, 3, 90, 44, 2, 8, 61, 33]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
@@ -109,8 +109,9 @@ def test_quantized_import(tmp_path, loom, ttype, quant):
     assert ir.count("loom.rotary ") == 2 * L
     assert ir.count("loom.embedding") == 1
     assert f"#loom.quant<{quant}>" in ir
-    # decode: the same graph, attention over a cache.
-    assert entry_ir(whole, "decode").count("past(") == L
+    # decode: the same graph, attention written into and read from the
+    # runtime's KV cache.
+    assert entry_ir(whole, "decode").count(" cache(") == L
     weights = _weights_in_ir(ir)
     reader = gguf.GGUFReader(str(path))
     assert len(weights) == len(reader.tensors)
@@ -233,37 +234,37 @@ def test_smollm2_import(smollm2, loom):
         assert weights[t.name][1] == t.data_offset, t.name
     assert "count = 49152" in whole
     dec = entry_ir(whole, "decode")
-    assert dec.count("past(") == 30 and dec.count("loom.qmatmul") == 211
+    assert dec.count(" cache(") == 30 and dec.count("loom.qmatmul") == 211
+    assert dec.count('loom.state = "kv_cache"') == 60
+    assert "-> (tensor<1x49152xf32> {loom.name = \"logits\"})" in dec
 
 
 # --- decode with a KV cache -------------------------------------------------
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_decode_with_kv_cache(tmp_path, loom, arch):
-    """@decode attends over past keys/values (after rotary, in the file's row
-    order) and returns the concatenations: fed the reference cache of the
-    first n tokens, it gives the full forward's logits of the rest."""
+    """@decode writes the new keys/values into the runtime's cache in place
+    and attends over its filled part: fed the reference cache of the first n
+    tokens, it gives the full forward's logits of the last token and leaves
+    the full reference cache; then one token at a time from its own cache,
+    every position's logits."""
     cfg, w, path = _model(tmp_path, arch)
     gw = lm.read_gguf_weights(path)
     cache = []
     ref = lm.llama_forward_gguf(cfg, gw, TOKENS, POSITIONS, arch=arch, cache=cache)
     n = 5
-    inputs = {"tokens": TOKENS[:, n:], "positions": POSITIONS[n:]}
-    for l in range(cfg.layers):
-        inputs[f"past_key_{l}"] = cache[2 * l][:, :, :n].astype(np.float32)
-        inputs[f"past_value_{l}"] = cache[2 * l + 1][:, :, :n].astype(np.float32)
     bundle = loom.compile(path)
-    out = loom.run_entry(bundle, "decode", inputs)
-    assert_close(out["logits"], ref[:, n:])
-    for l in range(cfg.layers):
-        assert_close(out[f"present_key_{l}"], cache[2 * l])
-        assert_close(out[f"present_value_{l}"], cache[2 * l + 1])
-    # One token at a time, chaining Loom's own cache.
-    inputs = {k: v for k, v in inputs.items() if k.startswith("past")}
+    logits, res = loom.decode(bundle, TOKENS[:, n:], POSITIONS[n:],
+                              inputs=kv_state(cache, cfg.layers, n))
+    assert_close(logits, ref[:, -1])
+    check_state(res, cache, cfg.layers, TOKENS.shape[1])
+    # One token at a time, chaining Loom's own cache (loom-run's state
+    # files) from position n on.
+    _, res = loom.decode(bundle, TOKENS[:, n - 1:n], POSITIONS[n - 1:n],
+                         inputs=kv_state(cache, cfg.layers, n - 1))
+    check_state(res, cache, cfg.layers, n)
     for i in range(n, TOKENS.shape[1]):
-        inputs.update(tokens=TOKENS[:, i:i + 1], positions=POSITIONS[i:i + 1])
-        out = loom.run_entry(bundle, "decode", inputs)
-        assert_close(out["logits"], ref[:, i:i + 1])
-        for l in range(cfg.layers):
-            inputs[f"past_key_{l}"] = out[f"present_key_{l}"]
-            inputs[f"past_value_{l}"] = out[f"present_value_{l}"]
+        logits, res = loom.decode(bundle, TOKENS[:, i:i + 1],
+                                  POSITIONS[i:i + 1], state=res)
+        assert_close(logits, ref[:, i])
+        check_state(res, cache, cfg.layers, i + 1)

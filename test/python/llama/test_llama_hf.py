@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("safetensors")
 
 import llama_models as lm  # noqa: E402
-from llama_util import assert_close, entry_ir  # noqa: E402
+from llama_util import assert_close, check_state, entry_ir, kv_state  # noqa: E402
 
 TOKENS = np.array([[5, 17, 3, 90, 44, 2, 8, 61, 33]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
@@ -141,7 +141,8 @@ def test_rope_scaling_refused(tmp_path, loom):
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 def test_decode_with_kv_cache(tmp_path, loom, family):
     """@decode continues from a KV cache: the reference cache of the first n
-    tokens plus the rest gives the full forward's logits and caches."""
+    tokens plus the rest gives the full forward's last logits and leaves the
+    full reference cache; each later position likewise."""
     cfg = lm.tiny_config(family)
     w = lm.make_weights(cfg, seed=5)
     d = lm.write_hf(tmp_path / "m", cfg, w)
@@ -149,12 +150,15 @@ def test_decode_with_kv_cache(tmp_path, loom, family):
     cache = []
     ref = fwd(cfg, w, TOKENS, POSITIONS, cache=cache)
     n = 4
-    inputs = {"tokens": TOKENS[:, n:], "positions": POSITIONS[n:]}
-    for l in range(cfg.layers):
-        inputs[f"past_key_{l}"] = cache[2 * l][:, :, :n].astype(np.float32)
-        inputs[f"past_value_{l}"] = cache[2 * l + 1][:, :, :n].astype(np.float32)
-    out = loom.run_entry(loom.compile(d), "decode", inputs)
-    assert_close(out["logits"], ref[:, n:])
-    for l in range(cfg.layers):
-        assert_close(out[f"present_key_{l}"], cache[2 * l])
-        assert_close(out[f"present_value_{l}"], cache[2 * l + 1])
+    bundle = loom.compile(d)
+    logits, res = loom.decode(bundle, TOKENS[:, n:], POSITIONS[n:],
+                              inputs=kv_state(cache, cfg.layers, n))
+    assert_close(logits, ref[:, -1])
+    check_state(res, cache, cfg.layers, TOKENS.shape[1])
+    # Every position of the rest, one token at a time from Loom's own cache.
+    for i in range(n, TOKENS.shape[1]):
+        logits, res = loom.decode(bundle, TOKENS[:, i:i + 1],
+                                  POSITIONS[i:i + 1],
+                                  inputs=kv_state(cache, cfg.layers, i))
+        assert_close(logits, ref[:, i])
+        check_state(res, cache, cfg.layers, i + 1)
