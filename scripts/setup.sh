@@ -17,7 +17,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 libclang-rt-22-dev
   cmake ninja-build ccache g++
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev libpcre2-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   python3-torch
   libopenblas-dev
