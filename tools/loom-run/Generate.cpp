@@ -59,6 +59,7 @@ GENERATION (the bundle's `decode` entry with a KV cache; docs/LOOM-RUN.md):
                           model has one); the cache is kept between turns
   --max-tokens N          stop after N generated tokens (default 256)
   --stop STR              stop when the text contains STR (repeatable)
+  --ignore-eog            do not stop at end-of-generation tokens (benchmarks)
   --temp T                temperature (default 0 = greedy)
   --top-k K               keep the K most likely tokens (default 0 = off)
   --top-p P               nucleus sampling, P in (0, 1] (default 1 = off)
@@ -387,7 +388,7 @@ void RankGen::emit(size_t g, bool final) {
 void RankGen::process(size_t g, int32_t token) {
   Sequence &s = Seqs[g];
 #ifdef LOOM_RUN_HAVE_TOKENIZER
-  if (J.tok && J.tok->isEndOfGeneration(token)) {
+  if (J.tok && !J.o->ignoreEog && J.tok->isEndOfGeneration(token)) {
     s.done = true;
     s.stop = "eog";
     emit(g, true);
@@ -783,7 +784,8 @@ int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
       "--max-tokens", "--stop", "--temp", "--top-k", "--top-p",
       "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
       "--result"};
-  bool known = arg == "--chat" || arg == "--interactive";
+  bool known = arg == "--chat" || arg == "--interactive" ||
+               arg == "--ignore-eog";
   for (const char *f : withValue)
     known = known || arg == f;
   if (!known)
@@ -795,6 +797,10 @@ int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
   }
   if (arg == "--interactive") {
     o.interactive = true;
+    return 1;
+  }
+  if (arg == "--ignore-eog") {
+    o.ignoreEog = true;
     return 1;
   }
   const char *v = value();
@@ -984,10 +990,16 @@ int runGenerate(const GenerateOptions &opts) {
     auto r = m.tokenizer.format == "gguf"
                  ? loom::tok::Tokenizer::fromGguf(file)
                  : loom::tok::Tokenizer::fromHfJson(file);
-    if (!r)
+    if (r) {
+      tokenizer = r.take();
+      job.tok = tokenizer.get();
+    } else if (needTok) {
       return genFail("tokenizer: " + r.error().message);
-    tokenizer = r.take();
-    job.tok = tokenizer.get();
+    } else {
+      // Token ids in and out work without it (no end-of-generation stop).
+      std::fprintf(stderr, "loom-run: note: no tokenizer (%s); printing token "
+                           "ids\n", r.error().message.c_str());
+    }
 #else
     if (needTok)
       return genFail("this loom-run was built without the tokenizer library; "

@@ -44,6 +44,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   bool seedGiven = false;
   std::vector<std::string> stops;
+  bool ignoreEog = false; ///< --ignore-eog (benchmarks: always max-tokens)
   std::string resultFile; ///< --result FILE.json
   bool anyFlag = false;   ///< any generation flag was given
 
