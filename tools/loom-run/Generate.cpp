@@ -635,7 +635,7 @@ bool RankGen::interactiveLoop() {
     s.emitted = 0;
     s.done = false;
     s.stop.clear();
-    Samplers[0] = Sampler(Samplers[0].params());
+    Samplers[0].clearHistory();
     for (int32_t t : ids)
       Samplers[0].accept(t);
     if (!generate())

@@ -74,6 +74,8 @@ public:
   int32_t sample(const float *logits, size_t vocab);
   /// Records a token of the sequence (prompt or generated) for the penalty.
   void accept(int32_t id) { History.push_back(id); }
+  /// Forgets the history (a new prompt); the random stream goes on.
+  void clearHistory() { History.clear(); }
   const SamplingParams &params() const { return P; }
 
 private:
