@@ -674,6 +674,56 @@ int RankGen::run() {
 // Main thread
 //===----------------------------------------------------------------------===//
 
+/// Why the ranks along mesh axis `a` work on the same sequences (empty when
+/// they are independent and may each run their own): the plan
+/// (plan.json) has a collective of `decode` over the axis, or the ranks'
+/// weight slices differ along it. Only then is a "dp" axis data-parallel;
+/// treating independent ranks as one sequence is merely redundant, the
+/// reverse would be wrong.
+std::string cooperatingAxis(const std::string &bundle, const Manifest &m,
+                            const Entry &e, size_t a) {
+  const std::string &name = m.meshAxes[a];
+  std::ifstream in(fs::path(bundle) / "plan.json", std::ios::binary);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Json plan = Json::parse(ss.str(), nullptr, false);
+    if (plan.is_object() && plan.contains("functions") &&
+        plan["functions"].is_array())
+      for (const Json &f : plan["functions"]) {
+        if (!f.is_object() || f.value("name", "") != e.name ||
+            !f.contains("collectives") || !f["collectives"].is_array())
+          continue;
+        for (const Json &c : f["collectives"])
+          if (c.is_object() && c.contains("axes") && c["axes"].is_array())
+            for (const Json &ax : c["axes"])
+              if (ax.is_string() && ax.get<std::string>() == name)
+                return "the plan has a " + c.value("kind", "collective") +
+                       " over it; the program's batch is not split";
+      }
+  }
+  int64_t stride = 1;
+  for (size_t k = a + 1; k < m.meshShape.size(); ++k)
+    stride *= m.meshShape[k];
+  for (int64_t r = 0; r < m.numRanks; ++r) {
+    int64_t c = (r / stride) % m.meshShape[a];
+    if (c == 0)
+      continue;
+    auto mine = m.ranks[size_t(r)].weights.find(e.name);
+    auto first = m.ranks[size_t(r - c * stride)].weights.find(e.name);
+    if (mine == m.ranks[size_t(r)].weights.end() ||
+        first == m.ranks[size_t(r - c * stride)].weights.end())
+      continue;
+    for (size_t k = 0; k < mine->second.size() && k < first->second.size();
+         ++k) {
+      const WeightSlice &x = mine->second[k], &y = first->second[k];
+      if (x.file != y.file || x.offset != y.offset || x.shape != y.shape)
+        return "weight '" + x.name + "' is split over it";
+    }
+  }
+  return "";
+}
+
 std::vector<int32_t> parseIdList(const std::string &s, bool &ok) {
   std::vector<int32_t> ids;
   ok = true;
@@ -971,11 +1021,18 @@ int runGenerate(const GenerateOptions &opts) {
   if (!selectRanks(o.bundle, m, o.backend, o.backendGiven, o.ranks, useMpi,
                    mpiRank, localRanks, &err))
     return genFail(err);
-  for (size_t a = 0; a < m.meshAxes.size(); ++a)
-    if (m.meshAxes[a] == "dp") {
-      job.dpMask |= uint64_t(1) << a;
-      job.dpSize *= m.meshShape[a];
+  for (size_t a = 0; a < m.meshAxes.size(); ++a) {
+    if (m.meshAxes[a] != "dp")
+      continue;
+    std::string why = cooperatingAxis(o.bundle, m, *entry, a);
+    if (!why.empty()) {
+      std::fprintf(stderr, "loom-run: note: mesh axis 'dp' holds one sequence "
+                           "(%s)\n", why.c_str());
+      continue;
     }
+    job.dpMask |= uint64_t(1) << a;
+    job.dpSize *= m.meshShape[a];
+  }
   job.mpMask = ~job.dpMask & ((uint64_t(1) << m.meshAxes.size()) - 1);
 
   // --- Tokenizer and prompts ----------------------------------------------------
@@ -1096,11 +1153,17 @@ int runGenerate(const GenerateOptions &opts) {
     for (int64_t b = 1; b < job.batchLocal; ++b)
       if (job.seqs[size_t(d * job.batchLocal + b)].prompt.size() !=
           job.seqs[size_t(d * job.batchLocal)].prompt.size())
-        return genFail("the prompts of one rank's batch must have the same "
-                       "number of tokens (sequences " +
-                       std::to_string(d * job.batchLocal) + " and " +
-                       std::to_string(d * job.batchLocal + b) + " differ); "
-                       "use one sequence per dp rank");
+        return genFail("the prompts of one batch must have the same number "
+                       "of tokens: one 'positions' input serves the batch "
+                       "(sequences " + std::to_string(d * job.batchLocal) +
+                       " and " + std::to_string(d * job.batchLocal + b) +
+                       " have " +
+                       std::to_string(
+                           job.seqs[size_t(d * job.batchLocal)].prompt.size()) +
+                       " and " +
+                       std::to_string(job.seqs[size_t(d * job.batchLocal + b)]
+                                          .prompt.size()) +
+                       " tokens)");
 
   // --- Context length and memory --------------------------------------------
   if (o.ctx && modelCtx && o.ctx > modelCtx)

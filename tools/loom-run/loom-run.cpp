@@ -37,7 +37,6 @@
 #include <string>
 #include <vector>
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 using namespace loom::run;

@@ -5,6 +5,7 @@ tp=2, tp=4 (the planner's choice for attention), dp=2 with two different
 prompts, and under MPI. Seeded sampling is identical on 1 rank and tp=2."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,22 @@ def bundles(model, tmp_path_factory):
         if mesh not in cache:
             out = d / (mesh or "one").replace("=", "").replace(",", "_")
             cmd = [str(loomc), str(model[1]), "-o", str(out)]
-            if mesh:
+            if mesh and mesh.startswith("batch2"):
+                # The importer's batch is 1; the same module with batch 2
+                # (every tensor of rank >= 2 with a leading 1 gets 2; the
+                # [1] index of the last position stays), which the planner
+                # splits over dp.
+                imp = d / "import.mlir"
+                r = subprocess.run([str(loomc), str(model[1]),
+                                    "--compile-to=import", "-o", str(imp)],
+                                   capture_output=True, text=True)
+                assert r.returncode == 0, r.stderr
+                src = d / "batch2.mlir"
+                src.write_text(re.sub(r"tensor<1x(?=[0-9?]+x)", "tensor<2x",
+                                      imp.read_text()))
+                cmd = [str(loomc), str(src), "-o", str(out), "--mesh",
+                       mesh.split(":")[1]]
+            elif mesh:
                 cmd += ["--mesh", mesh]
             r = subprocess.run(cmd, capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
@@ -95,11 +111,38 @@ def test_greedy(model, bundles, tmp_path, mesh):
     _check(model, seqs, [PROMPT])
 
 
-def test_dp2_two_prompts(model, bundles, tmp_path):
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_dp2_batch_of_two_prompts(model, bundles, tmp_path, mesh):
+    """A batch of two different prompts on a batch-2 program split over dp
+    (the program takes the whole batch on every rank and returns the whole
+    batch's logits; loom-run samples both sequences on rank 0). One
+    `positions` serves the batch, so the prompts have the same length."""
+    p2 = [7, 70, 12, 1, 88, 40, 23, 9, 4]
+    seqs = generate(bundles("batch2:" + mesh), "--prompt-ids",
+                    ",".join(map(str, PROMPT)), "--prompt-ids",
+                    ",".join(map(str, p2)), "--max-tokens", N, "--ctx", 32,
+                    tmp=tmp_path)
+    _check(model, seqs, [PROMPT, p2])
+    r = subprocess.run([str(tool("loom-run")), str(bundles("batch2:" + mesh)),
+                        "--prompt-ids", "1,2", "--prompt-ids", "3,4,5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "same number of tokens" in r.stderr
+
+
+def test_planner_dp_axis_is_one_sequence(model, bundles, tmp_path):
+    """`--mesh dp=2` on a batch-1 model: the planner uses the axis for
+    tensor parallelism (collectives over dp in plan.json); loom-run sees it,
+    runs one sequence on both ranks and says so, and two prompts are
+    refused by name."""
     seqs = generate(bundles("dp=2"), "--prompt-ids", ",".join(map(str, PROMPT)),
-                    "--prompt-ids", ",".join(map(str, PROMPT2)),
                     "--max-tokens", N, "--ctx", 32, tmp=tmp_path)
-    _check(model, seqs, [PROMPT, PROMPT2])
+    _check(model, seqs, [PROMPT])
+    r = subprocess.run([str(tool("loom-run")), str(bundles("dp=2")),
+                        "--prompt-ids", "1,2", "--prompt-ids", "3,4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "mesh axis 'dp' holds one sequence" in r.stderr
+    assert "give one prompt per sequence" in r.stderr
 
 
 def test_mpi_tp2(model, bundles, tmp_path):
