@@ -108,6 +108,15 @@ def toy_bundle(out: Path, mesh: dict, *, batch=1, vocab_split=False,
             i.pop("ctx_dim", None)
     write_bundle(out, so, mesh, entry, rank_weights)
     m = json.loads((out / "manifest.json").read_text())
+    # Ranks that differ only in dp hold the same weights: one slice for them
+    # all, as loomc writes replicated weights.
+    first = {}
+    for rk in m["ranks"]:
+        key = tuple(c for a, c in zip(axes, rk["coords"]) if a != "dp")
+        if key in first:
+            rk["weights"] = first[key]
+        else:
+            first[key] = rk["weights"]
     m["model"] = {"name": "toy", "architecture": "toy", "num_layers": 1,
                   "num_heads": H, "num_kv_heads": H, "head_dim": D,
                   "hidden_size": H * D, "vocab_size": V,
