@@ -224,12 +224,17 @@ void escapeSpacesInPlace(std::string &s) {
 } // namespace
 
 // One fragment of text between special tokens (byte-level or char BPE).
-void Tokenizer::Impl::encodeFragment(std::string_view frag,
+void Tokenizer::Impl::encodeFragment(std::string_view frag, bool atStart,
                                      std::vector<int32_t> &out) const {
   if (kind == ModelKind::CharBpe) {
+    // HF normalizes each fragment between added tokens on its own: the
+    // U+2581 prefix goes before every fragment (Prepend normalizer,
+    // Metaspace "always") or only before one at the start of the text
+    // (Metaspace "first").
     std::string t(frag);
-    escapeSpacesInPlace(t);
-    if (addSpacePrefix)
+    if (escapeSpaces)
+      escapeSpacesInPlace(t);
+    if (addSpacePrefix && (atStart || !prefixAtStartOnly))
       t.insert(0, "\xE2\x96\x81");
     bpeWord(t, out);
     return;
@@ -339,7 +344,7 @@ Tokenizer::encode(std::string_view text, bool addSpecial,
       escapeSpacesInPlace(t);
       m.spmText(t, ids);
     } else {
-      m.encodeFragment(piece, ids);
+      m.encodeFragment(piece, f.off == 0, ids);
     }
     prevSpecial = false;
   }
@@ -364,12 +369,12 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   std::string out;
   bool removeSpace = m.addSpacePrefix;
   for (int32_t id : ids) {
-    if (id < 0 || size_t(id) >= m.bytes.size()) {
-      removeSpace = false;
+    if (id < 0 || size_t(id) >= m.bytes.size())
       continue;
-    }
     std::string_view p = m.bytes[size_t(id)];
-    if (removeSpace && !p.empty() && p[0] == ' ')
+    if (p.empty())
+      continue; // control tokens (BOS) do not end the space removal
+    if (removeSpace && p[0] == ' ')
       p.remove_prefix(1);
     removeSpace = false;
     out += p;

@@ -87,6 +87,7 @@ struct Tokenizer::Impl {
   bool addBos = false, addEos = false;
   bool addSpacePrefix = false; // SPM: " " before the first text fragment
   bool escapeSpaces = false;   // SPM / CharBpe: " " -> U+2581
+  bool prefixAtStartOnly = false; // CharBpe, HF Metaspace prepend_scheme first
   bool cleanSpaces = false;    // llama.cpp's detokenize clean-up (gpt2 pre)
   int32_t bosId = -1, eosId = -1, eotId = -1, eomId = -1, unkId = -1;
   std::unordered_set<int32_t> eog;
@@ -97,7 +98,7 @@ struct Tokenizer::Impl {
   /// Fills bytes, specialOrder and eog after the vocabulary is loaded.
   fmt::Status finish();
 
-  void encodeFragment(std::string_view textBytes,
+  void encodeFragment(std::string_view textBytes, bool atStart,
                       std::vector<int32_t> &out) const;
   void bpeWord(std::string_view word, std::vector<int32_t> &out) const;
   void spmText(std::string_view text, std::vector<int32_t> &out) const;

@@ -8,12 +8,20 @@
 //                       [--no-parse-special] [--hex] TEXT
 //   loom-tokenize MODEL --decode 1,2,3
 //   loom-tokenize MODEL --info
+//   loom-tokenize MODEL --batch   (lines on stdin, for tests; see below)
 //
 // MODEL is a .gguf file, a tokenizer.json or a folder holding one. By
 // default every token is printed as "id<TAB>bytes" (bytes C-escaped); --ids
 // prints the ids alone, one per line. --hex takes TEXT as hex bytes (for
 // invalid UTF-8). --chat wraps TEXT as a user message in the model's chat
 // template. --decode writes the decoded bytes to stdout unchanged.
+//
+// --batch reads one request per line from stdin and answers one line each:
+//   "e<flags> HEX"  encode the bytes HEX; flags: s = add BOS/EOS as the model
+//                   says, p = parse special tokens; answer: ids, comma
+//                   separated (empty line for none)
+//   "d ID,ID,..."   decode; answer: the bytes in hex
+// An error answers "error: <message>" and the batch goes on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +48,7 @@ int usage() {
                "[--no-special] [--no-parse-special] [--hex] TEXT\n"
                "       loom-tokenize MODEL --decode ID,ID,...\n"
                "       loom-tokenize MODEL --info\n"
+               "       loom-tokenize MODEL --batch < requests\n"
                "MODEL: a .gguf file, a tokenizer.json or a folder with one\n");
   return 2;
 }
@@ -88,6 +97,85 @@ bool parseHex(const std::string &h, std::string &out) {
 }
 } // namespace
 
+std::string toHex(const std::string &b) {
+  static const char *digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+/// Parses "1,2,3" into ids of `t`; an Error names the bad item.
+fmt::Result<std::vector<int32_t>> parseIds(const std::string &list,
+                                           const tok::Tokenizer &t) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string item = list.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char *end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != 0)
+      return fmt::makeError("'", item, "' is not a token id");
+    if (v < 0 || size_t(v) >= t.vocabSize())
+      return fmt::makeError("token id ", item, " is out of range (the ",
+                            "vocabulary has ", uint64_t(t.vocabSize()),
+                            " tokens)");
+    ids.push_back(int32_t(v));
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+int runBatch(const tok::Tokenizer &t) {
+  char *line = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, stdin)) >= 0) {
+    std::string req(line, size_t(n));
+    while (!req.empty() && (req.back() == '\n' || req.back() == '\r'))
+      req.pop_back();
+    size_t sp = req.find(' ');
+    std::string op = req.substr(0, sp);
+    std::string arg = sp == std::string::npos ? "" : req.substr(sp + 1);
+    if (!op.empty() && op[0] == 'e') {
+      std::string bytes;
+      if (!parseHex(arg, bytes)) {
+        std::printf("error: '%s' is not hex\n", arg.c_str());
+        continue;
+      }
+      bool s = op.find('s') != std::string::npos;
+      bool p = op.find('p') != std::string::npos;
+      auto ids = t.encode(bytes, s, p);
+      if (!ids) {
+        std::printf("error: %s\n", ids.error().message.c_str());
+        continue;
+      }
+      std::string out;
+      for (size_t i = 0; i < ids->size(); ++i)
+        out += (i ? "," : "") + std::to_string((*ids)[i]);
+      std::printf("%s\n", out.c_str());
+    } else if (op == "d") {
+      auto ids = parseIds(arg, t);
+      if (!ids) {
+        std::printf("error: %s\n", ids.error().message.c_str());
+        continue;
+      }
+      std::printf("%s\n", toHex(t.decode(*ids)).c_str());
+    } else {
+      std::printf("error: unknown request '%s'\n", op.c_str());
+    }
+    std::fflush(stdout);
+  }
+  std::free(line);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3)
     return usage();
@@ -95,7 +183,7 @@ int main(int argc, char **argv) {
   bool idsOnly = false, chat = false, addSpecial = true, parseSpecial = true,
        hex = false, info = false;
   std::string decodeList, system, text;
-  bool haveText = false, haveDecode = false;
+  bool haveText = false, haveDecode = false, batch = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--ids")
@@ -110,6 +198,8 @@ int main(int argc, char **argv) {
       hex = true;
     else if (a == "--info")
       info = true;
+    else if (a == "--batch")
+      batch = true;
     else if (a == "--system" && i + 1 < argc)
       system = argv[++i];
     else if (a == "--decode" && i + 1 < argc) {
@@ -159,27 +249,14 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (batch)
+    return runBatch(t);
+
   if (haveDecode) {
-    std::vector<int32_t> ids;
-    size_t pos = 0;
-    while (pos < decodeList.size()) {
-      size_t comma = decodeList.find(',', pos);
-      std::string item = decodeList.substr(
-          pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      char *end = nullptr;
-      long v = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end != 0)
-        return fail("--decode: '" + item + "' is not a token id");
-      if (v < 0 || size_t(v) >= t.vocabSize())
-        return fail("--decode: token id " + item + " is out of range (the " +
-                    "vocabulary has " + std::to_string(t.vocabSize()) +
-                    " tokens)");
-      ids.push_back(int32_t(v));
-      if (comma == std::string::npos)
-        break;
-      pos = comma + 1;
-    }
-    std::string out = t.decode(ids);
+    auto ids = parseIds(decodeList, t);
+    if (!ids)
+      return fail("--decode: " + ids.error().message);
+    std::string out = t.decode(*ids);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   }

@@ -64,9 +64,11 @@ public:
   /// out of range).
   std::string tokenBytes(int32_t id) const;
   /// Concatenated tokenBytes (SentencePiece: the leading space of the first
-  /// token is dropped when the model adds a space prefix, as llama.cpp does).
-  /// The result may contain invalid UTF-8; pass it through Utf8Stream to
-  /// print it.
+  /// text token is dropped when the model adds a space prefix; the gpt2 and
+  /// llama-bpe pre-tokenizers also get llama.cpp's clean-up of " ." " ,"
+  /// " 's" ..., SmolLM2 and Qwen2 do not). For streaming, print tokenBytes
+  /// of each new token through a Utf8Stream instead. The result may contain
+  /// invalid UTF-8.
   std::string decode(const std::vector<int32_t> &ids) const;
 
   int32_t bos() const; ///< -1 when absent
