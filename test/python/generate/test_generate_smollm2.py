@@ -4,7 +4,8 @@ greedy continuation committed by the tokenizer work
 (data/greedy_smollm2.json, made by make_llamacpp_reference.py): on 1 rank and
 on tp=3 (attention split by its 3 KV heads), the first 32 generated tokens of
 every prompt are identical, or the first difference is a near-tie of
-llama.cpp's own top two logits (NEAR_TIE). Plain prompts are also given as
+llama.cpp's own top two logits (NEAR_TIE) or Loom's token is the float64
+model's argmax there. Plain prompts are also given as
 text, so Loom's tokenizer must give llama.cpp's prompt ids.
 
 SmolLM2 compiles in minutes: each mesh is compiled once per session, and the
@@ -26,7 +27,11 @@ from loom_paths import build_dir, tool  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "greedy_smollm2.json"
 N = 32
-NEAR_TIE = 0.1  # llama.cpp's top-1 minus top-2 logit below which a flip is a tie
+# llama.cpp's top-1 minus top-2 logit below which a flip is a tie: its 8-bit
+# activations move SmolLM2's logits by up to 1.1 (0.13-0.39 rms) against a
+# float64 forward, and flip its own argmax at gaps up to 0.35
+# (docs/TOKENIZER.md).
+NEAR_TIE = 0.4
 
 
 @pytest.fixture(scope="session")
@@ -75,16 +80,25 @@ def smollm2_bundle(smollm2_gguf):
 
 
 def _compare(p, got):
+    """The index of the first difference (N when none). A difference must be
+    a near-tie of llama.cpp's top two logits, or Loom's token must be the
+    float64 model's argmax there (teacher-forced along llama.cpp's tokens:
+    llama.cpp's 8-bit activations flipped it, Loom's f32 did not)."""
     want = p["generated_ids"][:N]
     for i, (a, b) in enumerate(zip(got, want)):
         if a != b:
-            top = p["steps"][i]["top2_logits"]
-            gap = top[0] - top[1]
-            assert gap < NEAR_TIE, (
+            st = p["steps"][i]
+            gap = st["top2_logits"][0] - st["top2_logits"][1]
+            assert gap < NEAR_TIE or a == st.get("f64_argmax"), (
                 f"{p['name']}: token {i}: Loom {a}, llama.cpp {b} (llama.cpp's "
-                f"top-2 gap {gap:.3f} >= {NEAR_TIE}); Loom {got}, llama.cpp {want}")
+                f"top-2 gap {gap:.3f} >= {NEAR_TIE}, float64 argmax "
+                f"{st.get('f64_argmax')}); Loom {got}, llama.cpp {want}")
+            print(f"{p['name']}: first difference at token {i}: Loom {a}, "
+                  f"llama.cpp {b}, llama.cpp's top-2 gap {gap:.3f}, float64 "
+                  f"argmax {st.get('f64_argmax')}")
             return i
     assert len(got) == N
+    print(f"{p['name']}: {N} of {N} tokens identical")
     return N
 
 
