@@ -367,8 +367,10 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   // the decide step resharded their sharded arguments), and so do state
   // arguments (KV caches, allocated per rank by the runtime).
   for (BlockArgument arg : entry.getArguments()) {
-    if (fn.isPrivate() ||
-        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName)) {
+    bool state =
+        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName) !=
+        nullptr;
+    if (fn.isPrivate() || state) {
       Layout l = Layout::of(arg);
       if (Type t = getLocalType(arg.getType(), l, mesh))
         arg.setType(t);
@@ -398,6 +400,12 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   fn.setType(FunctionType::get(
       fn.getContext(), entry.getArgumentTypes(),
       entry.getTerminator()->getOperandTypes()));
+  // A state argument now has its local type: its sharding (which describes
+  // the global value) has done its job.
+  if (fn.isPublic())
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, LoomDialect::kStateAttrName))
+        fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
   return success();
 }
 

@@ -855,7 +855,9 @@ static uint64_t hashLive(const Live &l) {
 }
 
 int Planner::storageFor(const ValueInfo &info, int req) {
-  if (price <= 0 || info.inState || isa<QTensorType>(info.value.getType()))
+  // A KV cache is written in place where it is used: stored as used.
+  if (price <= 0 || info.inState || info.state ||
+      isa<QTensorType>(info.value.getType()))
     return req;
   uint64_t key = (static_cast<uint64_t>(req) << 32) ^
                  static_cast<uint64_t>(info.value.getAsOpaquePointer() ==

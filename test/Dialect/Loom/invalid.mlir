@@ -793,7 +793,7 @@ func.func @attention_zero_kv_heads(%q: tensor<1x8x4x64xf32>, %k: tensor<1x0x4x64
 // A cache is a pair; the generic form can give only one half.
 func.func @attention_past_pair(%q: tensor<1x9x1x64xf32>, %k: tensor<1x3x1x64xf32>, %c: tensor<1x3x?x64xf32>) {
   // expected-error @+1 {{past_key and past_value go together}}
-  %0:2 = "loom.attention"(%q, %k, %k, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>}> : (tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x?x64xf32>) -> (tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>)
+  %0:2 = "loom.attention"(%q, %k, %k, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0>}> : (tensor<1x9x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x1x64xf32>, tensor<1x3x?x64xf32>) -> (tensor<1x9x1x64xf32>, tensor<1x3x?x64xf32>)
   return
 }
 
@@ -947,7 +947,7 @@ func.func @attention_output(%q: tensor<1x9x4x64xf32>, %k: tensor<1x3x4x64xf32>, 
 // At most one mask.
 func.func @attention_segments(%q: tensor<1x9x4x64xf32>, %k: tensor<1x3x4x64xf32>, %m: tensor<4x4xi1>) {
   // expected-error @+1 {{operand group starting at #3 requires 0 or 1 element, but found 2}}
-  %0 = "loom.attention"(%q, %k, %k, %m, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>}> : (tensor<1x9x4x64xf32>, tensor<1x3x4x64xf32>, tensor<1x3x4x64xf32>, tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<1x9x4x64xf32>
+  %0 = "loom.attention"(%q, %k, %k, %m, %m) <{operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0, 0, 0, 0>}> : (tensor<1x9x4x64xf32>, tensor<1x3x4x64xf32>, tensor<1x3x4x64xf32>, tensor<4x4xi1>, tensor<4x4xi1>) -> tensor<1x9x4x64xf32>
   return
 }
 

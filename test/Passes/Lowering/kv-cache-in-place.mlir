@@ -1,36 +1,54 @@
 // RUN: loom-opt %s --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize | FileCheck %s --check-prefix=LINALG
 // RUN: loom-opt %s --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s
 
-// The cache form of loom.attention on entry arguments marked loom.state: the
-// new rows are inserted at positions[0] into the cache argument and attention
-// reads rows [0, positions[0] + S) of the updated cache.
+// The cache form of loom.attention on entry arguments marked loom.state
+// (%arg4, %arg5 after the context argument): the new rows are inserted at
+// positions[0] into the cache argument, and the batched GEMMs read rows
+// [0, positions[0] + S) of the updated cache in place, one call per KV head
+// (3 query heads each) at the head's offset in the cache (C x 8 floats).
 // LINALG-LABEL: func.func @decode
-// LINALG: %[[P:.+]] = tensor.extract %{{.+}}[%{{.+}}] : tensor<?xi64>
+// LINALG: %[[P:.+]] = tensor.extract %arg3[%{{.+}}] : tensor<?xi64>
 // LINALG: %[[P0:.+]] = arith.index_cast %[[P]] : i64 to index
-// LINALG: %[[END:.+]] = arith.addi %[[P0]], %{{.+}} : index
-// LINALG: %[[UK:.+]] = tensor.insert_slice %{{.+}} into %arg3[0, 0, %[[P0]], 0] [1, 3, %{{.+}}, 8] [1, 1, 1, 1]
-// LINALG: tensor.extract_slice %[[UK]][0, 0, 0, 0] [1, 3, %[[END]], 8] [1, 1, 1, 1]
-// LINALG: %[[UV:.+]] = tensor.insert_slice %{{.+}} into %arg4[0, 0, %[[P0]], 0]
-// LINALG: tensor.extract_slice %[[UV]][0, 0, 0, 0] [1, 3, %[[END]], 8]
+// LINALG: %[[S:.+]] = tensor.dim %arg2, %{{.+}} : tensor<1x3x?x8xf32>
+// LINALG: %[[END:.+]] = arith.addi %[[P0]], %[[S]] : index
+// LINALG: %[[UK:.+]] = tensor.insert_slice %arg2 into %arg4[0, 0, %[[P0]], 0] [1, 3, %[[S]], 8] [1, 1, 1, 1]
+// LINALG: %[[UV:.+]] = tensor.insert_slice %arg2 into %arg5[0, 0, %[[P0]], 0] [1, 3, %[[S]], 8] [1, 1, 1, 1]
+// LINALG: %[[BK:.+]] = bufferization.to_buffer %[[UK]] read_only
+// LINALG: %[[C:.+]] = tensor.dim %arg4, %{{.+}} : tensor<1x3x?x8xf32>
+// LINALG: %[[N:.+]] = arith.index_cast %[[END]] : index to i64
+// LINALG: memref.extract_aligned_pointer_as_index %[[BK]]
+// LINALG: call @loom_rt_sgemm_batched(%arg0, %{{.+}}, %c1_i32, %c3_i64, %c3_i64, %c3_i64, %{{.+}}, %[[N]], %c8_i64,
+// LINALG: %[[I1:.+]] = memref.extract_aligned_pointer_as_index %[[BK]]
+// LINALG: %[[H1:.+]] = arith.muli %[[C]], %c32 : index
+// LINALG: arith.addi %[[I1]], %[[H1]] : index
+// LINALG: call @loom_rt_sgemm_batched
+// LINALG: call @loom_rt_sgemm_batched
+// LINALG: bufferization.to_buffer %[[UV]] read_only
+// LINALG-COUNT-3: call @loom_rt_sgemm_batched
 
-// Bufferized: the caches are the caller's buffers, written through subviews
-// in place; no buffer of the cache's size is allocated and none is copied
-// (the only copies are of the new rows into the cache).
+// Bufferized: the caches are the caller's buffers. The only writes are
+// copies of the S new rows into subviews of them; the GEMMs read the
+// arguments' buffers; no buffer of a cache's shape is allocated and no
+// cache is copied anywhere.
 // CHECK-LABEL: func.func @decode
-// CHECK-SAME: %arg3: memref<1x3x?x8xf32> {loom.name = "cache_key_0", loom.state = "kv_cache"}
-// CHECK-SAME: %arg4: memref<1x3x?x8xf32> {loom.name = "cache_value_0", loom.state = "kv_cache"}
+// CHECK-SAME: %arg4: memref<1x3x?x8xf32>
+// CHECK-SAME: %arg5: memref<1x3x?x8xf32>
 // CHECK-SAME: -> memref<1x9x?x8xf32>
 // CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
-// CHECK: %[[DK:.+]] = memref.subview %arg3[0, 0, %{{.+}}, 0] [1, 3, %{{.+}}, 8] [1, 1, 1, 1]
-// CHECK: memref.copy %{{.+}}, %[[DK]]
-// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
-// CHECK: memref.subview %arg3[0, 0, 0, 0] [1, 3, %{{.+}}, 8]
-// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
-// CHECK: %[[DV:.+]] = memref.subview %arg4[0, 0, %{{.+}}, 0] [1, 3, %{{.+}}, 8] [1, 1, 1, 1]
-// CHECK: memref.copy %{{.+}}, %[[DV]]
-// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
-// CHECK-NOT: memref.copy %arg3
 // CHECK-NOT: memref.copy %arg4
+// CHECK-NOT: memref.copy %arg5
+// CHECK: %[[DK:.+]] = memref.subview %arg4[0, 0, %{{.+}}, 0] [1, 3, %{{.+}}, 8] [1, 1, 1, 1]
+// CHECK-NEXT: memref.copy %arg2, %[[DK]]
+// CHECK-NEXT: %[[DV:.+]] = memref.subview %arg5[0, 0, %{{.+}}, 0] [1, 3, %{{.+}}, 8] [1, 1, 1, 1]
+// CHECK-NEXT: memref.copy %arg2, %[[DV]]
+// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
+// CHECK-NOT: memref.copy
+// CHECK: memref.extract_aligned_pointer_as_index %arg4
+// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
+// CHECK-NOT: memref.copy
+// CHECK: memref.extract_aligned_pointer_as_index %arg5
+// CHECK-NOT: memref.alloc{{.*}}memref<1x3x?x8xf32>
+// CHECK-NOT: memref.copy
 // CHECK: return
 func.func @decode(%q: tensor<1x9x?x8xf32>, %k: tensor<1x3x?x8xf32>,
                   %pos: tensor<?xi64>,

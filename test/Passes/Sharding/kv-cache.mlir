@@ -10,7 +10,7 @@
 // CHECK-SAME: %arg3: tensor<1x3x?x8xf32> {loom.name = "cache_value_0", loom.sharding = #loom.sharding<@mesh, [{}, {tp}, {}, {}]>, loom.state = "kv_cache"}
 // CHECK: loom.attention {{.*}} cache(%arg2, %arg3 at
 // LOCAL-LABEL: func.func @decode
-// LOCAL-SAME: %arg2: tensor<1x1x?x8xf32> {loom.name = "cache_key_0", loom.sharding = #loom.sharding<@mesh, [{}, {tp}, {}, {}]>, loom.state = "kv_cache"}
+// LOCAL-SAME: %arg2: tensor<1x1x?x8xf32> {loom.name = "cache_key_0", loom.state = "kv_cache"}
 // LOCAL-SAME: %arg3: tensor<1x1x?x8xf32>
 // LOCAL-NOT: loom.local_slice %arg2
 // LOCAL: loom.attention {{.*}} cache(%arg2, %arg3 at {{.*}} : tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, tensor<?xi64>)

@@ -91,7 +91,7 @@ TEST(State, ManifestRefusals) {
   EXPECT_NE(parseError(replaced(kLlm, "\"ctx_dim\": 2", "\"ctx_dim\": 1"))
                 .find("ctx_dim: must name a dynamic (-1) dimension"),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(kLlm, "\"context_length\": 128,", ""))
+  EXPECT_NE(parseError(replaced(kLlm, ", \"context_length\": 128", ""))
                 .find("model.context_length: missing"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kLlm, "\"format\": \"gguf\"",
