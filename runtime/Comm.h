@@ -82,6 +82,9 @@ struct loom_rt_ctx {
   bool tracing = false;
   std::vector<loom::rt::TraceEvent> trace;
   std::vector<char> scratch; ///< backend scratch (e.g. f16 -> f32 staging)
+  /// Time spent in, and number of, communication calls (commStats()).
+  int64_t commNs = 0;
+  int64_t commCalls = 0;
 };
 
 namespace loom::rt {

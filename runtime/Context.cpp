@@ -36,6 +36,10 @@ const char *reduceOpName(int32_t op) {
   return op >= 0 && op < LOOM_RT_NUM_REDUCE_OPS ? names[op] : "?";
 }
 
+CommStats commStats(const loom_rt_ctx *ctx) {
+  return {ctx->commNs, ctx->commCalls};
+}
+
 double defaultTimeoutSeconds() {
   if (const char *env = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S")) {
     char *end = nullptr;
@@ -266,15 +270,19 @@ namespace {
 // Marks the op being executed; traces it when tracing is on.
 struct OpScope {
   loom_rt_ctx &ctx;
-  OpScope(loom_rt_ctx &c, const OpDesc &d) : ctx(c) {
+  int64_t start;
+  OpScope(loom_rt_ctx &c, const OpDesc &d) : ctx(c), start(loom_rt_now_ns()) {
     ctx.current = d;
     if (ctx.tracing)
-      ctx.trace.push_back({d.name, loom_rt_now_ns(), 'B'});
+      ctx.trace.push_back({d.name, start, 'B'});
     ctx.comm->poll(ctx);
   }
   ~OpScope() {
+    int64_t end = loom_rt_now_ns();
+    ctx.commNs += end - start;
+    ++ctx.commCalls;
     if (ctx.tracing)
-      ctx.trace.push_back({ctx.current.name, loom_rt_now_ns(), 'E'});
+      ctx.trace.push_back({ctx.current.name, end, 'E'});
     ctx.current = OpDesc();
   }
 };

@@ -12,7 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BundleCheck.h"
+#include "Generate.h"
+#include "Loader.h"
 #include "Manifest.h"
 #include "Npy.h"
 #include "State.h"
@@ -36,7 +37,6 @@
 #include <string>
 #include <vector>
 
-#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +83,9 @@ OPTIONS:
   --help                  this text
 )";
 
+// The flags of text generation are parsed and run by Generate.cpp.
+using loom::run::GenerateOptions;
+
 struct Options {
   std::string bundle;
   int ranks = 0;
@@ -99,6 +102,7 @@ struct Options {
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
   bool progress = false;
+  GenerateOptions gen;
 };
 
 int fail(const std::string &msg) {
@@ -108,7 +112,6 @@ int fail(const std::string &msg) {
 
 #ifndef LOOM_RUN_NO_RUNTIME
 int runBundle(const Options &opts);
-double nowMs() { return double(loom_rt_now_ns()) / 1e6; }
 #endif
 
 bool parseInt(const char *s, long long lo, long long hi, long long &out) {
@@ -116,14 +119,6 @@ bool parseInt(const char *s, long long lo, long long hi, long long &out) {
   errno = 0;
   out = std::strtoll(s, &end, 10);
   return end != s && *end == 0 && errno == 0 && out >= lo && out <= hi;
-}
-
-[[maybe_unused]] std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") +
-         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
-  return s + "]";
 }
 
 [[maybe_unused]] std::string replaceAll(std::string s, const std::string &from,
@@ -134,61 +129,7 @@ bool parseInt(const char *s, long long lo, long long hi, long long &out) {
   return s;
 }
 
-[[maybe_unused]] std::string humanBytes(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", b, units[u]);
-  return buf;
-}
-
 #ifndef LOOM_RUN_NO_RUNTIME
-/// A progress bar on stderr (weights).
-class Progress {
-public:
-  Progress(bool enabled, int64_t totalBytes, size_t totalSlices)
-      : Enabled(enabled), Total(totalBytes), Slices(totalSlices) {}
-  void update(int64_t doneBytes, size_t doneSlices) {
-    if (!Enabled)
-      return;
-    double now = nowMs();
-    if (doneSlices != Slices && now - Last < 50)
-      return;
-    Last = now;
-    constexpr int width = 30;
-    double frac = Total > 0 ? double(doneBytes) / double(Total)
-                            : (Slices ? double(doneSlices) / Slices : 1.0);
-    int fill = int(frac * width + 0.5);
-    std::string bar(size_t(fill), '#');
-    bar.append(size_t(width - fill), ' ');
-    std::fprintf(stderr, "\rloom-run: mapping weights [%s] %3d%% %zu/%zu "
-                         "slices, %s / %s",
-                 bar.c_str(), int(frac * 100 + 0.5), doneSlices, Slices,
-                 humanBytes(double(doneBytes)).c_str(),
-                 humanBytes(double(Total)).c_str());
-    if (doneSlices == Slices)
-      std::fputc('\n', stderr);
-    std::fflush(stderr);
-  }
-
-private:
-  bool Enabled;
-  int64_t Total;
-  size_t Slices;
-  double Last = -1e9;
-};
-
-/// One weight slice of one rank, checked and mapped before the ranks start.
-struct PlannedWeight {
-  std::string path; ///< resolved
-  int64_t offset = 0, nbytes = 0;
-  std::vector<int64_t> shape, strides;
-};
-
 /// What a rank needs, prepared by the main thread.
 struct RankPlan {
   std::vector<const NpyArray *> inputs; ///< manifest order
@@ -200,8 +141,6 @@ struct RankResult {
   std::vector<double> iterationMs;
 };
 
-using EntryFn = void (*)(void **);
-
 /// The job, shared by every rank body.
 struct Job {
   const Manifest *manifest = nullptr;
@@ -212,63 +151,6 @@ struct Job {
   std::map<int64_t, RankResult> results; ///< same keys, preallocated
   int64_t resultWords = 0;
 };
-
-/// A memref descriptor {allocated, aligned, offset, sizes, strides} as words.
-std::vector<int64_t> makeDescriptor(const void *data,
-                                    const std::vector<int64_t> &shape,
-                                    const std::vector<int64_t> &strides) {
-  std::vector<int64_t> d(3 + 2 * shape.size());
-  std::memcpy(&d[0], &data, sizeof(void *));
-  std::memcpy(&d[1], &data, sizeof(void *));
-  d[2] = 0;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    d[3 + i] = shape[i];
-    d[3 + shape.size() + i] = strides[i];
-  }
-  return d;
-}
-
-/// A view of output `k` in the results buffer.
-struct OutputView {
-  void *allocated;
-  char *aligned;
-  int64_t offset;
-  const int64_t *sizes;
-  const int64_t *strides;
-};
-
-std::vector<OutputView> outputViews(const Entry &e,
-                                    const std::vector<int64_t> &words) {
-  std::vector<OutputView> v;
-  size_t base = 0;
-  for (const OutputSpec &o : e.outputs) {
-    OutputView ov;
-    std::memcpy(&ov.allocated, &words[base], sizeof(void *));
-    std::memcpy(&ov.aligned, &words[base + 1], sizeof(void *));
-    ov.offset = words[base + 2];
-    ov.sizes = &words[base + 3];
-    ov.strides = &words[base + 3 + size_t(o.rank)];
-    v.push_back(ov);
-    base += 3 + 2 * size_t(o.rank);
-  }
-  return v;
-}
-
-/// Frees each distinct `allocated` pointer of the outputs that is not the
-/// allocated pointer of an input or weight (BUNDLE.md). MLIR marks memory it
-/// did not allocate (constant globals) with allocated = 0xdeadbeef: never
-/// freed either.
-void freeOutputs(const Entry &e, const std::vector<int64_t> &words,
-                 const std::set<const void *> &notOwned) {
-  std::set<void *> freed;
-  for (const OutputView &o : outputViews(e, words)) {
-    void *p = o.allocated;
-    if (!p || p == reinterpret_cast<void *>(uintptr_t(0xdeadbeef)) ||
-        notOwned.count(p) || !freed.insert(p).second)
-      continue;
-    std::free(p);
-  }
-}
 
 /// An output written to a temporary name, renamed over `path` at commit.
 struct PendingOutput {
@@ -399,49 +281,16 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   }
   // Weights: already mapped and checked by the main thread (the mapping is
   // shared); register them as weights 0..n-1 of this rank.
-  for (size_t k = 0; k < plan.weights.size(); ++k) {
-    const PlannedWeight &w = plan.weights[k];
-    std::string err;
-    if (!loom::rt::mapWeight(ctx, int64_t(k), w.path, w.offset, w.nbytes,
-                             &err)) {
-      std::fprintf(stderr, "loom-run: rank %lld: weight '%s': %s\n",
-                   (long long)rank, e.weights[k].name.c_str(), err.c_str());
-      return 1;
-    }
-    const void *p = loom_rt_weight(ctx, int64_t(k));
-    std::vector<int64_t> contiguous(w.shape.size());
-    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
-                    contiguous.data());
-    const Interleave &il = e.interleave[k];
-    if (w.strides != contiguous || il.rows) {
-      // This rank's copy, made once at load: a partitioned weight whose
-      // block is not contiguous in its file (e.g. split by columns), and/or
-      // a quantized weight in the interleaved layout.
-      int64_t es = dtypeSize(e.weights[k].dtype), n = 1;
-      for (int64_t d : w.shape)
-        n *= d;
-      Buffer b = allocBuffer(n * es);
-      if (!b) {
-        std::fprintf(stderr, "loom-run: rank %lld: out of memory for weight "
-                             "'%s'\n", (long long)rank,
-                     e.weights[k].name.c_str());
-        return 1;
-      }
-      if (il.rows)
-        interleaveRows(static_cast<const char *>(p), w.shape, w.strides, il,
-                       b.get());
-      else
-        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
-                    static_cast<const char *>(p), w.strides.data(), b.get(),
-                    contiguous.data());
-      descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
-      notOwned.insert(b.get());
-      inputBufs.push_back(std::move(b));
-      continue;
-    }
-    descs.push_back(makeDescriptor(p, w.shape, w.strides));
-    notOwned.insert(p);
+  BoundWeights bound;
+  std::string err;
+  if (!bindWeights(ctx, e, plan.weights, bound, &err)) {
+    std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
+                 err.c_str());
+    return 1;
   }
+  for (auto &d : bound.descs)
+    descs.push_back(std::move(d));
+  notOwned.insert(bound.notOwned.begin(), bound.notOwned.end());
 
   std::vector<int64_t> results(size_t(std::max<int64_t>(job.resultWords, 1)));
   std::vector<void *> args;
@@ -511,45 +360,6 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   return 0;
 }
 
-/// The rank and world size of this process as told by mpirun (before MPI is
-/// initialised); singleton (0, 1) otherwise.
-void mpiEnvRank(int64_t &rank, int64_t &size) {
-  rank = 0;
-  size = 1;
-  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char *s = std::getenv(v)) {
-      rank = std::atoll(s);
-      break;
-    }
-  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (const char *s = std::getenv(v)) {
-      size = std::atoll(s);
-      break;
-    }
-}
-
-/// The checks between manifest.json and dlopen (docs/LOOM-RUN.md): a
-/// complete ELF library (a truncated one dies of SIGBUS inside dlopen), the
-/// library and entries the manifest was written for, and a host CPU with
-/// every feature the code was generated for (else SIGILL, no message).
-/// Returns the reason to refuse, or "".
-std::string checkBeforeDlopen(const Manifest &m, const std::string &lib) {
-  std::string err;
-  if (!checkElfLibrary(lib, &err) || !checkBundleIntegrity(m, lib, &err))
-    return err;
-  std::vector<std::string> missing = missingCpuFeatures(m.target);
-  if (missing.empty())
-    return "";
-  std::string list;
-  for (const std::string &f : missing)
-    list += (list.empty() ? "" : " ") + f;
-  return "manifest.json: target: the library was generated for CPU '" +
-         m.target.cpu + "', and this CPU lacks " + list +
-         "; recompile on this machine, or with `loomc --portable` (any "
-         "x86-64-v2 CPU) or `loomc --cpu=NAME` for the oldest CPU it must "
-         "run on";
-}
-
 double median(std::vector<double> v) {
   if (v.empty())
     return 0;
@@ -580,8 +390,18 @@ int main(int argc, char **argv) {
       return argv[++i];
     };
     long long n = 0;
+#ifndef LOOM_RUN_NO_RUNTIME
+    if (int g = loom::run::parseGenerateFlag(argc, argv, i, opts.gen)) {
+      if (g < 0)
+        return 2;
+      continue;
+    }
+#endif
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
+#ifndef LOOM_RUN_NO_RUNTIME
+      std::fputs(loom::run::kGenerateUsage, stdout);
+#endif
       return 0;
     } else if (arg == "--ranks") {
       const char *v = value("--ranks");
@@ -659,6 +479,22 @@ int main(int argc, char **argv) {
               "(-DLOOM_BUILD_RUNTIME=OFF) and cannot run bundles; reconfigure "
               "with -DLOOM_BUILD_RUNTIME=ON");
 #else
+  if (opts.gen.anyFlag && !opts.gen.requested())
+    return fail("generation flags (--temp, --max-tokens, ...) need a prompt: "
+                "--prompt, --prompt-ids, --prompts-file or --interactive");
+  if (opts.gen.requested()) {
+    GenerateOptions g = opts.gen;
+    g.bundle = opts.bundle;
+    g.ranks = opts.ranks;
+    g.backend = opts.backend;
+    g.backendGiven = opts.backendGiven;
+    g.timeout = opts.timeout;
+    g.trace = opts.trace;
+    g.progress = opts.progress || isatty(2);
+    g.bench = opts.bench;
+    g.ctx = opts.ctx;
+    return loom::run::runGenerate(g);
+  }
   return runBundle(opts);
 #endif
 }
@@ -668,22 +504,10 @@ namespace {
 int runBundle(const Options &opts) {
   // --- Manifest ---------------------------------------------------------------
   double tStart = nowMs();
-  fs::path bundle(opts.bundle);
-  fs::path manifestPath = bundle / "manifest.json";
-  std::string text;
-  {
-    std::ifstream in(manifestPath, std::ios::binary);
-    if (!in)
-      return fail(manifestPath.string() + ": cannot read: " +
-                  std::strerror(errno));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
   Manifest m;
   std::string err;
-  if (!parseManifest(text, loom_rt_abi_version(), m, &err))
-    return fail(opts.bundle + "/" + err);
+  if (!loadManifest(opts.bundle, m, &err))
+    return fail(err);
 
   const Entry *entry = &m.entries.front();
   if (!opts.entry.empty()) {
@@ -698,64 +522,19 @@ int runBundle(const Options &opts) {
   }
 
   // --- Backend and ranks --------------------------------------------------------
-  bool useMpi = opts.backend == "mpi" ||
-                (!opts.backendGiven && loom::rt::launchedByMpirun());
-  if (opts.ranks && opts.ranks != m.numRanks)
-    return fail("--ranks " + std::to_string(opts.ranks) +
-                " disagrees with the bundle, which was compiled for " +
-                std::to_string(m.numRanks) + " ranks (mesh " + m.meshString() +
-                "); pass --ranks " + std::to_string(m.numRanks) +
-                " (or omit --ranks), or recompile for " +
-                std::to_string(opts.ranks) + " ranks");
-  int64_t mpiRank = 0, mpiSize = 1;
+  bool useMpi = false;
+  int64_t mpiRank = 0;
   std::vector<int64_t> localRanks;
-  if (useMpi) {
-    if (!loom::rt::mpiAvailable())
-      return fail("--backend mpi: this loom-run was built without MPI "
-                  "(LOOM_ENABLE_MPI=OFF); use --backend threads");
-    mpiEnvRank(mpiRank, mpiSize);
-    if (mpiSize != m.numRanks)
-      return fail(
-          (loom::rt::launchedByMpirun()
-               ? "mpirun started " + std::to_string(mpiSize) + " processes"
-               : std::string("--backend mpi without mpirun runs 1 process")) +
-          ", but the bundle has " + std::to_string(m.numRanks) +
-          " ranks (mesh " + m.meshString() + "); start it with `mpirun -np " +
-          std::to_string(m.numRanks) + " loom-run " + opts.bundle + " ...`");
-    localRanks.push_back(mpiRank);
-  } else {
-    for (int64_t r = 0; r < m.numRanks; ++r)
-      localRanks.push_back(r);
-  }
+  if (!selectRanks(opts.bundle, m, opts.backend, opts.backendGiven,
+                   opts.ranks, useMpi, mpiRank, localRanks, &err))
+    return fail(err);
   bool printer = !useMpi || mpiRank == 0;
 
   // --- Library ------------------------------------------------------------------
-  fs::path lib = resolveBundlePath(opts.bundle, m.library);
-  std::error_code ec;
-  if (!fs::exists(lib, ec))
-    return fail("library '" + m.library + "' named by manifest.json not found "
-                "(looked for " + lib.string() + ")");
-  if (std::string why = checkBeforeDlopen(m, lib.string()); !why.empty())
-    return fail(opts.bundle + ": " + why);
-  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = dlerror();
-    return fail("cannot load library " + lib.string() + ": " +
-                (why ? why : "unknown error"));
-  }
-  EntryFn fn = nullptr;
-  for (const Entry &e : m.entries) {
-    dlerror();
-    void *sym = dlsym(handle, e.symbol.c_str());
-    if (!sym) {
-      const char *why = dlerror();
-      return fail("entry '" + e.name + "': symbol '" + e.symbol +
-                  "' not found in " + lib.string() + ": " +
-                  (why ? why : "null symbol"));
-    }
-    if (&e == entry)
-      fn = reinterpret_cast<EntryFn>(sym);
-  }
+  std::map<std::string, EntryFn> fns;
+  if (!loadLibrary(opts.bundle, m, fns, &err))
+    return fail(err);
+  EntryFn fn = fns.at(entry->name);
   double tLoaded = nowMs();
 
   // --- Inputs -------------------------------------------------------------------
@@ -884,64 +663,17 @@ int runBundle(const Options &opts) {
   double tInputs = nowMs();
 
   // --- Weights: map, check and prefault every local slice before running ------
-  std::vector<std::shared_ptr<loom::rt::MappedFile>> keepMapped;
-  int64_t weightBytes = 0;
-  size_t numSlices = 0;
-  for (int64_t r : localRanks) {
-    auto it = m.ranks[size_t(r)].weights.find(entry->name);
-    if (it == m.ranks[size_t(r)].weights.end())
-      continue;
-    for (const WeightSlice &s : it->second) {
-      weightBytes += s.nbytes;
-      ++numSlices;
-    }
-  }
-  Progress progress(opts.progress || isatty(2), weightBytes, numSlices);
-  {
-    int64_t doneBytes = 0;
-    size_t doneSlices = 0;
-    long page = sysconf(_SC_PAGESIZE);
-    volatile char sink = 0;
-    for (int64_t r : localRanks) {
-      const RankInfo &ri = m.ranks[size_t(r)];
-      auto it = ri.weights.find(entry->name);
-      if (it == ri.weights.end())
-        continue;
-      RankPlan &plan = job.plans[r];
-      for (const WeightSlice &s : it->second) {
-        fs::path p = resolveBundlePath(opts.bundle, s.file);
-        std::string where = "rank " + std::to_string(r) + " weight '" +
-                            s.name + "' (offset " + std::to_string(s.offset) +
-                            ", size " + std::to_string(s.nbytes) + ")";
-        auto f = loom::rt::MappedFile::open(p.string(), &err);
-        if (!f)
-          return fail(where + ": " + err);
-        const void *data = f->slice(s.offset, s.nbytes, &err);
-        if (!data)
-          return fail(where + ": " + err);
-        // Touch every page so that the run does not pay the page faults.
-        const char *c = static_cast<const char *>(data);
-        for (int64_t o = 0; o < s.nbytes; o += page) {
-          sink = sink + c[o];
-          if ((o & ((int64_t(1) << 26) - 1)) == 0)
-            progress.update(doneBytes + o, doneSlices);
-        }
-        keepMapped.push_back(std::move(f));
-        PlannedWeight w;
-        w.path = p.string();
-        w.offset = s.offset;
-        w.nbytes = s.nbytes;
-        w.shape = s.shape;
-        w.strides = s.strides;
-        plan.weights.push_back(std::move(w));
-        doneBytes += s.nbytes;
-        progress.update(doneBytes, ++doneSlices);
-      }
-    }
-    (void)sink;
-  }
+  MappedWeights mapped;
+  if (!mapWeights(opts.bundle, m, *entry, localRanks,
+                  opts.progress || isatty(2), mapped, &err))
+    return fail(err);
+  for (auto &[r, ws] : mapped.perRank)
+    job.plans[r].weights = std::move(ws);
+  int64_t weightBytes = mapped.bytes;
+  size_t numSlices = mapped.slices;
   double tWeights = nowMs();
 
+  std::error_code ec;
   fs::create_directories(opts.outputDir, ec);
   if (ec || !fs::is_directory(opts.outputDir, ec))
     return fail("--output " + opts.outputDir + ": cannot create the "

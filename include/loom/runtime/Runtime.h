@@ -115,6 +115,15 @@ private:
 bool mapWeight(loom_rt_ctx *ctx, int64_t index, const std::string &path,
                int64_t offset, int64_t size, std::string *error);
 
+/// Time this rank spent inside communication calls (collectives, barriers,
+/// send/recv, including the wait for peers) and their number, since the
+/// context was made. loom-run's --bench splits time per token with it.
+struct CommStats {
+  int64_t ns = 0;
+  int64_t calls = 0;
+};
+CommStats commStats(const loom_rt_ctx *ctx);
+
 /// Name of a dtype / reduce op ("f32", "sum"; "?" if invalid).
 const char *dtypeName(int32_t dtype);
 const char *reduceOpName(int32_t op);

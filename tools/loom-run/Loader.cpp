@@ -1,0 +1,370 @@
+//===- Loader.cpp - loading a bundle for the ranks of loom-run ------------===//
+
+#include "Loader.h"
+#include "BundleCheck.h"
+
+#include "Strided.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace loom::run {
+
+double nowMs() { return double(loom_rt_now_ns()) / 1e6; }
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") +
+         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+std::string humanBytes(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+bool loadManifest(const std::string &bundle, Manifest &m, std::string *error) {
+  fs::path manifestPath = fs::path(bundle) / "manifest.json";
+  std::string text;
+  {
+    std::ifstream in(manifestPath, std::ios::binary);
+    if (!in) {
+      *error = manifestPath.string() + ": cannot read: " + std::strerror(errno);
+      return false;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::string err;
+  if (!parseManifest(text, loom_rt_abi_version(), m, &err)) {
+    *error = bundle + "/" + err;
+    return false;
+  }
+  return true;
+}
+
+/// The checks between manifest.json and dlopen (docs/LOOM-RUN.md): a
+/// complete ELF library (a truncated one dies of SIGBUS inside dlopen), the
+/// library and entries the manifest was written for, and a host CPU with
+/// every feature the code was generated for (else SIGILL, no message).
+/// Returns the reason to refuse, or "".
+static std::string checkBeforeDlopen(const Manifest &m,
+                                     const std::string &lib) {
+  std::string err;
+  if (!checkElfLibrary(lib, &err) || !checkBundleIntegrity(m, lib, &err))
+    return err;
+  std::vector<std::string> missing = missingCpuFeatures(m.target);
+  if (missing.empty())
+    return "";
+  std::string list;
+  for (const std::string &f : missing)
+    list += (list.empty() ? "" : " ") + f;
+  return "manifest.json: target: the library was generated for CPU '" +
+         m.target.cpu + "', and this CPU lacks " + list +
+         "; recompile on this machine, or with `loomc --portable` (any "
+         "x86-64-v2 CPU) or `loomc --cpu=NAME` for the oldest CPU it must "
+         "run on";
+}
+
+bool loadLibrary(const std::string &bundle, const Manifest &m,
+                 std::map<std::string, EntryFn> &fns, std::string *error) {
+  fs::path lib = resolveBundlePath(bundle, m.library);
+  std::error_code ec;
+  if (!fs::exists(lib, ec)) {
+    *error = "library '" + m.library + "' named by manifest.json not found "
+             "(looked for " + lib.string() + ")";
+    return false;
+  }
+  if (std::string why = checkBeforeDlopen(m, lib.string()); !why.empty()) {
+    *error = bundle + ": " + why;
+    return false;
+  }
+  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    *error = "cannot load library " + lib.string() + ": " +
+             (why ? why : "unknown error");
+    return false;
+  }
+  for (const Entry &e : m.entries) {
+    dlerror();
+    void *sym = dlsym(handle, e.symbol.c_str());
+    if (!sym) {
+      const char *why = dlerror();
+      *error = "entry '" + e.name + "': symbol '" + e.symbol +
+               "' not found in " + lib.string() + ": " +
+               (why ? why : "null symbol");
+      return false;
+    }
+    fns[e.name] = reinterpret_cast<EntryFn>(sym);
+  }
+  return true;
+}
+
+void mpiEnvRank(int64_t &rank, int64_t &size) {
+  rank = 0;
+  size = 1;
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char *s = std::getenv(v)) {
+      rank = std::atoll(s);
+      break;
+    }
+  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char *s = std::getenv(v)) {
+      size = std::atoll(s);
+      break;
+    }
+}
+
+bool selectRanks(const std::string &bundle, const Manifest &m,
+                 const std::string &backend, bool backendGiven, int ranks,
+                 bool &useMpi, int64_t &mpiRank,
+                 std::vector<int64_t> &localRanks, std::string *error) {
+  useMpi = backend == "mpi" || (!backendGiven && loom::rt::launchedByMpirun());
+  if (ranks && ranks != m.numRanks) {
+    *error = "--ranks " + std::to_string(ranks) +
+             " disagrees with the bundle, which was compiled for " +
+             std::to_string(m.numRanks) + " ranks (mesh " + m.meshString() +
+             "); pass --ranks " + std::to_string(m.numRanks) +
+             " (or omit --ranks), or recompile for " + std::to_string(ranks) +
+             " ranks";
+    return false;
+  }
+  int64_t mpiSize = 1;
+  mpiRank = 0;
+  localRanks.clear();
+  if (useMpi) {
+    if (!loom::rt::mpiAvailable()) {
+      *error = "--backend mpi: this loom-run was built without MPI "
+               "(LOOM_ENABLE_MPI=OFF); use --backend threads";
+      return false;
+    }
+    mpiEnvRank(mpiRank, mpiSize);
+    if (mpiSize != m.numRanks) {
+      *error =
+          (loom::rt::launchedByMpirun()
+               ? "mpirun started " + std::to_string(mpiSize) + " processes"
+               : std::string("--backend mpi without mpirun runs 1 process")) +
+          ", but the bundle has " + std::to_string(m.numRanks) +
+          " ranks (mesh " + m.meshString() + "); start it with `mpirun -np " +
+          std::to_string(m.numRanks) + " loom-run " + bundle + " ...`";
+      return false;
+    }
+    localRanks.push_back(mpiRank);
+  } else {
+    for (int64_t r = 0; r < m.numRanks; ++r)
+      localRanks.push_back(r);
+  }
+  return true;
+}
+
+namespace {
+/// A progress bar on stderr (weights).
+class Progress {
+public:
+  Progress(bool enabled, int64_t totalBytes, size_t totalSlices)
+      : Enabled(enabled), Total(totalBytes), Slices(totalSlices) {}
+  void update(int64_t doneBytes, size_t doneSlices) {
+    if (!Enabled)
+      return;
+    double now = nowMs();
+    if (doneSlices != Slices && now - Last < 50)
+      return;
+    Last = now;
+    constexpr int width = 30;
+    double frac = Total > 0 ? double(doneBytes) / double(Total)
+                            : (Slices ? double(doneSlices) / Slices : 1.0);
+    int fill = int(frac * width + 0.5);
+    std::string bar(size_t(fill), '#');
+    bar.append(size_t(width - fill), ' ');
+    std::fprintf(stderr, "\rloom-run: mapping weights [%s] %3d%% %zu/%zu "
+                         "slices, %s / %s",
+                 bar.c_str(), int(frac * 100 + 0.5), doneSlices, Slices,
+                 humanBytes(double(doneBytes)).c_str(),
+                 humanBytes(double(Total)).c_str());
+    if (doneSlices == Slices)
+      std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+private:
+  bool Enabled;
+  int64_t Total;
+  size_t Slices;
+  double Last = -1e9;
+};
+} // namespace
+
+bool mapWeights(const std::string &bundle, const Manifest &m,
+                const Entry &entry, const std::vector<int64_t> &localRanks,
+                bool progressBar, MappedWeights &out, std::string *error) {
+  for (int64_t r : localRanks) {
+    out.perRank[r];
+    auto it = m.ranks[size_t(r)].weights.find(entry.name);
+    if (it == m.ranks[size_t(r)].weights.end())
+      continue;
+    for (const WeightSlice &s : it->second) {
+      out.bytes += s.nbytes;
+      ++out.slices;
+    }
+  }
+  Progress progress(progressBar, out.bytes, out.slices);
+  int64_t doneBytes = 0;
+  size_t doneSlices = 0;
+  long page = sysconf(_SC_PAGESIZE);
+  volatile char sink = 0;
+  std::string err;
+  for (int64_t r : localRanks) {
+    const RankInfo &ri = m.ranks[size_t(r)];
+    auto it = ri.weights.find(entry.name);
+    if (it == ri.weights.end())
+      continue;
+    std::vector<PlannedWeight> &plan = out.perRank[r];
+    for (const WeightSlice &s : it->second) {
+      fs::path p = resolveBundlePath(bundle, s.file);
+      std::string where = "rank " + std::to_string(r) + " weight '" + s.name +
+                          "' (offset " + std::to_string(s.offset) +
+                          ", size " + std::to_string(s.nbytes) + ")";
+      auto f = loom::rt::MappedFile::open(p.string(), &err);
+      if (!f) {
+        *error = where + ": " + err;
+        return false;
+      }
+      const void *data = f->slice(s.offset, s.nbytes, &err);
+      if (!data) {
+        *error = where + ": " + err;
+        return false;
+      }
+      // Touch every page so that the run does not pay the page faults.
+      const char *c = static_cast<const char *>(data);
+      for (int64_t o = 0; o < s.nbytes; o += page) {
+        sink = sink + c[o];
+        if ((o & ((int64_t(1) << 26) - 1)) == 0)
+          progress.update(doneBytes + o, doneSlices);
+      }
+      out.keep.push_back(std::move(f));
+      PlannedWeight w;
+      w.path = p.string();
+      w.offset = s.offset;
+      w.nbytes = s.nbytes;
+      w.shape = s.shape;
+      w.strides = s.strides;
+      plan.push_back(std::move(w));
+      doneBytes += s.nbytes;
+      progress.update(doneBytes, ++doneSlices);
+    }
+  }
+  (void)sink;
+  return true;
+}
+
+std::vector<int64_t> makeDescriptor(const void *data,
+                                    const std::vector<int64_t> &shape,
+                                    const std::vector<int64_t> &strides) {
+  std::vector<int64_t> d(3 + 2 * shape.size());
+  std::memcpy(&d[0], &data, sizeof(void *));
+  std::memcpy(&d[1], &data, sizeof(void *));
+  d[2] = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    d[3 + i] = shape[i];
+    d[3 + shape.size() + i] = strides[i];
+  }
+  return d;
+}
+
+bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
+                 const std::vector<PlannedWeight> &weights, BoundWeights &out,
+                 std::string *error) {
+  for (size_t k = 0; k < weights.size(); ++k) {
+    const PlannedWeight &w = weights[k];
+    std::string err;
+    if (!loom::rt::mapWeight(ctx, int64_t(k), w.path, w.offset, w.nbytes,
+                             &err)) {
+      *error = "weight '" + e.weights[k].name + "': " + err;
+      return false;
+    }
+    const void *p = loom_rt_weight(ctx, int64_t(k));
+    std::vector<int64_t> contiguous(w.shape.size());
+    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
+                    contiguous.data());
+    const Interleave &il = e.interleave[k];
+    if (w.strides != contiguous || il.rows) {
+      // This rank's copy, made once at load: a partitioned weight whose
+      // block is not contiguous in its file (e.g. split by columns), and/or
+      // a quantized weight in the interleaved layout.
+      int64_t es = dtypeSize(e.weights[k].dtype), n = 1;
+      for (int64_t d : w.shape)
+        n *= d;
+      Buffer b = allocBuffer(n * es);
+      if (!b) {
+        *error = "out of memory for weight '" + e.weights[k].name + "'";
+        return false;
+      }
+      if (il.rows)
+        interleaveRows(static_cast<const char *>(p), w.shape, w.strides, il,
+                       b.get());
+      else
+        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
+                    static_cast<const char *>(p), w.strides.data(), b.get(),
+                    contiguous.data());
+      out.descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
+      out.notOwned.insert(b.get());
+      out.owned.push_back(std::move(b));
+      continue;
+    }
+    out.descs.push_back(makeDescriptor(p, w.shape, w.strides));
+    out.notOwned.insert(p);
+  }
+  return true;
+}
+
+std::vector<OutputView> outputViews(const Entry &e,
+                                    const std::vector<int64_t> &words) {
+  std::vector<OutputView> v;
+  size_t base = 0;
+  for (const OutputSpec &o : e.outputs) {
+    OutputView ov;
+    std::memcpy(&ov.allocated, &words[base], sizeof(void *));
+    std::memcpy(&ov.aligned, &words[base + 1], sizeof(void *));
+    ov.offset = words[base + 2];
+    ov.sizes = &words[base + 3];
+    ov.strides = &words[base + 3 + size_t(o.rank)];
+    v.push_back(ov);
+    base += 3 + 2 * size_t(o.rank);
+  }
+  return v;
+}
+
+void freeOutputs(const Entry &e, const std::vector<int64_t> &words,
+                 const std::set<const void *> &notOwned) {
+  std::set<void *> freed;
+  for (const OutputView &o : outputViews(e, words)) {
+    void *p = o.allocated;
+    if (!p || p == reinterpret_cast<void *>(uintptr_t(0xdeadbeef)) ||
+        notOwned.count(p) || !freed.insert(p).second)
+      continue;
+    std::free(p);
+  }
+}
+
+} // namespace loom::run

@@ -1,0 +1,114 @@
+//===- Loader.h - loading a bundle for the ranks of loom-run ----*- C++ -*-===//
+//
+// What a run of one entry (loom-run.cpp) and text generation (Generate.cpp)
+// share: the manifest, the library and its entry points, the weight slices
+// mapped and prefaulted before any rank starts, and each rank's weights bound
+// to its context as memref descriptors (docs/BUNDLE.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LOOM_RUN_LOADER_H
+#define LOOM_RUN_LOADER_H
+
+#include "Manifest.h"
+#include "Npy.h"
+
+#include "loom/runtime/Runtime.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace loom::run {
+
+using EntryFn = void (*)(void **);
+
+double nowMs();
+std::string humanBytes(double bytes);
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// Reads and validates `<bundle>/manifest.json`; false + *error (one line).
+bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);
+
+/// dlopen()s the bundle's library and resolves every entry's symbol
+/// (entry name -> function). The library stays loaded until exit.
+bool loadLibrary(const std::string &bundle, const Manifest &m,
+                 std::map<std::string, EntryFn> &fns, std::string *error);
+
+/// The rank and world size of this process as told by mpirun (before MPI is
+/// initialised); singleton (0, 1) otherwise.
+void mpiEnvRank(int64_t &rank, int64_t &size);
+
+/// The backend and the ranks this process runs: under MPI (--backend mpi,
+/// or started by mpirun unless a backend was given) this process's rank,
+/// else every rank as a thread. `ranks` (0: unset) must match the bundle.
+bool selectRanks(const std::string &bundle, const Manifest &m,
+                 const std::string &backend, bool backendGiven, int ranks,
+                 bool &useMpi, int64_t &mpiRank,
+                 std::vector<int64_t> &localRanks, std::string *error);
+
+/// One weight slice of one rank, checked and mapped before the ranks start.
+struct PlannedWeight {
+  std::string path; ///< resolved
+  int64_t offset = 0, nbytes = 0;
+  std::vector<int64_t> shape, strides;
+};
+
+/// Every local rank's weight slices of one entry, mapped and prefaulted.
+struct MappedWeights {
+  std::map<int64_t, std::vector<PlannedWeight>> perRank; ///< manifest order
+  std::vector<std::shared_ptr<loom::rt::MappedFile>> keep;
+  int64_t bytes = 0; ///< all local ranks
+  size_t slices = 0;
+};
+
+/// Maps, checks and prefaults the slices of `entry` of every rank in
+/// `localRanks` (a progress bar on stderr when `progress`).
+bool mapWeights(const std::string &bundle, const Manifest &m,
+                const Entry &entry, const std::vector<int64_t> &localRanks,
+                bool progress, MappedWeights &out, std::string *error);
+
+/// A memref descriptor {allocated, aligned, offset, sizes, strides} as words.
+std::vector<int64_t> makeDescriptor(const void *data,
+                                    const std::vector<int64_t> &shape,
+                                    const std::vector<int64_t> &strides);
+
+/// A rank's weights registered with its context, as the descriptors to pass
+/// (manifest order) and the contiguous copies made for strided or
+/// interleaved slices.
+struct BoundWeights {
+  std::vector<std::vector<int64_t>> descs;
+  std::vector<Buffer> owned;
+  std::set<const void *> notOwned; ///< pointers an output may alias
+};
+
+/// Registers `weights` (this rank's, from mapWeights) as weights 0..n-1 of
+/// `ctx` and builds their descriptors.
+bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
+                 const std::vector<PlannedWeight> &weights, BoundWeights &out,
+                 std::string *error);
+
+/// A view of output `k` in the results buffer.
+struct OutputView {
+  void *allocated;
+  char *aligned;
+  int64_t offset;
+  const int64_t *sizes;
+  const int64_t *strides;
+};
+
+std::vector<OutputView> outputViews(const Entry &e,
+                                    const std::vector<int64_t> &words);
+
+/// Frees each distinct `allocated` pointer of the outputs that is not the
+/// allocated pointer of an input or weight (BUNDLE.md). MLIR marks memory it
+/// did not allocate (constant globals) with allocated = 0xdeadbeef: never
+/// freed either.
+void freeOutputs(const Entry &e, const std::vector<int64_t> &words,
+                 const std::set<const void *> &notOwned);
+
+} // namespace loom::run
+
+#endif // LOOM_RUN_LOADER_H
