@@ -453,9 +453,15 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
   // use_sliding_window.
   LOOM_FMT_ASSIGN(useSliding,
                   f.boolean("use_sliding_window", modelType == "mistral"));
-  if (useSliding && f.has("sliding_window")) {
-    LOOM_FMT_ASSIGN(w, f.positive("sliding_window", std::nullopt));
-    c.slidingWindow = w;
+  // Absent means transformers' default window (4096 in MistralConfig and
+  // Qwen2Config); null means none.
+  if (useSliding) {
+    if (root.find("sliding_window") == root.end()) {
+      c.slidingWindow = 4096;
+    } else if (f.has("sliding_window")) {
+      LOOM_FMT_ASSIGN(w, f.positive("sliding_window", std::nullopt));
+      c.slidingWindow = w;
+    }
   }
   if (auto e = checkKeys(root, modelType, text, file))
     return std::move(*e);

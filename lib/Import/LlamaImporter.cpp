@@ -26,10 +26,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace loom::fmt;
@@ -290,11 +290,15 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   // products of sizes far from overflow). The HF path refuses the same.
   auto checkRange = [&](const char *k, double v, double lo, double hi,
                         bool loOpen) -> bool {
+    auto num = [](double x) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", x);
+      return std::string(buf);
+    };
     if (!std::isfinite(v) || (loOpen ? !(v > lo) : !(v >= lo)) || v > hi) {
-      error = file + ": metadata key '" + key(k) + "' is " +
-              llvm::formatv("{0}", v).str() + "; it must be " +
-              (loOpen ? "> " : ">= ") + llvm::formatv("{0}", lo).str() +
-              " and <= " + llvm::formatv("{0}", hi).str() +
+      error = file + ": metadata key '" + key(k) + "' is " + num(v) +
+              "; it must be " + (loOpen ? "> " : ">= ") + num(lo) +
+              " and <= " + num(hi) +
               " (the file is corrupt or not a " + arch + " model)";
       return false;
     }
