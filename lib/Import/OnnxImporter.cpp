@@ -616,13 +616,14 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   auto setHost = [&](Host h) {
     // Every folder's result is checked here, so the next folder can index
     // its inputs by their shapes.
-    if (!h.consistent())
-      return fail("folding gives a malformed or too large value (shape " +
-                  Twine(llvm::join(llvm::map_range(h.shape, [](int64_t d) {
-                    return std::to_string(d);
-                  }), "x")) +
-                  "); the node's inputs or attributes are inconsistent; the "
-                  "file is corrupt");
+    if (!h.consistent()) {
+      std::string shape;
+      for (int64_t d : h.shape)
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      return fail("folding gives a malformed or too large value (shape [" +
+                  shape + "]); the node's inputs or attributes are "
+                  "inconsistent; the file is corrupt");
+    }
     Val r;
     r.dt = h.dt;
     for (int64_t d : h.shape)
@@ -716,7 +717,7 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     } else if (!isFloatDT(to) && h.isF()) {
       for (double d : h.fv) {
         if (to != DT_BOOL && !(std::fabs(d) < 9.2e18))
-          return fail("Cast of " + Twine(d) + " to an integer overflows");
+          return fail("Cast of " + std::to_string(d) + " to an integer overflows");
         h.iv.push_back(Dim::of(to == DT_BOOL ? d != 0 : int64_t(d)));
       }
       h.fv.clear();
@@ -913,8 +914,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     double steps = std::ceil((lim - a) / dd);
     if (!std::isfinite(a) || !std::isfinite(lim) || !std::isfinite(dd) ||
         !(steps < double(kInlineLimit)))
-      return fail("Range is too long or not finite (start " + Twine(a) +
-                  ", limit " + Twine(lim) + ", delta " + Twine(dd) + ")");
+      return fail("Range is too long or not finite (start " +
+                  std::to_string(a) + ", limit " + std::to_string(lim) +
+                  ", delta " + std::to_string(dd) + ")");
     int64_t n = std::max<int64_t>(int64_t(steps), 0);
     Host h;
     h.dt = s.dt;
