@@ -80,6 +80,9 @@ def build(family, overrides, out_dir):
         for name, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(0.1 * torch.randn_like(p))
+    # Generation toggles (early_stopping, ...) stay in config.json, which is
+    # what is tested; the separate generation_config.json would refuse them.
+    model.generation_config = transformers.GenerationConfig()
     model.save_pretrained(out_dir, safe_serialization=True)
     return model
 
