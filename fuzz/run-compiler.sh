@@ -37,7 +37,8 @@ FLAGS=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
 SOURCES=("$ROOT/lib/Import/OnnxImporter.cpp" "$ROOT/lib/Import/OnnxWire.cpp"
          "$ROOT"/passes/Raise/*.cpp)
 # Everything else from the CMake build.
-LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a -Wl,--end-group
+LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a "$BUILD"/lib/libloom_cost.a
+      "$BUILD"/lib/libloom_quant.a "$BUILD"/lib/libloom_formats.a -Wl,--end-group
       -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lMLIR -lLLVM
       -lonnx_proto -lprotobuf -lpthread)
 
@@ -46,13 +47,27 @@ if [ -z "$(ls -A "$ROOT/fuzz/seeds/onnx" 2>/dev/null)" ] && [ -x "$PY" ]; then
   "$PY" "$ROOT/fuzz/seeds/make_onnx_seeds.py" "$WORK/onnx-seeds" || true
 fi
 
+# The instrumented sources are compiled once (objects in $WORK/obj, rebuilt
+# when the source or the build's libraries are newer) and shared by both.
+mkdir -p "$WORK/obj"
+OBJS=()
+for src in "${SOURCES[@]}"; do
+  obj="$WORK/obj/$(basename "$(dirname "$src")")-$(basename "$src" .cpp).o"
+  if [ ! -f "$obj" ] || [ -n "$(find "$src" "$ROOT/lib/Import" "$ROOT/passes/Raise" \
+        "$BUILD/lib" -newer "$obj" -print -quit)" ]; then
+    echo "== compiling $src"
+    "$CXX" "${FLAGS[@]}" -c "$src" -o "$obj"
+  fi
+  OBJS+=("$obj")
+done
+
 status=0
 for t in $TARGETS; do
   bin="$WORK/${t}_fuzzer"
-  if [ ! -x "$bin" ] || [ -n "$(find "$ROOT/fuzz/${t}_fuzzer.cpp" "${SOURCES[@]}" \
-        "$BUILD/lib" -newer "$bin" -print -quit)" ]; then
+  if [ ! -x "$bin" ] || [ -n "$(find "$ROOT/fuzz/${t}_fuzzer.cpp" "${OBJS[@]}" \
+        -newer "$bin" -print -quit)" ]; then
     echo "== building $bin"
-    "$CXX" "${FLAGS[@]}" "${SOURCES[@]}" "$ROOT/fuzz/${t}_fuzzer.cpp" \
+    "$CXX" "${FLAGS[@]}" "${OBJS[@]}" "$ROOT/fuzz/${t}_fuzzer.cpp" \
       "${LIBS[@]}" -o "$bin"
   fi
   corpus="$WORK/$t/corpus"
