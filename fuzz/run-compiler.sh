@@ -42,8 +42,9 @@ LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a "$BUILD"/lib/libloom_cost.a
       -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lMLIR -lLLVM
       -lonnx_proto -lprotobuf -lpthread)
 
-mkdir -p "$ROOT/fuzz/seeds/onnx"
-if [ -z "$(ls -A "$ROOT/fuzz/seeds/onnx" 2>/dev/null)" ] && [ -x "$PY" ]; then
+# Generated seeds (valid models) once per work dir; fuzz/seeds/onnx/ holds
+# the inputs of past findings, replayed by every run.
+if [ ! -d "$WORK/onnx-seeds" ] && [ -x "$PY" ]; then
   "$PY" "$ROOT/fuzz/seeds/make_onnx_seeds.py" "$WORK/onnx-seeds" || true
 fi
 
@@ -53,10 +54,11 @@ mkdir -p "$WORK/obj"
 OBJS=()
 for src in "${SOURCES[@]}"; do
   obj="$WORK/obj/$(basename "$(dirname "$src")")-$(basename "$src" .cpp).o"
-  if [ ! -f "$obj" ] || [ -n "$(find "$src" "$ROOT/lib/Import" "$ROOT/passes/Raise" \
-        "$BUILD/lib" -newer "$obj" -print -quit)" ]; then
+  # Stale when the source or a header it includes (its .d file) is newer.
+  if [ ! -f "$obj" ] || [ ! -f "$obj.d" ] || [ -n "$(find $(sed -e 's/^[^:]*://' \
+        -e 's/\\$//' "$obj.d") -newer "$obj" -print -quit 2>/dev/null)" ]; then
     echo "== compiling $src"
-    "$CXX" "${FLAGS[@]}" -c "$src" -o "$obj"
+    "$CXX" "${FLAGS[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj"
   fi
   OBJS+=("$obj")
 done
@@ -65,7 +67,8 @@ status=0
 for t in $TARGETS; do
   bin="$WORK/${t}_fuzzer"
   if [ ! -x "$bin" ] || [ -n "$(find "$ROOT/fuzz/${t}_fuzzer.cpp" "${OBJS[@]}" \
-        -newer "$bin" -print -quit)" ]; then
+        "$ROOT/lib/Import/MlirInputGuard.h" "$BUILD"/lib/lib*.a -newer "$bin" \
+        -print -quit)" ]; then
     echo "== building $bin"
     "$CXX" "${FLAGS[@]}" "${OBJS[@]}" "$ROOT/fuzz/${t}_fuzzer.cpp" \
       "${LIBS[@]}" -o "$bin"

@@ -1806,8 +1806,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   }
 
   // The function and its arguments.
-  auto module = ModuleOp::create(UnknownLoc::get(ctx));
-  b.setInsertionPointToEnd(module.getBody());
+  // Owned until returned: every early return below erases it.
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(ctx));
+  b.setInsertionPointToEnd(module->getBody());
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   for (const auto &i : g.input()) {
@@ -1865,14 +1866,11 @@ OwningOpRef<ModuleOp> Importer::run() {
              "' (" + g.node(i).op_type() + "); ONNX graphs must be acyclic");
         break;
       }
-    module.erase();
     return nullptr;
   }
   for (int i : order) {
-    if (!importNode(g.node(i))) {
-      module.erase();
+    if (!importNode(g.node(i)))
       return nullptr;
-    }
   }
 
   // Results.
@@ -1882,14 +1880,11 @@ OwningOpRef<ModuleOp> Importer::run() {
     auto it = vals.find(o.name());
     if (it == vals.end()) {
       fail("graph output '" + o.name() + "' is not produced");
-      module.erase();
       return nullptr;
     }
     Value v = materialize(it->second, o.name());
-    if (!v) {
-      module.erase();
+    if (!v)
       return nullptr;
-    }
     results.push_back(v);
     resultTypes.push_back(v.getType());
   }
@@ -1897,10 +1892,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   fn.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, o] : llvm::enumerate(g.output()))
     fn.setResultAttr(i, "loom.name", b.getStringAttr(o.name()));
-  if (failed(verify(module))) {
+  if (failed(verify(*module))) {
     fail("the imported IR does not verify (see the diagnostics above); "
          "please report this model");
-    module.erase();
     return nullptr;
   }
   return module;
