@@ -909,6 +909,27 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1)
       return fail("Range start, limit and delta must be scalars; the file is "
                   "corrupt");
+    if (s.isF() != l.isF() || s.isF() != d.isF())
+      return fail("Range start, limit and delta must have one element type; "
+                  "the file is corrupt");
+    if (!s.isF()) {
+      // Integers exactly: (limit - start) and the count in 128 bits; every
+      // element lies between start and limit, so it fits int64.
+      int64_t a = s.iv[0].c, lim = l.iv[0].c, dd = d.iv[0].c;
+      if (dd == 0) return fail("Range with a zero step");
+      __int128 diff = __int128(lim) - a;
+      __int128 steps = diff / dd + ((diff % dd != 0) && ((diff > 0) == (dd > 0)));
+      if (steps >= kInlineLimit)
+        return fail("Range is too long (start " + std::to_string(a) +
+                    ", limit " + std::to_string(lim) + ", delta " +
+                    std::to_string(dd) + ")");
+      Host h;
+      h.dt = s.dt;
+      h.shape = {std::max<int64_t>(int64_t(steps), 0)};
+      for (int64_t i = 0; i < h.shape[0]; ++i)
+        h.iv.push_back(Dim::of(int64_t(a + __int128(i) * dd)));
+      return setHost(std::move(h));
+    }
     double a = s.f(0), lim = l.f(0), dd = d.f(0);
     if (dd == 0) return fail("Range with a zero step");
     double steps = std::ceil((lim - a) / dd);
@@ -922,7 +943,7 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     h.dt = s.dt;
     h.shape = {n};
     for (int64_t i = 0; i < n; ++i)
-      h.isF() ? h.fv.push_back(a + i * dd) : h.iv.push_back(Dim::of(int64_t(a) + i * int64_t(dd)));
+      h.fv.push_back(a + i * dd);
     return setHost(std::move(h));
   }
   if (op == "Trilu") {

@@ -149,3 +149,19 @@ def test_malformed_folds(tmp_path, case):
                      helper.make_node("Add", ["x", "r"], ["y"])]
     p = save(tmp_path, nodes, [vi("x", [1])], [vi("y", [1])], inits, name=case)
     loomc(p, "import", timeout=30)
+
+
+def test_range_int64_near_the_limits(tmp_path):
+    # Integer Range folded in int64: start + i * delta overflowed (UBSan in
+    # onnx_fuzzer, fuzz/seeds/onnx/ubsan-range-int64-overflow.onnx) when the
+    # span (limit - start) exceeds int64 though every element fits. Now in
+    # 128 bits: 48 elements, the last -2^62 + 47 * 2^58.
+    i64 = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    p = save(tmp_path, [helper.make_node("Range", ["s", "l", "d"], ["y"])],
+             [], [vi("y", [48], TensorProto.INT64)],
+             [i64("s", -2**62), i64("l", 2**63 - 1), i64("d", 2**58)],
+             name="range_int64")
+    r = loomc(p, phase="import")
+    assert r.returncode == 0, r.stderr
+    text = p.with_suffix(".out.mlir").read_text()
+    assert str(-2**62 + 47 * 2**58) in text, text
