@@ -469,8 +469,20 @@ Value Importer::materialize(Val &val, StringRef name) {
   } else {
     unsigned w = et.getIntOrFloatBitWidth();
     SmallVector<APInt> xs;
-    for (const Dim &d : h.iv)
-      xs.push_back(APInt(w, w == 1 ? (d.c != 0) : uint64_t(d.c), true));
+    for (const Dim &d : h.iv) {
+      // A folded value must fit its element type (signed or unsigned, as
+      // the ONNX type says either); one that does not is refused, not
+      // truncated (APInt asserts on it, a release build truncated it).
+      if (w > 1 && w < 64 && !llvm::isIntN(w, d.c) &&
+          !llvm::isUIntN(w, uint64_t(d.c))) {
+        fail("the folded value " + Twine(d.c) + " of '" + name +
+             "' does not fit its " + Twine(w) + "-bit element type; the "
+             "file is corrupt or the graph overflows at import time");
+        return {};
+      }
+      xs.push_back(w == 1 ? APInt(1, d.c != 0)
+                          : APInt(64, uint64_t(d.c)).trunc(w));
+    }
     attr = DenseElementsAttr::get(ct, xs);
   }
   val.v = ConstantOp::create(b, loc, attr);
@@ -723,6 +735,15 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       h.fv.clear();
     } else if (to == DT_BOOL) {
       for (Dim &d : h.iv) if (d.isConst()) d.c = d.c != 0;
+    }
+    // Integer casts wrap to the target width, as ONNX Runtime does.
+    if (!isFloatDT(to) && to != DT_BOOL && dtBytes(to) < 8) {
+      unsigned bits = dtBytes(to) * 8;
+      for (Dim &d : h.iv)
+        if (d.isConst()) {
+          uint64_t m = uint64_t(d.c) & ((uint64_t(1) << bits) - 1);
+          d.c = to == DT_U8 ? int64_t(m) : llvm::SignExtend64(m, bits);
+        }
     }
     h.dt = to;
     return setHost(std::move(h));

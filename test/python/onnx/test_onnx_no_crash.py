@@ -165,3 +165,23 @@ def test_range_int64_near_the_limits(tmp_path):
     assert r.returncode == 0, r.stderr
     text = p.with_suffix(".out.mlir").read_text()
     assert str(-2**62 + 47 * 2**58) in text, text
+
+
+@pytest.mark.parametrize("to,want", [(TensorProto.UINT8, [44, 255, 200]),
+                                     (TensorProto.INT8, [44, -1, -56])])
+def test_integer_cast_fold_wraps(tmp_path, to, want):
+    # Cast of int64 [300, -1, 200] folded at import: wraps to the target
+    # width as ONNX Runtime does ([44, 255, 200] / [44, -1, -56]); the
+    # unwrapped value reached APInt (an assertion in onnx_fuzzer,
+    # fuzz/seeds/onnx/assert-apint-folded-value-too-wide.onnx).
+    a = numpy_helper.from_array(np.array([300, -1, 200], np.int64), "a")
+    nodes = [helper.make_node("Cast", ["a"], ["o"], to=to),
+             helper.make_node("Cast", ["o"], ["of"], to=TensorProto.FLOAT),
+             helper.make_node("ReduceSum", ["of"], ["r"], keepdims=0),
+             helper.make_node("Add", ["x", "r"], ["y"])]
+    p = save(tmp_path, nodes, [vi("x", [1])], [vi("y", [1])], [a],
+             name="cast_wrap")
+    r = loomc(p, phase="import")
+    assert r.returncode == 0, r.stderr
+    text = p.with_suffix(".out.mlir").read_text()
+    assert "dense<[" + ", ".join(f"{v:.6e}" for v in want) + "]>" in text, text
