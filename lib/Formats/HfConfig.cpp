@@ -96,6 +96,148 @@ private:
   std::string_view file;
 };
 
+//===----------------------------------------------------------------------===//
+// Every key of config.json is accounted for
+//===----------------------------------------------------------------------===//
+//
+// A key is consumed by the parser below, on a list of keys that do not change
+// the logits (bookkeeping, generation settings, dropout, which is off in
+// inference), or refused by name when its value differs from transformers'
+// default. A key on none of the lists is refused too: Loom cannot tell
+// whether it changes the math (docs/IMPORT-LLAMA.md, "config.json keys").
+
+/// Keys of PretrainedConfig and of the families that never change the
+/// logits of a forward pass.
+constexpr const char *kNoMathKeys[] = {
+    // Bookkeeping.
+    "architectures", "model_type", "torch_dtype", "dtype",
+    "transformers_version", "_name_or_path", "use_cache", "return_dict",
+    "output_hidden_states", "output_attentions", "torchscript",
+    "use_bfloat16", "tf_legacy_loss", "_attn_implementation",
+    "attn_implementation", "_commit_hash", "initializer_range",
+    "use_return_dict", "output_router_logits",
+    // Special token ids (the tokenizer's business).
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+    "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id",
+    // Generation settings (sampling happens after the logits).
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+    "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
+    "typical_p", "repetition_penalty", "length_penalty",
+    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate",
+    "remove_invalid_values", "exponential_decay_length_penalty",
+    "suppress_tokens", "begin_suppress_tokens", "chunk_size_feed_forward",
+    // Task heads and labels (Loom builds the causal LM head).
+    "finetuning_task", "id2label", "label2id", "num_labels",
+    "tokenizer_class", "prefix", "task_specific_params", "problem_type",
+    // Encoder-decoder plumbing a decoder-only causal LM does not use.
+    "is_decoder", "is_encoder_decoder", "tie_encoder_decoder",
+    "cross_attention_hidden_size",
+    // Dropout: off in inference.
+    "attention_dropout",
+};
+
+/// Per model_type: the consumed keys, the keys without effect on the math,
+/// and the keys refused when they differ from the default (as JSON text).
+struct FamilyKeys {
+  const char *modelType;
+  std::vector<const char *> consumed;
+  std::vector<const char *> noMath;
+  std::vector<std::pair<const char *, const char *>> refusedUnlessDefault;
+};
+
+const std::vector<FamilyKeys> &familyKeys() {
+  static const std::vector<const char *> llamaConsumed = {
+      "hidden_size", "num_hidden_layers", "num_attention_heads",
+      "num_key_value_heads", "intermediate_size", "vocab_size",
+      "max_position_embeddings", "rms_norm_eps", "hidden_act",
+      "tie_word_embeddings", "attention_bias", "rope_theta",
+      "rope_parameters", "rope_scaling", "head_dim", "use_sliding_window",
+      "sliding_window"};
+  // pretraining_tp > 1 splits the projections into slices whose partial
+  // products are summed: the same math (up to summation order).
+  // is_llama_config / rope_interleaved: written by nanotron, not read by
+  // transformers (which is the reference).
+  static const std::vector<const char *> llamaNoMath = {
+      "pretraining_tp", "is_llama_config", "rope_interleaved",
+      // qwen2: which layers use the window; the window itself is checked.
+      "max_window_layers"};
+  static const std::vector<std::pair<const char *, const char *>> llamaRefused =
+      {{"mlp_bias", "false"},
+       {"pruned_heads", "{}"},
+       {"quantization_config", "null"},
+       {"add_cross_attention", "false"}};
+  static const std::vector<FamilyKeys> table = {
+      {"llama", llamaConsumed, llamaNoMath, llamaRefused},
+      {"mistral", llamaConsumed, llamaNoMath, llamaRefused},
+      {"qwen2", llamaConsumed, llamaNoMath, llamaRefused},
+      {"gpt2",
+       {"n_embd", "n_layer", "n_head", "vocab_size", "n_positions", "n_inner",
+        "layer_norm_epsilon", "activation_function", "tie_word_embeddings",
+        "scale_attn_weights", "scale_attn_by_inverse_layer_idx"},
+       // n_ctx: the old name of n_positions, not read by GPT2Model.
+       // reorder_and_upcast_attn: computes q k^T in f32, as Loom does.
+       // summary_*: GPT2DoubleHeadsModel's classifier head.
+       {"n_ctx", "reorder_and_upcast_attn", "embd_pdrop", "attn_pdrop",
+        "resid_pdrop", "summary_type", "summary_use_proj",
+        "summary_activation", "summary_proj_to_labels",
+        "summary_first_dropout"},
+       {{"add_cross_attention", "false"},
+        {"pruned_heads", "{}"},
+        {"quantization_config", "null"}}},
+  };
+  return table;
+}
+
+/// Refuses a key that is neither consumed, nor without effect on the math,
+/// nor at its default.
+std::optional<Error> checkKeys(const Json &root, const std::string &modelType,
+                               std::string_view text, std::string_view file) {
+  const FamilyKeys *fam = nullptr;
+  for (const FamilyKeys &f : familyKeys())
+    if (modelType == f.modelType)
+      fam = &f;
+  if (!fam)
+    return std::nullopt;
+  auto in = [](const auto &list, std::string_view k) {
+    for (const char *x : list)
+      if (k == x)
+        return true;
+    return false;
+  };
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string &k = it.key();
+    if (in(fam->consumed, k) || in(fam->noMath, k) || in(kNoMathKeys, k))
+      continue;
+    std::string value = it->dump();
+    if (value.size() > 80)
+      value = value.substr(0, 77) + "...";
+    bool known = false;
+    for (const auto &[key, dflt] : fam->refusedUnlessDefault) {
+      if (k != key)
+        continue;
+      known = true;
+      Json d = Json::parse(dflt, nullptr, false);
+      // null stands for the default as well ("quantization_config": null).
+      if (*it == d || it->is_null() || (it->is_object() && it->empty() &&
+                                        d.is_object()))
+        break;
+      return makeError(file, ": key '", k, "' at byte ", keyOffset(text, k, 0),
+                       ": ", k, " = ", value, " is not supported for ",
+                       modelType, " (Loom imports only ", k, " = ", dflt,
+                       "); the model would compute something else");
+    }
+    if (known)
+      continue;
+    return makeError(
+        file, ": key '", k, "' at byte ", keyOffset(text, k, 0), ": ", k,
+        " = ", value, " is not a ", modelType,
+        " config key Loom knows, so it cannot tell whether it changes the "
+        "model's math; remove it if it does not (docs/IMPORT-LLAMA.md)");
+  }
+  return std::nullopt;
+}
+
 Result<std::optional<RopeScaling>> parseRopeScaling(const Fields &f,
                                                     const Json *v) {
   if (!v)
@@ -197,6 +339,9 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
     LOOM_FMT_ASSIGN(eps, f.number("layer_norm_epsilon", 1e-5));
     LOOM_FMT_ASSIGN(act, f.string("activation_function", "gelu_new"));
     LOOM_FMT_ASSIGN(tie, f.boolean("tie_word_embeddings", true));
+    LOOM_FMT_ASSIGN(scaleWeights, f.boolean("scale_attn_weights", true));
+    LOOM_FMT_ASSIGN(byLayer,
+                    f.boolean("scale_attn_by_inverse_layer_idx", false));
     if (hidden % heads != 0)
       return f.error("n_head", "n_embd " + std::to_string(hidden) +
                                    " is not a multiple of n_head " +
@@ -215,8 +360,12 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
     c.tieWordEmbeddings = tie;
     c.activation = act;
     c.attentionBias = true;
+    c.scaleAttnWeights = scaleWeights;
+    c.scaleAttnByInverseLayerIdx = byLayer;
     if (eps <= 0)
       return f.error("layer_norm_epsilon", "must be positive");
+    if (auto e = checkKeys(root, modelType, text, file))
+      return std::move(*e);
     return c;
   }
 
@@ -304,10 +453,18 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
   // use_sliding_window.
   LOOM_FMT_ASSIGN(useSliding,
                   f.boolean("use_sliding_window", modelType == "mistral"));
-  if (useSliding && f.has("sliding_window")) {
-    LOOM_FMT_ASSIGN(w, f.positive("sliding_window", std::nullopt));
-    c.slidingWindow = w;
+  // Absent means transformers' default window (4096 in MistralConfig and
+  // Qwen2Config); null means none.
+  if (useSliding) {
+    if (root.find("sliding_window") == root.end()) {
+      c.slidingWindow = 4096;
+    } else if (f.has("sliding_window")) {
+      LOOM_FMT_ASSIGN(w, f.positive("sliding_window", std::nullopt));
+      c.slidingWindow = w;
+    }
   }
+  if (auto e = checkKeys(root, modelType, text, file))
+    return std::move(*e);
   return c;
 }
 

@@ -29,18 +29,26 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnx(mlir::MLIRContext *context,
                                              llvm::StringRef path,
                                              std::string &error);
 
+/// Options of the LLM importers.
+struct LlmImportOptions {
+  /// loomc --context-limit: the longest context the compiled model serves
+  /// (recorded as llm.model's context_length; 0: the model's own). A
+  /// sliding window at least this long never binds, so such models import.
+  int64_t contextLimit = 0;
+};
+
 /// GGUF v3, llama family -> loom, weights referring to the blocks in place.
 /// Implemented in LlamaImporter.cpp.
-mlir::OwningOpRef<mlir::ModuleOp> importGguf(mlir::MLIRContext *context,
-                                             llvm::StringRef path,
-                                             std::string &error);
+mlir::OwningOpRef<mlir::ModuleOp>
+importGguf(mlir::MLIRContext *context, llvm::StringRef path,
+           std::string &error, const LlmImportOptions &options = {});
 
 /// Hugging Face config.json (+ safetensors, one file or an index) -> loom.
 /// `path` is the directory or the config.json. Implemented in
 /// LlamaImporter.cpp.
 mlir::OwningOpRef<mlir::ModuleOp>
 importHuggingFace(mlir::MLIRContext *context, llvm::StringRef path,
-                  std::string &error);
+                  std::string &error, const LlmImportOptions &options = {});
 
 } // namespace loom
 

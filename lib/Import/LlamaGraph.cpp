@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <set>
 
 using namespace mlir;
 
@@ -158,6 +159,10 @@ private:
   const NameFn &nameOf;
   std::string &error;
   llvm::StringMap<Value> weightOps;
+
+public:
+  /// The tensors the graph reads (every other one is refused by name).
+  std::set<std::string, std::less<>> used;
 };
 
 Type GraphBuilder::storageType(const fmt::TensorRef &ref) {
@@ -208,6 +213,7 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
     return fail(ref.file + ": tensor '" + name + "' has shape " +
                 shapeStr(ref.shape) + " but the model's hyper-parameters (" +
                 d.file + ") make it " + shapeStr(shape));
+  used.insert(name);
   if (Value v = weightOps.lookup(name))
     return v;
   Type type = storageType(ref);
@@ -346,6 +352,9 @@ Value GraphBuilder::llamaLayer(Value x, int64_t l, Value cos, Value sin) {
   Value o = attend(q, k, v, Hq, Hkv, l);
   o = mergeHeads(o, Hq);
   o = linear(o, weight(Role::Output, l, {D, Hq * Dh}), D);
+  // attention_bias: true gives o_proj a bias as well (LlamaAttention).
+  if (d.outputBias)
+    o = addBias(o, weight(Role::OutputBias, l, {D}));
   x = add(x, o);
   // Gated MLP.
   h = norm(x, Role::FfnNorm, Role::FfnNormBias, l);
@@ -384,6 +393,13 @@ Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
   if (failed())
     return Value();
   Value o = attend(heads[0], heads[1], heads[2], H, H, l);
+  // scale_attn_weights / scale_attn_by_inverse_layer_idx (GPT2Attention).
+  if (o && (!d.scaleAttnWeights || d.scaleByInverseLayer)) {
+    double scale = d.scaleAttnWeights ? 1.0 / std::sqrt(double(d.headDim)) : 1.0;
+    if (d.scaleByInverseLayer)
+      scale /= double(l + 1);
+    o.getDefiningOp<AttentionOp>().setScaleAttr(b.getF32FloatAttr(float(scale)));
+  }
   o = mergeHeads(o, H);
   o = conv1d(o, weight(Role::Output, l, {D, D}), D);
   o = addBias(o, weight(Role::OutputBias, l, {D}));
@@ -512,13 +528,28 @@ OwningOpRef<ModuleOp>
 buildModule(MLIRContext *context, const ModelDesc &desc,
             const std::map<std::string, fmt::TensorRef, std::less<>> &weights,
             const NameFn &nameOf, ArrayRef<NamedAttribute> moduleAttrs,
-            std::string &error) {
+            std::string &error,
+            const std::function<bool(StringRef)> &ignorable) {
   context->getOrLoadDialect<LoomDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
   GraphBuilder builder(context, desc, weights, nameOf, error);
   OwningOpRef<ModuleOp> m = builder.build(moduleAttrs);
   if (!m && error.empty())
     error = desc.file + ": import failed";
+  if (!m)
+    return m;
+  // Every tensor of the checkpoint is consumed or refused by name: a
+  // variant with weights this graph does not have (an o_proj bias, MoE
+  // experts, an extra norm) never imports silently wrong.
+  for (const auto &[name, ref] : weights) {
+    if (builder.used.count(name) || (ignorable && ignorable(name)))
+      continue;
+    error = ref.file + ": tensor '" + name + "' is not used by the " +
+            desc.architecture + " graph Loom builds (docs/IMPORT-LLAMA.md "
+            "lists the tensors of each family); a checkpoint with it would "
+            "compute something Loom does not, so it is refused";
+    return nullptr;
+  }
   return m;
 }
 

@@ -100,15 +100,22 @@ struct ModelDesc {
   /// q/k/v biases required (qwen2, attention_bias); when false they are
   /// still used if the weight table has them.
   bool qkvBias = false;
+  /// The attention output projection has a bias (llama attention_bias).
+  bool outputBias = false;
   /// The lm head is the token embedding (no separate tensor).
   bool tiedEmbeddings = false;
+  /// gpt2: the attention scale is 1/sqrt(headDim) (scaleAttnWeights, else
+  /// 1), divided by layer + 1 with scaleByInverseLayer.
+  bool scaleAttnWeights = true;
+  bool scaleByInverseLayer = false;
 };
 
 /// Maps a role (and layer, -1 for non-layer roles) to a tensor name.
 using NameFn = std::function<std::string(Role role, int64_t layer)>;
 
 /// Builds the module. `weights` holds every tensor of the model files by
-/// name (absolute file paths and offsets). `moduleAttrs` are added to the
+/// name (absolute file paths and offsets); a tensor the graph does not use
+/// is refused by name unless `ignorable` says it may be left out. `moduleAttrs` are added to the
 /// module (e.g. llm.tokenizer). On failure returns null and sets `error`
 /// (naming the file, the tensor and what was expected).
 mlir::OwningOpRef<mlir::ModuleOp>
@@ -116,7 +123,8 @@ buildModule(mlir::MLIRContext *context, const ModelDesc &desc,
             const std::map<std::string, fmt::TensorRef, std::less<>> &weights,
             const NameFn &nameOf,
             llvm::ArrayRef<mlir::NamedAttribute> moduleAttrs,
-            std::string &error);
+            std::string &error,
+            const std::function<bool(llvm::StringRef)> &ignorable = {});
 
 } // namespace loom::llama
 

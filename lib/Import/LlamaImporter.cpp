@@ -28,6 +28,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 using namespace loom::fmt;
 
@@ -150,7 +153,10 @@ DictionaryAttr tokenizerAttr(Builder &b, const GgufFile &file,
   return b.getDictionaryAttr(entries);
 }
 
-DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d) {
+/// `contextLength`: what the compiled model serves (d.contextLength, or
+/// loomc --context-limit).
+DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d,
+                         int64_t contextLength) {
   SmallVector<NamedAttribute> e;
   auto i = [&](const char *k, int64_t v) {
     e.push_back(b.getNamedAttr(k, b.getI64IntegerAttr(v)));
@@ -164,7 +170,7 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d) {
   i("head_dim", d.headDim);
   i("intermediate_size", d.ffnSize);
   i("vocab_size", d.vocabSize);
-  i("context_length", d.contextLength);
+  i("context_length", contextLength);
   e.push_back(b.getNamedAttr("norm_eps", b.getF64FloatAttr(d.normEps)));
   if (d.ropeDim) {
     e.push_back(b.getNamedAttr("rope_theta", b.getF64FloatAttr(d.ropeTheta)));
@@ -179,8 +185,44 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d) {
 
 } // namespace
 
+/// The context the compiled model serves: --context-limit when given (at
+/// most the model's own), else the model's. A sliding attention window
+/// shorter than that would change the attention after `window` tokens,
+/// which Loom's attention does not do: refused by name.
+std::optional<int64_t> servedContext(const llama::ModelDesc &d,
+                                     std::optional<int64_t> window,
+                                     const std::string &windowKey,
+                                     const std::string &contextKey,
+                                     const LlmImportOptions &options,
+                                     std::string &error) {
+  int64_t served = d.contextLength;
+  if (options.contextLimit > 0) {
+    if (d.contextLength > 0 && options.contextLimit > d.contextLength) {
+      error = d.file + ": --context-limit " +
+              std::to_string(options.contextLimit) + " is longer than the "
+              "model's " + contextKey + " " + std::to_string(d.contextLength) +
+              "; pass --context-limit N with N <= " +
+              std::to_string(d.contextLength);
+      return std::nullopt;
+    }
+    served = options.contextLimit;
+  }
+  if (window && (served <= 0 || *window < served)) {
+    std::string ctx = served > 0 ? std::to_string(served) : "unbounded";
+    error = d.file + ": " + windowKey + " " + std::to_string(*window) +
+            " < context length " + ctx +
+            " is not supported: the attention would differ after " +
+            std::to_string(*window) + " tokens; pass --context-limit N with "
+            "N <= " + std::to_string(*window) +
+            " to compile a model exact up to N tokens";
+    return std::nullopt;
+  }
+  return served;
+}
+
 OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
-                                 std::string &error) {
+                                 std::string &error,
+                                 const LlmImportOptions &options) {
   std::string file = absolutePath(path);
   auto opened = openGguf(file);
   if (!opened) {
@@ -244,6 +286,25 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
     out = *f;
     return true;
   };
+  // Every numeric hyper-parameter is checked where it is read: positive,
+  // finite, within bounds no real model comes near (and that keep the
+  // products of sizes far from overflow). The HF path refuses the same.
+  auto checkRange = [&](const char *k, double v, double lo, double hi,
+                        bool loOpen) -> bool {
+    auto num = [](double x) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", x);
+      return std::string(buf);
+    };
+    if (!std::isfinite(v) || (loOpen ? !(v > lo) : !(v >= lo)) || v > hi) {
+      error = file + ": metadata key '" + key(k) + "' is " + num(v) +
+              "; it must be " + (loOpen ? "> " : ">= ") + num(lo) +
+              " and <= " + num(hi) +
+              " (the file is corrupt or not a " + arch + " model)";
+      return false;
+    }
+    return true;
+  };
 
   llama::ModelDesc d;
   d.family = llama::Family::Llama;
@@ -261,10 +322,19 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
       !getFloat("attention.layer_norm_rms_epsilon", d.normEps, 1e-5) ||
       !getFloat("rope.freq_base", d.ropeTheta, 10000.0))
     return nullptr;
-  if (d.hiddenSize <= 0 || d.numLayers <= 0 || d.numHeads <= 0 ||
-      d.numKvHeads <= 0 || d.ffnSize <= 0)
-    return fail("embedding_length, block_count, head_count, head_count_kv "
-                "and feed_forward_length must be positive");
+  constexpr double kMaxSize = double(int64_t(1) << 20);
+  if (!checkRange("embedding_length", d.hiddenSize, 1, kMaxSize, false) ||
+      !checkRange("block_count", d.numLayers, 1, 1 << 14, false) ||
+      !checkRange("attention.head_count", d.numHeads, 1, 1 << 14, false) ||
+      !checkRange("attention.head_count_kv", d.numKvHeads, 1, 1 << 14,
+                  false) ||
+      !checkRange("feed_forward_length", d.ffnSize, 1, kMaxSize, false) ||
+      (g.find(key("context_length")) &&
+       !checkRange("context_length", d.contextLength, 1, 1 << 30, false)) ||
+      !checkRange("attention.layer_norm_rms_epsilon", d.normEps, 0, 1,
+                  true) ||
+      !checkRange("rope.freq_base", d.ropeTheta, 0, 1e12, true))
+    return nullptr;
   if (d.numHeads % d.numKvHeads)
     return fail("head_count " + std::to_string(d.numHeads) +
                 " is not a multiple of head_count_kv " +
@@ -273,6 +343,9 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
       d.hiddenSize % d.numHeads ? 0 : d.hiddenSize / d.numHeads;
   if (!getUInt("attention.key_length", d.headDim, false, defaultHeadDim))
     return nullptr;
+  if (d.headDim > (1 << 16))
+    return fail("metadata key '" + key("attention.key_length") + "' is " +
+                std::to_string(d.headDim) + "; it must be <= 65536");
   if (d.headDim <= 0)
     return fail("embedding_length " + std::to_string(d.hiddenSize) +
                 " is not a multiple of head_count " +
@@ -317,6 +390,8 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   d.vocabSize = embd->second.shape[0];
   if (!getUInt("vocab_size", d.vocabSize, false, d.vocabSize))
     return nullptr;
+  if (!checkRange("vocab_size", d.vocabSize, 1, 1 << 24, false))
+    return nullptr;
   d.tiedEmbeddings = !weights.count("output.weight");
 
   // Unused tensors in a layer-shaped name we do not know are refused by
@@ -337,10 +412,75 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
                   "(+bias), attn_output, ffn_norm, ffn_gate/up/down)");
   }
 
+  // Every metadata key of the architecture is consumed, harmless, or
+  // refused by name; general.* keys must be descriptive ones.
+  std::optional<int64_t> window;
+  for (const GgufKeyValue &kv : g.metadata()) {
+    llvm::StringRef k(kv.key.data(), kv.key.size());
+    if (k.starts_with("general.")) {
+      static const char *const kGeneral[] = {
+          "general.architecture", "general.type", "general.name",
+          "general.basename", "general.finetune", "general.size_label",
+          "general.version", "general.description", "general.author",
+          "general.organization", "general.url", "general.doi",
+          "general.uuid", "general.repo_url", "general.source.url",
+          "general.source.doi", "general.source.uuid",
+          "general.source.repo_url", "general.source.huggingface.repository",
+          "general.license", "general.license.name", "general.license.link",
+          "general.tags", "general.languages", "general.datasets",
+          "general.file_type", "general.quantization_version",
+          "general.quantized_by", "general.alignment",
+          "general.base_model.count", "general.dataset.count"};
+      if (llvm::is_contained(kGeneral, k) ||
+          k.starts_with("general.base_model.") ||
+          k.starts_with("general.dataset."))
+        continue;
+      return fail("metadata key '" + k.str() + "' is not a descriptive "
+                  "general.* key Loom knows; it cannot tell whether it "
+                  "changes the model (docs/IMPORT-LLAMA.md)");
+    }
+    if (!k.starts_with(arch + "."))
+      continue; // tokenizer.*, quantize.*, split.*: not the model's math
+    llvm::StringRef rest = k.drop_front(arch.size() + 1);
+    static const char *const kConsumed[] = {
+        "embedding_length", "block_count", "attention.head_count",
+        "feed_forward_length", "attention.head_count_kv", "context_length",
+        "attention.layer_norm_rms_epsilon", "rope.freq_base",
+        "attention.key_length", "attention.value_length",
+        "rope.dimension_count", "rope.scaling.type", "vocab_size",
+        // Only meaningful with a rope scaling type, which is refused.
+        "rope.scaling.factor", "rope.scaling.original_context_length",
+        "rope.scaling.finetuned"};
+    if (llvm::is_contained(kConsumed, rest))
+      continue;
+    if (rest == "expert_count" || rest == "expert_used_count") {
+      auto u = kv.value.asUInt();
+      if (u && *u == 0)
+        continue;
+      return fail("metadata key '" + k.str() + "': mixture-of-experts models "
+                  "are not supported");
+    }
+    if (rest == "attention.sliding_window") {
+      auto u = kv.value.asUInt();
+      if (!u || *u == 0 || *u > (uint64_t(1) << 40))
+        return fail("metadata key '" + k.str() + "' must be a positive "
+                    "integer");
+      window = int64_t(*u);
+      continue;
+    }
+    return fail("metadata key '" + k.str() + "' is not a " + arch +
+                " key Loom knows, so it cannot tell whether it changes the "
+                "model's math; the file is refused (docs/IMPORT-LLAMA.md)");
+  }
+  std::optional<int64_t> served =
+      servedContext(d, window, key("attention.sliding_window"),
+                    key("context_length"), options, error);
+  if (!served)
+    return nullptr;
+
   Builder b(context);
   SmallVector<NamedAttribute> attrs;
-  llama::ModelDesc &dd = d;
-  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, dd)));
+  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, d, *served)));
   attrs.push_back(b.getNamedAttr("llm.tokenizer", tokenizerAttr(b, g, file)));
   return llama::buildModule(context, d, weights, ggufName, attrs, error);
 }
@@ -373,6 +513,8 @@ std::string hfLlamaName(llama::Role role, int64_t l) {
     return p + "self_attn.v_proj.bias";
   case Role::Output:
     return p + "self_attn.o_proj.weight";
+  case Role::OutputBias:
+    return p + "self_attn.o_proj.bias";
   case Role::FfnNorm:
     return p + "post_attention_layernorm.weight";
   case Role::Gate:
@@ -438,7 +580,8 @@ std::string hfGpt2Name(const std::string &prefix, llama::Role role,
 
 OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
                                         llvm::StringRef path,
-                                        std::string &error) {
+                                        std::string &error,
+                                        const LlmImportOptions &options) {
   llvm::SmallString<256> dir(absolutePath(path));
   if (!llvm::sys::fs::is_directory(dir))
     llvm::sys::path::remove_filename(dir);
@@ -496,11 +639,16 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
                   "' is not supported for gpt2 (gelu, gelu_new)");
     if (d.hiddenSize != d.numHeads * d.headDim)
       return fail("n_embd must be a multiple of n_head");
+    d.scaleAttnWeights = c.scaleAttnWeights;
+    d.scaleByInverseLayer = c.scaleAttnByInverseLayerIdx;
   } else {
     d.family = llama::Family::Llama;
     d.ropeTheta = c.ropeTheta > 0 ? c.ropeTheta : 10000.0;
     d.ropeDim = d.headDim;
     d.qkvBias = c.attentionBias;
+    // LlamaAttention gives o_proj a bias with attention_bias; Qwen2 and
+    // Mistral never do (qwen2's q/k/v biases come without one).
+    d.outputBias = c.attentionBias && c.modelType == "llama";
     if (c.activation != "silu" && !c.activation.empty())
       return fail("hidden_act '" + c.activation + "' is not supported for " +
                   c.modelType + " (silu)");
@@ -542,9 +690,17 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
       d.tiedEmbeddings = true;
   }
 
+  std::optional<int64_t> served =
+      servedContext(d, c.slidingWindow, "sliding_window",
+                    c.modelType == "gpt2" ? "n_positions"
+                                          : "max_position_embeddings",
+                    options, error);
+  if (!served)
+    return nullptr;
+
   Builder b(context);
   SmallVector<NamedAttribute> attrs;
-  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, d)));
+  attrs.push_back(b.getNamedAttr("llm.model", modelAttr(b, d, *served)));
   llvm::SmallString<256> tok(dir);
   llvm::sys::path::append(tok, "tokenizer.json");
   if (llvm::sys::fs::exists(tok))
@@ -553,7 +709,18 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
         b.getDictionaryAttr(
             {b.getNamedAttr("file", b.getStringAttr(tok.str())),
              b.getNamedAttr("format", b.getStringAttr("hf"))})));
-  return llama::buildModule(context, d, weights, nameOf, attrs, error);
+  // Tensors a checkpoint may hold that do not change the math: buffers
+  // transformers recomputes (the causal mask of old GPT-2 files, llama's
+  // rotary inv_freq from rope_theta) and a saved lm_head that tying
+  // replaces with the embedding.
+  bool tied = d.tiedEmbeddings;
+  auto ignorable = [tied](llvm::StringRef name) {
+    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+           name.ends_with(".rotary_emb.inv_freq") ||
+           (tied && name == "lm_head.weight");
+  };
+  return llama::buildModule(context, d, weights, nameOf, attrs, error,
+                            ignorable);
 }
 
 } // namespace loom

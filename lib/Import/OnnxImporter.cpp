@@ -110,11 +110,22 @@ struct Host {
   SmallVector<int64_t> shape;
   std::vector<Dim> iv;
   std::vector<double> fv;
+  /// The element count; -1 for a negative or overflowing shape (a folded
+  /// value with such a shape is refused by setHost).
   int64_t numel() const {
     int64_t n = 1;
     for (int64_t d : shape)
-      n *= d;
+      if (d < 0 || __builtin_mul_overflow(n, d, &n))
+        return -1;
     return n;
+  }
+  /// Whether the shape is sane and the data holds exactly its elements.
+  bool consistent() const {
+    int64_t n = numel();
+    if (n < 0 || n > kMaxDim)
+      return false;
+    return isF() ? int64_t(fv.size()) == n && iv.empty()
+                 : int64_t(iv.size()) == n && fv.empty();
   }
   bool isF() const { return isFloatDT(dt); }
   double f(int64_t i) const { return isF() ? fv[i] : double(iv[i].c); }
@@ -458,8 +469,20 @@ Value Importer::materialize(Val &val, StringRef name) {
   } else {
     unsigned w = et.getIntOrFloatBitWidth();
     SmallVector<APInt> xs;
-    for (const Dim &d : h.iv)
-      xs.push_back(APInt(w, w == 1 ? (d.c != 0) : uint64_t(d.c), true));
+    for (const Dim &d : h.iv) {
+      // A folded value must fit its element type (signed or unsigned, as
+      // the ONNX type says either); one that does not is refused, not
+      // truncated (APInt asserts on it, a release build truncated it).
+      if (w > 1 && w < 64 && !llvm::isIntN(w, d.c) &&
+          !llvm::isUIntN(w, uint64_t(d.c))) {
+        fail("the folded value " + Twine(d.c) + " of '" + name +
+             "' does not fit its " + Twine(w) + "-bit element type; the "
+             "file is corrupt or the graph overflows at import time");
+        return {};
+      }
+      xs.push_back(w == 1 ? APInt(1, d.c != 0)
+                          : APInt(64, uint64_t(d.c)).trunc(w));
+    }
     attr = DenseElementsAttr::get(ct, xs);
   }
   val.v = ConstantOp::create(b, loc, attr);
@@ -603,6 +626,16 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     return v->host.has_value();
   };
   auto setHost = [&](Host h) {
+    // Every folder's result is checked here, so the next folder can index
+    // its inputs by their shapes.
+    if (!h.consistent()) {
+      std::string shape;
+      for (int64_t d : h.shape)
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      return fail("folding gives a malformed or too large value (shape [" +
+                  shape + "]); the node's inputs or attributes are "
+                  "inconsistent; the file is corrupt");
+    }
     Val r;
     r.dt = h.dt;
     for (int64_t d : h.shape)
@@ -629,8 +662,12 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   }
   if (op == "Size") {
     Dim n = Dim::of(1);
-    for (const Dim &d : in[0]->shape)
-      n = *mulDim(n, d);
+    for (const Dim &d : in[0]->shape) {
+      std::optional<Dim> m = mulDim(n, d);
+      if (!m)
+        return fail("Size of the input overflows int64; the file is corrupt");
+      n = *m;
+    }
     Host h;
     h.iv = {n};
     return setHost(std::move(h));
@@ -663,21 +700,50 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       return true;
   auto H = [&](int i) -> Host & { return *in[i]->host; };
   auto hasIn = [&](size_t i) { return i < in.size() && in[i] && in[i]->present; };
+  // Each input of a fold is known (absent optional ones aside); a value a
+  // file made inconsistent never reaches a folder.
+  for (size_t i = 0; i < in.size(); ++i)
+    if (hasIn(i) && !H(i).consistent())
+      return fail("input " + Twine(i) + " is malformed; the file is corrupt");
+  auto axisIn = [&](int64_t &a, int64_t r, StringRef what) {
+    if (a < -r || a >= r)
+      return fail(what + " " + Twine(a) + " is out of range for rank " +
+                  Twine(r) + "; the file is corrupt");
+    if (a < 0)
+      a += r;
+    return true;
+  };
 
   if (op == "Identity")
     return setHost(H(0));
   if (op == "Cast") {
     Host h = H(0);
-    int to = attrInt(node, "to", DT_F32);
+    int64_t to64 = attrInt(node, "to", DT_F32);
+    if (to64 < 0 || to64 > 64 || !dtBytes(int(to64)))
+      return fail("Cast to element type " + Twine(to64) + " is not supported");
+    int to = int(to64);
     if (isFloatDT(to) && !h.isF()) {
       if (!h.allConst()) return true;
       for (const Dim &d : h.iv) h.fv.push_back(double(d.c));
       h.iv.clear();
     } else if (!isFloatDT(to) && h.isF()) {
-      for (double d : h.fv) h.iv.push_back(Dim::of(to == DT_BOOL ? d != 0 : int64_t(d)));
+      for (double d : h.fv) {
+        if (to != DT_BOOL && !(std::fabs(d) < 9.2e18))
+          return fail("Cast of " + std::to_string(d) + " to an integer overflows");
+        h.iv.push_back(Dim::of(to == DT_BOOL ? d != 0 : int64_t(d)));
+      }
       h.fv.clear();
     } else if (to == DT_BOOL) {
       for (Dim &d : h.iv) if (d.isConst()) d.c = d.c != 0;
+    }
+    // Integer casts wrap to the target width, as ONNX Runtime does.
+    if (!isFloatDT(to) && to != DT_BOOL && dtBytes(to) < 8) {
+      unsigned bits = dtBytes(to) * 8;
+      for (Dim &d : h.iv)
+        if (d.isConst()) {
+          uint64_t m = uint64_t(d.c) & ((uint64_t(1) << bits) - 1);
+          d.c = to == DT_U8 ? int64_t(m) : llvm::SignExtend64(m, bits);
+        }
     }
     h.dt = to;
     return setHost(std::move(h));
@@ -692,11 +758,16 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     }
     if (op == "Unsqueeze") {
       int64_t r = h.shape.size() + axes.size();
-      for (int64_t &a : axes) if (a < 0) a += r;
+      for (int64_t &a : axes)
+        if (!axisIn(a, r, "Unsqueeze axis"))
+          return false;
       llvm::sort(axes);
       for (int64_t a : axes) h.shape.insert(h.shape.begin() + std::min<int64_t>(a, h.shape.size()), 1);
     } else {
       int64_t r = h.shape.size();
+      for (int64_t &a : axes)
+        if (!axisIn(a, r, "Squeeze axis"))
+          return false;
       SmallVector<int64_t> ns;
       for (int64_t i = 0; i < r; ++i) {
         bool drop = axes.empty() ? h.shape[i] == 1
@@ -714,16 +785,25 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     int64_t known = 1, neg = -1;
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == 0 && i < h.shape.size()) s[i] = h.shape[i];
-      if (s[i] == -1) neg = i; else known *= s[i];
+      if (s[i] == -1 && neg < 0) neg = i;
+      else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known))
+        return fail("Reshape to an invalid shape (a negative dimension, two "
+                    "-1s or an overflowing size); the file is corrupt");
     }
     if (neg >= 0) s[neg] = known ? h.numel() / known : 0;
     h.shape = s;
     return setHost(std::move(h));
   }
   if (op == "Concat") {
+    if (!hasIn(0)) return true;
     int64_t r = H(0).shape.size();
     int64_t axis = attrInt(node, "axis", 0);
-    if (axis < 0) axis += r;
+    if (!axisIn(axis, r, "Concat axis")) return false;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (hasIn(i) && (H(i).shape.size() != size_t(r) ||
+                       H(i).isF() != H(0).isF()))
+        return fail("Concat of inputs with different ranks or element types; "
+                    "the file is corrupt");
     Host h;
     h.dt = H(0).dt;
     h.shape = H(0).shape;
@@ -748,7 +828,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host &x = H(0), &idx = H(1);
     int64_t r = x.shape.size();
     int64_t axis = attrInt(node, "axis", 0);
-    if (axis < 0) axis += r;
+    if (!axisIn(axis, r, "Gather axis")) return false;
+    if (idx.isF())
+      return fail("Gather indices must be integers; the file is corrupt");
     if (!idx.allConst()) return true;
     Host h;
     h.dt = x.dt;
@@ -778,20 +860,35 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       return false;
     if (hasIn(3) && !constInts(in[3], ax, "axes")) return false;
     if (hasIn(4) && !constInts(in[4], sp, "steps")) return false;
+    if (st.size() != 1 || en.size() != 1 || ax.size() > 1 || sp.size() > 1 ||
+        (ax.size() == 1 && ax[0] != 0 && ax[0] != -1))
+      return fail("Slice of a 1-D value needs one start, one end and axis 0 "
+                  "(got " + Twine(st.size()) + " starts, " + Twine(en.size()) +
+                  " ends); the file is corrupt");
     int64_t n = x.shape[0];
     int64_t s = st[0], e = en[0], step = sp.empty() ? 1 : sp[0];
-    if (s < 0) s += n;
-    if (e < 0) e += n;
+    if (step == 0)
+      return fail("Slice with step 0 (the ONNX spec forbids it); the file is "
+                  "corrupt");
+    // Clamped as the ONNX reference does; no index below leaves [0, n) and
+    // the count is computed, not stepped to (a huge step cannot overflow).
+    if (s < 0) s = std::max<int64_t>(s, -n) + n;
+    if (e < 0) e = std::max<int64_t>(e, -n - 1) + n;
     Host h;
     h.dt = x.dt;
+    auto take = [&](int64_t i) {
+      h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
+    };
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, n); e = std::clamp<int64_t>(e, 0, n);
-      for (int64_t i = s; i < e; i += step)
-        h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
+      int64_t count = e > s ? (e - s - 1) / step + 1 : 0;
+      for (int64_t k = 0; k < count; ++k)
+        take(s + k * step);
     } else {
       s = std::clamp<int64_t>(s, -1, n - 1); e = std::clamp<int64_t>(e, -1, n - 1);
-      for (int64_t i = s; i > e; i += step)
-        h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
+      int64_t count = s > e ? (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1 : 0;
+      for (int64_t k = 0; k < count; ++k)
+        take(s + k * step);
     }
     h.shape = {int64_t(h.isF() ? h.fv.size() : h.iv.size())};
     return setHost(std::move(h));
@@ -802,6 +899,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     if (!hostInts(in[0], ds, "shape")) return false;
     for (const Dim &d : ds) {
       if (!d.isConst()) return true; // emitted as a broadcast
+      if (d.c < 0)
+        return fail("ConstantOfShape with a negative dimension " + Twine(d.c) +
+                    "; the file is corrupt");
       s.push_back(d.c);
     }
     Host h;
@@ -810,12 +910,16 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     if (const auto *a = attr(node, "value")) {
       Host vv;
       if (!load(a->t(), vv, "value")) return false;
+      if (vv.numel() != 1)
+        return fail("ConstantOfShape 'value' must hold one element; the file "
+                    "is corrupt");
       h.dt = vv.dt;
       v = vv.f(0);
     }
     h.shape = s;
     int64_t n = h.numel();
-    if (n * dtBytes(h.dt) > kInlineLimit) return true;
+    if (n < 0 || n > kInlineLimit || n * dtBytes(h.dt) > kInlineLimit)
+      return true;
     if (h.isF()) h.fv.assign(n, v); else h.iv.assign(n, Dim::of(int64_t(v)));
     return setHost(std::move(h));
   }
@@ -823,23 +927,61 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host &s = H(0), &l = H(1), &d = H(2);
     if (!s.isF() && (!s.allConst() || !l.allConst() || !d.allConst()))
       return true;
+    if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1)
+      return fail("Range start, limit and delta must be scalars; the file is "
+                  "corrupt");
+    if (s.isF() != l.isF() || s.isF() != d.isF())
+      return fail("Range start, limit and delta must have one element type; "
+                  "the file is corrupt");
+    if (!s.isF()) {
+      // Integers exactly: (limit - start) and the count in 128 bits; every
+      // element lies between start and limit, so it fits int64.
+      int64_t a = s.iv[0].c, lim = l.iv[0].c, dd = d.iv[0].c;
+      if (dd == 0) return fail("Range with a zero step");
+      __int128 diff = __int128(lim) - a;
+      __int128 steps = diff / dd + ((diff % dd != 0) && ((diff > 0) == (dd > 0)));
+      if (steps >= kInlineLimit)
+        return fail("Range is too long (start " + std::to_string(a) +
+                    ", limit " + std::to_string(lim) + ", delta " +
+                    std::to_string(dd) + ")");
+      Host h;
+      h.dt = s.dt;
+      h.shape = {std::max<int64_t>(int64_t(steps), 0)};
+      for (int64_t i = 0; i < h.shape[0]; ++i)
+        h.iv.push_back(Dim::of(int64_t(a + __int128(i) * dd)));
+      return setHost(std::move(h));
+    }
     double a = s.f(0), lim = l.f(0), dd = d.f(0);
     if (dd == 0) return fail("Range with a zero step");
-    int64_t n = std::max<int64_t>(int64_t(std::ceil((lim - a) / dd)), 0);
-    if (n > kMaxDim) return fail("Range is too long");
+    double steps = std::ceil((lim - a) / dd);
+    if (!std::isfinite(a) || !std::isfinite(lim) || !std::isfinite(dd) ||
+        !(steps < double(kInlineLimit)))
+      return fail("Range is too long or not finite (start " +
+                  std::to_string(a) + ", limit " + std::to_string(lim) +
+                  ", delta " + std::to_string(dd) + ")");
+    int64_t n = std::max<int64_t>(int64_t(steps), 0);
     Host h;
     h.dt = s.dt;
     h.shape = {n};
     for (int64_t i = 0; i < n; ++i)
-      h.isF() ? h.fv.push_back(a + i * dd) : h.iv.push_back(Dim::of(int64_t(a) + i * int64_t(dd)));
+      h.fv.push_back(a + i * dd);
     return setHost(std::move(h));
   }
   if (op == "Trilu") {
     Host h = H(0);
     int64_t k = 0;
-    if (hasIn(1)) { SmallVector<int64_t> kk; if (!constInts(in[1], kk, "k")) return false; k = kk[0]; }
+    if (hasIn(1)) {
+      SmallVector<int64_t> kk;
+      if (!constInts(in[1], kk, "k")) return false;
+      if (kk.size() != 1) return fail("Trilu 'k' must be a scalar");
+      k = std::clamp<int64_t>(kk[0], -kMaxDim, kMaxDim);
+    }
     bool upper = attrInt(node, "upper", 1);
+    if (h.shape.size() < 2)
+      return fail("Trilu needs an input of rank >= 2; the file is corrupt");
     int64_t r = h.shape.size(), R = h.shape[r - 2], C = h.shape[r - 1];
+    if (R == 0 || C == 0)
+      return setHost(std::move(h));
     for (int64_t e = 0; e < h.numel(); ++e) {
       int64_t i = (e / C) % R, j = e % C;
       bool keep = upper ? j - i >= k : j - i <= k;
@@ -851,6 +993,8 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host &x = H(0);
     SmallVector<int64_t> s;
     if (!constInts(in[1], s, "shape")) return false;
+    if (llvm::any_of(s, [](int64_t d) { return d < 0; }))
+      return fail("Expand to a negative dimension; the file is corrupt");
     SmallVector<Dim> xs, ss, os;
     for (int64_t d : x.shape) xs.push_back(Dim::of(d));
     for (int64_t d : s) ss.push_back(Dim::of(d));
@@ -858,7 +1002,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host h;
     h.dt = x.dt;
     for (const Dim &d : os) h.shape.push_back(d.c);
-    if (h.numel() * dtBytes(h.dt) > kInlineLimit) return true;
+    if (h.numel() < 0 || h.numel() > kInlineLimit ||
+        h.numel() * dtBytes(h.dt) > kInlineLimit)
+      return true;
     for (int64_t e = 0; e < h.numel(); ++e) {
       int64_t k = bcastIndex(e, h.shape, x.shape);
       h.isF() ? h.fv.push_back(x.fv[k]) : h.iv.push_back(x.iv[k]);
@@ -871,6 +1017,14 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     SmallVector<int64_t> perm;
     if (auto p = attrInts(node, "perm")) perm = *p;
     else for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+    {
+      SmallVector<int64_t> sorted(perm);
+      llvm::sort(sorted);
+      for (int64_t i = 0; i < int64_t(sorted.size()); ++i)
+        if (sorted.size() != size_t(r) || sorted[i] != i)
+          return fail("Transpose 'perm' is not a permutation of the input's " +
+                      Twine(r) + " axes; the file is corrupt");
+    }
     Host h;
     h.dt = x.dt;
     for (int64_t p : perm) h.shape.push_back(x.shape[p]);
@@ -914,7 +1068,12 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     return setHost(std::move(h));
   }
   if (llvm::is_contained(binary, op)) {
+    // Max and Min are variadic: one input (or more than two) is left to emit.
+    if (in.size() != 2 || !hasIn(0) || !hasIn(1)) return true;
     Host &x = H(0), &y = H(1);
+    if (x.isF() != y.isF())
+      return fail("inputs of different element types (" + Twine(x.dt) +
+                  " and " + Twine(y.dt) + "); the file is corrupt");
     SmallVector<int64_t> os;
     {
       SmallVector<Dim> a, c, o;
@@ -922,6 +1081,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       for (int64_t d : y.shape) c.push_back(Dim::of(d));
       if (!broadcast(a, c, o)) return false;
       for (const Dim &d : o) os.push_back(d.c);
+    }
+    {
+      Host probe;
+      probe.shape = os;
+      if (probe.numel() < 0 || probe.numel() > kInlineLimit) return true;
     }
     bool cmp = op == "Equal" || op == "Less" || op == "Greater" ||
                op == "LessOrEqual" || op == "GreaterOrEqual";
@@ -949,20 +1113,30 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       else if (op == "Div") {
         if (a.isConst() && c.isConst()) {
           if (c.c == 0) return fail("integer division by zero");
+          if (c.c == -1 && a.c == INT64_MIN) return fail("integer division overflows");
           // ONNX integer Div truncates toward zero.
           r = Dim::of(a.c / c.c);
         } else r = divDim(a, c);
       } else if (op == "Equal" && a == c) r = Dim::of(1);
       else if (a.isConst() && c.isConst()) {
         int64_t p = a.c, q = c.c, v;
-        if (op == "Add") v = p + q; else if (op == "Sub") v = p - q;
+        // Wrapping arithmetic, as the int64 kernels would: no UB on a file's
+        // values.
+        if (op == "Add") v = int64_t(uint64_t(p) + uint64_t(q));
+        else if (op == "Sub") v = int64_t(uint64_t(p) - uint64_t(q));
         else if (op == "Equal") v = p == q; else if (op == "Less") v = p < q;
         else if (op == "Greater") v = p > q; else if (op == "LessOrEqual") v = p <= q;
         else if (op == "GreaterOrEqual") v = p >= q;
         else if (op == "And") v = p && q; else if (op == "Or") v = p || q;
         else if (op == "Max") v = std::max(p, q); else if (op == "Min") v = std::min(p, q);
-        else if (op == "Mod") { if (!q) return fail("modulo by zero"); v = p % q; }
-        else if (op == "Pow") { v = 1; for (int64_t k = 0; k < q; ++k) v *= p; }
+        else if (op == "Mod") { if (!q) return fail("modulo by zero"); v = q == -1 ? 0 : p % q; }
+        else if (op == "Pow") {
+          // By squaring (a file's exponent may be 2^62), wrapping.
+          uint64_t base = uint64_t(p), acc = 1;
+          for (int64_t e = std::max<int64_t>(q, 0); e; e >>= 1, base *= base)
+            if (e & 1) acc *= base;
+          v = int64_t(acc);
+        }
         else return true;
         r = Dim::of(v);
       } else if (op == "Max" && c.isConst() && c.c <= 1) r = a; // max(dyn, 1)
@@ -979,9 +1153,13 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     for (int64_t k : x.shape) c.push_back(Dim::of(k));
     for (int64_t k : y.shape) d.push_back(Dim::of(k));
     if (!broadcast(a, c, o1) || !broadcast(o1, d, o)) return false;
+    if (cnd.isF() || x.isF() != y.isF())
+      return fail("Where needs a bool condition and two inputs of one element "
+                  "type; the file is corrupt");
     Host h;
     h.dt = x.dt;
     for (const Dim &k : o) h.shape.push_back(k.c);
+    if (h.numel() < 0 || h.numel() > kInlineLimit) return true;
     if (!cnd.allConst()) return true;
     for (int64_t e = 0; e < h.numel(); ++e) {
       bool t = cnd.iv[bcastIndex(e, h.shape, cnd.shape)].c != 0;
@@ -1670,8 +1848,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   }
 
   // The function and its arguments.
-  auto module = ModuleOp::create(UnknownLoc::get(ctx));
-  b.setInsertionPointToEnd(module.getBody());
+  // Owned until returned: every early return below erases it.
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(ctx));
+  b.setInsertionPointToEnd(module->getBody());
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   for (const auto &i : g.input()) {
@@ -1729,14 +1908,11 @@ OwningOpRef<ModuleOp> Importer::run() {
              "' (" + g.node(i).op_type() + "); ONNX graphs must be acyclic");
         break;
       }
-    module.erase();
     return nullptr;
   }
   for (int i : order) {
-    if (!importNode(g.node(i))) {
-      module.erase();
+    if (!importNode(g.node(i)))
       return nullptr;
-    }
   }
 
   // Results.
@@ -1746,14 +1922,11 @@ OwningOpRef<ModuleOp> Importer::run() {
     auto it = vals.find(o.name());
     if (it == vals.end()) {
       fail("graph output '" + o.name() + "' is not produced");
-      module.erase();
       return nullptr;
     }
     Value v = materialize(it->second, o.name());
-    if (!v) {
-      module.erase();
+    if (!v)
       return nullptr;
-    }
     results.push_back(v);
     resultTypes.push_back(v.getType());
   }
@@ -1761,10 +1934,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   fn.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, o] : llvm::enumerate(g.output()))
     fn.setResultAttr(i, "loom.name", b.getStringAttr(o.name()));
-  if (failed(verify(module))) {
+  if (failed(verify(*module))) {
     fail("the imported IR does not verify (see the diagnostics above); "
          "please report this model");
-    module.erase();
     return nullptr;
   }
   return module;

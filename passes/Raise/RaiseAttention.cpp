@@ -63,9 +63,11 @@ Value ungroup(Value k) {
   auto r1 = bc.getInput().getDefiningOp<ReshapeOp>();
   if (!r1)
     return k;
-  auto k0 = cast<RankedTensorType>(r1.getInput().getType());
-  auto t1 = r1.getType(), tb = bc.getType(), t2 = r2.getType();
-  if (k0.getRank() != 4 || t1.getRank() != 5 || tb.getRank() != 5 ||
+  auto k0 = dyn_cast<RankedTensorType>(r1.getInput().getType());
+  auto t1 = dyn_cast<RankedTensorType>(r1.getType()),
+       tb = dyn_cast<RankedTensorType>(bc.getType()),
+       t2 = dyn_cast<RankedTensorType>(r2.getType());
+  if (!k0 || !t1 || !tb || !t2 || k0.getRank() != 4 || t1.getRank() != 5 || tb.getRank() != 5 ||
       t2.getRank() != 4)
     return k;
   auto s0 = k0.getShape(), s1 = t1.getShape(), sb = tb.getShape(),
@@ -80,7 +82,7 @@ Value ungroup(Value k) {
 }
 
 Value reshape4(PatternRewriter &rw, Location loc, Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
+  auto t = cast<RankedTensorType>(v.getType()); // rank checked by the caller
   SmallVector<int64_t> s{1};
   s.append(t.getShape().begin(), t.getShape().end());
   return ReshapeOp::create(rw, loc, RankedTensorType::get(s, t.getElementType()),
@@ -118,6 +120,11 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
       return failure();
     Value q = peelScale(qk.getLhs(), scale), k = qk.getRhs(), v = op.getRhs();
     Location loc = op.getLoc();
+    // Ranks first: nothing below may index a shape it has not checked, and
+    // nothing is created for a match that then fails.
+    if (rankOf(q) != rank || rankOf(k) != rank || rankOf(v) != rank ||
+        (mask && (!rankOf(mask) || *rankOf(mask) > 4)) || !std::isfinite(scale))
+      return failure();
     if (!qk.getTransposeB()) {
       auto tr = k.getDefiningOp<TransposeOp>();
       SmallVector<int64_t> swap;
@@ -136,22 +143,16 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
             swap);
       }
     }
-    if (cast<RankedTensorType>(q.getType()).getRank() != rank ||
-        cast<RankedTensorType>(k.getType()).getRank() != rank ||
-        cast<RankedTensorType>(v.getType()).getRank() != rank)
-      return failure();
     if (rank == 4) {
       k = ungroup(k);
       v = ungroup(v);
     }
-    if (mask && cast<RankedTensorType>(mask.getType()).getRank() > 4)
-      return failure();
     Type outType = op.getType();
     if (rank == 3) {
       q = reshape4(rw, loc, q);
       k = reshape4(rw, loc, k);
       v = reshape4(rw, loc, v);
-      if (mask && cast<RankedTensorType>(mask.getType()).getRank() == 3)
+      if (mask && rankOf(mask) == 3)
         mask = reshape4(rw, loc, mask);
       auto t = cast<RankedTensorType>(outType);
       SmallVector<int64_t> shape{1};

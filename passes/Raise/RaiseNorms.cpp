@@ -123,11 +123,13 @@ struct RmsNormDivPattern : OpRewritePattern<DivOp> {
   }
 };
 
-/// Whether `w` has exactly the shape of the innermost dimension of `x`.
+/// Whether `w` has exactly the shape of the innermost dimension of `x`
+/// (false for a scalar or unranked `x`: `x * 0.5` with a 0-D constant).
 bool isLastDimVector(Value w, Value x) {
   auto wt = dyn_cast<RankedTensorType>(w.getType());
-  auto xt = cast<RankedTensorType>(x.getType());
-  return wt && wt.getRank() == 1 && !xt.isDynamicDim(xt.getRank() - 1) &&
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  return wt && xt && xt.getRank() >= 1 && wt.getRank() == 1 &&
+         !xt.isDynamicDim(xt.getRank() - 1) &&
          wt.getDimSize(0) == xt.getDimSize(xt.getRank() - 1) &&
          wt.getElementType() == xt.getElementType();
 }

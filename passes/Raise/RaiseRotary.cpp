@@ -33,9 +33,15 @@ bool isLastSlice(Value v, Value x, int64_t a, int64_t b) {
   auto sl = v.getDefiningOp<SliceOp>();
   if (!sl || sl.getInput() != x)
     return false;
-  int64_t r = sl.getType().getRank();
+  auto in = dyn_cast<RankedTensorType>(sl.getInput().getType());
+  auto out = dyn_cast<RankedTensorType>(sl.getType());
+  if (!in || !out || out.getRank() != in.getRank() || in.getRank() < 1)
+    return false;
+  int64_t r = out.getRank();
   auto st = sl.getStarts(), li = sl.getLimits(), sp = sl.getSteps();
-  auto in = sl.getInput().getType();
+  if (int64_t(st.size()) != r || int64_t(li.size()) != r ||
+      int64_t(sp.size()) != r)
+    return false;
   for (int64_t i = 0; i < r - 1; ++i)
     if (st[i] != 0 || sp[i] != 1 ||
         (!in.isDynamicDim(i) && li[i] != in.getDimSize(i)))
@@ -46,9 +52,11 @@ bool isLastSlice(Value v, Value x, int64_t a, int64_t b) {
 /// Whether `v` is cat(-x[..., R:], x[..., :R], -1) and x's last dim is 2R.
 bool isRotateHalf(Value v, Value x) {
   auto cat = v.getDefiningOp<ConcatOp>();
-  auto xt = cast<RankedTensorType>(x.getType());
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  if (!cat || !xt || xt.getRank() < 1)
+    return false;
   int64_t r = xt.getRank(), d = xt.getDimSize(r - 1);
-  if (!cat || cat.getInputs().size() != 2 || ShapedType::isDynamic(d) ||
+  if ( cat.getInputs().size() != 2 || ShapedType::isDynamic(d) ||
       d % 2 ||
       (static_cast<int64_t>(cat.getAxis()) != -1 &&
        static_cast<int64_t>(cat.getAxis()) != r - 1))
@@ -58,14 +66,21 @@ bool isRotateHalf(Value v, Value x) {
          isLastSlice(cat.getInputs()[1], x, 0, d / 2);
 }
 
-/// The table as [S, R]: leading unit dims dropped, first half kept.
-Value halfTable(PatternRewriter &rw, Location loc, Value t, int64_t d) {
-  auto tt = cast<RankedTensorType>(t.getType());
-  if (tt.getRank() < 2 || tt.getDimSize(tt.getRank() - 1) != d)
-    return {};
+/// Whether `t` is a table [1.., S, d] that halfTable can cut.
+bool isTable(Value t, int64_t d) {
+  auto tt = dyn_cast<RankedTensorType>(t.getType());
+  if (!tt || tt.getRank() < 2 || tt.getDimSize(tt.getRank() - 1) != d)
+    return false;
   for (int64_t i = 0; i + 2 < tt.getRank(); ++i)
     if (tt.getDimSize(i) != 1)
-      return {};
+      return false;
+  return true;
+}
+
+/// The table as [S, R]: leading unit dims dropped, first half kept (`t`
+/// passed isTable: nothing is created for a pattern that then fails).
+Value halfTable(PatternRewriter &rw, Location loc, Value t, int64_t d) {
+  auto tt = cast<RankedTensorType>(t.getType());
   int64_t s = tt.getDimSize(tt.getRank() - 2);
   if (tt.getRank() != 2)
     t = ReshapeOp::create(rw, loc, RankedTensorType::get({s, d}, tt.getElementType()), t);
@@ -93,10 +108,10 @@ struct RotaryPattern : OpRewritePattern<AddOp> {
               !isRotateHalf(rot, x))
             continue;
           int64_t d = xt.getDimSize(3);
-          Value ch = halfTable(rw, op.getLoc(), cos, d);
-          Value sh = ch ? halfTable(rw, op.getLoc(), sin, d) : Value();
-          if (!ch || !sh)
+          if (!isTable(cos, d) || !isTable(sin, d))
             continue;
+          Value ch = halfTable(rw, op.getLoc(), cos, d);
+          Value sh = halfTable(rw, op.getLoc(), sin, d);
           rw.replaceOpWithNewOp<RotaryOp>(op, x.getType(), x, ch, sh,
                                           RotaryStyle::half);
           return success();

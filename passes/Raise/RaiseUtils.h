@@ -58,7 +58,10 @@ inline mlir::Value lastAxisReduce(mlir::Value r, ReduceKind kind) {
   auto red = r.getDefiningOp<ReduceOp>();
   if (!red || red.getKind() != kind || !red.getKeepDims())
     return {};
-  int64_t rank = red.getInput().getType().getRank();
+  auto inType = llvm::dyn_cast<mlir::RankedTensorType>(red.getInput().getType());
+  if (!inType || inType.getRank() < 1)
+    return {};
+  int64_t rank = inType.getRank();
   auto axes = red.getAxes();
   if (axes.size() != 1 || (axes[0] != rank - 1 && axes[0] != -1))
     return {};
@@ -74,6 +77,15 @@ inline mlir::Value squareOf(mlir::Value v) {
     if (isScalar(p.getRhs(), 2.0))
       return p.getLhs();
   return {};
+}
+
+/// The rank of a ranked tensor value, or nullopt (unranked, not a tensor).
+/// Patterns ask this before they index shapes: IR from a file can hold any
+/// rank where a formula usually has a 4-D one.
+inline std::optional<int64_t> rankOf(mlir::Value v) {
+  if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()))
+    return t.getRank();
+  return std::nullopt;
 }
 
 /// For `a + b` (commutative), returns the operand that is not `other`.

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "lib/Import/MlirInputGuard.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
@@ -29,6 +30,8 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -49,6 +52,18 @@ int main(int argc, char **argv) {
   loom::gpu::registerGpuTargetDialects(registry);
   loom::gpu::registerGpuTargetPasses();
 #endif
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Loom optimizer driver\n", registry);
+  // The upstream parser aborts on some inputs; refuse those first (stdin is
+  // read by MlirOptMain itself and is not scanned).
+  if (input != "-") {
+    if (auto buf = llvm::MemoryBuffer::getFile(input, /*IsText=*/true)) {
+      if (auto crash = loom::findParserCrashers((*buf)->getBuffer(), input)) {
+        llvm::errs() << "loom-opt: " << *crash << "\n";
+        return 1;
+      }
+    }
+  }
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }

@@ -10,10 +10,12 @@
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Bundle/Bundle.h"
 #include "lib/Import/Import.h"
+#include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Lowering/QuantKernels.h"
 #include "passes/Pipelines.h"
+#include "tools/loomc/TempCleanup.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
 #endif
@@ -142,6 +144,12 @@ cl::opt<bool> verbose("v", cl::desc("Say what each phase does"),
                       cl::cat(loomcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::init(3), cl::cat(loomcCategory));
+cl::opt<int64_t> contextLimit(
+    "context-limit",
+    cl::desc("Longest context the compiled LLM serves (GGUF / Hugging Face "
+             "input): recorded as llm.model's context_length; a model with "
+             "a sliding attention window compiles when N <= the window"),
+    cl::value_desc("N"), cl::init(0), cl::cat(loomcCategory));
 cl::opt<bool> portable("portable",
                        cl::desc("Generate code for any x86-64-v2 CPU instead "
                                 "of the host CPU"),
@@ -182,6 +190,7 @@ LogicalResult writeAtomically(StringRef path,
     return success();
   }
   std::string error;
+  loom::tempcleanup::add((path + ".tmp").str());
   auto out = openOutputFile((path + ".tmp").str(), &error);
   if (!out) {
     llvm::errs() << "loomc: cannot write '" << path << "': " << error << "\n";
@@ -293,6 +302,12 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  if (contextLimit < 0) {
+    llvm::errs() << "loomc: --context-limit=" << contextLimit
+                 << ": must be a positive number of tokens\n";
+    return 1;
+  }
+  loom::tempcleanup::install();
   if (!emitWhat.empty() && emitWhat != "plan") {
     llvm::errs() << "loomc: --emit=" << emitWhat
                  << ": unknown; the one supported value is 'plan'\n";
@@ -316,6 +331,14 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   loom::ModelKind kind = loom::detectModelKind(inputFilename);
+  loom::LlmImportOptions llmOptions;
+  llmOptions.contextLimit = contextLimit;
+  if (contextLimit > 0 && kind != loom::ModelKind::Gguf &&
+      kind != loom::ModelKind::HuggingFace) {
+    llvm::errs() << "loomc: --context-limit applies to GGUF and Hugging Face "
+                    "models (it sets llm.model's context_length)\n";
+    return 1;
+  }
   auto notBuilt = [&](StringRef what) {
     llvm::errs() << "loomc: " << inputFilename << ": the " << what
                  << " importer is not built in this version of Loom\n";
@@ -326,6 +349,11 @@ int main(int argc, char **argv) {
     auto file = openInputFile(inputFilename, &error);
     if (!file) {
       llvm::errs() << "loomc: " << error << "\n";
+      return 1;
+    }
+    if (auto crash = loom::findParserCrashers(file->getBuffer(),
+                                              inputFilename)) {
+      llvm::errs() << "loomc: " << *crash << "\n";
       return 1;
     }
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
@@ -343,14 +371,15 @@ int main(int argc, char **argv) {
 #endif
   case loom::ModelKind::Gguf:
 #ifdef LOOM_HAVE_LLAMA_IMPORT
-    module = loom::importGguf(&context, inputFilename, error);
+    module = loom::importGguf(&context, inputFilename, error, llmOptions);
     break;
 #else
     return notBuilt("GGUF");
 #endif
   case loom::ModelKind::HuggingFace:
 #ifdef LOOM_HAVE_LLAMA_IMPORT
-    module = loom::importHuggingFace(&context, inputFilename, error);
+    module = loom::importHuggingFace(&context, inputFilename, error,
+                                     llmOptions);
     break;
 #else
     return notBuilt("Hugging Face");
@@ -422,7 +451,12 @@ int main(int argc, char **argv) {
                       "out/\n";
       return 1;
     }
+    // Temporaries of runs that died without cleaning up (SIGKILL, power
+    // loss) go first; this run's are removed on a signal as well.
+    loom::tempcleanup::removeStale(out);
     stageDir = out + ".stage-" + std::to_string(::getpid());
+    loom::tempcleanup::add(stageDir);
+    loom::tempcleanup::add(out + ".tmp-" + std::to_string(::getpid()));
     llvm::sys::fs::remove_directories(stageDir);
     if (std::error_code ec = llvm::sys::fs::create_directories(stageDir)) {
       llvm::errs() << "loomc: cannot create '" << stageDir

@@ -58,8 +58,14 @@ struct HfConfig {
   std::string activation;
   /// "torch_dtype" / "dtype", if given ("bfloat16").
   std::string torchDtype;
+  /// "sliding_window" where it applies (mistral; qwen2 with
+  /// use_sliding_window); the importer refuses it when it can bind.
   std::optional<int64_t> slidingWindow;
   bool attentionBias = false;
+  /// gpt2: scale q k^T by 1/sqrt(head_dim) ("scale_attn_weights") and
+  /// further by 1/(layer + 1) ("scale_attn_by_inverse_layer_idx").
+  bool scaleAttnWeights = true;
+  bool scaleAttnByInverseLayerIdx = false;
 };
 
 /// Parses config.json text; `fileName` is used in messages.
