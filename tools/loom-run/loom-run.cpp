@@ -351,7 +351,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     discardOutputs(pending);
     return status;
   }
-  std::string err;
+  err.clear();
   if (!commitOutputs(pending, &err)) {
     std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
                  err.c_str());
