@@ -55,6 +55,17 @@ struct Symbol {
   size_t off, n; // byte range in the word
 };
 
+/// Merges symbol `right` into `left` (its successor) and unlinks `right`;
+/// both BPE variants then re-queue the pairs around `left`.
+void mergeInto(std::vector<Symbol> &syms, int left, int right) {
+  Symbol &l = syms[left], &r = syms[right];
+  l.n += r.n;
+  r.n = 0;
+  l.next = r.next;
+  if (r.next >= 0)
+    syms[r.next].prev = left;
+}
+
 /// Splits `word` into UTF-8 characters (by lead byte, like llama.cpp).
 std::vector<Symbol> charSymbols(std::string_view word) {
   std::vector<Symbol> syms;
@@ -118,11 +129,7 @@ void Tokenizer::Impl::bpeWord(std::string_view word,
     if (l.n + r.n != b.text.size() ||
         word.substr(l.off, l.n + r.n) != b.text || l.next != b.right)
       continue; // outdated
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0)
-      syms[r.next].prev = b.left;
+    mergeInto(syms, b.left, b.right);
     addBigram(l.prev, b.left);
     addBigram(b.left, l.next);
   }
@@ -184,11 +191,7 @@ void Tokenizer::Impl::spmText(std::string_view text,
     Symbol &l = syms[b.left], &r = syms[b.right];
     if (l.n == 0 || r.n == 0 || l.n + r.n != b.size)
       continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0)
-      syms[r.next].prev = b.left;
+    mergeInto(syms, b.left, b.right);
     addBigram(l.prev, b.left);
     addBigram(b.left, l.next);
   }
