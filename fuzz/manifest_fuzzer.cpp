@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "loom/runtime/Manifest.h"
 
 #include "loom/runtime/abi.h"
 

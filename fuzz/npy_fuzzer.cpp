@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Npy.h"
+#include "loom/runtime/Npy.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of lib/Formats and of loom-run's readers
+# Builds the libFuzzer targets of lib/Formats and of the runtime executor's readers
 # (manifest.json, .npy) with clang++-22 (ASan + UBSan, directly, not through
 # the g++ CMake build) and runs each for N seconds.
 #
@@ -24,8 +24,8 @@ FLAGS=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
 sources() {
   case $1 in
     manifest|npy)
-      echo "-I$ROOT/tools/loom-run $ROOT/tools/loom-run/Manifest.cpp" \
-           "$ROOT/tools/loom-run/Npy.cpp" ;;
+      echo "$ROOT/runtime/exec/Manifest.cpp" \
+           "$ROOT/runtime/exec/Npy.cpp" ;;
     *) echo "$ROOT"/lib/Formats/*.cpp ;;
   esac
 }

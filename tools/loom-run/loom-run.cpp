@@ -12,15 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Generate.h"
-#include "Loader.h"
-#include "Manifest.h"
-#include "Npy.h"
-#include "State.h"
-#include "Strided.h"
-
-#include "loom/runtime/Runtime.h"
-#include "loom/runtime/abi.h"
+#include "loom/runtime/Executor.h"
+#include "loom/runtime/Generate.h"
+#include "loom/runtime/Manifest.h"
+#include "loom/runtime/Npy.h"
+#include "loom/runtime/State.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -32,8 +28,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
-#include <sstream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,10 +105,6 @@ int fail(const std::string &msg) {
   return 1;
 }
 
-#ifndef LOOM_RUN_NO_RUNTIME
-int runBundle(const Options &opts);
-#endif
-
 bool parseInt(const char *s, long long lo, long long hi, long long &out) {
   char *end = nullptr;
   errno = 0;
@@ -121,265 +112,17 @@ bool parseInt(const char *s, long long lo, long long hi, long long &out) {
   return end != s && *end == 0 && errno == 0 && out >= lo && out <= hi;
 }
 
-[[maybe_unused]] std::string replaceAll(std::string s, const std::string &from,
-                       const std::string &to) {
+[[maybe_unused]] std::string replaceAll(std::string s,
+                                       const std::string &from,
+                                       const std::string &to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
        pos += to.size())
     s.replace(pos, from.size(), to);
   return s;
 }
 
-#ifndef LOOM_RUN_NO_RUNTIME
-/// What a rank needs, prepared by the main thread.
-struct RankPlan {
-  std::vector<const NpyArray *> inputs; ///< manifest order
-  std::vector<PlannedWeight> weights;   ///< manifest order
-};
-
-/// Per-rank results of the run (filled by the rank's body).
-struct RankResult {
-  std::vector<double> iterationMs;
-};
-
-/// The job, shared by every rank body.
-struct Job {
-  const Manifest *manifest = nullptr;
-  const Entry *entry = nullptr;
-  EntryFn fn = nullptr;
-  const Options *opts = nullptr;
-  std::map<int64_t, RankPlan> plans;     ///< local ranks only
-  std::map<int64_t, RankResult> results; ///< same keys, preallocated
-  int64_t resultWords = 0;
-};
-
-/// An output written to a temporary name, renamed over `path` at commit.
-struct PendingOutput {
-  std::string tmp, path;
-};
-
-/// Removes the temporaries of outputs that will not be committed.
-void discardOutputs(std::vector<PendingOutput> &pending) {
-  for (const PendingOutput &p : pending)
-    ::unlink(p.tmp.c_str());
-  pending.clear();
-}
-
-/// Writes every output of a rank as .npy to temporary names (appended to
-/// `pending`); commitOutputs renames them once every rank has written all
-/// of its outputs, so a failure leaves none of them (all or nothing).
-bool writeOutputs(const Job &job, int64_t rank,
-                  const std::vector<int64_t> &words,
-                  std::vector<PendingOutput> &pending, std::string *error) {
-  const Entry &e = *job.entry;
-  std::vector<OutputView> views = outputViews(e, words);
-  for (size_t k = 0; k < e.outputs.size(); ++k) {
-    const OutputSpec &spec = e.outputs[k];
-    const OutputView &o = views[k];
-    int64_t es = dtypeSize(spec.dtype);
-    std::vector<int64_t> shape(o.sizes, o.sizes + spec.rank);
-    int64_t n = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || (d > 0 && n > (int64_t(1) << 46) / d)) {
-        *error = "output '" + spec.name + "' has an invalid shape " +
-                 shapeString(shape);
-        return false;
-      }
-      n *= d;
-    }
-    if (n > 0 && !o.aligned) {
-      *error = "output '" + spec.name + "' has a null data pointer";
-      return false;
-    }
-    const char *src = o.aligned ? o.aligned + o.offset * es : nullptr;
-    Buffer tmp;
-    std::vector<int64_t> rowMajor(size_t(spec.rank));
-    rowMajorStrides(spec.rank, shape.data(), rowMajor.data());
-    bool contiguous = true;
-    for (int64_t d = 0; d < spec.rank; ++d)
-      if (shape[d] != 1 && o.strides[d] != rowMajor[d])
-        contiguous = false;
-    if (!contiguous && n > 0) {
-      tmp = allocBuffer(n * es);
-      if (!tmp) {
-        *error = "out of memory copying output '" + spec.name + "'";
-        return false;
-      }
-      copyStrided(es, spec.rank, shape.data(), src, o.strides, tmp.get(),
-                  rowMajor.data());
-      src = tmp.get();
-    }
-    std::string file = job.opts->allRanks
-                           ? spec.name + ".rank" + std::to_string(rank) + ".npy"
-                           : spec.name + ".npy";
-    std::string path = (fs::path(job.opts->outputDir) / file).string();
-    // Refused before anything is written: a rename over a directory fails
-    // only at commit, when the other outputs may already be in place.
-    struct stat st;
-    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      *error = "output '" + spec.name + "': '" + path +
-               "' is a directory; remove it or choose another --output";
-      return false;
-    }
-    static const char zero = 0;
-    std::string tmpPath;
-    if (!writeNpyTemp(path, npyDescr(spec.dtype), shape, src ? src : &zero,
-                      n * es, &tmpPath, error))
-      return false;
-    pending.push_back({tmpPath, path});
-  }
-  return true;
-}
-
-/// Renames every pending output into place.
-bool commitOutputs(std::vector<PendingOutput> &pending, std::string *error) {
-  for (size_t i = 0; i < pending.size(); ++i)
-    if (std::rename(pending[i].tmp.c_str(), pending[i].path.c_str()) != 0) {
-      *error = "cannot rename '" + pending[i].tmp + "' to '" +
-               pending[i].path + "': " + std::strerror(errno);
-      for (size_t j = i; j < pending.size(); ++j)
-        ::unlink(pending[j].tmp.c_str());
-      pending.clear();
-      return false;
-    }
-  pending.clear();
-  return true;
-}
-
-/// The body every rank runs: registers the weights, packs the arguments per
-/// BUNDLE.md, calls the entry (`--iterations` times), writes and frees the
-/// outputs.
-int rankBody(Job &job, loom_rt_ctx *ctx) {
-  int64_t rank = loom_rt_rank(ctx);
-  auto planIt = job.plans.find(rank);
-  if (planIt == job.plans.end()) {
-    std::fprintf(stderr, "loom-run: rank %lld: nothing was prepared for this "
-                         "rank\n", (long long)rank);
-    return 1;
-  }
-  const RankPlan &plan = planIt->second;
-  RankResult &result = job.results.at(rank);
-  const Entry &e = *job.entry;
-  std::set<const void *> notOwned;
-
-  // Inputs: each rank gets its own copy (the callee may not write them, but
-  // the ranks of a threads job must not share writable memory).
-  std::vector<Buffer> inputBufs;
-  std::vector<std::vector<int64_t>> descs;
-  for (const NpyArray *a : plan.inputs) {
-    Buffer b = allocBuffer(a->numBytes());
-    if (!b) {
-      std::fprintf(stderr, "loom-run: rank %lld: out of memory for inputs\n",
-                   (long long)rank);
-      return 1;
-    }
-    std::memcpy(b.get(), a->data.get(), size_t(a->numBytes()));
-    std::vector<int64_t> strides(a->shape.size());
-    rowMajorStrides(int64_t(a->shape.size()), a->shape.data(), strides.data());
-    descs.push_back(makeDescriptor(b.get(), a->shape, strides));
-    notOwned.insert(b.get());
-    inputBufs.push_back(std::move(b));
-  }
-  // Weights: already mapped and checked by the main thread (the mapping is
-  // shared); register them as weights 0..n-1 of this rank.
-  BoundWeights bound;
-  std::string err;
-  if (!bindWeights(ctx, e, plan.weights, bound, &err)) {
-    std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
-                 err.c_str());
-    return 1;
-  }
-  for (auto &d : bound.descs)
-    descs.push_back(std::move(d));
-  notOwned.insert(bound.notOwned.begin(), bound.notOwned.end());
-
-  std::vector<int64_t> results(size_t(std::max<int64_t>(job.resultWords, 1)));
-  std::vector<void *> args;
-  args.push_back(results.data());
-  args.push_back(ctx);
-  for (auto &d : descs)
-    args.push_back(d.data());
-
-  const Options &opts = *job.opts;
-  for (int it = 0; it < opts.iterations; ++it) {
-    if (opts.bench)
-      loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
-    std::fill(results.begin(), results.end(), 0);
-    double t0 = nowMs();
-    job.fn(args.data());
-    if (opts.bench)
-      loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
-    result.iterationMs.push_back(nowMs() - t0);
-    if (it + 1 < opts.iterations)
-      freeOutputs(e, results, notOwned);
-  }
-  // Every rank's entry has returned before anything is written.
-  loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
-  int status = 0;
-  std::vector<PendingOutput> pending;
-  if (rank == 0 || opts.allRanks) {
-    std::string err;
-    if (!writeOutputs(job, rank, results, pending, &err)) {
-      std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
-                   err.c_str());
-      discardOutputs(pending);
-      status = 1;
-    }
-  }
-  // The state (written in place by the entry) goes next to the outputs.
-  if (opts.outputGiven && (rank == 0 || opts.allRanks))
-    for (size_t k = 0; k < e.inputs.size() && !status; ++k) {
-      const TensorSpec &t = e.inputs[k];
-      if (t.state.empty())
-        continue;
-      std::string err;
-      std::string path = (fs::path(opts.outputDir) /
-                          stateFileName(t, rank, opts.allRanks)).string();
-      if (!writeNpy(path, npyDescr(t.dtype), plan.inputs[k]->shape,
-                    inputBufs[k].get(), plan.inputs[k]->numBytes(), &err)) {
-        std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
-                     err.c_str());
-        status = 1;
-      }
-    }
-  freeOutputs(e, results, notOwned);
-  // All or nothing: every rank learns whether any rank failed to write its
-  // outputs; only if none did are the temporaries renamed into place.
-  int32_t anyFailed = status;
-  loom_rt_all_reduce(ctx, LOOM_RT_I32, LOOM_RT_MAX, &anyFailed, &anyFailed, 1,
-                     LOOM_RT_ALL_AXES);
-  if (anyFailed) {
-    discardOutputs(pending);
-    return status;
-  }
-  err.clear();
-  if (!commitOutputs(pending, &err)) {
-    std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)rank,
-                 err.c_str());
-    return 1;
-  }
-  return 0;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-#endif // LOOM_RUN_NO_RUNTIME
-
-} // namespace
-
-int main(int argc, char **argv) {
-  // Generated code allocates and frees its intermediate tensors on every
-  // run; keep freed memory in the heap instead of returning it to the
-  // kernel (glibc would mmap/munmap large blocks each time: page faults and
-  // zeroing dominated small models).
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-
-  Options opts;
+/// Parses the command line into `opts`; -1 to go on, else the exit status.
+int parseArgs(int argc, char **argv, Options &opts) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char *name) -> const char * {
@@ -468,6 +211,292 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  return -1;
+}
+
+
+#ifndef LOOM_RUN_NO_RUNTIME
+/// Which file feeds each input of `e`: NAME=FILE binds by name, a bare FILE
+/// takes the next unbound input; every input but state needs one.
+Status bindInputFiles(const Entry &e, const std::vector<std::string> &args,
+                      std::vector<std::string> &spec) {
+  spec.assign(e.inputs.size(), "");
+  std::vector<std::string> positional;
+  for (const std::string &a : args) {
+    size_t eq = a.find('=');
+    std::string name = eq == std::string::npos ? "" : a.substr(0, eq);
+    if (name.empty() || name.find_first_of("/.") != std::string::npos) {
+      positional.push_back(a);
+      continue;
+    }
+    size_t k = 0;
+    while (k < e.inputs.size() && e.inputs[k].name != name)
+      ++k;
+    if (k == e.inputs.size()) {
+      std::string names;
+      for (const TensorSpec &t : e.inputs)
+        names += (names.empty() ? "" : ", ") + t.name;
+      return Error{"--input " + a + ": entry '" + e.name + "' has no input '" +
+                   name + "' (inputs: " + (names.empty() ? "none" : names) +
+                   ")"};
+    }
+    if (!spec[k].empty())
+      return Error{"input '" + name + "' given twice"};
+    spec[k] = a.substr(eq + 1);
+  }
+  size_t next = 0;
+  for (const std::string &p : positional) {
+    while (next < spec.size() && !spec[next].empty())
+      ++next;
+    if (next == spec.size())
+      return Error{"--input " + p + ": entry '" + e.name + "' takes " +
+                   std::to_string(e.inputs.size()) +
+                   " input(s); this one is extra"};
+    spec[next++] = p;
+  }
+  for (size_t k = 0; k < spec.size(); ++k)
+    if (spec[k].empty() && e.inputs[k].state.empty())
+      return Error{"missing input '" + e.inputs[k].name + "' (" +
+                   dtypeName(e.inputs[k].dtype) + " " +
+                   shapeString(e.inputs[k].shape) + ") of entry '" + e.name +
+                   "'; pass --input " + e.inputs[k].name + "=FILE.npy"};
+  return success();
+}
+
+/// Reads the .npy files of every local rank's inputs ('{rank}' expanded;
+/// each file once) and checks their dtypes; the executor checks shapes.
+Status readInputs(const Executor &ex, const Entry &e,
+                  const std::vector<std::string> &spec,
+                  std::map<std::string, NpyArray> &loaded,
+                  std::vector<Input> &inputs) {
+  for (int64_t r : ex.localRanks())
+    for (size_t k = 0; k < e.inputs.size(); ++k) {
+      if (spec[k].empty())
+        continue; // state, zero-filled by the executor
+      const TensorSpec &t = e.inputs[k];
+      std::string path = replaceAll(spec[k], "{rank}", std::to_string(r));
+      std::string where =
+          "input '" + t.name + "'" +
+          (path != spec[k] ? " of rank " + std::to_string(r) : "") + " ('" +
+          path + "')";
+      auto it = loaded.find(path);
+      if (it == loaded.end()) {
+        NpyArray a;
+        std::string err;
+        if (!readNpy(path, a, &err))
+          return Error{where + ": " + err};
+        it = loaded.emplace(path, std::move(a)).first;
+      }
+      const NpyArray &a = it->second;
+      if (!npyAccepts(t.dtype, a.descr))
+        return Error{where + ": dtype is '" + a.descr + "' but entry '" +
+                     e.name + "' expects " + dtypeName(t.dtype) + " ('" +
+                     npyDescr(t.dtype) + "')"};
+      inputs.push_back({t.name, {t.dtype, a.shape, a.data.get()}, r, where});
+    }
+  return success();
+}
+
+/// Writes each rank's outputs as .npy under temporary names (stage) and
+/// renames them into place only when every rank staged all of its outputs
+/// (commit): all or nothing. The state goes next to them with --output.
+class OutputWriter {
+public:
+  OutputWriter(const Options &o, const Entry &e) : O(o), E(e) {}
+
+  Status stage(const RankOutputs &r) {
+    std::vector<Pending> mine;
+    Status st = stageAll(r, mine);
+    std::lock_guard<std::mutex> lock(Mu);
+    Pend[r.rank] = std::move(mine);
+    return st;
+  }
+
+  Status commit(int64_t rank, bool ok) {
+    std::vector<Pending> mine;
+    {
+      std::lock_guard<std::mutex> lock(Mu);
+      mine = std::move(Pend[rank]);
+    }
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (!ok || std::rename(mine[i].tmp.c_str(), mine[i].path.c_str())) {
+        std::string why = ok ? "cannot rename '" + mine[i].tmp + "' to '" +
+                                   mine[i].path + "': " + std::strerror(errno)
+                             : "";
+        for (size_t j = i; j < mine.size(); ++j)
+          ::unlink(mine[j].tmp.c_str());
+        return why.empty() ? success() : Status(Error{why});
+      }
+    return success();
+  }
+
+private:
+  struct Pending {
+    std::string tmp, path;
+  };
+
+  std::string file(const std::string &name, int64_t rank) const {
+    std::string f = O.allRanks ? name + ".rank" + std::to_string(rank) + ".npy"
+                               : name + ".npy";
+    return (fs::path(O.outputDir) / f).string();
+  }
+
+  Status stageAll(const RankOutputs &r, std::vector<Pending> &mine) {
+    for (size_t k = 0; k < E.outputs.size(); ++k) {
+      const Array &a = r.outputs[k];
+      std::string path = file(E.outputs[k].name, r.rank), tmp, err;
+      // Refused before anything is written: a rename over a directory fails
+      // only at commit, when the other outputs may already be in place.
+      struct stat st;
+      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        return Error{"output '" + E.outputs[k].name + "': '" + path +
+                     "' is a directory; remove it or choose another --output"};
+      static const char zero = 0;
+      if (!writeNpyTemp(path, npyDescr(a.dtype), a.shape,
+                        a.data ? a.data : &zero, a.numBytes(), &tmp, &err)) {
+        for (const Pending &p : mine)
+          ::unlink(p.tmp.c_str());
+        mine.clear();
+        return Error{err};
+      }
+      mine.push_back({tmp, path});
+    }
+    if (!O.outputGiven)
+      return success();
+    size_t j = 0;
+    for (const TensorSpec &t : E.inputs) {
+      if (t.state.empty())
+        continue;
+      const Array &a = r.state[j++];
+      std::string err, path = (fs::path(O.outputDir) /
+                               stateFileName(t, r.rank, O.allRanks)).string();
+      if (!writeNpy(path, npyDescr(t.dtype), a.shape, a.data, a.numBytes(),
+                    &err))
+        return Error{err};
+    }
+    return success();
+  }
+
+  const Options &O;
+  const Entry &E;
+  std::mutex Mu;
+  std::map<int64_t, std::vector<Pending>> Pend;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// --bench: per-phase times (ms); iteration time = the slowest rank's.
+void printBench(const Options &opts, const Executor &ex, const Entry &e,
+                const PreparedEntry &w, const RunResult &res,
+                const double (&t)[4]) {
+  const std::vector<double> &it = res.iterationMs;
+  std::printf("loom-run bench: model %s, entry %s, %lld rank(s), %s, "
+              "%d iteration(s)\n",
+              ex.manifest().model.c_str(), e.name.c_str(),
+              (long long)ex.manifest().numRanks, backendName(ex.usesMpi()),
+              opts.iterations);
+  std::printf("  %-22s %12s\n", "phase", "ms");
+  std::printf("  %-22s %12.3f\n", "manifest+dlopen", t[1] - t[0]);
+  std::printf("  %-22s %12.3f\n", "inputs", t[2] - t[1]);
+  std::printf("  %-22s %12.3f   (%zu slices, %s)\n", "weights (map)", w.mapMs,
+              w.weightSlices, humanBytes(double(w.weightBytes)).c_str());
+  std::printf("  %-22s %12.3f\n", "run: min",
+              *std::min_element(it.begin(), it.end()));
+  std::printf("  %-22s %12.3f\n", "run: median", median(it));
+  std::printf("  %-22s %12.3f\n", "run: max",
+              *std::max_element(it.begin(), it.end()));
+  std::printf("  %-22s %12.3f   (launch, all iterations, outputs)\n", "job",
+              res.jobMs);
+  std::printf("  %-22s %12.3f\n", "total", t[3] - t[0]);
+  std::fflush(stdout);
+}
+
+OpenOptions openOptions(const Options &o) {
+  OpenOptions x;
+  x.backend = !o.backendGiven ? Backend::Auto
+              : o.backend == "mpi" ? Backend::Mpi
+                                   : Backend::Threads;
+  x.ranks = o.ranks;
+  x.timeoutSeconds = o.timeout;
+  x.tracePath = o.trace;
+  x.progress = o.progress || isatty(2);
+  x.onRankError = [](const std::string &m) {
+    std::fprintf(stderr, "loom-run: %s\n", m.c_str());
+  };
+  return x;
+}
+
+/// One entry on every rank: inputs from .npy files, outputs to .npy files.
+int runBundle(const Options &opts) {
+  double t[4] = {nowMs(), 0, 0, 0};
+  auto ex = Executor::open(opts.bundle, openOptions(opts));
+  if (!ex)
+    return fail(ex.error().message);
+  auto entry = (*ex)->entry(opts.entry);
+  if (!entry)
+    return fail(entry.error().message);
+  const Entry &e = **entry;
+  t[1] = nowMs();
+  std::vector<std::string> files;
+  std::map<std::string, NpyArray> loaded;
+  std::vector<Input> inputs;
+  Status st = bindInputFiles(e, opts.inputs, files);
+  if (st)
+    st = readInputs(**ex, e, files, loaded, inputs);
+  if (!st)
+    return fail(st.error().message);
+  t[2] = nowMs();
+  OutputWriter out(opts, e);
+  RunOptions run;
+  run.entry = e.name;
+  run.iterations = opts.iterations;
+  run.barrierPerIteration = opts.bench;
+  run.allRanks = opts.allRanks;
+  run.ctx = opts.ctx;
+  run.beforeLaunch = [&]() -> Status {
+    std::error_code ec;
+    fs::create_directories(opts.outputDir, ec);
+    if (ec || !fs::is_directory(opts.outputDir, ec))
+      return Error{"--output " + opts.outputDir + ": cannot create the "
+                   "directory: " + (ec ? ec.message() : "not a directory")};
+    return success();
+  };
+  run.stage = [&](const RankOutputs &r) { return out.stage(r); };
+  run.commit = [&](int64_t r, bool ok) { return out.commit(r, ok); };
+  RunResult res;
+  if (Status s = (*ex)->run(inputs, run, res); !s)
+    return fail(!res.jobFailed ? s.error().message
+                               : "the job failed (" +
+                                     std::string(backendName((*ex)->usesMpi())) +
+                                     " backend, " +
+                                     std::to_string((*ex)->manifest().numRanks) +
+                                     " ranks)");
+  t[3] = nowMs();
+  if (opts.bench && (!(*ex)->usesMpi() || (*ex)->localRanks().front() == 0))
+    printBench(opts, **ex, e, res.prepared, res, t);
+  return 0;
+}
+#endif // LOOM_RUN_NO_RUNTIME
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Generated code allocates and frees its intermediate tensors on every
+  // run; keep freed memory in the heap instead of returning it to the
+  // kernel (glibc would mmap/munmap large blocks each time: page faults and
+  // zeroing dominated small models).
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  Options opts;
+  if (int rc = parseArgs(argc, argv, opts); rc >= 0)
+    return rc;
 
   fs::path manifestPath = fs::path(opts.bundle) / "manifest.json";
   std::error_code ec; // no exceptions: the error_code overloads throughout
@@ -499,235 +528,3 @@ int main(int argc, char **argv) {
 #endif
 }
 
-#ifndef LOOM_RUN_NO_RUNTIME
-namespace {
-int runBundle(const Options &opts) {
-  // --- Manifest ---------------------------------------------------------------
-  double tStart = nowMs();
-  Manifest m;
-  std::string err;
-  if (!loadManifest(opts.bundle, m, &err))
-    return fail(err);
-
-  const Entry *entry = &m.entries.front();
-  if (!opts.entry.empty()) {
-    entry = m.findEntry(opts.entry);
-    if (!entry) {
-      std::string names;
-      for (const Entry &e : m.entries)
-        names += (names.empty() ? "" : ", ") + e.name;
-      return fail("no entry '" + opts.entry + "' in the bundle (entries: " +
-                  names + ")");
-    }
-  }
-
-  // --- Backend and ranks --------------------------------------------------------
-  bool useMpi = false;
-  int64_t mpiRank = 0;
-  std::vector<int64_t> localRanks;
-  if (!selectRanks(opts.bundle, m, opts.backend, opts.backendGiven,
-                   opts.ranks, useMpi, mpiRank, localRanks, &err))
-    return fail(err);
-  bool printer = !useMpi || mpiRank == 0;
-
-  // --- Library ------------------------------------------------------------------
-  std::map<std::string, EntryFn> fns;
-  if (!loadLibrary(opts.bundle, m, fns, &err))
-    return fail(err);
-  EntryFn fn = fns.at(entry->name);
-  double tLoaded = nowMs();
-
-  // --- Inputs -------------------------------------------------------------------
-  // NAME=FILE binds by name; a bare FILE takes the next unbound input.
-  std::vector<std::string> inputSpec(entry->inputs.size());
-  {
-    std::vector<std::string> positional;
-    for (const std::string &a : opts.inputs) {
-      size_t eq = a.find('=');
-      std::string name = eq == std::string::npos ? "" : a.substr(0, eq);
-      bool named = !name.empty() &&
-                   name.find_first_of("/.") == std::string::npos;
-      if (!named) {
-        positional.push_back(a);
-        continue;
-      }
-      size_t k = 0;
-      while (k < entry->inputs.size() && entry->inputs[k].name != name)
-        ++k;
-      if (k == entry->inputs.size()) {
-        std::string names;
-        for (const TensorSpec &t : entry->inputs)
-          names += (names.empty() ? "" : ", ") + t.name;
-        return fail("--input " + a + ": entry '" + entry->name +
-                    "' has no input '" + name + "' (inputs: " +
-                    (names.empty() ? "none" : names) + ")");
-      }
-      if (!inputSpec[k].empty())
-        return fail("input '" + name + "' given twice");
-      inputSpec[k] = a.substr(eq + 1);
-    }
-    size_t next = 0;
-    for (const std::string &p : positional) {
-      while (next < inputSpec.size() && !inputSpec[next].empty())
-        ++next;
-      if (next == inputSpec.size())
-        return fail("--input " + p + ": entry '" + entry->name + "' takes " +
-                    std::to_string(entry->inputs.size()) +
-                    " input(s); this one is extra");
-      inputSpec[next++] = p;
-    }
-    for (size_t k = 0; k < inputSpec.size(); ++k)
-      if (inputSpec[k].empty() && entry->inputs[k].state.empty())
-        return fail("missing input '" + entry->inputs[k].name + "' (" +
-                    dtypeName(entry->inputs[k].dtype) + " " +
-                    shapeString(entry->inputs[k].shape) + ") of entry '" +
-                    entry->name + "'; pass --input " + entry->inputs[k].name +
-                    "=FILE.npy");
-  }
-  Job job;
-  job.manifest = &m;
-  job.entry = entry;
-  job.fn = fn;
-  job.opts = &opts;
-  for (const OutputSpec &o : entry->outputs)
-    job.resultWords += 3 + 2 * o.rank;
-  std::map<std::string, std::unique_ptr<NpyArray>> loaded; // by path
-  for (int64_t r : localRanks) {
-    RankPlan &plan = job.plans[r];
-    job.results[r];
-    for (size_t k = 0; k < entry->inputs.size(); ++k) {
-      const TensorSpec &spec = entry->inputs[k];
-      if (inputSpec[k].empty()) { // state made below, zero-filled
-        plan.inputs.push_back(nullptr);
-        continue;
-      }
-      std::string path = replaceAll(inputSpec[k], "{rank}", std::to_string(r));
-      std::string where = "input '" + spec.name + "'" +
-                          (path != inputSpec[k]
-                               ? " of rank " + std::to_string(r) : "") +
-                          " ('" + path + "')";
-      auto it = loaded.find(path);
-      if (it == loaded.end()) {
-        auto a = std::make_unique<NpyArray>();
-        if (!readNpy(path, *a, &err))
-          return fail(where + ": " + err);
-        it = loaded.emplace(path, std::move(a)).first;
-      }
-      // Checked for every (input, rank): one file may feed several inputs.
-      const NpyArray &a = *it->second;
-      if (!npyAccepts(spec.dtype, a.descr))
-        return fail(where + ": dtype is '" + a.descr + "' but entry '" +
-                    entry->name + "' expects " + dtypeName(spec.dtype) +
-                    " ('" + npyDescr(spec.dtype) + "')");
-      bool ok = a.shape.size() == spec.shape.size();
-      for (size_t d = 0; ok && d < spec.shape.size(); ++d)
-        ok = spec.shape[d] < 0 || spec.shape[d] == a.shape[d];
-      if (!ok)
-        return fail(where + ": shape " + shapeString(a.shape) +
-                    " does not match " + shapeString(spec.shape) +
-                    " expected by entry '" + entry->name + "' (? = any)");
-      plan.inputs.push_back(it->second.get());
-    }
-  }
-  if (hasState(*entry)) {
-    // The KV caches: one context length for every rank and state input.
-    std::vector<const NpyArray *> given;
-    for (size_t k = 0; k < entry->inputs.size(); ++k)
-      if (!entry->inputs[k].state.empty())
-        given.push_back(job.plans[localRanks.front()].inputs[k]);
-    int64_t ctx = 0;
-    if (!chooseContext(m, *entry, opts.ctx, given,
-                       int64_t(localRanks.size()) + 1, availableMemory(), ctx,
-                       &err))
-      return fail(err);
-    for (size_t k = 0; k < entry->inputs.size(); ++k) {
-      const TensorSpec &spec = entry->inputs[k];
-      if (!inputSpec[k].empty() || spec.state.empty())
-        continue;
-      auto a = zeroState(spec, ctx);
-      if (!a)
-        return fail("out of memory for the KV cache '" + spec.name + "'");
-      for (int64_t r : localRanks)
-        job.plans[r].inputs[k] = a.get();
-      loaded.emplace("<state " + spec.name + ">", std::move(a));
-    }
-    for (int64_t r : localRanks) {
-      const NpyArray *pos = nullptr;
-      for (size_t k = 0; k < entry->inputs.size(); ++k)
-        if (entry->inputs[k].name == "positions")
-          pos = job.plans[r].inputs[k];
-      if (!checkPositions(*entry, pos, ctx, &err))
-        return fail(err);
-    }
-  }
-  double tInputs = nowMs();
-
-  // --- Weights: map, check and prefault every local slice before running ------
-  MappedWeights mapped;
-  if (!mapWeights(opts.bundle, m, *entry, localRanks,
-                  opts.progress || isatty(2), mapped, &err))
-    return fail(err);
-  for (auto &[r, ws] : mapped.perRank)
-    job.plans[r].weights = std::move(ws);
-  int64_t weightBytes = mapped.bytes;
-  size_t numSlices = mapped.slices;
-  double tWeights = nowMs();
-
-  std::error_code ec;
-  fs::create_directories(opts.outputDir, ec);
-  if (ec || !fs::is_directory(opts.outputDir, ec))
-    return fail("--output " + opts.outputDir + ": cannot create the "
-                "directory: " + (ec ? ec.message() : "not a directory"));
-
-  // --- Run ----------------------------------------------------------------------
-  loom::rt::LaunchOptions launch;
-  launch.timeoutSeconds = opts.timeout;
-  launch.tracePath = opts.trace;
-  launch.onFailure = loom::rt::OnFailure::Return;
-  auto body = [&job](loom_rt_ctx *ctx) { return rankBody(job, ctx); };
-  std::vector<int64_t> mesh = m.meshShape;
-  if (mesh.empty())
-    mesh.push_back(1);
-  double tRun0 = nowMs();
-  int rc;
-  if (useMpi)
-    rc = loom::rt::runMpi(mesh, body, launch);
-  else
-    rc = loom::rt::runThreads(int(m.numRanks), mesh, body, launch);
-  double tRun1 = nowMs();
-  if (rc != 0)
-    return fail("the job failed (" + std::string(useMpi ? "mpi" : "threads") +
-                " backend, " + std::to_string(m.numRanks) + " ranks)");
-
-  if (opts.bench && printer) {
-    // Iteration time = the slowest rank's (barrier to barrier).
-    std::vector<double> iters(size_t(opts.iterations), 0.0);
-    for (auto &[r, res] : job.results)
-      for (size_t i = 0; i < res.iterationMs.size() && i < iters.size(); ++i)
-        iters[i] = std::max(iters[i], res.iterationMs[i]);
-    double mn = *std::min_element(iters.begin(), iters.end());
-    double mx = *std::max_element(iters.begin(), iters.end());
-    std::printf("loom-run bench: model %s, entry %s, %lld rank(s), %s, "
-                "%d iteration(s)\n",
-                m.model.c_str(), entry->name.c_str(), (long long)m.numRanks,
-                useMpi ? "mpi" : "threads", opts.iterations);
-    std::printf("  %-22s %12s\n", "phase", "ms");
-    std::printf("  %-22s %12.3f\n", "manifest+dlopen", tLoaded - tStart);
-    std::printf("  %-22s %12.3f\n", "inputs", tInputs - tLoaded);
-    std::printf("  %-22s %12.3f   (%zu slices, %s)\n", "weights (map)",
-                tWeights - tInputs, numSlices,
-                humanBytes(double(weightBytes)).c_str());
-    std::printf("  %-22s %12.3f\n", "run: min", mn);
-    std::printf("  %-22s %12.3f\n", "run: median", median(iters));
-    std::printf("  %-22s %12.3f\n", "run: max", mx);
-    std::printf("  %-22s %12.3f   (launch, all iterations, outputs)\n",
-                "job", tRun1 - tRun0);
-    std::printf("  %-22s %12.3f\n", "total", tRun1 - tStart);
-    std::fflush(stdout);
-  }
-  // The library stays loaded until exit: a trace or atexit handler of the
-  // generated code may still refer to it.
-  return 0;
-}
-} // namespace
-#endif // LOOM_RUN_NO_RUNTIME

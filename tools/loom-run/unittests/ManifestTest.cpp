@@ -1,6 +1,6 @@
 //===- ManifestTest.cpp - manifest.json validation -------------------------===//
 
-#include "Manifest.h"
+#include "loom/runtime/Manifest.h"
 
 #include <gtest/gtest.h>
 

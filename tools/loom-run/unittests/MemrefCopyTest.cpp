@@ -1,6 +1,6 @@
 //===- MemrefCopyTest.cpp - memrefCopy and the strided copy ----------------===//
 
-#include "Strided.h"
+#include "loom/runtime/Strided.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- NpyTest.cpp - the .npy reader/writer --------------------------------===//
 
-#include "Npy.h"
+#include "loom/runtime/Npy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- SamplerTest.cpp - sampling stages vs hand-computed distributions ---===//
 
-#include "Sampler.h"
+#include "loom/runtime/Sampler.h"
 
 #include <gtest/gtest.h>
 

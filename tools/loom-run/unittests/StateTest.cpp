@@ -1,7 +1,7 @@
 //===- StateTest.cpp - KV-cache state: manifest fields, --ctx, positions --===//
 
-#include "Manifest.h"
-#include "State.h"
+#include "loom/runtime/Manifest.h"
+#include "loom/runtime/State.h"
 
 #include <gtest/gtest.h>
 

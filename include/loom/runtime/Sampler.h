@@ -11,8 +11,8 @@
 // Plain C++, no runtime dependency (unit-tested in loom-run-tests).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_SAMPLER_H
-#define LOOM_RUN_SAMPLER_H
+#ifndef LOOM_RUNTIME_SAMPLER_H
+#define LOOM_RUNTIME_SAMPLER_H
 
 #include <cstddef>
 #include <cstdint>
@@ -86,4 +86,4 @@ private:
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_SAMPLER_H
+#endif // LOOM_RUNTIME_SAMPLER_H

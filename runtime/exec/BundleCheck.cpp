@@ -1,6 +1,6 @@
 //===- BundleCheck.cpp - checks of a bundle before dlopen -------------------===//
 
-#include "BundleCheck.h"
+#include "loom/runtime/BundleCheck.h"
 
 #include "loom/runtime/CpuFeatures.h"
 #include "loom/runtime/Fnv.h"

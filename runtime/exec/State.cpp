@@ -1,6 +1,6 @@
 //===- State.cpp - runtime-owned state of an entry (KV caches) -----------===//
 
-#include "State.h"
+#include "loom/runtime/State.h"
 
 #include <cstring>
 #include <fstream>
@@ -37,6 +37,18 @@ static std::string mib(int64_t bytes) {
 bool chooseContext(const Manifest &m, const Entry &e, int64_t requested,
                    const std::vector<const NpyArray *> &given, int64_t copies,
                    int64_t availableBytes, int64_t &ctx, std::string *error) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const NpyArray *a : given)
+    shapes.push_back(a ? a->shape : std::vector<int64_t>());
+  return chooseContextForShapes(m, e, requested, shapes, copies,
+                                availableBytes, ctx, error);
+}
+
+bool chooseContextForShapes(const Manifest &m, const Entry &e,
+                            int64_t requested,
+                            const std::vector<std::vector<int64_t>> &given,
+                            int64_t copies, int64_t availableBytes,
+                            int64_t &ctx, std::string *error) {
   int64_t perPos = stateBytesPerPosition(e) * std::max<int64_t>(copies, 1);
   int64_t limit = m.llm.llm ? m.llm.contextLength : 0;
   // Initial state files fix the context; they must agree.
@@ -45,11 +57,11 @@ bool chooseContext(const Manifest &m, const Entry &e, int64_t requested,
   for (const TensorSpec &t : e.inputs) {
     if (t.state.empty())
       continue;
-    const NpyArray *a = g < given.size() ? given[g] : nullptr;
+    const std::vector<int64_t> *a = g < given.size() ? &given[g] : nullptr;
     ++g;
-    if (!a || size_t(t.ctxDim) >= a->shape.size())
+    if (!a || size_t(t.ctxDim) >= a->size())
       continue;
-    int64_t c = a->shape[size_t(t.ctxDim)];
+    int64_t c = (*a)[size_t(t.ctxDim)];
     if (fromFiles && c != fromFiles) {
       *error = "state input '" + t.name + "' has a context of " +
                std::to_string(c) + " positions but another state file has " +
@@ -113,17 +125,27 @@ std::unique_ptr<NpyArray> zeroState(const TensorSpec &spec, int64_t ctx) {
 
 bool checkPositions(const Entry &e, const NpyArray *positions, int64_t ctx,
                     std::string *error) {
+  if (!positions)
+    return true;
+  return checkPositions(e, positions->shape, positions->itemSize,
+                        reinterpret_cast<const int64_t *>(positions->data.get()),
+                        ctx, error);
+}
+
+bool checkPositions(const Entry &e, const std::vector<int64_t> &shape,
+                    int64_t itemSize, const int64_t *positions, int64_t ctx,
+                    std::string *error) {
   if (!positions || !hasState(e))
     return true;
-  if (positions->shape.size() != 1 || positions->itemSize != 8) {
+  if (shape.size() != 1 || itemSize != 8) {
     *error = "input 'positions' of entry '" + e.name +
              "' must be a 1-D int64 array";
     return false;
   }
-  int64_t n = positions->shape[0];
+  int64_t n = shape[0];
   std::vector<int64_t> p(size_t(std::max<int64_t>(n, 0)));
   if (n > 0)
-    std::memcpy(p.data(), positions->data.get(), size_t(n) * 8);
+    std::memcpy(p.data(), positions, size_t(n) * 8);
   for (int64_t i = 0; i < n; ++i)
     if (p[size_t(i)] != p[0] + i) {
       *error = "input 'positions' of entry '" + e.name +

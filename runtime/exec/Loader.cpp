@@ -1,9 +1,9 @@
 //===- Loader.cpp - loading a bundle for the ranks of loom-run ------------===//
 
 #include "Loader.h"
-#include "BundleCheck.h"
+#include "loom/runtime/BundleCheck.h"
 
-#include "Strided.h"
+#include "loom/runtime/Strided.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -99,6 +99,14 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
     *error = bundle + ": " + why;
     return false;
   }
+  // The library resolves loom_rt_* and memrefCopy from the global scope.
+  // An executable exports them with -rdynamic; a shared object that holds
+  // the runtime (a Python extension, loaded RTLD_LOCAL) is promoted to the
+  // global scope here so that its definitions are found.
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void *>(&loom_rt_abi_version), &self) &&
+      self.dli_fname)
+    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
   void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *why = dlerror();

@@ -5,8 +5,8 @@
 // symbol generated code calls) and by loom-run's output writer.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_STRIDED_H
-#define LOOM_RUN_STRIDED_H
+#ifndef LOOM_RUNTIME_STRIDED_H
+#define LOOM_RUNTIME_STRIDED_H
 
 #include <cstdint>
 #include <vector>
@@ -44,4 +44,4 @@ void rowMajorStrides(int64_t rank, const int64_t *sizes, int64_t *strides);
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_STRIDED_H
+#endif // LOOM_RUNTIME_STRIDED_H

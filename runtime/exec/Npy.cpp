@@ -1,6 +1,6 @@
 //===- Npy.cpp - minimal .npy reader/writer ---------------------------------===//
 
-#include "Npy.h"
+#include "loom/runtime/Npy.h"
 
 #include <algorithm>
 #include <atomic>

@@ -3,10 +3,10 @@
 // Reads and validates manifest.json (docs/BUNDLE.md, format version 1).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_MANIFEST_H
-#define LOOM_RUN_MANIFEST_H
+#ifndef LOOM_RUNTIME_MANIFEST_H
+#define LOOM_RUNTIME_MANIFEST_H
 
-#include "Strided.h"
+#include "loom/runtime/Strided.h"
 
 #include <cstdint>
 #include <map>
@@ -144,4 +144,4 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_MANIFEST_H
+#endif // LOOM_RUNTIME_MANIFEST_H

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "loom/runtime/Manifest.h"
 
 #include "loom/runtime/Fnv.h"
 

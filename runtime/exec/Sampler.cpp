@@ -1,6 +1,6 @@
 //===- Sampler.cpp - next-token sampling for loom-run generation ----------===//
 
-#include "Sampler.h"
+#include "loom/runtime/Sampler.h"
 
 #include <algorithm>
 #include <cmath>

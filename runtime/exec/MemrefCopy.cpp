@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Strided.h"
+#include "loom/runtime/Strided.h"
 
 #include <cstring>
 #include <vector>

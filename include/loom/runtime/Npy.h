@@ -4,8 +4,8 @@
 // little-endian scalar dtypes only, C order only.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_NPY_H
-#define LOOM_RUN_NPY_H
+#ifndef LOOM_RUNTIME_NPY_H
+#define LOOM_RUNTIME_NPY_H
 
 #include <cstdint>
 #include <cstdlib>
@@ -80,4 +80,4 @@ int64_t npyItemSize(const std::string &descr);
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_NPY_H
+#endif // LOOM_RUNTIME_NPY_H

@@ -8,11 +8,11 @@
 // to. No LLVM, no MLIR.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_STATE_H
-#define LOOM_RUN_STATE_H
+#ifndef LOOM_RUNTIME_STATE_H
+#define LOOM_RUNTIME_STATE_H
 
-#include "Manifest.h"
-#include "Npy.h"
+#include "loom/runtime/Manifest.h"
+#include "loom/runtime/Npy.h"
 
 #include <cstdint>
 #include <memory>
@@ -37,6 +37,13 @@ bool chooseContext(const Manifest &m, const Entry &e, int64_t requested,
                    const std::vector<const NpyArray *> &given, int64_t copies,
                    int64_t availableBytes, int64_t &ctx, std::string *error);
 
+/// The same with the shapes of the initial state arrays (one per state
+/// input in order; empty: not given).
+bool chooseContextForShapes(
+    const Manifest &m, const Entry &e, int64_t requested,
+    const std::vector<std::vector<int64_t>> &givenShapes, int64_t copies,
+    int64_t availableBytes, int64_t &ctx, std::string *error);
+
 /// A zero-filled array for state input `spec` with `ctx` positions; null
 /// when out of memory.
 std::unique_ptr<NpyArray> zeroState(const TensorSpec &spec, int64_t ctx);
@@ -45,6 +52,11 @@ std::unique_ptr<NpyArray> zeroState(const TensorSpec &spec, int64_t ctx);
 /// (positions[0] + i) and end within the context. `positions` may be null
 /// (no such input: nothing to check).
 bool checkPositions(const Entry &e, const NpyArray *positions, int64_t ctx,
+                    std::string *error);
+
+/// The same on a raw "positions" array (null: nothing to check).
+bool checkPositions(const Entry &e, const std::vector<int64_t> &shape,
+                    int64_t itemSize, const int64_t *positions, int64_t ctx,
                     std::string *error);
 
 /// Memory the launcher may still use (MemAvailable), in bytes; a large
@@ -58,4 +70,4 @@ std::string stateFileName(const TensorSpec &spec, int64_t rank,
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_STATE_H
+#endif // LOOM_RUNTIME_STATE_H

@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Generate.h"
+#include "loom/runtime/Generate.h"
 
 #include "Loader.h"
-#include "State.h"
-#include "Strided.h"
+#include "loom/runtime/State.h"
+#include "loom/runtime/Strided.h"
 
 #include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"

@@ -9,8 +9,9 @@
 #ifndef LOOM_RUN_LOADER_H
 #define LOOM_RUN_LOADER_H
 
-#include "Manifest.h"
-#include "Npy.h"
+#include "loom/runtime/Executor.h"
+#include "loom/runtime/Manifest.h"
+#include "loom/runtime/Npy.h"
 
 #include "loom/runtime/Runtime.h"
 
@@ -25,9 +26,6 @@ namespace loom::run {
 
 using EntryFn = void (*)(void **);
 
-double nowMs();
-std::string humanBytes(double bytes);
-std::string shapeString(const std::vector<int64_t> &shape);
 
 /// Reads and validates `<bundle>/manifest.json`; false + *error (one line).
 bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);

@@ -9,10 +9,10 @@
 // docs/RUNTIME.md (who owns the cache, how ranks agree on tokens).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_GENERATE_H
-#define LOOM_RUN_GENERATE_H
+#ifndef LOOM_RUNTIME_GENERATE_H
+#define LOOM_RUNTIME_GENERATE_H
 
-#include "Sampler.h"
+#include "loom/runtime/Sampler.h"
 
 #include <cstdint>
 #include <string>
@@ -68,4 +68,4 @@ int runGenerate(const GenerateOptions &o);
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_GENERATE_H
+#endif // LOOM_RUNTIME_GENERATE_H

@@ -7,10 +7,10 @@
 // the host CPU has every feature the code was generated for (target).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LOOM_RUN_BUNDLECHECK_H
-#define LOOM_RUN_BUNDLECHECK_H
+#ifndef LOOM_RUNTIME_BUNDLECHECK_H
+#define LOOM_RUNTIME_BUNDLECHECK_H
 
-#include "Manifest.h"
+#include "loom/runtime/Manifest.h"
 
 #include <string>
 #include <vector>
@@ -37,4 +37,4 @@ std::vector<std::string> missingCpuFeatures(const TargetInfo &target);
 
 } // namespace loom::run
 
-#endif // LOOM_RUN_BUNDLECHECK_H
+#endif // LOOM_RUNTIME_BUNDLECHECK_H
