@@ -38,6 +38,15 @@ int64_t Array::numElements() const {
 
 const char *backendName(bool mpi) { return mpi ? "mpi" : "threads"; }
 
+loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
+  loom::rt::LaunchOptions launch;
+  launch.timeoutSeconds = o.timeoutSeconds;
+  launch.tracePath = o.tracePath;
+  launch.quiet = o.quiet;
+  launch.onFailure = loom::rt::OnFailure::Return;
+  return launch;
+}
+
 namespace {
 
 /// A buffer shared by the arrays that view it.
@@ -45,25 +54,7 @@ std::shared_ptr<void> share(Buffer b) {
   return std::shared_ptr<void>(b.release(), FreeDeleter());
 }
 
-/// The state buffers of one entry: per local rank, one per state input.
-struct EntryState {
-  int64_t ctx = 0;
-  std::map<int64_t, std::vector<Array>> perRank; ///< state input order
-};
-
 } // namespace
-
-struct Executor::Impl {
-  std::string bundle;
-  OpenOptions opts;
-  Manifest m;
-  std::map<std::string, EntryFn> fns;
-  bool useMpi = false;
-  int64_t mpiRank = 0;
-  std::vector<int64_t> localRanks;
-  std::map<std::string, MappedWeights> mapped; ///< by entry
-  std::map<std::string, EntryState> state;     ///< by entry
-};
 
 Executor::Executor(std::unique_ptr<Impl> impl) : P(std::move(impl)) {}
 Executor::~Executor() = default;
@@ -486,11 +477,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   if (opts.beforeLaunch)
     if (Status s = opts.beforeLaunch(); !s)
       return s;
-  loom::rt::LaunchOptions launch;
-  launch.timeoutSeconds = P->opts.timeoutSeconds;
-  launch.tracePath = P->opts.tracePath;
-  launch.quiet = P->opts.quiet;
-  launch.onFailure = loom::rt::OnFailure::Return;
+  loom::rt::LaunchOptions launch = launchOptions(P->opts);
   auto body = [&job](loom_rt_ctx *ctx) { return rankBody(job, ctx); };
   std::vector<int64_t> mesh = P->m.meshShape;
   if (mesh.empty())

@@ -1,17 +1,18 @@
-//===- Generate.cpp - text generation in loom-run -------------------------===//
+//===- Generate.cpp - text generation on a bundle -------------------------===//
 //
-// Everything that can be checked (flags, manifest, tokenizer, prompts,
-// context length, memory) is checked on the main thread before a rank
-// starts. Each rank then owns its KV cache and runs the same loop; every
-// rank tracks the state of every sequence (tokens, text, stop) from the
-// tokens all ranks agreed on, so stop decisions never need a second
-// exchange and rank 0 can print every sequence.
+// Everything that can be checked (manifest, tokenizer, prompts, context
+// length, memory) is checked on the main thread before a rank starts. Each
+// rank then owns its KV cache and runs the same loop; every rank tracks the
+// state of every sequence (tokens, text, stop) from the tokens all ranks
+// agreed on, so stop decisions never need a second exchange and rank 0 can
+// report every sequence.
 //
 //===----------------------------------------------------------------------===//
 
 #include "loom/runtime/Generate.h"
 
 #include "Loader.h"
+#include "loom/runtime/Executor.h"
 #include "loom/runtime/State.h"
 #include "loom/runtime/Strided.h"
 
@@ -25,81 +26,22 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
 #include <tuple>
 
-#include <unistd.h>
-
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace loom::run {
-
-const char *const kGenerateUsage = R"(
-GENERATION (the bundle's `decode` entry with a KV cache; docs/LOOM-RUN.md):
-  --prompt TEXT           generate from TEXT (repeatable: one sequence each,
-                          e.g. one per dp rank)
-  --prompts-file FILE     one prompt per line (one sequence each)
-  --prompt-ids 1,2,3      the prompt as token ids (no tokenizer needed;
-                          repeatable)
-  --chat                  wrap each prompt in the model's chat template
-  --system TEXT           the system message of --chat / --interactive
-  --interactive           read user turns from stdin (chat template when the
-                          model has one); the cache is kept between turns
-  --max-tokens N          stop after N generated tokens (default 256)
-  --stop STR              stop when the text contains STR (repeatable)
-  --ignore-eog            do not stop at end-of-generation tokens (benchmarks)
-  --temp T                temperature (default 0 = greedy)
-  --top-k K               keep the K most likely tokens (default 0 = off)
-  --top-p P               nucleus sampling, P in (0, 1] (default 1 = off)
-  --min-p P               drop tokens below P x the best one's probability
-                          (default 0 = off)
-  --repeat-penalty R      llama.cpp's repetition penalty (default 1 = off)
-  --repeat-last-n N       tokens the penalty looks at (default 64, -1 = all)
-  --seed S                RNG seed of the sampler (default: random, printed)
-  --result FILE.json      write the prompts, token ids, text and stop reason
-                          of every sequence (and --bench figures)
-  --bench                 print prefill and decode tokens/s, ms per token
-                          split into compute, collectives and sampling
-)";
-
-namespace {
-
-int genFail(const std::string &msg) {
-  std::fprintf(stderr, "loom-run: %s\n", msg.c_str());
-  return 1;
-}
-
-bool parseI64(const char *s, int64_t lo, int64_t hi, int64_t &out) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s, &end, 10);
-  if (end == s || *end || errno || v < lo || v > hi)
-    return false;
-  out = v;
-  return true;
-}
-
-bool parseFloat(const char *s, float &out) {
-  char *end = nullptr;
-  errno = 0;
-  double v = std::strtod(s, &end);
-  if (end == s || *end || errno || !std::isfinite(v))
-    return false;
-  out = float(v);
-  return true;
-}
 
 /// Offset of the first byte that is not valid UTF-8, or npos.
 size_t invalidUtf8At(std::string_view s) {
@@ -126,7 +68,20 @@ size_t invalidUtf8At(std::string_view s) {
   return std::string::npos;
 }
 
+namespace {
+
+
 /// Streams valid UTF-8 only: a stand-in for the tokenizer's Utf8Stream when
+/// loom-run is built without the tokenizer (then there is no text anyway).
+#ifdef LOOM_RUN_HAVE_TOKENIZER
+using TextStream = loom::tok::Utf8Stream;
+#else
+struct TextStream {
+  std::string push(std::string_view b) { return std::string(b); }
+  std::string flush() { return ""; }
+};
+#endif
+
 /// loom-run is built without the tokenizer (then there is no text anyway).
 #ifdef LOOM_RUN_HAVE_TOKENIZER
 using TextStream = loom::tok::Utf8Stream;
@@ -159,19 +114,15 @@ struct Sequence {
   std::string stop;       ///< eog | max-tokens | stop-string | context
 };
 
-struct Bench {
-  int64_t prefillTokens = 0;
-  double prefillMs = 0;
-  int64_t decodeSteps = 0, decodeTokens = 0;
-  double decodeMs = 0, decodeCommMs = 0, decodeFnMs = 0;
-};
-
+/// One generation, shared by every rank's loop.
 struct GenJob {
   const GenerateOptions *o = nullptr;
+  const GenerateCallbacks *cb = nullptr;
+  const OpenOptions *open = nullptr;
   const Manifest *m = nullptr;
   const Entry *entry = nullptr;
   EntryFn fn = nullptr;
-  std::map<int64_t, std::vector<PlannedWeight>> weights;
+  const std::map<int64_t, std::vector<PlannedWeight>> *weights = nullptr;
   size_t tokensArg = 0, positionsArg = 0, logitsOut = 0;
   std::vector<StateArg> states;
   int64_t vocab = 0; ///< 0: take the logits' width
@@ -180,8 +131,7 @@ struct GenJob {
   uint64_t dpMask = 0, mpMask = 0;
   int64_t dpSize = 1;
   std::vector<Sequence> seqs; ///< global, initial state
-  bool stream = false;        ///< rank 0 streams sequence 0
-  bool printIds = false;      ///< no tokenizer: print ids
+  bool printIds = false;      ///< no tokenizer: the text is the ids
 #ifdef LOOM_RUN_HAVE_TOKENIZER
   const loom::tok::Tokenizer *tok = nullptr;
   bool chatFormatKnown = false;
@@ -189,7 +139,17 @@ struct GenJob {
 #endif
   // Filled by global rank 0.
   std::vector<Sequence> final;
-  Bench bench;
+  GenerateBench bench;
+  std::mutex mu;
+  std::vector<std::string> messages; ///< rank failures
+
+  void rankError(int64_t rank, const std::string &msg) {
+    std::string line = "rank " + std::to_string(rank) + ": " + msg;
+    if (open->onRankError)
+      open->onRankError(line);
+    std::lock_guard<std::mutex> lock(mu);
+    messages.push_back(line);
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -215,8 +175,7 @@ private:
   bool generate();
   bool readTurn(std::string &line, bool &eof);
   int fail(const std::string &msg) {
-    std::fprintf(stderr, "loom-run: rank %lld: %s\n", (long long)Rank,
-                 msg.c_str());
+    J.rankError(Rank, msg);
     return 1;
   }
 
@@ -243,7 +202,7 @@ bool RankGen::setUp() {
   DpIndex = loom_rt_group_index(Ctx, J.dpMask);
   MpIndex = loom_rt_group_index(Ctx, J.mpMask);
   std::string err;
-  if (!bindWeights(Ctx, *J.entry, J.weights.at(Rank), Bound, &err)) {
+  if (!bindWeights(Ctx, *J.entry, J.weights->at(Rank), Bound, &err)) {
     Failure = err;
     return false;
   }
@@ -358,7 +317,7 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks,
 }
 
 void RankGen::emit(size_t g, bool final) {
-  if (!(J.stream && Rank == 0 && g == 0))
+  if (Rank != 0 || !J.cb->onText)
     return;
   Sequence &s = Seqs[g];
   size_t safe = s.text.size();
@@ -379,10 +338,8 @@ void RankGen::emit(size_t g, bool final) {
   }
   if (final)
     out += Streams[g].flush();
-  if (!out.empty()) {
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
-  }
+  if (!out.empty() || final)
+    J.cb->onText(g, out, final);
 }
 
 void RankGen::process(size_t g, int32_t token) {
@@ -396,12 +353,11 @@ void RankGen::process(size_t g, int32_t token) {
   }
 #endif
   s.generated.push_back(token);
-  if (J.printIds) {
-    if (J.stream && Rank == 0 && g == 0) {
-      std::printf("%s%d", s.generated.size() > 1 ? " " : "", token);
-      std::fflush(stdout);
-    }
-  }
+  if (Rank == 0 && J.cb->onToken)
+    J.cb->onToken(g, token, s.generated.size() - 1);
+  if (J.printIds && Rank == 0 && J.cb->onText)
+    J.cb->onText(g, (s.generated.size() > 1 ? " " : "") + std::to_string(token),
+                 false);
 #ifdef LOOM_RUN_HAVE_TOKENIZER
   if (J.tok) {
     size_t from = s.text.size();
@@ -483,7 +439,7 @@ bool RankGen::sampleAndAgree() {
 
 bool RankGen::generate() {
   int64_t B = J.batchLocal;
-  Bench &bench = J.bench;
+  GenerateBench &bench = J.bench;
   auto localSeq = [&](int64_t b) -> Sequence & {
     return Seqs[size_t(DpIndex * B + b)];
   };
@@ -543,20 +499,15 @@ bool RankGen::generate() {
 }
 
 bool RankGen::readTurn(std::string &line, bool &eof) {
-  // Rank 0 reads stdin; the line reaches every rank through an all_reduce
-  // (the others add zeros). Nobody times out while a person types.
+  // Rank 0 reads the turn; the line reaches every rank through an
+  // all_reduce (the others add zeros). Nobody times out while a person
+  // types.
   double saved = loom_rt_get_timeout(Ctx);
   loom_rt_set_timeout(Ctx, 1e9);
   int64_t len = 0;
   std::string got;
-  if (Rank == 0) {
-    std::fputs("\n> ", stdout);
-    std::fflush(stdout);
-    if (std::getline(std::cin, got))
-      len = int64_t(got.size());
-    else
-      len = -1;
-  }
+  if (Rank == 0)
+    len = J.cb->readTurn && J.cb->readTurn(got) ? int64_t(got.size()) : -1;
   loom_rt_all_reduce(Ctx, LOOM_RT_I64, LOOM_RT_SUM, &len, &len, 1,
                      LOOM_RT_ALL_AXES);
   eof = len < 0;
@@ -587,9 +538,8 @@ bool RankGen::interactiveLoop() {
     if (eof)
       return true;
     if (invalidUtf8At(line) != std::string::npos) {
-      if (Rank == 0)
-        std::fprintf(stderr, "loom-run: this line is not valid UTF-8; "
-                             "type it again\n");
+      if (Rank == 0 && J.cb->onNote)
+        J.cb->onNote("this line is not valid UTF-8; type it again");
       continue;
     }
     std::vector<int32_t> ids;
@@ -660,13 +610,8 @@ int RankGen::run() {
   bool ok = J.o->interactive ? interactiveLoop() : generate();
   if (!ok)
     return fail(Failure);
-  if (Rank == 0) {
-    if (J.stream && !J.o->interactive) {
-      std::fputc('\n', stdout);
-      std::fflush(stdout);
-    }
+  if (Rank == 0)
     J.final = Seqs;
-  }
   return 0;
 }
 
@@ -724,246 +669,65 @@ std::string cooperatingAxis(const std::string &bundle, const Manifest &m,
   return "";
 }
 
-std::vector<int32_t> parseIdList(const std::string &s, bool &ok) {
-  std::vector<int32_t> ids;
-  ok = true;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int64_t v = 0;
-    while (!item.empty() && item.front() == ' ')
-      item.erase(item.begin());
-    if (!parseI64(item.c_str(), 0, INT32_MAX, v)) {
-      ok = false;
-      return {};
-    }
-    ids.push_back(int32_t(v));
-  }
-  ok = !ids.empty();
-  return ids;
-}
-
-bool writeResult(const std::string &path, const GenJob &job, bool withText,
-                 std::string *error) {
-  Json root;
-  root["sequences"] = Json::array();
-  for (const Sequence &s : job.final) {
-    Json j;
-    j["prompt_ids"] = s.prompt;
-    j["ids"] = s.generated;
-    if (withText)
-      j["text"] = s.text;
-    j["stop"] = s.stop;
-    root["sequences"].push_back(j);
-  }
-  if (job.o->bench) {
-    const Bench &b = job.bench;
-    root["bench"] = {{"prefill_tokens", b.prefillTokens},
-                     {"prefill_ms", b.prefillMs},
-                     {"decode_steps", b.decodeSteps},
-                     {"decode_tokens", b.decodeTokens},
-                     {"decode_ms", b.decodeMs},
-                     {"decode_entry_ms", b.decodeFnMs},
-                     {"decode_collectives_ms", b.decodeCommMs}};
-  }
-  root["ctx"] = job.ctx;
-  std::string text =
-      root.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-  std::string tmp = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) {
-      *error = "--result " + path + ": cannot write";
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    *error = "--result " + path + ": " + ec.message();
-    fs::remove(tmp, ec);
-    return false;
-  }
-  return true;
-}
-
-void printBench(const GenJob &job, bool useMpi) {
-  const Bench &b = job.bench;
-  double steps = double(std::max<int64_t>(b.decodeSteps, 1));
-  double perTok = b.decodeMs / steps, fn = b.decodeFnMs / steps,
-         comm = b.decodeCommMs / steps;
-  std::printf("loom-run bench: model %s, %lld rank(s) (mesh %s), %s, ctx "
-              "%lld, %zu sequence(s)\n",
-              job.m->model.c_str(), (long long)job.m->numRanks,
-              job.m->meshString().c_str(), useMpi ? "mpi" : "threads",
-              (long long)job.ctx, job.seqs.size());
-  std::printf("  prefill: %lld tokens in %.3f ms = %.1f tokens/s\n",
-              (long long)b.prefillTokens, b.prefillMs,
-              b.prefillMs > 0 ? double(b.prefillTokens) * 1e3 / b.prefillMs
-                              : 0.0);
-  std::printf("  decode:  %lld tokens in %lld steps, %.3f ms = %.1f "
-              "tokens/s\n",
-              (long long)b.decodeTokens, (long long)b.decodeSteps,
-              b.decodeMs,
-              b.decodeMs > 0 ? double(b.decodeTokens) * 1e3 / b.decodeMs
-                             : 0.0);
-  std::printf("  per step: %.3f ms = compute %.3f + collectives %.3f + "
-              "sampling/agreement %.3f (rank 0)\n",
-              perTok, fn - comm, comm, perTok - fn);
-  std::fflush(stdout);
-}
-
 } // namespace
 
-int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
-  std::string arg = argv[i];
-  auto value = [&]() -> const char * {
-    if (i + 1 >= argc)
-      return nullptr;
-    return argv[++i];
-  };
-  auto bad = [&](const std::string &msg) {
-    std::fprintf(stderr, "loom-run: %s\n", msg.c_str());
-    return -1;
-  };
-  static const char *const withValue[] = {
-      "--prompt", "--prompts-file", "--prompt-ids", "--system",
-      "--max-tokens", "--stop", "--temp", "--top-k", "--top-p",
-      "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
-      "--result"};
-  bool known = arg == "--chat" || arg == "--interactive" ||
-               arg == "--ignore-eog";
-  for (const char *f : withValue)
-    known = known || arg == f;
-  if (!known)
-    return 0;
-  o.anyFlag = true;
-  if (arg == "--chat") {
-    o.chat = true;
-    return 1;
-  }
-  if (arg == "--interactive") {
-    o.interactive = true;
-    return 1;
-  }
-  if (arg == "--ignore-eog") {
-    o.ignoreEog = true;
-    return 1;
-  }
-  const char *v = value();
-  if (!v)
-    return bad(arg + " needs a value");
-  int64_t n = 0;
-  if (arg == "--prompt")
-    o.prompts.push_back(v);
-  else if (arg == "--prompts-file")
-    o.promptsFile = v;
-  else if (arg == "--prompt-ids")
-    o.promptIds.push_back(v);
-  else if (arg == "--system") {
-    o.system = v;
-    o.systemGiven = true;
-  } else if (arg == "--stop") {
-    if (!*v)
-      return bad("--stop wants a non-empty string");
-    o.stops.push_back(v);
-  } else if (arg == "--result")
-    o.resultFile = v;
-  else if (arg == "--max-tokens") {
-    if (!parseI64(v, 1, INT32_MAX, n))
-      return bad("--max-tokens must be at least 1 (got '" + std::string(v) +
-                 "')");
-    o.maxTokens = n;
-  } else if (arg == "--top-k") {
-    if (!parseI64(v, 0, INT32_MAX, n))
-      return bad("--top-k must be >= 0 (0 = off), got '" + std::string(v) +
-                 "'");
-    o.sampling.topK = n;
-  } else if (arg == "--repeat-last-n") {
-    if (!parseI64(v, -1, INT32_MAX, n))
-      return bad("--repeat-last-n must be >= -1 (-1 = all, 0 = off), got '" +
-                 std::string(v) + "'");
-    o.sampling.repeatLastN = n;
-  } else if (arg == "--seed") {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long s = std::strtoull(v, &end, 10);
-    if (end == v || *end || errno || *v == '-')
-      return bad("--seed must be a non-negative integer (got '" +
-                 std::string(v) + "')");
-    o.sampling.seed = s;
-    o.seedGiven = true;
-  } else {
-    float f = 0;
-    if (!parseFloat(v, f))
-      return bad(arg + " wants a number (got '" + std::string(v) + "')");
-    if (arg == "--temp")
-      o.sampling.temperature = f;
-    else if (arg == "--top-p")
-      o.sampling.topP = f;
-    else if (arg == "--min-p")
-      o.sampling.minP = f;
-    else
-      o.sampling.repeatPenalty = f;
-  }
-  return 1;
+std::string promptSourcesError(int sources, bool interactive) {
+  if (interactive && sources)
+    return "--interactive reads the prompts from stdin; drop "
+           "--prompt/--prompts-file/--prompt-ids";
+  if (sources > 1)
+    return "give the prompts one way: --prompt, --prompts-file or "
+           "--prompt-ids";
+  return "";
 }
 
-int runGenerate(const GenerateOptions &opts) {
+std::string printableText(const std::string &bytes) {
+  TextStream ts;
+  return ts.push(bytes) + ts.flush();
+}
+
+Status Executor::generate(const GenerateOptions &opts,
+                          const GenerateCallbacks &cb, GenerateResult &res) {
+  res = GenerateResult();
   GenerateOptions o = opts;
+  auto note = [&](const std::string &text) {
+    if (cb.onNote)
+      cb.onNote(text);
+  };
   std::string err = validateSamplingParams(o.sampling);
   if (!err.empty())
-    return genFail(err);
-  int sources = (!o.prompts.empty()) + (!o.promptsFile.empty()) +
-                (!o.promptIds.empty());
-  if (o.interactive && sources)
-    return genFail("--interactive reads the prompts from stdin; drop "
-                   "--prompt/--prompts-file/--prompt-ids");
-  if (sources > 1)
-    return genFail("give the prompts one way: --prompt, --prompts-file or "
-                   "--prompt-ids");
-  if (!o.promptsFile.empty()) {
-    std::ifstream in(o.promptsFile, std::ios::binary);
-    if (!in)
-      return genFail("--prompts-file " + o.promptsFile + ": cannot read: " +
-                     std::strerror(errno));
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty())
-        o.prompts.push_back(line);
-    if (o.prompts.empty())
-      return genFail("--prompts-file " + o.promptsFile + ": no prompt in it");
-  }
+    return Error{err};
+  if (std::string why = promptSourcesError(
+          (!o.prompts.empty()) + (!o.promptIds.empty()), o.interactive);
+      !why.empty())
+    return Error{why};
   for (size_t k = 0; k < o.prompts.size(); ++k) {
     size_t at = invalidUtf8At(o.prompts[k]);
     if (at != std::string::npos)
-      return genFail("prompt " + std::to_string(k) +
-                     " is not valid UTF-8 (byte " + std::to_string(at) +
-                     "); pass text in UTF-8 or token ids with --prompt-ids");
+      return Error{"prompt " + std::to_string(k) +
+                   " is not valid UTF-8 (byte " + std::to_string(at) +
+                   "); pass text in UTF-8 or token ids with --prompt-ids"};
   }
   if (o.chat && !o.promptIds.empty())
-    return genFail("--chat applies the chat template to text; it cannot be "
-                   "used with --prompt-ids");
+    return Error{"--chat applies the chat template to text; it cannot be "
+                 "used with --prompt-ids"};
 
   // --- Manifest and the decode entry -------------------------------------------
-  Manifest m;
-  if (!loadManifest(o.bundle, m, &err))
-    return genFail(err);
+  const Manifest &m = P->m;
   const Entry *entry = m.findEntry("decode");
   if (!entry) {
     std::string names;
     for (const Entry &e : m.entries)
       names += (names.empty() ? "" : ", ") + e.name;
-    return genFail(o.bundle + ": the bundle has no 'decode' entry (entries: " +
+    return Error{P->bundle + ": the bundle has no 'decode' entry (entries: " +
                    names + "); generation needs an LLM compiled by loomc "
                    "(e.g. loomc model.gguf -o out/); run other entries with "
-                   "--entry/--input");
+                   "--entry/--input"};
   }
   GenJob job;
   job.o = &o;
+  job.cb = &cb;
+  job.open = &P->opts;
   job.m = &m;
   job.entry = entry;
   bool haveTokens = false, havePositions = false;
@@ -977,29 +741,29 @@ int runGenerate(const GenerateOptions &opts) {
       job.states.push_back(s);
     } else if (t.name == "tokens") {
       if (t.shape.size() != 2 || t.dtype != DType::I64)
-        return genFail(where + ": expected i64 [batch, seq], got " +
+        return Error{where + ": expected i64 [batch, seq], got " +
                        std::string(dtypeName(t.dtype)) + " " +
-                       shapeString(t.shape));
+                       shapeString(t.shape)};
       job.tokensArg = k;
       haveTokens = true;
     } else if (t.name == "positions") {
       if (t.shape.size() != 1 || t.dtype != DType::I64)
-        return genFail(where + ": expected i64 [seq], got " +
+        return Error{where + ": expected i64 [seq], got " +
                        std::string(dtypeName(t.dtype)) + " " +
-                       shapeString(t.shape));
+                       shapeString(t.shape)};
       job.positionsArg = k;
       havePositions = true;
     } else {
-      return genFail(where + " is neither 'tokens', 'positions' nor a "
-                     "kv_cache state; generation cannot feed it");
+      return Error{where + " is neither 'tokens', 'positions' nor a "
+                     "kv_cache state; generation cannot feed it"};
     }
   }
   if (!haveTokens || !havePositions)
-    return genFail("entry 'decode' lacks a 'tokens' or 'positions' input");
+    return Error{"entry 'decode' lacks a 'tokens' or 'positions' input"};
   if (job.states.empty())
-    return genFail("entry 'decode' has no kv_cache state inputs: this bundle "
+    return Error{"entry 'decode' has no kv_cache state inputs: this bundle "
                    "has the old past/present decode; recompile it with this "
-                   "loomc (the runtime now owns the KV cache)");
+                   "loomc (the runtime now owns the KV cache)"};
   {
     size_t k = 0;
     while (k < entry->outputs.size() && entry->outputs[k].name != "logits")
@@ -1008,26 +772,20 @@ int runGenerate(const GenerateOptions &opts) {
       k = 0;
     if (entry->outputs.empty() || entry->outputs[k].rank != 2 ||
         entry->outputs[k].dtype != DType::F32)
-      return genFail("entry 'decode' has no f32 rank-2 'logits' output");
+      return Error{"entry 'decode' has no f32 rank-2 'logits' output"};
     job.logitsOut = k;
   }
   job.vocab = m.llm.llm ? m.llm.vocabSize : 0;
   int64_t modelCtx = m.llm.llm ? m.llm.contextLength : 0;
 
   // --- Ranks and sequences ------------------------------------------------------
-  bool useMpi = false;
-  int64_t mpiRank = 0;
-  std::vector<int64_t> localRanks;
-  if (!selectRanks(o.bundle, m, o.backend, o.backendGiven, o.ranks, useMpi,
-                   mpiRank, localRanks, &err))
-    return genFail(err);
+  const std::vector<int64_t> &localRanks = P->localRanks;
   for (size_t a = 0; a < m.meshAxes.size(); ++a) {
     if (m.meshAxes[a] != "dp")
       continue;
-    std::string why = cooperatingAxis(o.bundle, m, *entry, a);
+    std::string why = cooperatingAxis(P->bundle, m, *entry, a);
     if (!why.empty()) {
-      std::fprintf(stderr, "loom-run: note: mesh axis 'dp' holds one sequence "
-                           "(%s)\n", why.c_str());
+      note("note: mesh axis 'dp' holds one sequence (" + why + ")");
       continue;
     }
     job.dpMask |= uint64_t(1) << a;
@@ -1051,22 +809,22 @@ int runGenerate(const GenerateOptions &opts) {
       tokenizer = r.take();
       job.tok = tokenizer.get();
     } else if (needTok) {
-      return genFail("tokenizer: " + r.error().message);
+      return Error{"tokenizer: " + r.error().message};
     } else {
       // Token ids in and out work without it (no end-of-generation stop).
-      std::fprintf(stderr, "loom-run: note: no tokenizer (%s); printing token "
-                           "ids\n", r.error().message.c_str());
+      note("note: no tokenizer (" + r.error().message +
+           "); printing token ids");
     }
 #else
     if (needTok)
-      return genFail("this loom-run was built without the tokenizer library; "
-                     "pass token ids with --prompt-ids");
+      return Error{"this loom-run was built without the tokenizer library; "
+                     "pass token ids with --prompt-ids"};
 #endif
   } else if (needTok) {
-    return genFail(o.bundle + ": the bundle has no tokenizer (manifest.json "
+    return Error{P->bundle + ": the bundle has no tokenizer (manifest.json "
                    "has no \"tokenizer\"), so --prompt/--chat/--stop/"
                    "--interactive cannot be used; pass token ids with "
-                   "--prompt-ids (and --input for single entry runs)");
+                   "--prompt-ids (and --input for single entry runs)"};
   }
 #ifdef LOOM_RUN_HAVE_TOKENIZER
   if (job.tok && (o.chat || o.interactive)) {
@@ -1075,12 +833,12 @@ int runGenerate(const GenerateOptions &opts) {
       job.chatFormat = *f;
       job.chatFormatKnown = true;
     } else if (o.chat) {
-      return genFail("--chat: " + f.error().message);
+      return Error{"--chat: " + f.error().message};
     }
   }
   if (o.systemGiven && !job.chatFormatKnown)
-    return genFail("--system needs --chat or --interactive with a model "
-                   "whose chat template is known");
+    return Error{"--system needs --chat or --interactive with a model "
+                   "whose chat template is known"};
   for (const std::string &p : o.prompts) {
     std::string text = p;
     if (o.chat) {
@@ -1093,7 +851,7 @@ int runGenerate(const GenerateOptions &opts) {
     }
     auto r = job.tok->encode(text, true, true);
     if (!r)
-      return genFail("prompt: " + r.error().message);
+      return Error{"prompt: " + r.error().message};
     std::vector<int32_t> ids = r.take();
     if (ids.size() >= 2 && ids[0] == job.tok->bos() &&
         ids[1] == job.tok->bos())
@@ -1104,32 +862,28 @@ int runGenerate(const GenerateOptions &opts) {
   }
 #else
   if (o.systemGiven)
-    return genFail("--system needs the tokenizer library");
+    return Error{"--system needs the tokenizer library"};
 #endif
-  for (const std::string &p : o.promptIds) {
-    bool ok = false;
+  for (const std::vector<int32_t> &ids : o.promptIds) {
     Sequence s;
-    s.prompt = parseIdList(p, ok);
-    if (!ok)
-      return genFail("--prompt-ids '" + p + "': expected token ids like "
-                     "1,2,3");
+    s.prompt = ids;
     job.seqs.push_back(std::move(s));
   }
   if (o.interactive) {
     if (job.dpSize > 1)
-      return genFail("--interactive runs one conversation; this bundle has "
-                     "dp=" + std::to_string(job.dpSize));
+      return Error{"--interactive runs one conversation; this bundle has "
+                     "dp=" + std::to_string(job.dpSize)};
     job.seqs.assign(1, Sequence());
   }
   for (size_t g = 0; g < job.seqs.size() && !o.interactive; ++g) {
     if (job.seqs[g].prompt.empty())
-      return genFail("prompt " + std::to_string(g) + " has no tokens");
+      return Error{"prompt " + std::to_string(g) + " has no tokens"};
     if (job.vocab)
       for (int32_t t : job.seqs[g].prompt)
         if (t >= job.vocab)
-          return genFail("prompt " + std::to_string(g) + ": token id " +
+          return Error{"prompt " + std::to_string(g) + ": token id " +
                          std::to_string(t) + " is outside the vocabulary of " +
-                         std::to_string(job.vocab));
+                         std::to_string(job.vocab)};
   }
   // One sequence per batch row of a dp group's ranks.
   int64_t nseq = int64_t(job.seqs.size());
@@ -1139,7 +893,7 @@ int runGenerate(const GenerateOptions &opts) {
   else
     job.batchLocal = std::max<int64_t>(nseq / job.dpSize, 1);
   if (job.batchLocal * job.dpSize != nseq)
-    return genFail(
+    return Error{
         std::to_string(nseq) + " prompt(s) given, but the bundle (mesh " +
         m.meshString() + ", batch " +
         (tokSpec.shape[0] > 0 ? std::to_string(tokSpec.shape[0])
@@ -1148,12 +902,12 @@ int runGenerate(const GenerateOptions &opts) {
         (tokSpec.shape[0] > 0
              ? std::to_string(job.batchLocal * job.dpSize)
              : "a multiple of " + std::to_string(job.dpSize)) +
-        " sequence(s): give one prompt per sequence (repeat --prompt)");
+        " sequence(s): give one prompt per sequence (repeat --prompt)"};
   for (int64_t d = 0; d < job.dpSize && !o.interactive; ++d)
     for (int64_t b = 1; b < job.batchLocal; ++b)
       if (job.seqs[size_t(d * job.batchLocal + b)].prompt.size() !=
           job.seqs[size_t(d * job.batchLocal)].prompt.size())
-        return genFail("the prompts of one batch must have the same number "
+        return Error{"the prompts of one batch must have the same number "
                        "of tokens: one 'positions' input serves the batch "
                        "(sequences " + std::to_string(d * job.batchLocal) +
                        " and " + std::to_string(d * job.batchLocal + b) +
@@ -1163,16 +917,16 @@ int runGenerate(const GenerateOptions &opts) {
                        " and " +
                        std::to_string(job.seqs[size_t(d * job.batchLocal + b)]
                                           .prompt.size()) +
-                       " tokens)");
+                       " tokens)"};
 
   // --- Context length and memory --------------------------------------------
   if (o.ctx && modelCtx && o.ctx > modelCtx)
-    return genFail("--ctx " + std::to_string(o.ctx) + " is beyond the model's "
+    return Error{"--ctx " + std::to_string(o.ctx) + " is beyond the model's "
                    "context length " + std::to_string(modelCtx) +
-                   "; pass --ctx " + std::to_string(modelCtx) + " or less");
+                   "; pass --ctx " + std::to_string(modelCtx) + " or less"};
   if (!o.ctx && !modelCtx)
-    return genFail("the manifest does not give the model's context_length; "
-                   "pass --ctx N");
+    return Error{"the manifest does not give the model's context_length; "
+                   "pass --ctx N"};
   // Cache bytes per position, per rank.
   double perPosition = double(stateBytesPerPosition(*entry));
   double weightBytes = 0;
@@ -1195,9 +949,8 @@ int runGenerate(const GenerateOptions &opts) {
                                   (nLocal * perPosition))
                         : 0;
       if (!o.ctx && fit >= 1) {
-        std::fprintf(stderr, "loom-run: the model's context %lld does not "
-                             "fit in memory; using --ctx %lld\n",
-                     (long long)ctx, (long long)fit);
+        note("the model's context " + std::to_string(ctx) +
+             " does not fit in memory; using --ctx " + std::to_string(fit));
         ctx = fit;
       } else {
         char buf[512];
@@ -1214,7 +967,7 @@ int runGenerate(const GenerateOptions &opts) {
                       fit >= 1 ? (" (at most " + std::to_string(fit) +
                                   " fits)").c_str()
                                : "");
-        return genFail(buf);
+        return Error{buf};
       }
     }
   }
@@ -1228,28 +981,17 @@ int runGenerate(const GenerateOptions &opts) {
   }
   for (size_t g = 0; g < job.seqs.size() && !o.interactive; ++g)
     if (int64_t(job.seqs[g].prompt.size()) >= ctx)
-      return genFail("prompt " + std::to_string(g) + " has " +
+      return Error{"prompt " + std::to_string(g) + " has " +
                      std::to_string(job.seqs[g].prompt.size()) +
                      " tokens, which does not leave room to generate in "
                      "--ctx " + std::to_string(ctx) +
-                     "; pass a larger --ctx or a shorter prompt");
+                     "; pass a larger --ctx or a shorter prompt"};
 
   if (o.sampling.temperature > 0 && !o.seedGiven) {
     o.sampling.seed = std::random_device()();
-    std::fprintf(stderr, "loom-run: sampling seed %llu (pass --seed to "
-                         "repeat this run)\n",
-                 (unsigned long long)o.sampling.seed);
+    note("sampling seed " + std::to_string(o.sampling.seed) +
+         " (pass --seed to repeat this run)");
   }
-  if (!o.resultFile.empty()) {
-    // Fail now, not after the run, if the file cannot be written.
-    fs::path dir = fs::path(o.resultFile).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !fs::is_directory(dir, ec))
-      return genFail("--result " + o.resultFile + ": no directory " +
-                     dir.string());
-  }
-  bool printer = !useMpi || mpiRank == 0;
-  job.stream = job.seqs.size() == 1;
 #ifdef LOOM_RUN_HAVE_TOKENIZER
   job.printIds = !job.tok;
 #else
@@ -1257,20 +999,13 @@ int runGenerate(const GenerateOptions &opts) {
 #endif
 
   // --- Library and weights ----------------------------------------------------
-  std::map<std::string, EntryFn> fns;
-  if (!loadLibrary(o.bundle, m, fns, &err))
-    return genFail(err);
-  job.fn = fns.at("decode");
-  MappedWeights mapped;
-  if (!mapWeights(o.bundle, m, *entry, localRanks, o.progress, mapped, &err))
-    return genFail(err);
-  job.weights = std::move(mapped.perRank);
+  job.fn = P->fns.at("decode");
+  auto prepared = prepare("decode");
+  if (!prepared)
+    return prepared.takeError();
+  job.weights = &P->mapped.at("decode").perRank;
 
   // --- Run ----------------------------------------------------------------------
-  loom::rt::LaunchOptions launch;
-  launch.timeoutSeconds = o.timeout;
-  launch.tracePath = o.trace;
-  launch.onFailure = loom::rt::OnFailure::Return;
   auto body = [&job](loom_rt_ctx *ctx) {
     RankGen g(job, ctx);
     return g.run();
@@ -1278,42 +1013,26 @@ int runGenerate(const GenerateOptions &opts) {
   std::vector<int64_t> mesh = m.meshShape;
   if (mesh.empty())
     mesh.push_back(1);
-  int rc = useMpi ? loom::rt::runMpi(mesh, body, launch)
-                  : loom::rt::runThreads(int(m.numRanks), mesh, body, launch);
-  if (rc != 0)
-    return genFail("generation failed (" +
-                   std::string(useMpi ? "mpi" : "threads") + " backend, " +
-                   std::to_string(m.numRanks) + " ranks)");
-  if (!printer)
-    return 0;
-  bool withText = false;
-#ifdef LOOM_RUN_HAVE_TOKENIZER
-  withText = job.tok != nullptr;
-#endif
-  if (!job.stream) {
-    for (size_t g = 0; g < job.final.size(); ++g) {
-      const Sequence &s = job.final[g];
-      std::printf("=== sequence %zu (%s) ===\n", g, s.stop.c_str());
-      if (withText) {
-        TextStream ts;
-        std::string t = ts.push(s.text) + ts.flush();
-        std::fwrite(t.data(), 1, t.size(), stdout);
-      } else {
-        for (size_t k = 0; k < s.generated.size(); ++k)
-          std::printf("%s%d", k ? " " : "", s.generated[k]);
-      }
-      std::fputc('\n', stdout);
-    }
-    std::fflush(stdout);
-  } else if (!job.final.empty() && job.final[0].stop == "context") {
-    std::fprintf(stderr, "loom-run: stopped at the end of the context "
-                         "(--ctx %lld)\n", (long long)job.ctx);
+  loom::rt::LaunchOptions launch = launchOptions(P->opts);
+  loom::rt::LaunchResult launched;
+  int rc = P->useMpi ? loom::rt::runMpi(mesh, body, launch)
+                     : loom::rt::runThreads(int(m.numRanks), mesh, body,
+                                            launch, &launched);
+  res.ctx = job.ctx;
+  res.bench = job.bench;
+  res.withText = !job.printIds;
+  if (rc != 0) {
+    res.jobFailed = true;
+    res.messages = job.messages;
+    res.messages.insert(res.messages.end(), launched.messages.begin(),
+                        launched.messages.end());
+    return Error{"generation failed (" + std::string(backendName(P->useMpi)) +
+                 " backend, " + std::to_string(m.numRanks) + " ranks)" +
+                 (res.messages.empty() ? "" : ": " + res.messages.front())};
   }
-  if (o.bench)
-    printBench(job, useMpi);
-  if (!o.resultFile.empty() && !writeResult(o.resultFile, job, withText, &err))
-    return genFail(err);
-  return 0;
+  for (const Sequence &s : job.final)
+    res.sequences.push_back({s.prompt, s.generated, s.text, s.stop});
+  return success();
 }
 
 } // namespace loom::run

@@ -107,6 +107,29 @@ std::vector<OutputView> outputViews(const Entry &e,
 void freeOutputs(const Entry &e, const std::vector<int64_t> &words,
                  const std::set<const void *> &notOwned);
 
+/// The state buffers of one entry: per local rank, one per state input.
+struct EntryState {
+  int64_t ctx = 0;
+  std::map<int64_t, std::vector<Array>> perRank; ///< state input order
+};
+
+/// What an open bundle holds (Executor.cpp runs entries, Generate.cpp
+/// generates).
+struct Executor::Impl {
+  std::string bundle;
+  OpenOptions opts;
+  Manifest m;
+  std::map<std::string, EntryFn> fns;
+  bool useMpi = false;
+  int64_t mpiRank = 0;
+  std::vector<int64_t> localRanks;
+  std::map<std::string, MappedWeights> mapped; ///< by entry
+  std::map<std::string, EntryState> state;     ///< by entry
+};
+
+/// The launch options of an open bundle's jobs.
+loom::rt::LaunchOptions launchOptions(const OpenOptions &o);
+
 } // namespace loom::run
 
 #endif // LOOM_RUN_LOADER_H

@@ -12,8 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GenerateCli.h"
+
 #include "loom/runtime/Executor.h"
-#include "loom/runtime/Generate.h"
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/Npy.h"
 #include "loom/runtime/State.h"
@@ -78,8 +79,8 @@ OPTIONS:
   --help                  this text
 )";
 
-// The flags of text generation are parsed and run by Generate.cpp.
-using loom::run::GenerateOptions;
+// The flags of text generation are parsed and run by GenerateCli.cpp.
+using loom::run::GenerateFlags;
 
 struct Options {
   std::string bundle;
@@ -97,7 +98,7 @@ struct Options {
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
   bool progress = false;
-  GenerateOptions gen;
+  GenerateFlags gen;
 };
 
 int fail(const std::string &msg) {
@@ -512,17 +513,9 @@ int main(int argc, char **argv) {
     return fail("generation flags (--temp, --max-tokens, ...) need a prompt: "
                 "--prompt, --prompt-ids, --prompts-file or --interactive");
   if (opts.gen.requested()) {
-    GenerateOptions g = opts.gen;
-    g.bundle = opts.bundle;
-    g.ranks = opts.ranks;
-    g.backend = opts.backend;
-    g.backendGiven = opts.backendGiven;
-    g.timeout = opts.timeout;
-    g.trace = opts.trace;
-    g.progress = opts.progress || isatty(2);
-    g.bench = opts.bench;
-    g.ctx = opts.ctx;
-    return loom::run::runGenerate(g);
+    GenerateFlags g = opts.gen;
+    g.request.ctx = opts.ctx;
+    return runGenerate(opts.bundle, g, openOptions(opts), opts.bench);
   }
   return runBundle(opts);
 #endif

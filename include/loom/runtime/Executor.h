@@ -27,6 +27,7 @@
 #define LOOM_RUNTIME_EXECUTOR_H
 
 #include "loom/Support/Result.h"
+#include "loom/runtime/Generate.h"
 #include "loom/runtime/Manifest.h"
 
 #include <cstdint>
@@ -182,6 +183,11 @@ public:
   /// Runs an entry once per iteration on every local rank.
   Status run(const std::vector<Input> &inputs, const RunOptions &options,
              RunResult &result);
+
+  /// Generates text with the bundle's `decode` entry (Generate.h). The KV
+  /// cache of a generation is allocated per rank for the call.
+  Status generate(const GenerateOptions &options,
+                  const GenerateCallbacks &callbacks, GenerateResult &result);
 
   /// Frees the state buffers of `entry` (all: empty); the next run starts
   /// from zeros (and chooses the context again).
