@@ -38,6 +38,14 @@ int64_t Array::numElements() const {
 
 const char *backendName(bool mpi) { return mpi ? "mpi" : "threads"; }
 
+void RankErrors::report(int64_t rank, const std::string &msg) {
+  std::string line = "rank " + std::to_string(rank) + ": " + msg;
+  if (open->onRankError)
+    open->onRankError(line);
+  std::lock_guard<std::mutex> lock(mu);
+  messages.push_back(line);
+}
+
 loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
   loom::rt::LaunchOptions launch;
   launch.timeoutSeconds = o.timeoutSeconds;
@@ -140,16 +148,7 @@ struct Job {
   const EntryState *state = nullptr;
   std::map<int64_t, RankOutputs> results; ///< every local rank, preallocated
   int64_t resultWords = 0;
-  std::mutex mu;
-  std::vector<std::string> messages;
-
-  void rankError(int64_t rank, const std::string &msg) {
-    std::string line = "rank " + std::to_string(rank) + ": " + msg;
-    if (open->onRankError)
-      open->onRankError(line);
-    std::lock_guard<std::mutex> lock(mu);
-    messages.push_back(line);
-  }
+  RankErrors errors;
 };
 
 /// Turns the rank's outputs into arrays. A contiguous output the callee
@@ -217,7 +216,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   int64_t rank = loom_rt_rank(ctx);
   auto inIt = job.inputs.find(rank);
   if (inIt == job.inputs.end()) {
-    job.rankError(rank, "nothing was prepared for this rank");
+    job.errors.report(rank, "nothing was prepared for this rank");
     return 1;
   }
   RankOutputs &result = job.results.at(rank);
@@ -236,7 +235,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     if (e.inputs[k].state.empty() && !job.borrowed.at(rank)[k]) {
       Buffer b = allocBuffer(a.numBytes());
       if (!b) {
-        job.rankError(rank, "out of memory for inputs");
+        job.errors.report(rank, "out of memory for inputs");
         return 1;
       }
       if (a.numBytes() > 0)
@@ -254,7 +253,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   BoundWeights bound;
   std::string err;
   if (!bindWeights(ctx, e, job.weights->at(rank), bound, &err)) {
-    job.rankError(rank, err);
+    job.errors.report(rank, err);
     return 1;
   }
   for (auto &d : bound.descs)
@@ -288,7 +287,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     if (st && opts.stage)
       st = opts.stage(result);
     if (!st) {
-      job.rankError(rank, st.error().message);
+      job.errors.report(rank, st.error().message);
       status = 1;
     }
   }
@@ -302,7 +301,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   if (opts.commit) {
     Status st = opts.commit(rank, !anyFailed);
     if (!st) {
-      job.rankError(rank, st.error().message);
+      job.errors.report(rank, st.error().message);
       return 1;
     }
   }
@@ -327,6 +326,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   job.fn = P->fns.at(e.name);
   job.opts = &opts;
   job.open = &P->opts;
+  job.errors.open = &P->opts;
   std::set<int64_t> local(P->localRanks.begin(), P->localRanks.end());
   std::vector<const Input *> shared(e.inputs.size(), nullptr);
   std::map<std::pair<int64_t, size_t>, const Input *> own;
@@ -489,7 +489,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
                                             launch, &launched);
   result.jobMs = nowMs() - t0;
   if (rc != 0) {
-    std::vector<std::string> why = job.messages;
+    std::vector<std::string> why = job.errors.messages;
     why.insert(why.end(), launched.messages.begin(), launched.messages.end());
     result.jobFailed = true;
     result.messages = why;

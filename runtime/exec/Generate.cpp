@@ -70,18 +70,7 @@ size_t invalidUtf8At(std::string_view s) {
 
 namespace {
 
-
 /// Streams valid UTF-8 only: a stand-in for the tokenizer's Utf8Stream when
-/// loom-run is built without the tokenizer (then there is no text anyway).
-#ifdef LOOM_RUN_HAVE_TOKENIZER
-using TextStream = loom::tok::Utf8Stream;
-#else
-struct TextStream {
-  std::string push(std::string_view b) { return std::string(b); }
-  std::string flush() { return ""; }
-};
-#endif
-
 /// loom-run is built without the tokenizer (then there is no text anyway).
 #ifdef LOOM_RUN_HAVE_TOKENIZER
 using TextStream = loom::tok::Utf8Stream;
@@ -140,16 +129,7 @@ struct GenJob {
   // Filled by global rank 0.
   std::vector<Sequence> final;
   GenerateBench bench;
-  std::mutex mu;
-  std::vector<std::string> messages; ///< rank failures
-
-  void rankError(int64_t rank, const std::string &msg) {
-    std::string line = "rank " + std::to_string(rank) + ": " + msg;
-    if (open->onRankError)
-      open->onRankError(line);
-    std::lock_guard<std::mutex> lock(mu);
-    messages.push_back(line);
-  }
+  RankErrors errors;
 };
 
 //===----------------------------------------------------------------------===//
@@ -175,7 +155,7 @@ private:
   bool generate();
   bool readTurn(std::string &line, bool &eof);
   int fail(const std::string &msg) {
-    J.rankError(Rank, msg);
+    J.errors.report(Rank, msg);
     return 1;
   }
 
@@ -728,6 +708,7 @@ Status Executor::generate(const GenerateOptions &opts,
   job.o = &o;
   job.cb = &cb;
   job.open = &P->opts;
+  job.errors.open = &P->opts;
   job.m = &m;
   job.entry = entry;
   bool haveTokens = false, havePositions = false;
@@ -1023,7 +1004,7 @@ Status Executor::generate(const GenerateOptions &opts,
   res.withText = !job.printIds;
   if (rc != 0) {
     res.jobFailed = true;
-    res.messages = job.messages;
+    res.messages = job.errors.messages;
     res.messages.insert(res.messages.end(), launched.messages.begin(),
                         launched.messages.end());
     return Error{"generation failed (" + std::string(backendName(P->useMpi)) +

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -125,6 +126,15 @@ struct Executor::Impl {
   std::vector<int64_t> localRanks;
   std::map<std::string, MappedWeights> mapped; ///< by entry
   std::map<std::string, EntryState> state;     ///< by entry
+};
+
+/// The failures of the ranks of one job: reported at once (through
+/// OpenOptions::onRankError, as "rank R: <what>") and kept for the Error.
+struct RankErrors {
+  const OpenOptions *open = nullptr;
+  std::mutex mu;
+  std::vector<std::string> messages;
+  void report(int64_t rank, const std::string &msg);
 };
 
 /// The launch options of an open bundle's jobs.
