@@ -26,7 +26,7 @@ sources() {
     manifest|npy)
       echo "$ROOT/runtime/exec/Manifest.cpp" \
            "$ROOT/runtime/exec/Npy.cpp" ;;
-    *) echo "$ROOT"/lib/Formats/*.cpp ;;
+    *) echo "$ROOT"/lib/Formats/*.cpp "$ROOT"/lib/Support/*.cpp ;;
   esac
 }
 

@@ -77,7 +77,7 @@ struct loom_rt_ctx {
   double timeoutSeconds = 60;
   std::unordered_map<uint64_t, std::unique_ptr<loom::rt::Group>> groups;
   std::vector<const void *> weights;
-  std::vector<std::shared_ptr<loom::rt::MappedFile>> mappings;
+  std::vector<std::shared_ptr<const loom::MappedFile>> mappings;
   loom::rt::OpDesc current;
   bool tracing = false;
   std::vector<loom::rt::TraceEvent> trace;

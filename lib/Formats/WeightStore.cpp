@@ -123,66 +123,6 @@ uint64_t TensorRef::numElements() const {
 }
 
 //===----------------------------------------------------------------------===//
-// MappedFile
-//===----------------------------------------------------------------------===//
-
-Result<MappedFile> MappedFile::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return makeError(path, ": cannot open: ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return makeError(path, ": cannot stat: ", std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return makeError(path, ": not a regular file");
-  }
-  MappedFile file;
-  file.filePath = path;
-  file.size = static_cast<size_t>(st.st_size);
-  if (file.size != 0) {
-    void *p = ::mmap(nullptr, file.size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      return makeError(path, ": cannot map ", file.size,
-                       " bytes: ", std::strerror(e));
-    }
-    file.data = static_cast<const std::byte *>(p);
-  }
-  // The mapping stays valid after the descriptor is closed.
-  ::close(fd);
-  return file;
-}
-
-MappedFile::MappedFile(MappedFile &&other) noexcept
-    : filePath(std::move(other.filePath)), data(other.data), size(other.size) {
-  other.data = nullptr;
-  other.size = 0;
-}
-
-MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
-  if (this != &other) {
-    if (data)
-      ::munmap(const_cast<std::byte *>(data), size);
-    filePath = std::move(other.filePath);
-    data = other.data;
-    size = other.size;
-    other.data = nullptr;
-    other.size = 0;
-  }
-  return *this;
-}
-
-MappedFile::~MappedFile() {
-  if (data)
-    ::munmap(const_cast<std::byte *>(data), size);
-}
-
-//===----------------------------------------------------------------------===//
 // WeightStore
 //===----------------------------------------------------------------------===//
 

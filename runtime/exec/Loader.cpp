@@ -253,16 +253,17 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
       std::string where = "rank " + std::to_string(r) + " weight '" + s.name +
                           "' (offset " + std::to_string(s.offset) +
                           ", size " + std::to_string(s.nbytes) + ")";
-      auto f = loom::rt::MappedFile::open(p.string(), &err);
+      auto f = loom::rt::mapFile(p.string(), &err);
       if (!f) {
         *error = where + ": " + err;
         return false;
       }
-      const void *data = f->slice(s.offset, s.nbytes, &err);
-      if (!data) {
-        *error = where + ": " + err;
+      auto slice = f->slice(s.offset, s.nbytes);
+      if (!slice) {
+        *error = where + ": " + slice.error().message;
         return false;
       }
+      const void *data = *slice;
       // Touch every page so that the run does not pay the page faults.
       const char *c = static_cast<const char *>(data);
       for (int64_t o = 0; o < s.nbytes; o += page) {

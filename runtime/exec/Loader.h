@@ -58,7 +58,7 @@ struct PlannedWeight {
 /// Every local rank's weight slices of one entry, mapped and prefaulted.
 struct MappedWeights {
   std::map<int64_t, std::vector<PlannedWeight>> perRank; ///< manifest order
-  std::vector<std::shared_ptr<loom::rt::MappedFile>> keep;
+  std::vector<std::shared_ptr<const MappedFile>> keep;
   int64_t bytes = 0; ///< all local ranks
   size_t slices = 0;
 };

@@ -42,7 +42,7 @@ TEST(Weights, SlicesPerRank) {
   EXPECT_EQ(rc, 0);
   // One mapping shared by everyone.
   std::string e1, e2;
-  auto a = MappedFile::open(path, &e1), b = MappedFile::open(path, &e2);
+  auto a = mapFile(path, &e1), b = mapFile(path, &e2);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a.get(), b.get());
   EXPECT_EQ(a->size(), 4096);
@@ -50,7 +50,7 @@ TEST(Weights, SlicesPerRank) {
 
 TEST(Weights, MissingFileNamesTheFile) {
   std::string err;
-  auto f = MappedFile::open("/nonexistent/loom/w.bin", &err);
+  auto f = mapFile("/nonexistent/loom/w.bin", &err);
   EXPECT_FALSE(f);
   EXPECT_NE(err.find("'/nonexistent/loom/w.bin'"), std::string::npos) << err;
   EXPECT_NE(err.find("No such file"), std::string::npos) << err;

@@ -20,6 +20,7 @@
 #define LOOM_FORMATS_WEIGHTSTORE_H
 
 #include "loom/Formats/Error.h"
+#include "loom/Support/MappedFile.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -96,28 +97,8 @@ struct TensorRef {
 // Memory mapping
 //===----------------------------------------------------------------------===//
 
-/// A whole file mapped read-only (MAP_PRIVATE). Move-only; unmaps on
-/// destruction. An empty file maps to an empty span.
-class MappedFile {
-public:
-  static Result<MappedFile> open(const std::string &path);
-
-  MappedFile() = default;
-  MappedFile(MappedFile &&other) noexcept;
-  MappedFile &operator=(MappedFile &&other) noexcept;
-  MappedFile(const MappedFile &) = delete;
-  MappedFile &operator=(const MappedFile &) = delete;
-  ~MappedFile();
-
-  std::span<const std::byte> bytes() const { return {data, size}; }
-  uint64_t fileSize() const { return size; }
-  const std::string &path() const { return filePath; }
-
-private:
-  std::string filePath;
-  const std::byte *data = nullptr;
-  size_t size = 0;
-};
+/// The mapping shared with the runtime (loom/Support/MappedFile.h).
+using loom::MappedFile;
 
 /// Maps each file once and returns bounds-checked spans of TensorRefs.
 /// Thread-safe.

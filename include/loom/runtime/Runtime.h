@@ -8,6 +8,7 @@
 #ifndef LOOM_RUNTIME_RUNTIME_H
 #define LOOM_RUNTIME_RUNTIME_H
 
+#include "loom/Support/MappedFile.h"
 #include "loom/runtime/abi.h"
 
 #include <cstdint>
@@ -82,32 +83,14 @@ bool launchedByMpirun();
 int runMpi(std::vector<int64_t> mesh, const RankBody &body,
            const LaunchOptions &options = {});
 
-/// A read-only, private memory mapping of a whole file, shared by every
-/// slice of it in the process.
-class MappedFile {
-public:
-  ~MappedFile();
-  MappedFile(const MappedFile &) = delete;
-  MappedFile &operator=(const MappedFile &) = delete;
+/// The memory mapping shared with the format readers
+/// (loom/Support/MappedFile.h).
+using loom::MappedFile;
 
-  /// Maps `path` (cached per path while anybody holds it). On failure returns
-  /// null and sets *error.
-  static std::shared_ptr<MappedFile> open(const std::string &path,
+/// The process-wide mapping of weight file `path` (MappedFile::share),
+/// or null with *error naming it ("weight file '<path>': cannot open: ...").
+std::shared_ptr<const MappedFile> mapFile(const std::string &path,
                                           std::string *error);
-  const std::string &path() const { return Path; }
-  const void *data() const { return Data; }
-  int64_t size() const { return Size; }
-
-  /// Pointer to [offset, offset+size), or null with *error naming the file,
-  /// the offset and the size when the slice does not fit.
-  const void *slice(int64_t offset, int64_t size, std::string *error) const;
-
-private:
-  MappedFile() = default;
-  std::string Path;
-  void *Data = nullptr;
-  int64_t Size = 0;
-};
 
 /// Maps [offset, offset+size) of `path` and registers it as weight `index` of
 /// `ctx` (the mapping is kept alive by the context). False + *error on
