@@ -246,6 +246,70 @@ TEST(Executor, StridedOutputIsMadeContiguous) {
   EXPECT_EQ(values(res.ranks[0].outputs[0]), reference(x, 2));
 }
 
+/// A one-rank bundle of `entries` around `kernel` (no weights).
+std::string makeSimpleBundle(const std::string &name, const std::string &kernel,
+                             const Json &entries) {
+  return makeBundle(name, kernel, 1, [&](Json &m) {
+    m["entries"] = entries;
+    m["ranks"][0]["weights"] = Json::object();
+    for (const Json &e : entries)
+      m["ranks"][0]["weights"][e["name"].get<std::string>()] = Json::array();
+    m["integrity"]["entries"] = fnv(entries.dump());
+  });
+}
+
+// State inputs are the executor's: zero-filled at the first run for `ctx`
+// positions, written in place and kept by the next run, returned as views,
+// freed by resetState().
+TEST(Executor, StateIsKeptBetweenRuns) {
+  Json cache = tensor("cache", "f32", {-1, 4});
+  cache["state"] = "kv_cache";
+  cache["ctx_dim"] = 0;
+  Json entries = Json::array();
+  entries.push_back({{"name", "acc"},
+                     {"symbol", "loom_entry_acc"},
+                     {"inputs", {tensor("x", "f32", {4}),
+                                 tensor("positions", "i64", {1}), cache}},
+                     {"outputs",
+                      {{{"name", "y"}, {"dtype", "f32"}, {"rank", 1}}}},
+                     {"weights", Json::array()}});
+  auto ex = Executor::open(
+      makeSimpleBundle("state", LOOM_EXEC_KERNEL_STATE, entries),
+      quietThreads());
+  ASSERT_TRUE(bool(ex)) << ex.error().message;
+  std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40};
+  int64_t p0 = 0, p1 = 1, p9 = 9;
+  RunOptions o;
+  o.ctx = 8;
+  RunResult res;
+  auto step = [&](const std::vector<float> &x, int64_t *p) {
+    return (*ex)->run({{"x", {DType::F32, {4}, x.data()}},
+                       {"positions", {DType::I64, {1}, p}}},
+                      o, res);
+  };
+  Status st = step(a, &p0);
+  ASSERT_TRUE(bool(st)) << st.error().message;
+  EXPECT_EQ(res.ctx, 8);
+  EXPECT_EQ(values(res.ranks[0].outputs[0]), a);
+  st = step(b, &p1);
+  ASSERT_TRUE(bool(st)) << st.error().message;
+  EXPECT_EQ(values(res.ranks[0].outputs[0]),
+            (std::vector<float>{11, 22, 33, 44}));
+  ASSERT_EQ(res.ranks[0].state.size(), 1u);
+  EXPECT_EQ(res.ranks[0].state[0].shape, (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(static_cast<const float *>(res.ranks[0].state[0].data)[4], 10);
+  // Positions beyond the context are refused before the run.
+  st = step(b, &p9);
+  ASSERT_FALSE(bool(st));
+  EXPECT_NE(st.error().message.find("do not fit in the KV cache of 8"),
+            std::string::npos)
+      << st.error().message;
+  (*ex)->resetState();
+  st = step(b, &p1);
+  ASSERT_TRUE(bool(st)) << st.error().message;
+  EXPECT_EQ(values(res.ranks[0].outputs[0]), b);
+}
+
 // Refusals are errors, named, and the process goes on.
 TEST(Executor, RefusesBadBundlesWithAnError) {
   auto noManifest = Executor::open("/nonexistent-bundle", quietThreads());

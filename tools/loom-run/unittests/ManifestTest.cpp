@@ -1,5 +1,6 @@
 //===- ManifestTest.cpp - manifest.json validation -------------------------===//
 
+#include "ManifestTestUtil.h"
 #include "loom/runtime/Manifest.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <string>
 
 using namespace loom::run;
+using namespace loom::run::test;
 
 namespace {
 
@@ -26,22 +28,6 @@ const char *kGood = R"({
      "weights": {"main": [{"name": "w", "file": "/w.bin", "offset": 16,
                            "nbytes": 16, "shape": [4], "strides": [1]}]}}]
 })";
-
-std::string replaced(std::string s, const std::string &from,
-                     const std::string &to) {
-  size_t p = s.find(from);
-  EXPECT_NE(p, std::string::npos) << from;
-  if (p != std::string::npos)
-    s.replace(p, from.size(), to);
-  return s;
-}
-
-std::string parseError(const std::string &text) {
-  Manifest m;
-  std::string err;
-  EXPECT_FALSE(parseManifest(text, 1, m, &err));
-  return err;
-}
 
 TEST(Manifest, Good) {
   Manifest m;

@@ -1,5 +1,6 @@
 //===- StateTest.cpp - KV-cache state: manifest fields, --ctx, positions --===//
 
+#include "ManifestTestUtil.h"
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/State.h"
 
@@ -9,6 +10,7 @@
 #include <string>
 
 using namespace loom::run;
+using namespace loom::run::test;
 
 namespace {
 
@@ -34,29 +36,6 @@ const char *kLlm = R"({
   "ranks": [{"rank": 0, "coords": [0], "ir": "ir/program.mlir",
              "weights": {"decode": []}}]
 })";
-
-Manifest parsed(const std::string &text) {
-  Manifest m;
-  std::string err;
-  EXPECT_TRUE(parseManifest(text, 1, m, &err)) << err;
-  return m;
-}
-
-std::string parseError(const std::string &text) {
-  Manifest m;
-  std::string err;
-  EXPECT_FALSE(parseManifest(text, 1, m, &err));
-  return err;
-}
-
-std::string replaced(std::string s, const std::string &from,
-                     const std::string &to) {
-  size_t p = s.find(from);
-  EXPECT_NE(p, std::string::npos) << from;
-  if (p != std::string::npos)
-    s.replace(p, from.size(), to);
-  return s;
-}
 
 NpyArray positions(std::vector<int64_t> p) {
   NpyArray a;
