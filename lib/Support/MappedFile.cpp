@@ -98,8 +98,8 @@ MappedFile::~MappedFile() {
 Result<const void *> MappedFile::slice(int64_t offset, int64_t size) const {
   int64_t n = this->size();
   if (offset < 0 || size < 0 || offset > n || size > n - offset)
-    return makeError(fileLabel, ": slice at offset ", offset, " of size ",
-                     size, " does not fit in the file of ", n, " bytes");
+    return makeError(fileLabel, ": slice at offset ", offset, " of size ", size,
+                     " does not fit in the file of ", n, " bytes");
   static const char empty = 0;
   if (size == 0 && !bytesPtr)
     return static_cast<const void *>(&empty);

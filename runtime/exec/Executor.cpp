@@ -74,8 +74,8 @@ const std::vector<int64_t> &Executor::localRanks() const {
 }
 const OpenOptions &Executor::options() const { return P->opts; }
 
-Expected<std::unique_ptr<Executor>>
-Executor::open(const std::string &bundleDir, const OpenOptions &options) {
+Expected<std::unique_ptr<Executor>> Executor::open(const std::string &bundleDir,
+                                                   const OpenOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->bundle = bundleDir;
   impl->opts = options;
@@ -156,8 +156,7 @@ struct Job {
 /// a strided one, or one that aliases an input or a weight, is copied.
 Status collectOutputs(const Entry &e, const std::vector<int64_t> &words,
                       const std::set<const void *> &notOwned,
-                      std::set<const void *> &taken,
-                      std::vector<Array> &out) {
+                      std::set<const void *> &taken, std::vector<Array> &out) {
   std::vector<OutputView> views = outputViews(e, words);
   std::map<const void *, std::shared_ptr<void>> owners;
   for (size_t k = 0; k < e.outputs.size(); ++k) {
@@ -320,7 +319,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   if (opts.iterations < 1)
     return Error{"iterations must be at least 1"};
 
-  // --- Inputs: one value per (local rank, input) ------------------------------
+  // --- Inputs: one value per (local rank, input)
+  // ------------------------------
   Job job;
   job.entry = &e;
   job.fn = P->fns.at(e.name);
@@ -405,9 +405,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       std::vector<std::vector<int64_t>> given;
       for (size_t k = 0; k < e.inputs.size(); ++k)
         if (!e.inputs[k].state.empty())
-          given.push_back(job.inputs[front][k].data
-                              ? job.inputs[front][k].shape
-                              : std::vector<int64_t>());
+          given.push_back(job.inputs[front][k].data ? job.inputs[front][k].shape
+                                                    : std::vector<int64_t>());
       EntryState s;
       std::string err;
       // The initial state is read into memory once besides every rank's
@@ -465,7 +464,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
     result.ctx = stIt->second.ctx;
   }
 
-  // --- Weights, then the job ----------------------------------------------------
+  // --- Weights, then the job
+  // ----------------------------------------------------
   auto prepared = prepare(e.name);
   if (!prepared)
     return prepared.takeError();
@@ -500,7 +500,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   result.iterationMs.assign(size_t(opts.iterations), 0.0);
   for (auto &[r, res] : job.results) {
     for (size_t i = 0; i < res.iterationMs.size(); ++i)
-      result.iterationMs[i] = std::max(result.iterationMs[i], res.iterationMs[i]);
+      result.iterationMs[i] =
+          std::max(result.iterationMs[i], res.iterationMs[i]);
     if (r == 0 || opts.allRanks)
       result.ranks.push_back(std::move(res));
   }

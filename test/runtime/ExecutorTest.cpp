@@ -70,12 +70,12 @@ std::string makeBundle(const std::string &name, const std::string &kernel,
                       {{{"name", "y"}, {"dtype", "f32"}, {"rank", 2}},
                        {{"name", "r"}, {"dtype", "i64"}, {"rank", 0}}}},
                      {"weights", {tensor("w", "f32", {4})}}});
-  entries.push_back({{"name", "twice"},
-                     {"symbol", "loom_entry_twice"},
-                     {"inputs", {tensor("x", "f32", {-1, 4})}},
-                     {"outputs",
-                      {{{"name", "y"}, {"dtype", "f32"}, {"rank", 2}}}},
-                     {"weights", Json::array()}});
+  entries.push_back(
+      {{"name", "twice"},
+       {"symbol", "loom_entry_twice"},
+       {"inputs", {tensor("x", "f32", {-1, 4})}},
+       {"outputs", {{{"name", "y"}, {"dtype", "f32"}, {"rank", 2}}}},
+       {"weights", Json::array()}});
   Json ranks = Json::array();
   std::ofstream w(dir / "weights" / "w.bin", std::ios::binary);
   for (int r = 0; r < nranks; ++r) {
@@ -83,13 +83,14 @@ std::string makeBundle(const std::string &name, const std::string &kernel,
     for (int j = 0; j < 4; ++j)
       v[j] = float(j + 10 * r);
     w.write(reinterpret_cast<const char *>(v), sizeof(v));
-    Json slice = {{"name", "w"},        {"file", "weights/w.bin"},
-                  {"offset", 16 * r},   {"nbytes", 16},
-                  {"shape", {4}},       {"strides", {1}}};
-    ranks.push_back({{"rank", r},
-                     {"coords", {r}},
-                     {"ir", "ir/rank0.mlir"},
-                     {"weights", {{"main", {slice}}, {"twice", Json::array()}}}});
+    Json slice = {{"name", "w"},      {"file", "weights/w.bin"},
+                  {"offset", 16 * r}, {"nbytes", 16},
+                  {"shape", {4}},     {"strides", {1}}};
+    ranks.push_back(
+        {{"rank", r},
+         {"coords", {r}},
+         {"ir", "ir/rank0.mlir"},
+         {"weights", {{"main", {slice}}, {"twice", Json::array()}}}});
   }
   w.close();
   Json m = {{"format", "loom-bundle"},
@@ -144,8 +145,8 @@ class ExecutorRanks : public ::testing::TestWithParam<int> {};
 // entry's weights are this rank's slice; a second run reuses the mapping.
 TEST_P(ExecutorRanks, RunsAndMatchesTheReference) {
   int n = GetParam();
-  std::string dir = makeBundle("ranks" + std::to_string(n), LOOM_EXEC_KERNEL,
-                               n);
+  std::string dir =
+      makeBundle("ranks" + std::to_string(n), LOOM_EXEC_KERNEL, n);
   auto ex = Executor::open(dir, quietThreads());
   ASSERT_TRUE(bool(ex)) << ex.error().message;
   EXPECT_EQ((*ex)->localRanks().size(), size_t(n));
@@ -175,16 +176,16 @@ TEST_P(ExecutorRanks, RunsAndMatchesTheReference) {
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(res.ranks[size_t(r)].rank, r);
     EXPECT_EQ(values(res.ranks[size_t(r)].outputs[0]), reference(x2, n));
-    EXPECT_EQ(*static_cast<const int64_t *>(res.ranks[size_t(r)].outputs[1].data),
-              r);
+    EXPECT_EQ(
+        *static_cast<const int64_t *>(res.ranks[size_t(r)].outputs[1].data), r);
   }
 }
 
 // Inputs given per rank: rank r's x is its own (y = sum of every rank's).
 TEST_P(ExecutorRanks, PerRankInputsAndZeroCopy) {
   int n = GetParam();
-  std::string dir = makeBundle("perrank" + std::to_string(n), LOOM_EXEC_KERNEL,
-                               n);
+  std::string dir =
+      makeBundle("perrank" + std::to_string(n), LOOM_EXEC_KERNEL, n);
   auto ex = Executor::open(dir, quietThreads());
   ASSERT_TRUE(bool(ex)) << ex.error().message;
   std::vector<std::vector<float>> xs;
@@ -266,16 +267,16 @@ TEST(Executor, StateIsKeptBetweenRuns) {
   cache["state"] = "kv_cache";
   cache["ctx_dim"] = 0;
   Json entries = Json::array();
-  entries.push_back({{"name", "acc"},
-                     {"symbol", "loom_entry_acc"},
-                     {"inputs", {tensor("x", "f32", {4}),
-                                 tensor("positions", "i64", {1}), cache}},
-                     {"outputs",
-                      {{{"name", "y"}, {"dtype", "f32"}, {"rank", 1}}}},
-                     {"weights", Json::array()}});
-  auto ex = Executor::open(
-      makeSimpleBundle("state", LOOM_EXEC_KERNEL_STATE, entries),
-      quietThreads());
+  entries.push_back(
+      {{"name", "acc"},
+       {"symbol", "loom_entry_acc"},
+       {"inputs",
+        {tensor("x", "f32", {4}), tensor("positions", "i64", {1}), cache}},
+       {"outputs", {{{"name", "y"}, {"dtype", "f32"}, {"rank", 1}}}},
+       {"weights", Json::array()}});
+  auto ex =
+      Executor::open(makeSimpleBundle("state", LOOM_EXEC_KERNEL_STATE, entries),
+                     quietThreads());
   ASSERT_TRUE(bool(ex)) << ex.error().message;
   std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40};
   int64_t p0 = 0, p1 = 1, p9 = 9;
@@ -317,10 +318,9 @@ TEST(Executor, RefusesBadBundlesWithAnError) {
   EXPECT_NE(noManifest.error().message.find("manifest.json"),
             std::string::npos);
 
-  std::string tampered = makeBundle("tampered", LOOM_EXEC_KERNEL, 1,
-                                    [](Json &m) {
-                                      m["entries"][1]["name"] = "thrice";
-                                    });
+  std::string tampered =
+      makeBundle("tampered", LOOM_EXEC_KERNEL, 1,
+                 [](Json &m) { m["entries"][1]["name"] = "thrice"; });
   auto t = Executor::open(tampered, quietThreads());
   ASSERT_FALSE(bool(t));
   EXPECT_NE(t.error().message.find("integrity"), std::string::npos)
@@ -340,15 +340,15 @@ TEST(Executor, RefusesBadBundlesWithAnError) {
 
   OpenOptions wrongRanks = quietThreads();
   wrongRanks.ranks = 3;
-  auto w = Executor::open(makeBundle("ranks3", LOOM_EXEC_KERNEL, 2),
-                          wrongRanks);
+  auto w =
+      Executor::open(makeBundle("ranks3", LOOM_EXEC_KERNEL, 2), wrongRanks);
   ASSERT_FALSE(bool(w));
   EXPECT_NE(w.error().message.find("--ranks 3"), std::string::npos);
 }
 
 TEST(Executor, RefusesBadInputsWithAnError) {
-  auto ex = Executor::open(makeBundle("inputs", LOOM_EXEC_KERNEL, 2),
-                           quietThreads());
+  auto ex =
+      Executor::open(makeBundle("inputs", LOOM_EXEC_KERNEL, 2), quietThreads());
   ASSERT_TRUE(bool(ex)) << ex.error().message;
   std::vector<float> x = arange(3);
   RunResult res;
@@ -362,14 +362,13 @@ TEST(Executor, RefusesBadInputsWithAnError) {
   EXPECT_NE(message({{"x", {DType::F32, {3, 5}, x.data()}}})
                 .find("shape [3, 5] does not match [?, 4]"),
             std::string::npos);
-  EXPECT_NE(message({{"x", {DType::I32, {3, 4}, x.data()}}})
-                .find("dtype is i32"),
-            std::string::npos);
-  EXPECT_NE(message({{"q", {DType::F32, {3, 4}, x.data()}}})
-                .find("has no input 'q'"),
-            std::string::npos);
-  EXPECT_NE(message({{"x", {DType::F32, {3, 4}, x.data()}, 7}})
-                .find("rank 7"),
+  EXPECT_NE(
+      message({{"x", {DType::I32, {3, 4}, x.data()}}}).find("dtype is i32"),
+      std::string::npos);
+  EXPECT_NE(
+      message({{"q", {DType::F32, {3, 4}, x.data()}}}).find("has no input 'q'"),
+      std::string::npos);
+  EXPECT_NE(message({{"x", {DType::F32, {3, 4}, x.data()}, 7}}).find("rank 7"),
             std::string::npos);
   RunOptions bad;
   bad.entry = "nope";

@@ -104,8 +104,8 @@ std::vector<int32_t> parseIdList(const std::string &s, bool &ok) {
 
 /// --result: the prompts, ids, text and stop reason of every sequence (and
 /// the --bench figures), written to a temporary name and renamed.
-bool writeResult(const std::string &path, const GenerateResult &res,
-                 bool bench, std::string *error) {
+bool writeResult(const std::string &path, const GenerateResult &res, bool bench,
+                 std::string *error) {
   Json root;
   root["sequences"] = Json::array();
   for (const GeneratedSequence &s : res.sequences) {
@@ -168,10 +168,8 @@ void printBench(const Executor &ex, const GenerateResult &res) {
                               : 0.0);
   std::printf("  decode:  %lld tokens in %lld steps, %.3f ms = %.1f "
               "tokens/s\n",
-              (long long)b.decodeTokens, (long long)b.decodeSteps,
-              b.decodeMs,
-              b.decodeMs > 0 ? double(b.decodeTokens) * 1e3 / b.decodeMs
-                             : 0.0);
+              (long long)b.decodeTokens, (long long)b.decodeSteps, b.decodeMs,
+              b.decodeMs > 0 ? double(b.decodeTokens) * 1e3 / b.decodeMs : 0.0);
   std::printf("  per step: %.3f ms = compute %.3f + collectives %.3f + "
               "sampling/agreement %.3f (rank 0)\n",
               perTok, fn - comm, comm, perTok - fn);
@@ -180,16 +178,16 @@ void printBench(const Executor &ex, const GenerateResult &res) {
 
 /// The prompts of --prompts-file and --prompt-ids into the request.
 int readPrompts(const GenerateFlags &f, GenerateOptions &o) {
-  int sources = (!o.prompts.empty()) + (!f.promptsFile.empty()) +
-                (!f.promptIds.empty());
+  int sources =
+      (!o.prompts.empty()) + (!f.promptsFile.empty()) + (!f.promptIds.empty());
   if (std::string why = promptSourcesError(sources, o.interactive);
       !why.empty())
     return genFail(why);
   if (!f.promptsFile.empty()) {
     std::ifstream in(f.promptsFile, std::ios::binary);
     if (!in)
-      return genFail("--prompts-file " + f.promptsFile + ": cannot read: " +
-                     std::strerror(errno));
+      return genFail("--prompts-file " + f.promptsFile +
+                     ": cannot read: " + std::strerror(errno));
     std::string line;
     while (std::getline(in, line))
       if (!line.empty())
@@ -201,7 +199,8 @@ int readPrompts(const GenerateFlags &f, GenerateOptions &o) {
     bool ok = false;
     o.promptIds.push_back(parseIdList(p, ok));
     if (!ok)
-      return genFail("--prompt-ids '" + p + "': expected token ids like "
+      return genFail("--prompt-ids '" + p +
+                     "': expected token ids like "
                      "1,2,3");
   }
   if (!f.resultFile.empty()) {
@@ -247,12 +246,12 @@ int parseGenerateFlag(int argc, char **argv, int &i, GenerateFlags &f) {
     return -1;
   };
   static const char *const withValue[] = {
-      "--prompt", "--prompts-file", "--prompt-ids", "--system",
-      "--max-tokens", "--stop", "--temp", "--top-k", "--top-p",
-      "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
-      "--result"};
-  bool known = arg == "--chat" || arg == "--interactive" ||
-               arg == "--ignore-eog";
+      "--prompt",     "--prompts-file", "--prompt-ids",     "--system",
+      "--max-tokens", "--stop",         "--temp",           "--top-k",
+      "--top-p",      "--min-p",        "--repeat-penalty", "--repeat-last-n",
+      "--seed",       "--result"};
+  bool known =
+      arg == "--chat" || arg == "--interactive" || arg == "--ignore-eog";
   for (const char *f : withValue)
     known = known || arg == f;
   if (!known)
@@ -356,13 +355,12 @@ int runGenerate(const std::string &bundle, const GenerateFlags &flags,
   };
   GenerateResult res;
   if (Status st = (*ex)->generate(o, cb, res); !st)
-    return genFail(!res.jobFailed
-                       ? st.error().message
-                       : "generation failed (" +
-                             std::string(backendName((*ex)->usesMpi())) +
-                             " backend, " +
-                             std::to_string((*ex)->manifest().numRanks) +
-                             " ranks)");
+    return genFail(
+        !res.jobFailed
+            ? st.error().message
+            : "generation failed (" +
+                  std::string(backendName((*ex)->usesMpi())) + " backend, " +
+                  std::to_string((*ex)->manifest().numRanks) + " ranks)");
   if ((*ex)->usesMpi() && (*ex)->localRanks().front() != 0)
     return 0;
   if (!stream)
@@ -370,8 +368,10 @@ int runGenerate(const std::string &bundle, const GenerateFlags &flags,
   else if (!o.interactive)
     std::fputc('\n', stdout), std::fflush(stdout);
   if (stream && !res.sequences.empty() && res.sequences[0].stop == "context")
-    std::fprintf(stderr, "loom-run: stopped at the end of the context "
-                         "(--ctx %lld)\n", (long long)res.ctx);
+    std::fprintf(stderr,
+                 "loom-run: stopped at the end of the context "
+                 "(--ctx %lld)\n",
+                 (long long)res.ctx);
   if (bench)
     printBench(**ex, res);
   std::string err;

@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <malloc.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <malloc.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,9 +113,8 @@ bool parseInt(const char *s, long long lo, long long hi, long long &out) {
   return end != s && *end == 0 && errno == 0 && out >= lo && out <= hi;
 }
 
-[[maybe_unused]] std::string replaceAll(std::string s,
-                                       const std::string &from,
-                                       const std::string &to) {
+[[maybe_unused]] std::string replaceAll(std::string s, const std::string &from,
+                                        const std::string &to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos;
        pos += to.size())
     s.replace(pos, from.size(), to);
@@ -179,8 +178,8 @@ int parseArgs(int argc, char **argv, Options &opts) {
     } else if (arg == "--iterations") {
       const char *v = value("--iterations");
       if (!parseInt(v, 1, 1 << 30, n))
-        return fail("--iterations must be at least 1 (got '" +
-                    std::string(v) + "')");
+        return fail("--iterations must be at least 1 (got '" + std::string(v) +
+                    "')");
       opts.iterations = int(n);
     } else if (arg == "--trace") {
       opts.trace = value("--trace");
@@ -190,7 +189,8 @@ int parseArgs(int argc, char **argv, Options &opts) {
       opts.timeout = std::strtod(v, &end);
       if (end == v || *end || !(opts.timeout > 0))
         return fail("--timeout wants a positive number of seconds, or inf "
-                    "(got '" + std::string(v) + "')");
+                    "(got '" +
+                    std::string(v) + "')");
       // 1e9 s (31 years) and more, inf included: no timeout (the runtime
       // saturates the deadline instead of overflowing it).
     } else if (arg == "--progress") {
@@ -214,7 +214,6 @@ int parseArgs(int argc, char **argv, Options &opts) {
   }
   return -1;
 }
-
 
 #ifndef LOOM_RUN_NO_RUNTIME
 /// Which file feeds each input of `e`: NAME=FILE binds by name, a bare FILE
@@ -369,8 +368,9 @@ private:
       if (t.state.empty())
         continue;
       const Array &a = r.state[j++];
-      std::string err, path = (fs::path(O.outputDir) /
-                               stateFileName(t, r.rank, O.allRanks)).string();
+      std::string err,
+          path = (fs::path(O.outputDir) / stateFileName(t, r.rank, O.allRanks))
+                     .string();
       if (!writeNpy(path, npyDescr(t.dtype), a.shape, a.data, a.numBytes(),
                     &err))
         return Error{err};
@@ -420,7 +420,7 @@ void printBench(const Options &opts, const Executor &ex, const Entry &e,
 
 OpenOptions openOptions(const Options &o) {
   OpenOptions x;
-  x.backend = !o.backendGiven ? Backend::Auto
+  x.backend = !o.backendGiven      ? Backend::Auto
               : o.backend == "mpi" ? Backend::Mpi
                                    : Backend::Threads;
   x.ranks = o.ranks;
@@ -464,20 +464,22 @@ int runBundle(const Options &opts) {
     std::error_code ec;
     fs::create_directories(opts.outputDir, ec);
     if (ec || !fs::is_directory(opts.outputDir, ec))
-      return Error{"--output " + opts.outputDir + ": cannot create the "
-                   "directory: " + (ec ? ec.message() : "not a directory")};
+      return Error{"--output " + opts.outputDir +
+                   ": cannot create the "
+                   "directory: " +
+                   (ec ? ec.message() : "not a directory")};
     return success();
   };
   run.stage = [&](const RankOutputs &r) { return out.stage(r); };
   run.commit = [&](int64_t r, bool ok) { return out.commit(r, ok); };
   RunResult res;
   if (Status s = (*ex)->run(inputs, run, res); !s)
-    return fail(!res.jobFailed ? s.error().message
-                               : "the job failed (" +
-                                     std::string(backendName((*ex)->usesMpi())) +
-                                     " backend, " +
-                                     std::to_string((*ex)->manifest().numRanks) +
-                                     " ranks)");
+    return fail(
+        !res.jobFailed
+            ? s.error().message
+            : "the job failed (" + std::string(backendName((*ex)->usesMpi())) +
+                  " backend, " + std::to_string((*ex)->manifest().numRanks) +
+                  " ranks)");
   t[3] = nowMs();
   if (opts.bench && (!(*ex)->usesMpi() || (*ex)->localRanks().front() == 0))
     printBench(opts, **ex, e, res.prepared, res, t);
@@ -502,8 +504,10 @@ int main(int argc, char **argv) {
   fs::path manifestPath = fs::path(opts.bundle) / "manifest.json";
   std::error_code ec; // no exceptions: the error_code overloads throughout
   if (!fs::exists(manifestPath, ec))
-    return fail(opts.bundle + ": no manifest.json; is this a bundle written "
-                              "by `loomc -o " + opts.bundle + "`?");
+    return fail(opts.bundle +
+                ": no manifest.json; is this a bundle written "
+                "by `loomc -o " +
+                opts.bundle + "`?");
 #ifdef LOOM_RUN_NO_RUNTIME
   return fail("this loom-run was built without the runtime "
               "(-DLOOM_BUILD_RUNTIME=OFF) and cannot run bundles; reconfigure "
@@ -520,4 +524,3 @@ int main(int argc, char **argv) {
   return runBundle(opts);
 #endif
 }
-

@@ -1,4 +1,5 @@
-//===- loom/Support/Result.h - Error and Result (errors as values) -*- C++ -*-===//
+//===- loom/Support/Result.h - Error and Result (errors as values) -*- C++
+//-*-===//
 //
 // Part of the Loom project.
 //
@@ -112,14 +113,14 @@ inline Status success() { return Status(); }
 
 /// Evaluates a Result-returning expression; on failure returns its Error from
 /// the enclosing function, else binds the value to `var`.
-#define LOOM_ASSIGN(var, expr)                                             \
+#define LOOM_ASSIGN(var, expr)                                                 \
   auto var##OrErr = (expr);                                                    \
   if (!var##OrErr)                                                             \
     return var##OrErr.takeError();                                             \
   auto var = var##OrErr.take()
 
 /// Evaluates a Status-returning expression and returns its Error on failure.
-#define LOOM_CHECK(expr)                                                   \
+#define LOOM_CHECK(expr)                                                       \
   do {                                                                         \
     auto loomStatus = (expr);                                                  \
     if (!loomStatus)                                                           \

@@ -149,8 +149,8 @@ struct RunResult {
   std::vector<RankOutputs> ranks;
   /// Per iteration, the slowest local rank's time.
   std::vector<double> iterationMs;
-  double jobMs = 0; ///< launch, every iteration, outputs
-  int64_t ctx = 0;  ///< context length of the state (0: no state)
+  double jobMs = 0;       ///< launch, every iteration, outputs
+  int64_t ctx = 0;        ///< context length of the state (0: no state)
   PreparedEntry prepared; ///< the entry's weights
   /// The job started and failed (the error is not about the inputs):
   /// every rank's and the runtime's messages, the root cause first.

@@ -62,8 +62,8 @@ struct GenerateCallbacks {
 struct GeneratedSequence {
   std::vector<int32_t> prompt;
   std::vector<int32_t> ids;
-  std::string text;  ///< stop string cut off (empty without a tokenizer)
-  std::string stop;  ///< eog | max-tokens | stop-string | context
+  std::string text; ///< stop string cut off (empty without a tokenizer)
+  std::string stop; ///< eog | max-tokens | stop-string | context
 };
 
 /// Timings of rank 0 (docs/LOOM-RUN.md, "--bench with generation").
