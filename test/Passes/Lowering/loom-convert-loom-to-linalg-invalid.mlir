@@ -16,3 +16,37 @@ func.func @r(%x: tensor<?x?xf32>) -> tensor<?x?x?xf32> {
   %0 = loom.reshape %x : tensor<?x?xf32> -> tensor<?x?x?xf32>
   return %0 : tensor<?x?x?xf32>
 }
+
+// -----
+
+// A quantize at run time has no CPU lowering: refused by name.
+func.func @quantize(%f: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // expected-error @+1 {{loom.quantize is not lowered to CPU code yet}}
+  %0 = loom.quantize %f : tensor<64x128xf32> -> !loom.qtensor<64x128, #loom.quant<int4>>
+  %1 = loom.dequantize %0 : !loom.qtensor<64x128, #loom.quant<int4>> -> tensor<64x128xf32>
+  return %1 : tensor<64x128xf32>
+}
+
+// -----
+
+// A collective needs the runtime context of an entry point.
+loom.mesh @mesh = <tp = 2>
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{collectives lower only inside entry points}}
+  %0 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A recv needs a static shape.
+loom.mesh @mesh = <pp = 2>
+func.func @recv(%n: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{loom.recv needs a static shape to lower}}
+  %0 = loom.recv from @mesh axes = ["pp"] shift = -1 channel = 0 : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
