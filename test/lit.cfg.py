@@ -22,6 +22,9 @@ config.substitutions.append(("%python", config.loom_python))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
+# FileCheck variables are local to a CHECK-LABEL block unless named with `$`.
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 tools = ["loom-opt", "loomc", "loom-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

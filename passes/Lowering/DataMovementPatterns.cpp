@@ -1,0 +1,237 @@
+//===- DataMovementPatterns.cpp - reshapes, slices, gathers ---------------===//
+//
+// Reshape, transpose, concat and slice become tensor/linalg ops; gather and
+// embedding a generic reading the table (an embedding checks its ids first
+// and dequantizes quantized tables row by row).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Lowering/LoweringUtils.h"
+
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::lowering;
+
+namespace {
+
+struct MovementEmitter : Emitter {
+  using Emitter::Emitter;
+  Value lowerSlice(SliceOp op, SliceOp::Adaptor a);
+  /// Fails the job (loom_rt_index_error) on an id outside [0, rows) of the
+  /// table (with `negative`, [-rows, rows): ids that count from the end, as
+  /// ONNX Gather), before any row is read: one unsigned compare per id.
+  void checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a, bool negative);
+  FailureOr<Value> quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a);
+};
+
+} // namespace
+
+Value MovementEmitter::lowerSlice(SliceOp op, SliceOp::Adaptor a) {
+  Value x = a.getInput();
+  auto t = op.getInput().getType();
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    int64_t start = op.getStarts()[d], limit = op.getLimits()[d],
+            step = op.getSteps()[d];
+    offsets.push_back(b.getIndexAttr(start));
+    strides.push_back(b.getIndexAttr(step));
+    if (!t.isDynamicDim(d)) {
+      sizes.push_back(b.getIndexAttr((limit - start + step - 1) / step));
+      continue;
+    }
+    // size = max(0, ceil((min(limit, dim) - start) / step))
+    Value end = arith::MinUIOp::create(b, loc, dim(x, d), cIndex(limit));
+    Value span = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, end, cIndex(start)),
+        cIndex(start));
+    Value n = arith::CeilDivUIOp::create(b, loc, span, cIndex(step));
+    sizes.push_back(n);
+  }
+  auto type = op.getResult().getType();
+  auto slice =
+      tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+  Value v = slice.getResult();
+  if (v.getType() != type)
+    v = tensor::CastOp::create(b, loc, type, v);
+  return v;
+}
+
+void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
+                                        bool negative) {
+  Value ctx = entryContext(op);
+  Value ids = a.getIds(), table = a.getTable();
+  auto idType = dyn_cast<RankedTensorType>(ids.getType());
+  auto tableType = dyn_cast<RankedTensorType>(table.getType());
+  if (!ctx || !idType || !tableType || tableType.getRank() < 1 ||
+      !idType.getElementType().isSignlessInteger())
+    return; // no context to fail through (a private function)
+  // The input the ids come from, as the manifest names it.
+  std::string input = "ids";
+  if (auto arg = dyn_cast<BlockArgument>(ids);
+      arg && arg.getOwner()->isEntryBlock()) {
+    auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    unsigned n = 0;
+    for (unsigned i = 1; i < arg.getArgNumber(); ++i)
+      n += !fn.getArgAttr(i, LoomDialect::kWeightAttrName);
+    input = "input" + std::to_string(n);
+    if (auto name =
+            fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "loom.name"))
+      input = name.str();
+  }
+  Type i64 = b.getI64Type();
+  Value rows = arith::IndexCastOp::create(b, loc, i64, dim(table, 0));
+  // id in [lo, rows) <=> (id - lo) <u (rows - lo), lo = 0 or -rows.
+  Value lo =
+      negative ? arith::SubIOp::create(
+                     b, loc, arith::ConstantIntOp::create(b, loc, i64, 0), rows)
+               : arith::ConstantIntOp::create(b, loc, i64, 0).getResult();
+  Value span = arith::SubIOp::create(b, loc, rows, lo);
+  Value inputName = cString(input), opName = cString("loom.embedding");
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < idType.getRank(); ++d) {
+    lbs.push_back(cIndex(0));
+    ubs.push_back(dim(ids, d));
+    steps.push_back(cIndex(1));
+  }
+  scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, [&](OpBuilder &bb, Location l, ValueRange ivs) {
+        Value id = tensor::ExtractOp::create(bb, l, ids, ivs);
+        if (id.getType() != i64)
+          id = arith::ExtSIOp::create(bb, l, i64, id);
+        // Below lo is huge unsigned: one compare covers both ends.
+        Value bad = arith::CmpIOp::create(
+            bb, l, arith::CmpIPredicate::uge,
+            negative ? arith::SubIOp::create(bb, l, id, lo).getResult() : id,
+            span);
+        scf::IfOp::create(bb, l, bad, [&](OpBuilder &tb, Location tl) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+          callRuntime("loom_rt_index_error",
+                      ValueRange{ctx, inputName, id, lo, rows, opName});
+          scf::YieldOp::create(tb, tl);
+        });
+      });
+}
+
+FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
+                                                     EmbeddingOp::Adaptor a) {
+  Value table = a.getTable();
+  std::optional<QuantizedWeight> w = quantizedWeight(op.getTable(), table);
+  if (!w)
+    return op.emitOpError() << "quantized embedding tables lower to CPU "
+                               "code only as entry-point weights";
+  if (w->interleaved)
+    return op.emitOpError() << "an embedding table cannot be stored in the "
+                               "interleaved layout";
+  QuantAttr quant = w->type.getQuant();
+  Value ids = a.getIds();
+  auto type = op.getResult().getType();
+  unsigned rank = type.getRank();
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    sizes.push_back(dim(ids, d));
+  sizes.push_back(cIndex(type.getShape().back()));
+  SmallVector<AffineExpr> idExprs;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    idExprs.push_back(b.getAffineDimExpr(d));
+  AffineMap idMap = AffineMap::get(rank, 0, idExprs, b.getContext());
+  return generic(
+      type, {ids}, {idMap}, sizes,
+      [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+        Value row = arith::IndexCastOp::create(bb, l, bb.getIndexType(), a[0]);
+        Value k = linalg::IndexOp::create(bb, l, rank - 1);
+        return dequantElement(bb, l, table, ValueRange{row}, k, quant);
+      });
+}
+
+namespace {
+
+struct ReshapeLowering : LoomPattern<ReshapeOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    return replaceOrFail(
+        rewriter, op,
+        emitter(rewriter, op)
+            .reshapeTo(op, a.getInput(), op.getResult().getType()));
+  }
+};
+
+struct TransposeLowering : LoomPattern<TransposeOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result =
+        emitter(rewriter, op).transpose(a.getInput(), op.getPermutation());
+    if (result.getType() != op.getResult().getType())
+      result = tensor::CastOp::create(rewriter, op.getLoc(),
+                                      op.getResult().getType(), result);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConcatLowering : LoomPattern<ConcatOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = op.getResult().getType();
+    int64_t axis = normAxis(op.getAxis(), type.getRank());
+    rewriter.replaceOp(op,
+                       emitter(rewriter, op).concat(a.getInputs(), axis, type));
+    return success();
+  }
+};
+
+struct GatherLowering : LoomPattern<GatherOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    int64_t axis = normAxis(op.getAxis(), op.getInput().getType().getRank());
+    rewriter.replaceOp(op, emitter(rewriter, op)
+                               .gather(a.getInput(), a.getIndices(), axis,
+                                       op.getResult().getType()));
+    return success();
+  }
+};
+
+struct EmbeddingLowering : LoomPattern<EmbeddingOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    MovementEmitter e(rewriter, op.getLoc(), opts);
+    bool quantized = isa<QTensorType>(op.getTable().getType());
+    // The f32 path is gather's, where negative ids count from the end.
+    e.checkEmbeddingIds(op, a, /*negative=*/!quantized);
+    Value result;
+    if (quantized) {
+      FailureOr<Value> r = e.quantizedEmbedding(op, a);
+      if (failed(r))
+        return failure();
+      result = *r;
+    } else {
+      result = e.gather(a.getTable(), a.getIds(), 0, op.getResult().getType());
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void loom::lowering::populateDataMovementPatterns(TypeConverter &converter,
+                                                  RewritePatternSet &patterns,
+                                                  const LoweringOptions &opts) {
+  patterns.add<
+      ReshapeLowering, TransposeLowering, ConcatLowering,
+      EmitterPattern<SliceOp, MovementEmitter, &MovementEmitter::lowerSlice>,
+      GatherLowering, EmbeddingLowering>(converter, patterns.getContext(),
+                                         opts);
+}
