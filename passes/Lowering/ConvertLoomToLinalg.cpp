@@ -1143,7 +1143,9 @@ void Lowerer::checkEmbeddingIds(EmbeddingOp op, bool negative) {
     unsigned n = 0;
     for (unsigned i = 1; i < arg.getArgNumber(); ++i)
       n += !fn.getArgAttr(i, LoomDialect::kWeightAttrName);
-    input = "input" + std::to_string(n);
+    // An outlined layer's arguments are not the entry's inputs.
+    if (fn->hasAttr(LoomDialect::kEntryAttrName))
+      input = "input" + std::to_string(n);
     if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     "loom.name"))
       input = name.str();
@@ -1725,7 +1727,10 @@ FailureOr<SmallVector<Value>> Lowerer::lowerAttention(AttentionOp op) {
 
 Value Lowerer::entryContext(Operation *op) {
   auto fn = op->getParentOfType<func::FuncOp>();
-  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName) ||
+  // Layers outlined from entry points take the caller's context first.
+  if (!fn ||
+      !(fn->hasAttr(LoomDialect::kEntryAttrName) ||
+        fn->hasAttr(LoomDialect::kLayerAttrName)) ||
       fn.getNumArguments() == 0 ||
       !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()))
     return {};
@@ -1738,7 +1743,8 @@ FailureOr<Value> Lowerer::contextOf(Operation *op) {
   return op->emitOpError()
          << "collectives lower only inside entry points with a runtime "
             "context; run loom-prepare-entry-points first (collectives "
-            "in private functions are not supported)";
+            "in private functions other than outlined layers are not "
+            "supported)";
 }
 
 func::CallOp Lowerer::callRuntime(StringRef name, ValueRange args,
