@@ -67,7 +67,10 @@ struct CheckedMallocPass
 } // namespace
 
 void buildCpuLoweringPipeline(OpPassManager &pm,
-                              const ConvertLoomToLinalgPassOptions &lower) {
+                              const ConvertLoomToLinalgPassOptions &lower,
+                              bool outlineLayers) {
+  if (outlineLayers)
+    pm.addPass(createOutlineRepeatedLayersPass());
   // CSE runs on loom ops only: after lowering it would merge the
   // to_buffer ops of runtime calls and hide later reads from the
   // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).

@@ -24,10 +24,12 @@ namespace loom {
 /// Appends the passes that take a module whose entry points are prepared
 /// (loom-prepare-entry-points) down to the LLVM dialect, with the
 /// loom_entry_<name> wrappers. `lower`: the options of
-/// loom-convert-loom-to-linalg.
+/// loom-convert-loom-to-linalg; `outlineLayers`: run
+/// loom-outline-repeated-layers first (one function per distinct layer).
 void buildCpuLoweringPipeline(
     mlir::OpPassManager &pm,
-    const ConvertLoomToLinalgPassOptions &lower = {});
+    const ConvertLoomToLinalgPassOptions &lower = {},
+    bool outlineLayers = true);
 
 /// The #loom.cpu_target for `cpu` (LLVM's names: "x86-64-v3", "haswell",
 /// "skylake-avx512", "znver4"...), for "x86-64-v2" with `portable` (any

@@ -75,7 +75,9 @@ void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
     unsigned n = 0;
     for (unsigned i = 1; i < arg.getArgNumber(); ++i)
       n += !fn.getArgAttr(i, LoomDialect::kWeightAttrName);
-    input = "input" + std::to_string(n);
+    // An outlined layer's arguments are not the entry's inputs.
+    if (fn->hasAttr(LoomDialect::kEntryAttrName))
+      input = "input" + std::to_string(n);
     if (auto name =
             fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "loom.name"))
       input = name.str();

@@ -582,7 +582,10 @@ Value Emitter::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
 
 Value loom::lowering::entryContext(Operation *op) {
   auto fn = op->getParentOfType<func::FuncOp>();
-  if (!fn || !fn->hasAttr(LoomDialect::kEntryAttrName) ||
+  // Layers outlined from entry points take the caller's context first.
+  if (!fn ||
+      !(fn->hasAttr(LoomDialect::kEntryAttrName) ||
+        fn->hasAttr(LoomDialect::kLayerAttrName)) ||
       fn.getNumArguments() == 0 ||
       !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()))
     return {};
@@ -595,7 +598,8 @@ FailureOr<Value> loom::lowering::contextOf(Operation *op) {
   return op->emitOpError()
          << "collectives lower only inside entry points with a runtime "
             "context; run loom-prepare-entry-points first (collectives "
-            "in private functions are not supported)";
+            "in private functions other than outlined layers are not "
+            "supported)";
 }
 
 /// The buffer of `tensor` for a runtime call that reads it right after.

@@ -35,6 +35,41 @@ def PrepareEntryPointsPass : Pass<"loom-prepare-entry-points", "mlir::ModuleOp">
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def OutlineRepeatedLayersPass
+    : Pass<"loom-outline-repeated-layers", "mlir::ModuleOp"> {
+  let summary = "One private function per distinct repeated layer";
+  let description = [{
+    In every entry point (`loom.entry`, after loom-prepare-entry-points),
+    finds the run of consecutive, structurally identical op ranges that
+    covers most ops (then the shortest range), outlines the range into a
+    private function marked `loom.layer` and LLVM `noinline` (the
+    `passthrough` attribute that func-to-llvm keeps), and replaces each
+    repeat by a `func.call`; then looks again in what is left, so layers of
+    several kinds each get their function. Equal layer functions of two
+    entry points are one function.
+
+    Two ranges are repeats when their ops match one for one: op names,
+    attributes and properties (constant values, shapes, quantization,
+    meshes and axes of collectives), operand and result types; and their
+    dataflow matches: an operand made inside the range comes from the same
+    op and result in both, values from outside appear in the same pattern
+    of first uses, constants from outside are equal (they are
+    rematerialised in the function), and weight arguments carry the same
+    `interleave` layout of their `loom.weight` attribute. Ops with regions
+    never take part. The function takes the runtime context first (the
+    caller's argument 0), then the values from outside the range in order
+    of first use (weight arguments keep their `loom.weight` attribute), and
+    returns the values used after any repeat. Only ranges of consecutive
+    ops are found: a layer whose ops are interleaved with another's is left
+    as it is.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "unsigned", /*default=*/"6",
+           "the fewest ops of a range worth a function of its own">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 def ConvertLoomToLinalgPass
     : Pass<"loom-convert-loom-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower loom primitives to linalg, tensor and arith on tensors";

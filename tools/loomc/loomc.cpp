@@ -164,6 +164,11 @@ cl::opt<bool> noGemm("no-gemm",
                      cl::desc("Generate every matmul instead of calling the "
                               "runtime's GEMM (A/B measurements, debugging)"),
                      cl::cat(loomcCategory));
+cl::opt<bool> noOutlineLayers(
+    "no-outline-layers",
+    cl::desc("Keep repeated layers inline in each entry point instead of "
+             "one function per distinct layer (A/B measurements)"),
+    cl::cat(loomcCategory));
 cl::opt<std::string> qmmTile(
     "qmm-tile",
     cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "
@@ -593,7 +598,7 @@ int main(int argc, char **argv) {
       lower.gemm = !noGemm;
       lower.qmmTile = qmmTile;
       lower.qmmPrefetch = qmmPrefetch;
-      loom::buildCpuLoweringPipeline(pm, lower);
+      loom::buildCpuLoweringPipeline(pm, lower, !noOutlineLayers);
       if (failed(pm.run(*module)))
         return 1;
     } else if (p == loom::Phase::Bundle) {

@@ -90,10 +90,10 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << "#loom.stage<0>";
     return success();
   }
-  if (name == kEntryAttrName) {
+  if (name == kEntryAttrName || name == kLayerAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
       return op->emitOpError()
-             << "'loom.entry' is a unit attribute of functions";
+             << "'" << name << "' is a unit attribute of functions";
     return success();
   }
   if (name == kTargetAttrName) {
@@ -122,7 +122,7 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitOpError() << "unknown loom attribute '" << name
-                           << "'; expected loom.sharding or loom.stage (or loom.entry on functions)";
+                           << "'; expected loom.sharding or loom.stage (or loom.entry, loom.layer on functions)";
 }
 
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,

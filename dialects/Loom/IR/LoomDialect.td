@@ -34,6 +34,10 @@ def Loom_Dialect : Dialect {
       holds an outlined weight (set by loom-prepare-entry-points);
     - `loom.entry`: a unit attribute on an entry point prepared for the
       runtime ABI;
+    - `loom.layer`: a unit attribute on a private function outlined from
+      repeated layers of entry points (set by
+      loom-outline-repeated-layers): its argument 0 is the caller's
+      runtime context, like an entry point's;
     - `loom.target`: a `#loom.cpu_target` on the module, the CPU that code
       is generated for (set by `loomc`; none: generic x86-64-v2 code).
   }];
@@ -51,6 +55,9 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kWeightAttrName = "loom.weight";
     /// On functions: an entry point prepared for the runtime ABI.
     static constexpr llvm::StringLiteral kEntryAttrName = "loom.entry";
+    /// On functions: a layer outlined from entry points; argument 0 is the
+    /// runtime context (loom-outline-repeated-layers).
+    static constexpr llvm::StringLiteral kLayerAttrName = "loom.layer";
     /// On function arguments and results: the name of a model input/output.
     static constexpr llvm::StringLiteral kNameAttrName = "loom.name";
     /// On entry-point arguments: state the runtime owns and passes to every
