@@ -38,7 +38,8 @@ SOURCES=("$ROOT/lib/Import/OnnxImporter.cpp" "$ROOT/lib/Import/OnnxWire.cpp"
          "$ROOT"/passes/Raise/*.cpp)
 # Everything else from the CMake build.
 LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a "$BUILD"/lib/libloom_cost.a
-      "$BUILD"/lib/libloom_quant.a "$BUILD"/lib/libloom_formats.a -Wl,--end-group
+      "$BUILD"/lib/libloom_quant.a "$BUILD"/lib/libloom_formats.a
+      "$BUILD"/lib/libloom_support.a -Wl,--end-group
       -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lMLIR -lLLVM
       -lonnx_proto -lprotobuf -lpthread)
 
