@@ -282,7 +282,12 @@ void compilePart(ModulePart &part, StringRef cpu,
   optimizeModule(**m, **tm, part.optLevel, options.timeLLVMPasses);
   opt.stop();
   TimingScope codegen = timing.nest("LLVM codegen (sum over parts)");
+  // The legacy pass manager of codegen reports through LLVM's global
+  // timers.
+  llvm::TimePassesIsEnabled = options.timeLLVMPasses;
   emitObject(**m, **tm, part.objPath, part.error);
+  if (options.timeLLVMPasses)
+    llvm::reportAndResetTimings();
 }
 
 } // namespace
