@@ -80,8 +80,6 @@ bool isPhaseBuilt(Phase phase) {
 LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
                                  const PipelineOptions &options,
                                  std::string &error) {
-  (void)pm;
-  (void)options;
   if (phase == Phase::Import)
     return success();
   if (phase == Phase::Raise) {
@@ -140,12 +138,119 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     pm.addPass(createOptimizeCollectivesPass());
     return success();
   }
+  if (phase == Phase::Lower) {
+    buildLowerPassPipeline(pm, options.lower);
+    return success();
+  }
+  if (phase == Phase::Bundle)
+    return success();
   error = ("phase '" + getPhaseName(phase) +
            "' is not built yet in this version of Loom; stop earlier with "
            "--compile-to=<phase> (see README.md, status table)")
               .str();
   return failure();
 }
+
+bool isPassPhase(Phase phase) {
+  return phase != Phase::Import && phase != Phase::Bundle;
+}
+
+namespace {
+// The options of the registered loom-<phase>-pipeline pipelines: the
+// PipelineOptions fields of that phase, under loomc's flag names.
+struct NoOptions : PassPipelineOptions<NoOptions> {
+  void apply(PipelineOptions &) const {}
+};
+
+struct QuantizeOptions : PassPipelineOptions<QuantizeOptions> {
+  Option<std::string> quant{*this, "quant",
+                            llvm::cl::desc("scheme, e.g. int4:32")};
+  Option<std::string> quantAct{*this, "quant-act", llvm::cl::init("f32"),
+                               llvm::cl::desc("f32, int8 or int8x3")};
+  Option<std::string> file{*this, "quant-file",
+                           llvm::cl::desc("quantized weights' file")};
+  Option<std::string> report{*this, "quant-report",
+                             llvm::cl::desc("JSON error report")};
+  Option<std::string> skip{*this, "quant-skip", llvm::cl::init("default"),
+                           llvm::cl::desc("globs kept in float")};
+  Option<std::string> rules{*this, "quant-rules",
+                            llvm::cl::desc("'GLOB=SCHEME;GLOB=skip'")};
+  Option<std::string> baseDir{*this, "base-dir",
+                              llvm::cl::desc("relative weight files' dir")};
+  void apply(PipelineOptions &o) const {
+    o.quant = quant;
+    o.quantActivations = quantAct;
+    o.quantFile = file;
+    o.quantReport = report;
+    o.quantSkip = skip;
+    o.quantRules = rules;
+    o.baseDir = baseDir;
+  }
+};
+
+struct ShardOptions : PassPipelineOptions<ShardOptions> {
+  Option<std::string> mesh{*this, "mesh",
+                           llvm::cl::desc("mesh, e.g. dp=2,tp=4")};
+  Option<std::string> meshJson{*this, "mesh-json",
+                               llvm::cl::desc("JSON mesh spec file")};
+  Option<std::string> device{*this, "device", llvm::cl::init("cpu"),
+                             llvm::cl::desc("device of every rank")};
+  Option<double> memoryLimit{*this, "memory-limit", llvm::cl::init(0),
+                             llvm::cl::desc("GiB per device (0: capacity)")};
+  Option<std::string> planFile{*this, "plan", llvm::cl::desc("plan JSON")};
+  Option<std::string> passes{*this, "shard-passes",
+                             llvm::cl::desc("passes run before the planner")};
+  void apply(PipelineOptions &o) const {
+    o.mesh = mesh;
+    o.meshJson = meshJson;
+    o.device = device;
+    o.memoryLimitGiB = memoryLimit;
+    o.planFile = planFile;
+    o.shardPasses = passes;
+  }
+};
+
+struct LowerOptions : PassPipelineOptions<LowerOptions> {
+  Option<std::string> qmatmul{*this, "qmatmul",
+                              llvm::cl::desc("f32, i8, i8x3 or dequant")};
+  Option<bool> gemm{*this, "gemm", llvm::cl::init(true),
+                    llvm::cl::desc("call the runtime's GEMM")};
+  Option<bool> interleave{*this, "interleave", llvm::cl::init(true),
+                          llvm::cl::desc("interleaved int8 qweights")};
+  Option<std::string> qmmTile{*this, "qmm-tile",
+                              llvm::cl::desc("MRxNR2xNR1")};
+  Option<std::string> qmmPrefetch{*this, "qmm-prefetch",
+                                  llvm::cl::desc("bytes ahead")};
+  Option<bool> outlineLayers{
+      *this, "outline-layers", llvm::cl::init(true),
+      llvm::cl::desc("one function per distinct repeated layer")};
+  void apply(PipelineOptions &o) const {
+    o.lower.qmatmul = qmatmul;
+    o.lower.gemm = gemm;
+    o.lower.interleave = interleave;
+    o.lower.qmmTile = qmmTile;
+    o.lower.qmmPrefetch = qmmPrefetch;
+    o.lower.outlineLayers = outlineLayers;
+  }
+};
+
+template <typename Options>
+void registerPhasePipeline(Phase phase) {
+  // The registry copies both strings.
+  std::string arg = ("loom-" + getPhaseName(phase) + "-pipeline").str();
+  std::string summary =
+      ("The " + getPhaseName(phase) + " phase: " + getPhaseSummary(phase))
+          .str();
+  PassPipelineRegistration<Options>(
+      arg, summary, [phase](OpPassManager &pm, const Options &flags) {
+        PipelineOptions options;
+        flags.apply(options);
+        std::string error;
+        if (failed(buildPhasePipeline(pm, phase, options, error)))
+          llvm::report_fatal_error(llvm::StringRef(error));
+      });
+}
+} // namespace
 
 void registerAllLoomPassesAndPipelines() {
   // Each phase folder registers its group here as it lands.
@@ -154,6 +259,11 @@ void registerAllLoomPassesAndPipelines() {
   registerShardingPasses();
   registerPartitionPasses();
   registerQuantizePasses();
+  registerPhasePipeline<NoOptions>(Phase::Raise);
+  registerPhasePipeline<QuantizeOptions>(Phase::Quantize);
+  registerPhasePipeline<ShardOptions>(Phase::Shard);
+  registerPhasePipeline<NoOptions>(Phase::Partition);
+  registerPhasePipeline<LowerOptions>(Phase::Lower);
 }
 
 } // namespace loom

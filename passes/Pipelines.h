@@ -9,6 +9,8 @@
 #ifndef LOOM_PASSES_PIPELINES_H
 #define LOOM_PASSES_PIPELINES_H
 
+#include "passes/Lowering/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -59,13 +61,19 @@ struct PipelineOptions {
   bool planSummary = false;   ///< print the readable plan summary
   std::string shardPasses;    ///< pass pipeline run before the planner
                               ///< (plugins' sharding rules)
+  // The lower phase (passes/Lowering).
+  LowerPipelineOptions lower;
 };
 
 /// Whether the passes of `phase` exist in this build.
 bool isPhaseBuilt(Phase phase);
 
-/// Appends the passes of `phase` to `pm`. Fails with a message naming the
-/// phase when it is not built yet.
+/// Whether `phase` is a pass pipeline (`loom-<phase>-pipeline`); import and
+/// bundle are the driver's (reading a model, writing out/).
+bool isPassPhase(Phase phase);
+
+/// Appends the passes of `phase` to `pm` (nothing for import and bundle).
+/// Fails with a message naming the phase when it is not built yet.
 mlir::LogicalResult buildPhasePipeline(mlir::OpPassManager &pm, Phase phase,
                                        const PipelineOptions &options,
                                        std::string &error);

@@ -5,7 +5,6 @@
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/runtime/Fnv.h"
 #include "loom/runtime/abi.h"
-#include "passes/Lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -80,17 +79,33 @@ static std::string absolutePath(StringRef file, StringRef baseDir) {
 
 bool collectEntries(ModuleOp module, const std::string &baseDir,
                     std::vector<EntryInfo> &entries, std::string &error) {
-  for (auto fn : module.getOps<func::FuncOp>()) {
-    if (!fn->hasAttr(LoomDialect::kEntryAttrName))
-      continue;
+  // Recorded by loom-record-entry-points before the lowering erased the
+  // loom types (the lower phase's second pass).
+  auto recorded =
+      module->getAttrOfType<ArrayAttr>(LoomDialect::kEntryPointsAttrName);
+  if (!recorded) {
+    error = "the module has no 'loom.entry_points' (the lower phase "
+            "records them; compile it with loomc or loom-lower-pipeline)";
+    return false;
+  }
+  for (auto fn : recorded.getAsRange<DictionaryAttr>()) {
+    auto fnType = cast<FunctionType>(fn.getAs<TypeAttr>("type").getValue());
+    auto argAttrs = fn.getAs<ArrayAttr>("arg_attrs");
+    auto resAttrs = fn.getAs<ArrayAttr>("res_attrs");
+    auto argAttr = [&](unsigned i, StringRef name) {
+      return cast<DictionaryAttr>(argAttrs[i]).get(name);
+    };
+    auto resAttr = [&](unsigned i, StringRef name) {
+      return cast<DictionaryAttr>(resAttrs[i]).get(name);
+    };
     EntryInfo entry;
-    entry.name = fn.getName().str();
+    entry.name = fn.getAs<StringAttr>("name").str();
     auto fail = [&](const Twine &msg) {
       error = ("entry point '" + entry.name + "': " + msg).str();
       return false;
     };
-    for (unsigned i = 1; i < fn.getNumArguments(); ++i) {
-      Type t = fn.getArgumentTypes()[i];
+    for (unsigned i = 1; i < fnType.getNumInputs(); ++i) {
+      Type t = fnType.getInput(i);
       // GGUF blocks travel as their bytes: i8 rows of blocks.
       if (auto q = dyn_cast<QTensorType>(t); q && q.getStorageType())
         t = q.getStorageType();
@@ -104,15 +119,15 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         return fail("argument " + Twine(i - 1) + " has element type " +
                     llvm::formatv("{0}", st.getElementType()).str() +
                     " that the runtime does not support");
-      auto weight =
-          fn.getArgAttrOfType<DictionaryAttr>(i, LoomDialect::kWeightAttrName);
+      auto weight = dyn_cast_or_null<DictionaryAttr>(
+          argAttr(i, LoomDialect::kWeightAttrName));
       if (!weight) {
         std::string name = "input" + std::to_string(entry.inputs.size());
-        if (auto n = fn.getArgAttrOfType<StringAttr>(i, "loom.name"))
+        if (auto n = dyn_cast_or_null<StringAttr>(argAttr(i, "loom.name")))
           name = n.str();
         TensorInfo in{name, dtype, shapeOf(st), "", -1};
-        if (auto s = fn.getArgAttrOfType<StringAttr>(
-                i, LoomDialect::kStateAttrName)) {
+        if (auto s = dyn_cast_or_null<StringAttr>(
+                argAttr(i, LoomDialect::kStateAttrName))) {
           // Verified by the dialect: "kv_cache", [B, Hkv, ?, Dh].
           in.state = s.str();
           in.ctxDim = 2;
@@ -172,7 +187,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
                     "); the file is truncated or the offset is wrong");
       entry.weights.push_back(std::move(w));
     }
-    for (auto [i, t] : llvm::enumerate(fn.getResultTypes())) {
+    for (auto [i, t] : llvm::enumerate(fnType.getResults())) {
       auto st = dyn_cast<RankedTensorType>(t);
       std::string dtype = st ? dtypeName(st.getElementType()) : "";
       if (!st || dtype.empty())
@@ -180,7 +195,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
                     llvm::formatv("{0}", t).str() +
                     " cannot be returned to the launcher");
       std::string name = "output" + std::to_string(i);
-      if (auto n = fn.getResultAttrOfType<StringAttr>(i, "loom.name"))
+      if (auto n = dyn_cast_or_null<StringAttr>(resAttr(i, "loom.name")))
         name = n.str();
       entry.outputs.push_back({name, dtype, shapeOf(st)});
     }
@@ -196,14 +211,21 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
 
 bool collectMesh(ModuleOp module, const std::string &meshFlag, MeshInfo &mesh,
                  std::string &error) {
-  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  // Recorded by loom-record-entry-points (the lowering erases the ops).
+  SmallVector<MeshAttr> meshes;
+  if (auto recorded =
+          module->getAttrOfType<ArrayAttr>(LoomDialect::kMeshesAttrName))
+    meshes = llvm::to_vector(recorded.getAsRange<MeshAttr>());
+  else
+    for (MeshOp op : module.getOps<MeshOp>())
+      meshes.push_back(op.getMesh());
   if (meshes.size() > 1) {
     error = "the module declares " + std::to_string(meshes.size()) +
             " meshes; a bundle runs on one";
     return false;
   }
   if (!meshes.empty()) {
-    MeshAttr m = meshes.front().getMesh();
+    MeshAttr m = meshes.front();
     for (auto [n, s] : llvm::zip(m.getAxisNames(), m.getAxisSizes())) {
       mesh.axes.push_back(n.str());
       mesh.shape.push_back(s);

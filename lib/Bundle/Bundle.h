@@ -1,7 +1,8 @@
 //===- Bundle.h - writing out/ for loom-run ---------------------*- C++ -*-===//
 //
-// Collects what the launcher needs from a module whose entry points are
-// prepared (inputs, outputs, weights with their storage), and writes the
+// Collects what the launcher needs from a lowered module (the entry points'
+// signatures that the lower phase recorded: inputs, outputs, weights with
+// their storage), and writes the
 // bundle directory atomically (docs/BUNDLE.md).
 //
 //===----------------------------------------------------------------------===//
@@ -82,13 +83,14 @@ struct MeshInfo {
   int64_t numRanks() const;
 };
 
-/// Reads the entry points of a module prepared by loom-prepare-entry-points.
-/// Relative weight files are resolved against `baseDir`; every weight must
+/// Reads the entry points that loom-record-entry-points recorded on the
+/// module (`loom.entry_points`; before or after lowering). Relative weight files are resolved against `baseDir`; every weight must
 /// have storage that exists and is long enough. Errors go to `error`.
 bool collectEntries(mlir::ModuleOp module, const std::string &baseDir,
                     std::vector<EntryInfo> &entries, std::string &error);
 
-/// The mesh the program runs on: the one loom.mesh the module declares, or
+/// The mesh the program runs on: the one mesh the module declares
+/// (`loom.meshes` recorded by the lower phase, else its loom.mesh ops), or
 /// `meshFlag` ("dp=2,tp=4"), or a single rank.
 bool collectMesh(mlir::ModuleOp module, const std::string &meshFlag,
                  MeshInfo &mesh, std::string &error);

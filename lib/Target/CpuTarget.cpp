@@ -3,24 +3,22 @@
 #include "lib/Target/CpuTarget.h"
 
 #include "loom/runtime/CpuFeatures.h"
-#include "passes/Lowering/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/SymbolTable.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/PassInstrumentation.h"
+#include "llvm/IR/PassTimingInfo.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -38,71 +36,6 @@
 using namespace mlir;
 
 namespace loom {
-
-namespace {
-/// Generated code allocates through loom_rt_malloc (abi.h) instead of
-/// malloc: the same memory (freed with free), but an allocation that fails
-/// fails the job with its size instead of returning null to code that
-/// would write through it. Renames the `malloc` declaration that
-/// finalize-memref-to-llvm made, and so every call of it.
-struct CheckedMallocPass
-    : PassWrapper<CheckedMallocPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckedMallocPass)
-  StringRef getArgument() const override { return "loom-checked-malloc"; }
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto malloc = module.lookupSymbol<LLVM::LLVMFuncOp>("malloc");
-    if (!malloc)
-      return;
-    StringAttr checked = StringAttr::get(&getContext(), "loom_rt_malloc");
-    if (module.lookupSymbol(checked)) {
-      malloc.emitError("both malloc and loom_rt_malloc are declared");
-      return signalPassFailure();
-    }
-    if (failed(SymbolTable::replaceAllSymbolUses(malloc, checked, module)))
-      return signalPassFailure();
-    SymbolTable::setSymbolName(malloc, checked);
-  }
-};
-} // namespace
-
-void buildCpuLoweringPipeline(OpPassManager &pm,
-                              const ConvertLoomToLinalgPassOptions &lower,
-                              bool outlineLayers) {
-  if (outlineLayers)
-    pm.addPass(createOutlineRepeatedLayersPass());
-  // CSE runs on loom ops only: after lowering it would merge the
-  // to_buffer ops of runtime calls and hide later reads from the
-  // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).
-  pm.addPass(createCSEPass());
-  pm.addPass(createConvertLoomToLinalgPass(lower));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
-  pm.addPass(createApproximateMathPass());
-  pm.addPass(createCanonicalizerPass());
-
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createConvertBufferizationToMemRefPass());
-
-  pm.addPass(createConvertLinalgToLoopsPass());
-  // expand-strided-metadata creates affine.apply: lower affine after it.
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createPackEntryPointsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(std::make_unique<CheckedMallocPass>());
-}
 
 /// Finds a C compiler driver to link shared objects with.
 static std::string findLinker() {
@@ -178,9 +111,192 @@ CpuTargetAttr resolveCpuTarget(MLIRContext *ctx, StringRef cpu,
   return CpuTargetAttr::get(ctx, info.cpu, b.getArrayAttr(features));
 }
 
+namespace {
+
+/// One piece of the module, optimised and compiled on its own thread.
+struct ModulePart {
+  llvm::SmallVector<char, 0> bitcode; ///< in its own LLVMContext later
+  std::string objPath;
+  unsigned optLevel = 3;
+  unsigned functions = 0;
+  uint64_t instructions = 0;
+  uint64_t largestFunction = 0;
+  std::string error;
+};
+
+/// Runs LLVM's optimisation pipeline at `optLevel` for `tm`, with LLVM's
+/// per-pass timing report when `timePasses` (one thread only).
+void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm,
+                    unsigned optLevel, bool timePasses) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassInstrumentationCallbacks pic;
+  llvm::TimePassesHandler timer(timePasses);
+  timer.registerCallbacks(pic);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = optLevel > 1;
+  tuning.LoopVectorization = optLevel > 1;
+  tuning.SLPVectorization = optLevel > 1;
+  llvm::PassBuilder pb(&tm, tuning, std::nullopt, &pic);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = optLevel == 0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+  if (timePasses)
+    timer.print();
+}
+
+/// Emits `m` as an object file at `objPath`.
+bool emitObject(llvm::Module &m, llvm::TargetMachine &tm,
+                const std::string &objPath, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write " + objPath + ": " + ec.message();
+    return false;
+  }
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return false;
+  }
+  pm.run(m);
+  return true;
+}
+
+/// Splits `m` into at most `n` modules of about equal size for parallel
+/// code generation. Every function that is not internal, and every internal
+/// function of `kDuplicateBelow` instructions or more (made hidden:
+/// visible to the other parts, not outside the library), is defined in
+/// exactly one part, largest first into the smallest part. Smaller internal
+/// functions and internal constants are copied into each part that uses
+/// them, so that they stay internal and inlinable (the quantized kernels,
+/// the C-interface wrappers). Other globals are defined in part 0.
+std::vector<std::unique_ptr<llvm::Module>> splitModule(llvm::Module &m,
+                                                       unsigned n) {
+  constexpr uint64_t kDuplicateBelow = 2000;
+  auto isCopied = [&](const llvm::GlobalValue *gv) {
+    if (!gv->hasLocalLinkage())
+      return false;
+    if (auto *f = llvm::dyn_cast<llvm::Function>(gv))
+      return f->getInstructionCount() < kDuplicateBelow;
+    auto *v = llvm::dyn_cast<llvm::GlobalVariable>(gv);
+    return v && v->isConstant();
+  };
+  unsigned unnamed = 0;
+  for (llvm::GlobalValue &gv : m.global_values()) {
+    if (gv.isDeclaration() || isCopied(&gv))
+      continue;
+    if (gv.hasLocalLinkage()) {
+      gv.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      gv.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+    if (!gv.hasName())
+      gv.setName("__loom_split_" + llvm::Twine(unnamed++));
+  }
+  // Largest first into the least loaded part.
+  std::vector<llvm::Function *> roots;
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && !isCopied(&f))
+      roots.push_back(&f);
+  llvm::stable_sort(roots, [](llvm::Function *a, llvm::Function *b) {
+    return a->getInstructionCount() > b->getInstructionCount();
+  });
+  n = std::max<unsigned>(1, std::min<size_t>(n, roots.size()));
+  std::vector<uint64_t> load(n, 0);
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> owner;
+  for (llvm::Function *f : roots) {
+    unsigned part = std::min_element(load.begin(), load.end()) - load.begin();
+    owner[f] = part;
+    load[part] += f->getInstructionCount() + 1;
+  }
+  std::vector<std::unique_ptr<llvm::Module>> parts;
+  for (unsigned i = 0; i < n; ++i) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> part =
+        llvm::CloneModule(m, map, [&](const llvm::GlobalValue *gv) {
+          if (isCopied(gv))
+            return true;
+          auto it = owner.find(gv);
+          return it != owner.end() ? it->second == i : i == 0;
+        });
+    // Copies that this part does not use.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (llvm::GlobalValue &gv :
+           llvm::make_early_inc_range(part->global_values())) {
+        gv.removeDeadConstantUsers();
+        if (gv.hasLocalLinkage() && gv.use_empty()) {
+          gv.eraseFromParent();
+          changed = true;
+        }
+      }
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+/// The optimisation level of a part: `optLevel`, except for a part made of
+/// one function of `largeFunction` instructions or more (an entry point
+/// with every layer inline: straight-line code in which O3's loop passes
+/// find nothing, and whose quadratic cost grows with the layer count).
+unsigned partOptLevel(const ModulePart &part, const CpuEmitOptions &options) {
+  if (options.largeFunction && part.largestFunction >= options.largeFunction)
+    return std::min(options.optLevel, options.largeFunctionOptLevel);
+  return options.optLevel;
+}
+
+/// Optimises and compiles one part in its own LLVMContext.
+void compilePart(ModulePart &part, StringRef cpu,
+                 const llvm::SubtargetFeatures &features,
+                 const CpuEmitOptions &options, TimingScope &timing) {
+  llvm::LLVMContext context;
+  auto m = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(StringRef(part.bitcode.data(),
+                                      part.bitcode.size()),
+                            "part"),
+      context);
+  if (!m) {
+    part.error = "cannot read a module part: " + llvm::toString(m.takeError());
+    return;
+  }
+  auto tm = createTargetMachine(cpu, features, part.optLevel);
+  if (!tm) {
+    part.error = llvm::toString(tm.takeError());
+    return;
+  }
+  TimingScope opt = timing.nest("LLVM optimisation (sum over parts)");
+  optimizeModule(**m, **tm, part.optLevel, options.timeLLVMPasses);
+  opt.stop();
+  TimingScope codegen = timing.nest("LLVM codegen (sum over parts)");
+  // The legacy pass manager of codegen reports through LLVM's global
+  // timers.
+  llvm::TimePassesIsEnabled = options.timeLLVMPasses;
+  emitObject(**m, **tm, part.objPath, part.error);
+  if (options.timeLLVMPasses)
+    llvm::reportAndResetTimings();
+}
+
+} // namespace
+
 bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
                        const CpuEmitOptions &options, std::string &error,
                        CpuTargetInfo *info) {
+  TimingScope timing = options.timing ? options.timing->nest("emit library")
+                                      : TimingScope();
   // The CPU and features the lowering assumed: exactly the target's
   // features of the vocabulary on, the others off.
   auto target =
@@ -221,6 +337,7 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
   if (info)
     *info = generated;
 
+  TimingScope translate = timing.nest("translate to LLVM IR");
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   llvm::LLVMContext llvmContext;
@@ -232,31 +349,67 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
   }
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  translate.stop();
 
-  auto optimize = makeOptimizingTransformer(options.optLevel,
-                                            /*sizeLevel=*/0, tm->get());
-  if (llvm::Error err = optimize(llvmModule.get())) {
-    error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
-    return false;
-  }
-
-  // Object file next to the library, then link.
-  std::string objPath = soPath + ".o.tmp";
+  // Parts optimised and compiled in parallel, one object file each.
+  unsigned threads = options.threads
+                         ? options.threads
+                         : llvm::hardware_concurrency().compute_thread_count();
+  if (options.timeLLVMPasses)
+    threads = 1; // LLVM's pass timers are global
+  std::vector<ModulePart> parts;
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-    if (ec) {
-      error = "cannot write " + objPath + ": " + ec.message();
-      return false;
+    TimingScope split = timing.nest("split module");
+    std::vector<std::unique_ptr<llvm::Module>> modules =
+        splitModule(*llvmModule, std::max(1u, threads));
+    for (auto [i, m] : llvm::enumerate(modules)) {
+      ModulePart part;
+      part.objPath = soPath + ".part" + std::to_string(i) + ".o.tmp";
+      for (llvm::Function &f : *m) {
+        if (f.isDeclaration())
+          continue;
+        ++part.functions;
+        part.instructions += f.getInstructionCount();
+        part.largestFunction =
+            std::max<uint64_t>(part.largestFunction, f.getInstructionCount());
+      }
+      part.optLevel = partOptLevel(part, options);
+      llvm::raw_svector_ostream os(part.bitcode);
+      llvm::WriteBitcodeToFile(*m, os);
+      parts.push_back(std::move(part));
     }
-    llvm::legacy::PassManager pm;
-    if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile)) {
-      error = "the target cannot emit object files";
-      return false;
-    }
-    pm.run(*llvmModule);
+    llvmModule.reset();
   }
+  llvm::scope_exit removeObjects([&] {
+    for (const ModulePart &part : parts)
+      llvm::sys::fs::remove(part.objPath);
+  });
+  {
+    TimingScope parallel = timing.nest(
+        "optimise + codegen (" + std::to_string(parts.size()) + " parts, " +
+        std::to_string(std::min<size_t>(threads, parts.size())) +
+        " threads)");
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(threads));
+    for (ModulePart &part : parts)
+      pool.async([&, p = &part] {
+        compilePart(*p, cpu, features, options, parallel);
+      });
+    pool.wait();
+  }
+  if (options.verbose)
+    for (auto [i, part] : llvm::enumerate(parts))
+      llvm::errs() << llvm::formatv(
+          "loomc: code part {0}: {1} functions, {2} instructions (largest "
+          "{3}), O{4}\n",
+          i, part.functions, part.instructions, part.largestFunction,
+          part.optLevel);
+  for (const ModulePart &part : parts)
+    if (!part.error.empty()) {
+      error = part.error;
+      return false;
+    }
+
+  TimingScope link = timing.nest("link");
   std::string linker = findLinker();
   if (linker.empty()) {
     error = "no C compiler driver (cc, gcc or clang) found to link the "
@@ -264,12 +417,13 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
     return false;
   }
   std::string tmpSo = soPath + ".tmp";
-  SmallVector<StringRef> args{linker, "-shared", "-o", tmpSo, objPath,
-                              "-lm"};
+  SmallVector<StringRef> args{linker, "-shared", "-o", tmpSo};
+  for (const ModulePart &part : parts)
+    args.push_back(part.objPath);
+  args.push_back("-lm");
   std::string linkError;
   int rc = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
                                      &linkError);
-  llvm::sys::fs::remove(objPath);
   if (rc != 0) {
     error = "linking " + soPath + " with " + linker + " failed" +
             (linkError.empty() ? "" : ": " + linkError);

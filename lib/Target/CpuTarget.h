@@ -11,25 +11,14 @@
 #define LOOM_LIB_TARGET_CPUTARGET_H
 
 #include "dialects/Loom/IR/LoomDialect.h"
-#include "passes/Lowering/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 #include <vector>
 
 namespace loom {
-
-/// Appends the passes that take a module whose entry points are prepared
-/// (loom-prepare-entry-points) down to the LLVM dialect, with the
-/// loom_entry_<name> wrappers. `lower`: the options of
-/// loom-convert-loom-to-linalg; `outlineLayers`: run
-/// loom-outline-repeated-layers first (one function per distinct layer).
-void buildCpuLoweringPipeline(
-    mlir::OpPassManager &pm,
-    const ConvertLoomToLinalgPassOptions &lower = {},
-    bool outlineLayers = true);
 
 /// The #loom.cpu_target for `cpu` (LLVM's names: "x86-64-v3", "haswell",
 /// "skylake-avx512", "znver4"...), for "x86-64-v2" with `portable` (any
@@ -43,6 +32,19 @@ CpuTargetAttr resolveCpuTarget(mlir::MLIRContext *ctx, llvm::StringRef cpu,
 struct CpuEmitOptions {
   /// LLVM optimisation level of the generated code (0-3).
   unsigned optLevel = 3;
+  /// Threads that optimise and compile parts of the module in parallel
+  /// (0: the cores available); the module is split into as many parts.
+  unsigned threads = 0;
+  /// A part holding a function of this many LLVM instructions or more
+  /// (0: never) is optimised at `largeFunctionOptLevel` instead.
+  uint64_t largeFunction = 0;
+  unsigned largeFunctionOptLevel = 2;
+  /// Where the time goes (translation, optimisation, codegen, link).
+  mlir::TimingScope *timing = nullptr;
+  /// LLVM's own per-pass timing report (forces one thread).
+  bool timeLLVMPasses = false;
+  /// Print each part's size and optimisation level.
+  bool verbose = false;
 };
 
 /// What the library was generated for, recorded in the manifest's "target"
@@ -53,9 +55,10 @@ struct CpuTargetInfo {
   std::vector<std::string> features;
 };
 
-/// Translates an LLVM-dialect module to LLVM IR, optimises it, emits an
-/// object file for the CPU and features of the module's loom.target (the
-/// ones the lowering assumed; without it, x86-64-v2) and links it into the
+/// Translates an LLVM-dialect module to LLVM IR, splits it into parts that
+/// are optimised and compiled in parallel (CpuEmitOptions), emits object
+/// files for the CPU and features of the module's loom.target (the
+/// ones the lowering assumed; without it, x86-64-v2) and links them into the
 /// shared library `soPath` (written to a temporary name and renamed). On
 /// failure returns false with `error` set. With `info`, fills it with the
 /// CPU and features the code was generated for.

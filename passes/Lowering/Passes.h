@@ -18,6 +18,9 @@
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
 
 namespace loom {
 
@@ -26,6 +29,28 @@ namespace loom {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Lowering/Passes.h.inc"
+
+/// Options of the lower phase (loom-lower-pipeline; loomc's flags).
+struct LowerPipelineOptions {
+  /// loom-prepare-entry-points{interleave}.
+  bool interleave = true;
+  /// How every loom.qmatmul lowers (f32, i8, i8x3, dequant; empty: each
+  /// op's quant_activations).
+  std::string qmatmul;
+  /// loom-convert-loom-to-linalg's tuning knobs.
+  bool gemm = true;
+  std::string qmmTile;
+  std::string qmmPrefetch;
+  /// Run loom-outline-repeated-layers first (one function per distinct
+  /// repeated layer).
+  bool outlineLayers = true;
+};
+
+/// Appends the lower phase: entry points prepared and recorded for the
+/// bundle, then loom -> linalg -> buffers -> loops -> the LLVM dialect with
+/// the loom_entry_<name> wrappers and checked allocations.
+void buildLowerPassPipeline(mlir::OpPassManager &pm,
+                            const LowerPipelineOptions &options = {});
 
 /// Name of the argument attribute that describes an outlined weight.
 constexpr llvm::StringLiteral kWeightArgAttrName = "loom.weight";

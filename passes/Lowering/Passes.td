@@ -141,4 +141,29 @@ def PackEntryPointsPass : Pass<"loom-pack-entry-points", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def RecordEntryPointsPass
+    : Pass<"loom-record-entry-points", "mlir::ModuleOp"> {
+  let summary = "Record the entry points' loom-level signatures on the module";
+  let description = [{
+    Runs after loom-prepare-entry-points, before anything is lowered: writes
+    the module attribute `loom.entry_points`, one dictionary per entry
+    point (`name`, `type`: the function type with its tensor and qtensor
+    types, `arg_attrs`, `res_attrs`: the weights' storage, input names,
+    state), and `loom.meshes`, the `#loom.mesh` of every `loom.mesh` op.
+    The lowering erases the loom types and the mesh ops; the bundle writer
+    reads these attributes from the lowered module instead (docs/BUNDLE.md).
+  }];
+}
+
+def CheckedMallocPass : Pass<"loom-checked-malloc", "mlir::ModuleOp"> {
+  let summary = "Allocate through loom_rt_malloc, which fails the job on OOM";
+  let description = [{
+    Generated code allocates through `loom_rt_malloc` (abi.h) instead of
+    `malloc`: the same memory (freed with `free`), but an allocation that
+    fails stops the job with its size instead of returning null to code
+    that would write through it. Renames the `malloc` declaration that
+    finalize-memref-to-llvm made, and so every call of it.
+  }];
+}
+
 #endif // LOOM_PASSES_LOWERING_PASSES_TD

@@ -12,7 +12,6 @@
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
-#include "passes/Lowering/Passes.h"
 #include "passes/Lowering/QuantKernels.h"
 #include "passes/Pipelines.h"
 #include "tools/loomc/TempCleanup.h"
@@ -31,6 +30,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -66,6 +66,11 @@ cl::opt<std::string>
                        "shard, pipeline, partition, lower, bundle"),
               cl::value_desc("phase"), cl::init("bundle"),
               cl::cat(loomcCategory));
+cl::opt<std::string> compileFrom(
+    "compile-from",
+    cl::desc("Resume after this phase: the input is the .mlir that "
+             "--compile-to=<phase> wrote (e.g. --compile-from=partition)"),
+    cl::value_desc("phase"), cl::cat(loomcCategory));
 cl::opt<std::string> meshSpec("mesh",
                               cl::desc("Device mesh, e.g. dp=2,tp=4, or a "
                                        "JSON spec file"),
@@ -140,10 +145,31 @@ cl::opt<std::string> emitWhat(
     cl::value_desc("what"), cl::cat(loomcCategory));
 cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
                          cl::cat(loomcCategory));
-cl::opt<bool> verbose("v", cl::desc("Say what each phase does"),
+cl::opt<bool> verbose("v", cl::desc("Say what each phase does and where "
+                                    "compile time goes"),
                       cl::cat(loomcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::init(3), cl::cat(loomcCategory));
+cl::opt<unsigned> jobs("j",
+                       cl::desc("Threads that optimise and compile the "
+                                "generated code in parallel (default: the "
+                                "cores available)"),
+                       cl::value_desc("N"), cl::init(0),
+                       cl::cat(loomcCategory));
+cl::opt<uint64_t> largeFunction(
+    "large-function",
+    cl::desc("Code parts holding a function of this many LLVM instructions "
+             "or more are optimised at --large-function-opt (0: never)"),
+    cl::value_desc("N"), cl::init(20000), cl::Hidden, cl::cat(loomcCategory));
+cl::opt<unsigned> largeFunctionOpt(
+    "large-function-opt",
+    cl::desc("LLVM optimisation level of large functions' parts"),
+    cl::init(2), cl::Hidden, cl::cat(loomcCategory));
+cl::opt<bool> timeLLVMPasses(
+    "time-llvm-passes",
+    cl::desc("LLVM's per-pass timing report of the code generation (one "
+             "thread)"),
+    cl::Hidden, cl::cat(loomcCategory));
 cl::opt<int64_t> contextLimit(
     "context-limit",
     cl::desc("Longest context the compiled LLM serves (GGUF / Hugging Face "
@@ -160,15 +186,15 @@ cl::opt<std::string> qmatmulMode(
              "f32, i8, i8x3 (generated kernels) or dequant (dequantize + "
              "f32 GEMM, bit-exact with the dequantized weights)"),
     cl::value_desc("mode"), cl::cat(loomcCategory));
-cl::opt<bool> noGemm("no-gemm",
-                     cl::desc("Generate every matmul instead of calling the "
-                              "runtime's GEMM (A/B measurements, debugging)"),
-                     cl::cat(loomcCategory));
 cl::opt<bool> noOutlineLayers(
     "no-outline-layers",
     cl::desc("Keep repeated layers inline in each entry point instead of "
              "one function per distinct layer (A/B measurements)"),
     cl::cat(loomcCategory));
+cl::opt<bool> noGemm("no-gemm",
+                     cl::desc("Generate every matmul instead of calling the "
+                              "runtime's GEMM (A/B measurements, debugging)"),
+                     cl::cat(loomcCategory));
 cl::opt<std::string> qmmTile(
     "qmm-tile",
     cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "
@@ -235,137 +261,111 @@ void noteRetiredEnvironment() {
                    << flag << "\n";
 }
 
+
 void printPhases(raw_ostream &os) {
-  os << "Phases (loomc --compile-to=<phase> stops after one):\n";
+  os << "Phases (loomc --compile-to=<phase> stops after one, "
+        "--compile-from=<phase> resumes after one):\n";
   for (loom::Phase p : loom::kAllPhases)
     os << llvm::formatv("  {0,-10} {1}{2}\n", loom::getPhaseName(p),
                         loom::getPhaseSummary(p),
                         loom::isPhaseBuilt(p) ? "" : "  [not built yet]");
 }
-} // namespace
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM y(argc, argv);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  cl::AddExtraVersionPrinter(
-      [](raw_ostream &os) { os << "Loom compiler (loomc)\n"; });
-  cl::SetVersionPrinter(
-      [](raw_ostream &os) { os << "loomc (Loom) 0.1.0, MLIR 22\n"; });
-  std::string overview;
-  llvm::raw_string_ostream ov(overview);
-  ov << "Loom compiler driver\n\n"
-        "  loomc model.mlir --compile-to=import -o model.loom.mlir\n"
-        "  loomc model.gguf --mesh tp=2 -o out/\n\n";
-  printPhases(ov);
-  cl::HideUnrelatedOptions(loomcCategory);
-  cl::ParseCommandLineOptions(argc, argv, overview);
+int fail(const Twine &message, int rc = 1) {
+  llvm::errs() << "loomc: " << message << "\n";
+  return rc;
+}
 
-  if (listPhases) {
-    printPhases(llvm::outs());
-    return 0;
+/// The phases to run, [first, last], from --compile-from/--compile-to and
+/// --emit; refuses flags that cannot work (non-zero exit code).
+int checkFlags(loom::Phase &first, loom::Phase &last) {
+  constexpr const char *kPhaseList = "import, raise, quantize, shard, "
+                                     "pipeline, partition, lower, bundle";
+  std::optional<loom::Phase> to = loom::parsePhase(compileTo);
+  if (!to)
+    return fail("unknown phase '" + compileTo +
+                    "' for --compile-to; expected one of: " + kPhaseList,
+                2);
+  last = *to;
+  first = loom::Phase::Import;
+  if (!emitWhat.empty() && emitWhat != "plan")
+    return fail("--emit=" + emitWhat +
+                ": unknown; the one supported value is 'plan'");
+  if (emitWhat == "plan") {
+    // The plan is the output: stop after the shard phase.
+    last = loom::Phase::Shard;
+    if (outputFilename == "-")
+      return fail("--emit=plan writes JSON to a file: give -o plan.json");
   }
-  std::optional<loom::Phase> last = loom::parsePhase(compileTo);
-  if (!last) {
-    llvm::errs() << "loomc: unknown phase '" << compileTo
-                 << "' for --compile-to; expected one of: import, raise, "
-                    "quantize, shard, pipeline, partition, lower, bundle\n";
-    return 2;
+  if (!compileFrom.empty()) {
+    std::optional<loom::Phase> from = loom::parsePhase(compileFrom);
+    if (!from)
+      return fail("unknown phase '" + compileFrom +
+                      "' for --compile-from; expected one of: " + kPhaseList,
+                  2);
+    if (*from >= last)
+      return fail("--compile-from=" + compileFrom + " resumes after phase '" +
+                  compileFrom + "', so --compile-to must name a later phase "
+                  "(it is '" + loom::getPhaseName(last).str() + "')");
+    first = loom::Phase(int(*from) + 1);
+    if (loom::detectModelKind(inputFilename) != loom::ModelKind::Mlir)
+      return fail("--compile-from: " + inputFilename +
+                  " is not .mlir; resume from the file that "
+                  "--compile-to=" + compileFrom + " wrote");
+    if (first > loom::Phase::Lower && (!cpuName.empty() || portable))
+      return fail("--cpu and --portable choose the code of the lower phase; "
+                  "--compile-from=" + compileFrom + " resumes after it");
   }
-  for (const std::string &path : plugins) {
-    auto plugin = PassPlugin::load(path);
-    if (!plugin) {
-      llvm::errs() << "loomc: --plugin " << path << ": "
-                   << llvm::toString(plugin.takeError()) << "\n";
-      return 1;
-    }
-    plugin->registerPassRegistryCallbacks();
-  }
-  if (targetName != "cpu" && targetName != "cuda") {
-    llvm::errs() << "loomc: --target=" << targetName
-                 << ": unknown; expected cpu or cuda\n";
-    return 1;
-  }
+  if (targetName != "cpu" && targetName != "cuda")
+    return fail("--target=" + targetName + ": unknown; expected cpu or cuda");
 #ifndef LOOM_HAVE_GPU_TARGET
-  if (targetName == "cuda") {
-    llvm::errs() << "loomc: --target=cuda: this loomc was built without CUDA "
-                    "(configure with nvcc on PATH or -DLOOM_ENABLE_CUDA=ON)\n";
-    return 1;
-  }
+  if (targetName == "cuda")
+    return fail("--target=cuda: this loomc was built without CUDA (configure "
+                "with nvcc on PATH or -DLOOM_ENABLE_CUDA=ON)");
 #endif
-  noteRetiredEnvironment();
-  {
-    loom::QKernelTuning tuning;
-    std::string error;
-    if (!loom::isQMatmulMode(qmatmulMode)) {
-      llvm::errs() << "loomc: --qmatmul=" << qmatmulMode
-                   << ": unknown; expected f32, i8, i8x3 or dequant\n";
-      return 1;
-    }
-    if (!loom::parseQKernelTuning(qmmTile, qmmPrefetch, tuning, error)) {
-      llvm::errs() << "loomc: --" << error << "\n";
-      return 1;
-    }
-  }
-  if (contextLimit < 0) {
-    llvm::errs() << "loomc: --context-limit=" << contextLimit
-                 << ": must be a positive number of tokens\n";
-    return 1;
-  }
-  loom::tempcleanup::install();
-  if (!emitWhat.empty() && emitWhat != "plan") {
-    llvm::errs() << "loomc: --emit=" << emitWhat
-                 << ": unknown; the one supported value is 'plan'\n";
-    return 1;
-  }
+  loom::QKernelTuning tuning;
+  std::string error;
+  if (!loom::isQMatmulMode(qmatmulMode))
+    return fail("--qmatmul=" + qmatmulMode +
+                ": unknown; expected f32, i8, i8x3 or dequant");
+  if (!loom::parseQKernelTuning(qmmTile, qmmPrefetch, tuning, error))
+    return fail("--" + error);
+  if (contextLimit < 0)
+    return fail("--context-limit=" + Twine(int64_t(contextLimit)) +
+                ": must be a positive number of tokens");
+  return 0;
+}
 
-  DialectRegistry registry;
-  registry.insert<loom::LoomDialect>();
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-#ifdef LOOM_HAVE_GPU_TARGET
-  loom::gpu::registerGpuTargetDialects(registry);
-#endif
-  MLIRContext context(registry);
-  // Diagnostics name the place and the fix; no IR dumps for user errors.
-  context.printOpOnDiagnostic(false);
-  context.loadAllAvailableDialects();
-
+/// Reads the input: an importer, or the .mlir of an earlier phase.
+OwningOpRef<ModuleOp> importModel(MLIRContext &context,
+                                  llvm::SourceMgr &sourceMgr) {
   std::string error;
   OwningOpRef<ModuleOp> module;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   loom::ModelKind kind = loom::detectModelKind(inputFilename);
   loom::LlmImportOptions llmOptions;
   llmOptions.contextLimit = contextLimit;
   if (contextLimit > 0 && kind != loom::ModelKind::Gguf &&
       kind != loom::ModelKind::HuggingFace) {
-    llvm::errs() << "loomc: --context-limit applies to GGUF and Hugging Face "
-                    "models (it sets llm.model's context_length)\n";
-    return 1;
+    fail("--context-limit applies to GGUF and Hugging Face models (it sets "
+         "llm.model's context_length)");
+    return {};
   }
-  auto notBuilt = [&](StringRef what) {
-    llvm::errs() << "loomc: " << inputFilename << ": the " << what
-                 << " importer is not built in this version of Loom\n";
-    return 1;
+  auto notBuilt = [&](StringRef what) -> OwningOpRef<ModuleOp> {
+    fail(inputFilename + ": the " + what +
+         " importer is not built in this version of Loom");
+    return {};
   };
   switch (kind) {
   case loom::ModelKind::Mlir: {
     auto file = openInputFile(inputFilename, &error);
-    if (!file) {
-      llvm::errs() << "loomc: " << error << "\n";
-      return 1;
-    }
-    if (auto crash = loom::findParserCrashers(file->getBuffer(),
-                                              inputFilename)) {
-      llvm::errs() << "loomc: " << *crash << "\n";
-      return 1;
-    }
+    if (!file)
+      return fail(error), nullptr;
+    if (auto crash =
+            loom::findParserCrashers(file->getBuffer(), inputFilename))
+      return fail(*crash), nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return 1;
-    break;
+    // Diagnostics were printed by the handler.
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
   case loom::ModelKind::Onnx:
 #ifdef LOOM_HAVE_ONNX_IMPORT
@@ -383,42 +383,45 @@ int main(int argc, char **argv) {
 #endif
   case loom::ModelKind::HuggingFace:
 #ifdef LOOM_HAVE_LLAMA_IMPORT
-    module = loom::importHuggingFace(&context, inputFilename, error,
-                                     llmOptions);
+    module =
+        loom::importHuggingFace(&context, inputFilename, error, llmOptions);
     break;
 #else
     return notBuilt("Hugging Face");
 #endif
   case loom::ModelKind::Unknown:
-    llvm::errs() << "loomc: " << inputFilename
-                 << ": unknown model kind; give a .mlir, .onnx or .gguf "
-                    "file, or a directory with config.json\n";
-    return 1;
+    fail(inputFilename + ": unknown model kind; give a .mlir, .onnx or .gguf "
+                         "file, or a directory with config.json");
+    return {};
   }
-  if (!module) {
-    llvm::errs() << "loomc: " << error << "\n";
-    return 1;
-  }
+  if (!module)
+    return fail(error), nullptr;
   if (failed(verify(*module))) {
-    llvm::errs() << "loomc: " << inputFilename
-                 << ": the imported module does not verify (an importer "
-                    "bug; please report it)\n";
-    return 1;
+    fail(inputFilename + ": the imported module does not verify (an "
+                         "importer bug; please report it)");
+    return {};
   }
-  // The CPU the code is for, recorded in the IR (loom.target) at the lower
-  // phase: --cpu, --portable, else the input's own loom.target, else the
-  // host.
-  loom::CpuTargetAttr cpuTarget;
-  if (!cpuName.empty() || portable ||
-      !(*module)->hasAttr(loom::LoomDialect::kTargetAttrName)) {
-    cpuTarget = loom::resolveCpuTarget(&context, cpuName, portable, error);
-    if (!cpuTarget) {
-      llvm::errs() << "loomc: " << error << "\n";
-      return 1;
-    }
-  }
+  return module;
+}
 
+/// What the phases share: the module, the pipelines' options, where the
+/// files for the bundle are staged.
+struct Compilation {
+  OwningOpRef<ModuleOp> module;
   loom::PipelineOptions options;
+  loom::Phase last = loom::Phase::Bundle;
+  std::string out;       ///< -o without trailing separators
+  std::string model;     ///< the library's name: the input's stem
+  std::string baseDir;   ///< relative weight files are resolved here
+  std::string stageDir;  ///< files for the bundle, moved in by writeBundle
+  std::string programIR; ///< ir/program.mlir: the IR entering lower
+  loom::CpuTargetAttr cpuTarget; ///< set on the module by the lower phase
+};
+
+/// The pipelines' options from the flags; creates the stage directory of a
+/// bundle and names the files that the phases write for it.
+int setUpOutputs(Compilation &c) {
+  loom::PipelineOptions &options = c.options;
   options.mesh = meshSpec;
   if (StringRef(meshSpec).ends_with(".json")) {
     options.mesh.clear();
@@ -427,208 +430,257 @@ int main(int argc, char **argv) {
   options.device = deviceName;
   options.memoryLimitGiB = memoryLimit;
   options.shardPasses = shardPasses;
-  bool emitPlan = emitWhat == "plan";
-  if (emitPlan) {
-    // The plan is the output: stop after the shard phase.
-    last = loom::Phase::Shard;
-    options.planFile = outputFilename == "-" ? "" : outputFilename.getValue();
+  options.lower = {quantInterleave, qmatmulMode, !noGemm, qmmTile,
+                   qmmPrefetch, !noOutlineLayers};
+  if (emitWhat == "plan") {
+    options.planFile = outputFilename;
     options.planSummary = true;
-    if (outputFilename == "-") {
-      llvm::errs() << "loomc: --emit=plan writes JSON to a file: give -o "
-                      "plan.json\n";
-      return 1;
-    }
   }
-  std::string out = outputFilename;
-  while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
-    out.pop_back();
-  // Files that the phases write for a bundle (the plan, the quantized
-  // weights, cubins) are staged beside it, laid out as in the bundle, and
-  // moved in by writeBundle; whatever is left (a failed compile) goes.
-  std::string stageDir;
-  llvm::scope_exit removeStage([&] {
-    if (!stageDir.empty())
-      llvm::sys::fs::remove_directories(stageDir);
-  });
-  if (!emitPlan && *last == loom::Phase::Bundle) {
-    if (outputFilename == "-") {
-      llvm::errs() << "loomc: a bundle is a directory; give it with -o "
-                      "out/\n";
-      return 1;
-    }
-    // Temporaries of runs that died without cleaning up (SIGKILL, power
-    // loss) go first; this run's are removed on a signal as well.
-    loom::tempcleanup::removeStale(out);
-    stageDir = out + ".stage-" + std::to_string(::getpid());
-    loom::tempcleanup::add(stageDir);
-    loom::tempcleanup::add(out + ".tmp-" + std::to_string(::getpid()));
-    llvm::sys::fs::remove_directories(stageDir);
-    if (std::error_code ec = llvm::sys::fs::create_directories(stageDir)) {
-      llvm::errs() << "loomc: cannot create '" << stageDir
-                   << "': " << ec.message() << "\n";
-      return 1;
-    }
-    options.planFile = stageDir + "/plan.json";
-    options.planSummary = verbose;
-  }
-  options.quant = quantSpec;
+  c.out = outputFilename;
+  while (c.out.size() > 1 && llvm::sys::path::is_separator(c.out.back()))
+    c.out.pop_back();
   SmallString<256> baseDir(inputFilename == "-" ? std::string(".")
                                                 : std::string(inputFilename));
   if (inputFilename != "-")
     llvm::sys::path::remove_filename(baseDir);
-  if (baseDir.empty())
-    baseDir = ".";
-  std::string model =
-      inputFilename == "-" ? "model"
-                           : llvm::sys::path::stem(inputFilename).str();
-  options.quantActivations = quantAct.getValue();
-  if (!quantSpec.empty()) {
-    // The quantized blocks go to one file: --quant-file; else inside the
-    // bundle (staged as weights/quant.bin), named relative to the bundle by
-    // the manifest and by the report in it; else beside the output.
-    options.quantFile = quantFile;
-    options.quantReport = quantReport;
-    if (quantFile.empty() && !stageDir.empty()) {
-      if (std::error_code ec =
-              llvm::sys::fs::create_directories(stageDir + "/weights")) {
-        llvm::errs() << "loomc: cannot create '" << stageDir
-                     << "/weights': " << ec.message() << "\n";
-        return 1;
-      }
-      options.quantFile = stageDir + "/" + loom::kBundleQuantFile;
-      options.quantFileName = loom::kBundleQuantFile;
-      if (options.quantReport.empty()) {
-        options.quantReport = stageDir + "/" + loom::kBundleQuantReport;
-      } else {
-        // A report outside the bundle names the file where it ends up.
-        SmallString<256> dest(out);
-        llvm::sys::fs::make_absolute(dest);
-        llvm::sys::path::remove_dots(dest, /*remove_dot_dot=*/true);
-        llvm::sys::path::append(dest, loom::kBundleQuantFile);
-        options.quantFileName = dest.str().str();
-      }
-    } else {
-      if (options.quantFile.empty())
-        options.quantFile =
-            out == "-" ? model + ".qweights" : out + ".qweights";
-      if (options.quantReport.empty())
-        options.quantReport = options.quantFile + ".report.json";
-    }
-    options.quantSkip = quantSkip;
-    options.quantRules = quantRules;
-    options.baseDir = baseDir.str().str();
-    options.quantVerbose = verbose;
+  c.baseDir = baseDir.empty() ? "." : baseDir.str().str();
+  c.model = inputFilename == "-" ? "model"
+                                 : llvm::sys::path::stem(inputFilename).str();
+  // Files that the phases write for a bundle (the plan, the quantized
+  // weights, cubins) are staged beside it, laid out as in the bundle, and
+  // moved in by writeBundle; whatever is left (a failed compile) goes.
+  if (emitWhat.empty() && c.last == loom::Phase::Bundle) {
+    if (outputFilename == "-")
+      return fail("a bundle is a directory; give it with -o out/");
+    // Temporaries of runs that died without cleaning up (SIGKILL, power
+    // loss) go first; this run's are removed on a signal as well.
+    loom::tempcleanup::removeStale(c.out);
+    c.stageDir = c.out + ".stage-" + std::to_string(::getpid());
+    loom::tempcleanup::add(c.stageDir);
+    loom::tempcleanup::add(c.out + ".tmp-" + std::to_string(::getpid()));
+    llvm::sys::fs::remove_directories(c.stageDir);
+    if (std::error_code ec = llvm::sys::fs::create_directories(c.stageDir))
+      return fail("cannot create '" + c.stageDir + "': " + ec.message());
+    options.planFile = c.stageDir + "/plan.json";
+    options.planSummary = verbose;
   }
+  options.quant = quantSpec;
+  options.quantActivations = quantAct.getValue();
+  if (quantSpec.empty())
+    return 0;
+  // The quantized blocks go to one file: --quant-file; else inside the
+  // bundle (staged as weights/quant.bin), named relative to the bundle by
+  // the manifest and by the report in it; else beside the output.
+  options.quantFile = quantFile;
+  options.quantReport = quantReport;
+  options.quantSkip = quantSkip;
+  options.quantRules = quantRules;
+  options.baseDir = c.baseDir;
+  options.quantVerbose = verbose;
+  if (quantFile.empty() && !c.stageDir.empty()) {
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(c.stageDir + "/weights"))
+      return fail("cannot create '" + c.stageDir + "/weights': " +
+                  ec.message());
+    options.quantFile = c.stageDir + "/" + loom::kBundleQuantFile;
+    options.quantFileName = loom::kBundleQuantFile;
+    if (options.quantReport.empty()) {
+      options.quantReport = c.stageDir + "/" + loom::kBundleQuantReport;
+    } else {
+      // A report outside the bundle names the file where it ends up.
+      SmallString<256> dest(c.out);
+      llvm::sys::fs::make_absolute(dest);
+      llvm::sys::path::remove_dots(dest, /*remove_dot_dot=*/true);
+      llvm::sys::path::append(dest, loom::kBundleQuantFile);
+      options.quantFileName = dest.str().str();
+    }
+    return 0;
+  }
+  if (options.quantFile.empty())
+    options.quantFile =
+        c.out == "-" ? c.model + ".qweights" : c.out + ".qweights";
+  if (options.quantReport.empty())
+    options.quantReport = options.quantFile + ".report.json";
+  return 0;
+}
+
+/// What the lower phase needs from the driver first: the quantized
+/// matmuls' GPU kernels (--target=cuda), the CPU in loom.target, and
+/// ir/program.mlir, the loom program as it enters the phase.
+bool beginLowering(Compilation &c) {
+#ifdef LOOM_HAVE_GPU_TARGET
+  if (targetName == "cuda" && c.last == loom::Phase::Bundle) {
+    // Staged for the bundle's cuda/ folder.
+    std::string error, cubinDir = c.stageDir + "/cuda";
+    if (llvm::sys::fs::create_directories(cubinDir))
+      return fail("cannot create '" + cubinDir + "'"), false;
+    auto cubins = loom::gpu::emitQMatmulCubins(*c.module, {"sm_80", "sm_90"},
+                                               cubinDir, &error);
+    if (!cubins)
+      return fail("--target=cuda: " + error), false;
+    if (verbose || cubins->empty())
+      llvm::errs() << "loomc: --target=cuda: " << cubins->size()
+                   << " cubin(s)"
+                   << (cubins->empty() ? " (no quantized matmuls)" : "")
+                   << "\n";
+  }
+#endif
+  if (c.cpuTarget)
+    (*c.module)->setAttr(loom::LoomDialect::kTargetAttrName, c.cpuTarget);
+  if (c.last == loom::Phase::Bundle) {
+    llvm::raw_string_ostream os(c.programIR);
+    c.module->print(os);
+  }
+  return true;
+}
+
+/// The bundle phase: the library from the lowered module, and the manifest
+/// from what the lower phase recorded on it.
+bool emitBundle(Compilation &c, TimingScope &timing) {
   std::vector<loom::EntryInfo> entries;
   loom::MeshInfo mesh;
   loom::LlmInfo llm;
-  std::string programIR;
+  std::string error;
+  if (!loom::collectMesh(*c.module, meshSpec, mesh, error) ||
+      !loom::collectEntries(*c.module, c.baseDir, entries, error) ||
+      !loom::collectLlm(*c.module, c.baseDir, llm, error))
+    return fail(inputFilename + ": " + error), false;
+  loom::CpuEmitOptions emit;
+  emit.optLevel = std::min(3u, unsigned(optLevel));
+  emit.threads = jobs;
+  emit.largeFunction = largeFunction;
+  emit.largeFunctionOptLevel = largeFunctionOpt;
+  emit.timing = &timing;
+  emit.timeLLVMPasses = timeLLVMPasses;
+  emit.verbose = verbose;
+  loom::CpuTargetInfo target;
+  bool ok = loom::writeBundle(
+      outputFilename, c.model, mesh, entries, c.programIR,
+      [&](const std::string &soPath, std::string &err) {
+        return loom::emitSharedLibrary(*c.module, soPath, emit, err, &target);
+      },
+      c.stageDir, error, &target, llm);
+  if (!ok)
+    return fail(error), false;
+  if (verbose)
+    llvm::errs() << "loomc: wrote bundle " << outputFilename << " ("
+                 << mesh.numRanks() << " ranks)\n";
+  return true;
+}
 
-  for (loom::Phase p : loom::kAllPhases) {
-    bool required = p == *last ||
-                    (p == loom::Phase::Quantize && !quantSpec.empty());
-    if (!loom::isPhaseBuilt(p)) {
-      if (required) {
-        llvm::errs() << "loomc: phase '" << loom::getPhaseName(p)
-                     << "' is not built yet in this version of Loom"
-                     << (p == *last ? "; stop earlier with --compile-to"
-                                    : "; it is needed by the options given")
-                     << " (see README.md, status table)\n";
-        return 1;
-      }
-      if (verbose)
-        llvm::errs() << "loomc: skipping phase '" << loom::getPhaseName(p)
-                     << "' (not built yet): the program runs as written\n";
-      continue;
+/// Runs one phase: its registered pass pipeline, or the driver's part.
+bool runPhase(Compilation &c, loom::Phase p, TimingScope &root) {
+  if (!loom::isPhaseBuilt(p)) {
+    if (p == c.last || (p == loom::Phase::Quantize && !quantSpec.empty())) {
+      fail("phase '" + loom::getPhaseName(p) +
+           "' is not built yet in this version of Loom" +
+           (p == c.last ? "; stop earlier with --compile-to"
+                        : "; it is needed by the options given") +
+           " (see README.md, status table)");
+      return false;
     }
-    if (p != loom::Phase::Import && p != loom::Phase::Lower &&
-        p != loom::Phase::Bundle) {
-      PassManager pm(&context);
-      if (failed(loom::buildPhasePipeline(pm, p, options, error))) {
-        llvm::errs() << "loomc: " << error << "\n";
-        return 1;
-      }
-      if (failed(pm.run(*module)))
-        return 1;
-    } else if (p == loom::Phase::Lower) {
-#ifdef LOOM_HAVE_GPU_TARGET
-      if (targetName == "cuda" && *last == loom::Phase::Bundle) {
-        // The quantized matmuls' GPU kernels, staged for the bundle's
-        // cuda/ folder.
-        std::string cubinDir = stageDir + "/cuda";
-        if (llvm::sys::fs::create_directories(cubinDir)) {
-          llvm::errs() << "loomc: cannot create '" << cubinDir << "'\n";
-          return 1;
-        }
-        auto cubins = loom::gpu::emitQMatmulCubins(*module, {"sm_80", "sm_90"},
-                                                   cubinDir, &error);
-        if (!cubins) {
-          llvm::errs() << "loomc: --target=cuda: " << error << "\n";
-          return 1;
-        }
-        if (verbose || cubins->empty())
-          llvm::errs() << "loomc: --target=cuda: " << cubins->size()
-                       << " cubin(s)"
-                       << (cubins->empty() ? " (no quantized matmuls)" : "")
-                       << "\n";
-      }
-#endif
-      if (cpuTarget)
-        (*module)->setAttr(loom::LoomDialect::kTargetAttrName, cpuTarget);
-      PassManager prepare(&context);
-      prepare.addPass(loom::createPrepareEntryPointsPass(
-          loom::PrepareEntryPointsPassOptions{quantInterleave, qmatmulMode}));
-      if (failed(prepare.run(*module)))
-        return 1;
-      if (*last == loom::Phase::Bundle) {
-        if (!loom::collectMesh(*module, meshSpec, mesh, error) ||
-            !loom::collectEntries(*module, baseDir.str().str(), entries,
-                                  error) ||
-            !loom::collectLlm(*module, baseDir.str().str(), llm, error)) {
-          llvm::errs() << "loomc: " << inputFilename << ": " << error
-                       << "\n";
-          return 1;
-        }
-        llvm::raw_string_ostream os(programIR);
-        module->print(os);
-      }
-      PassManager pm(&context);
-      loom::ConvertLoomToLinalgPassOptions lower;
-      lower.qmatmul = qmatmulMode;
-      lower.gemm = !noGemm;
-      lower.qmmTile = qmmTile;
-      lower.qmmPrefetch = qmmPrefetch;
-      loom::buildCpuLoweringPipeline(pm, lower, !noOutlineLayers);
-      if (failed(pm.run(*module)))
-        return 1;
-    } else if (p == loom::Phase::Bundle) {
-      loom::CpuEmitOptions emit;
-      emit.optLevel = std::min(3u, unsigned(optLevel));
-      loom::CpuTargetInfo target;
-      bool ok = loom::writeBundle(
-          outputFilename, model, mesh, entries, programIR,
-          [&](const std::string &soPath, std::string &err) {
-            return loom::emitSharedLibrary(*module, soPath, emit, err,
-                                           &target);
-          },
-          stageDir, error, &target, llm);
-      if (!ok) {
-        llvm::errs() << "loomc: " << error << "\n";
-        return 1;
-      }
-      if (verbose)
-        llvm::errs() << "loomc: wrote bundle " << outputFilename << " ("
-                     << mesh.numRanks() << " ranks)\n";
-    }
-    if (p == *last)
-      break;
+    if (verbose)
+      llvm::errs() << "loomc: skipping phase '" << loom::getPhaseName(p)
+                   << "' (not built yet): the program runs as written\n";
+    return true;
   }
+  TimingScope timing = root.nest(("phase " + loom::getPhaseName(p)).str());
+  if (p == loom::Phase::Lower && !beginLowering(c))
+    return false;
+  if (p == loom::Phase::Bundle)
+    return emitBundle(c, timing);
+  if (!loom::isPassPhase(p))
+    return true;
+  PassManager pm(c.module->getContext());
+  std::string error;
+  if (failed(loom::buildPhasePipeline(pm, p, c.options, error)))
+    return fail(error), false;
+  pm.enableTiming(timing);
+  return succeeded(pm.run(*c.module));
+}
 
-  if (emitPlan)
-    return 0; // the planner wrote -o and printed the summary
-  if (*last != loom::Phase::Bundle &&
-      failed(writeAtomically(outputFilename,
-                             [&](raw_ostream &os) { module->print(os); })))
+void registerDialects(DialectRegistry &registry) {
+  registry.insert<loom::LoomDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+#ifdef LOOM_HAVE_GPU_TARGET
+  loom::gpu::registerGpuTargetDialects(registry);
+#endif
+}
+
+void parseCommandLine(int argc, char **argv) {
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::AddExtraVersionPrinter(
+      [](raw_ostream &os) { os << "Loom compiler (loomc)\n"; });
+  cl::SetVersionPrinter(
+      [](raw_ostream &os) { os << "loomc (Loom) 0.1.0, MLIR 22\n"; });
+  std::string overview;
+  llvm::raw_string_ostream ov(overview);
+  ov << "Loom compiler driver\n\n"
+        "  loomc model.mlir --compile-to=import -o model.loom.mlir\n"
+        "  loomc model.gguf --mesh tp=2 -o out/\n\n";
+  printPhases(ov);
+  cl::HideUnrelatedOptions(loomcCategory);
+  cl::ParseCommandLineOptions(argc, argv, overview);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  parseCommandLine(argc, argv);
+  if (listPhases)
+    return printPhases(llvm::outs()), 0;
+  loom::Phase first, last;
+  if (int rc = checkFlags(first, last))
+    return rc;
+  for (const std::string &path : plugins) {
+    auto plugin = PassPlugin::load(path);
+    if (!plugin)
+      return fail("--plugin " + path + ": " +
+                  llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+  }
+  noteRetiredEnvironment();
+  loom::tempcleanup::install();
+  DialectRegistry registry;
+  registerDialects(registry);
+  MLIRContext context(registry);
+  // Diagnostics name the place and the fix; no IR dumps for user errors.
+  context.printOpOnDiagnostic(false);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  // `loomc -v`: where compile time goes, per phase and pass (at exit).
+  DefaultTimingManager timing;
+  timing.setEnabled(verbose);
+  TimingScope root = timing.getRootScope();
+  Compilation c;
+  c.last = last;
+  TimingScope importing = root.nest("phase import");
+  if (!(c.module = importModel(context, sourceMgr)))
     return 1;
-  return 0;
+  importing.stop();
+  // The CPU the code is for (loom.target, set by the lower phase): --cpu,
+  // --portable, else the input's own loom.target, else the host.
+  std::string error;
+  if (!cpuName.empty() || portable ||
+      !(*c.module)->hasAttr(loom::LoomDialect::kTargetAttrName))
+    if (!(c.cpuTarget = loom::resolveCpuTarget(&context, cpuName, portable,
+                                               error)))
+      return fail(error);
+  llvm::scope_exit removeStage([&] {
+    if (!c.stageDir.empty())
+      llvm::sys::fs::remove_directories(c.stageDir);
+  });
+  if (int rc = setUpOutputs(c))
+    return rc;
+  for (loom::Phase p : loom::kAllPhases)
+    if (p >= first && p <= c.last && !runPhase(c, p, root))
+      return 1;
+  if (!emitWhat.empty() || c.last == loom::Phase::Bundle)
+    return 0; // the planner wrote -o (--emit=plan), or the bundle is written
+  return failed(writeAtomically(outputFilename, [&](raw_ostream &os) {
+    c.module->print(os);
+  }));
 }

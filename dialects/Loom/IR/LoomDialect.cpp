@@ -104,6 +104,32 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                 "features = [\"avx2\"]>";
     return success();
   }
+  if (name == kEntryPointsAttrName || name == kMeshesAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    bool ok = list && isa<ModuleOp>(op);
+    for (Attribute a : list ? list.getValue() : ArrayRef<Attribute>()) {
+      if (name == kMeshesAttrName) {
+        ok &= isa<MeshAttr>(a);
+        continue;
+      }
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto type = d ? dyn_cast_or_null<TypeAttr>(d.get("type")) : nullptr;
+      auto fnType =
+          type ? dyn_cast<FunctionType>(type.getValue()) : FunctionType();
+      auto args = d ? dyn_cast_or_null<ArrayAttr>(d.get("arg_attrs")) : nullptr;
+      auto res = d ? dyn_cast_or_null<ArrayAttr>(d.get("res_attrs")) : nullptr;
+      ok &= d && isa_and_nonnull<StringAttr>(d.get("name")) && fnType &&
+            args && res && args.size() == fnType.getNumInputs() &&
+            res.size() == fnType.getNumResults();
+    }
+    if (!ok)
+      return op->emitOpError()
+             << "'" << name
+             << "' is an array attribute of the module written by "
+                "loom-record-entry-points ({name, type, arg_attrs, "
+                "res_attrs} per entry point; #loom.mesh per mesh)";
+    return success();
+  }
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");

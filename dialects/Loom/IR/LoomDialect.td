@@ -66,6 +66,12 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStateAttrName = "loom.state";
     /// On the module: the #loom.cpu_target that code is generated for.
     static constexpr llvm::StringLiteral kTargetAttrName = "loom.target";
+    /// On the module, from loom-record-entry-points: each entry point's
+    /// loom-level signature ({name, type, arg_attrs, res_attrs}) and every
+    /// mesh, which the bundle writer reads after lowering.
+    static constexpr llvm::StringLiteral kEntryPointsAttrName =
+        "loom.entry_points";
+    static constexpr llvm::StringLiteral kMeshesAttrName = "loom.meshes";
 
   private:
     void registerAttributes();

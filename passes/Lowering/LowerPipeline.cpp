@@ -1,0 +1,73 @@
+//===- LowerPipeline.cpp - the lower phase as one pass pipeline -----------===//
+//
+// loom ops -> linalg on tensors -> bufferization -> loops -> LLVM dialect,
+// with the loom_entry_<name> wrappers (registered as loom-lower-pipeline;
+// docs/ARCHITECTURE.md). Translation to LLVM IR, LLVM's optimisation and
+// object emission are lib/Target's, after this pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Lowering/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace loom {
+
+void buildLowerPassPipeline(OpPassManager &pm,
+                            const LowerPipelineOptions &options) {
+  // The runtime ABI of the entry points, and their loom-level signatures
+  // for the bundle (the lowering erases the loom types).
+  pm.addPass(createPrepareEntryPointsPass(
+      PrepareEntryPointsPassOptions{options.interleave, options.qmatmul}));
+  pm.addPass(createRecordEntryPointsPass());
+  if (options.outlineLayers)
+    pm.addPass(createOutlineRepeatedLayersPass());
+
+  // CSE runs on loom ops only: after lowering it would merge the
+  // to_buffer ops of runtime calls and hide later reads from the
+  // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).
+  pm.addPass(createCSEPass());
+  ConvertLoomToLinalgPassOptions lower;
+  lower.qmatmul = options.qmatmul;
+  lower.gemm = options.gemm;
+  lower.qmmTile = options.qmmTile;
+  lower.qmmPrefetch = options.qmmPrefetch;
+  pm.addPass(createConvertLoomToLinalgPass(lower));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createApproximateMathPass());
+  pm.addPass(createCanonicalizerPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+
+  pm.addPass(createConvertLinalgToLoopsPass());
+  // expand-strided-metadata creates affine.apply: lower affine after it.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createPackEntryPointsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCheckedMallocPass());
+}
+
+} // namespace loom
