@@ -796,10 +796,11 @@ void printBench(const GenJob &job, bool useMpi) {
   double perTok = b.decodeMs / steps, fn = b.decodeFnMs / steps,
          comm = b.decodeCommMs / steps;
   std::printf("loom-run bench: model %s, %lld rank(s) (mesh %s), %s, ctx "
-              "%lld, %zu sequence(s)\n",
+              "%lld, %zu sequence(s), %s thread(s) per rank\n",
               job.m->model.c_str(), (long long)job.m->numRanks,
               job.m->meshString().c_str(), useMpi ? "mpi" : "threads",
-              (long long)job.ctx, job.seqs.size());
+              (long long)job.ctx, job.seqs.size(),
+              threadsString(job.o->threads, useMpi, job.m->numRanks).c_str());
   std::printf("  prefill: %lld tokens in %.3f ms = %.1f tokens/s\n",
               (long long)b.prefillTokens, b.prefillMs,
               b.prefillMs > 0 ? double(b.prefillTokens) * 1e3 / b.prefillMs
@@ -817,6 +818,15 @@ void printBench(const GenJob &job, bool useMpi) {
 }
 
 } // namespace
+
+std::string threadsString(int threads, bool mpi, int64_t ranks) {
+  if (threads > 0)
+    return std::to_string(threads);
+  if (mpi)
+    return "default";
+  return std::to_string(loom::rt::defaultRankThreads(int(ranks))) +
+         " (default)";
+}
 
 int parseGenerateFlag(int argc, char **argv, int &i, GenerateOptions &o) {
   std::string arg = argv[i];
@@ -1271,6 +1281,7 @@ int runGenerate(const GenerateOptions &opts) {
   launch.timeoutSeconds = o.timeout;
   launch.tracePath = o.trace;
   launch.onFailure = loom::rt::OnFailure::Return;
+  launch.threadsPerRank = o.threads;
   auto body = [&job](loom_rt_ctx *ctx) {
     RankGen g(job, ctx);
     return g.run();

@@ -20,6 +20,11 @@
 
 namespace loom::run {
 
+/// "N" for --threads N, else "D (default)" with the default for the ranks
+/// of this host (thread ranks share the process; under MPI the runtime
+/// counts the host's ranks).
+std::string threadsString(int threads, bool mpi, int64_t ranks);
+
 struct GenerateOptions {
   // Shared with the one-entry run (filled by loom-run.cpp).
   std::string bundle;
@@ -30,6 +35,7 @@ struct GenerateOptions {
   std::string trace;
   bool progress = false;
   bool bench = false;
+  int threads = 0; ///< --threads per rank; 0: the runtime's default
 
   // Generation flags (parseGenerateFlag).
   std::vector<std::string> prompts;   ///< --prompt, repeatable

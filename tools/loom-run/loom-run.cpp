@@ -71,6 +71,11 @@ OPTIONS:
   --iterations N          run the entry N times (default 1)
   --trace FILE.json       write a Chrome trace of every rank's ops
                           (under MPI: FILE.json.<rank>)
+  --threads N             threads per rank for the generated loops, the
+                          quantized kernels and OpenBLAS (default: the
+                          cores available divided by the ranks on this
+                          host; more than the cores: clamped, with a note;
+                          thread ranks x N threads in all)
   --timeout SECONDS       collective timeout before the job is stopped
                           (default $LOOM_COLLECTIVE_TIMEOUT_S, else 60;
                           inf or >= 1e9: none)
@@ -101,6 +106,7 @@ struct Options {
   int iterations = 1;
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
+  int threads = 0;     // --threads; 0: the runtime's default
   bool progress = false;
   GenerateOptions gen;
 };
@@ -430,6 +436,23 @@ int main(int argc, char **argv) {
       opts.ctx = n;
     } else if (arg == "--all-ranks") {
       opts.allRanks = true;
+    } else if (arg == "--threads") {
+      const char *v = value("--threads");
+      if (!parseInt(v, 1, 1 << 20, n))
+        return fail("--threads must be at least 1 thread per rank (got '" +
+                    std::string(v) +
+                    "'); omit it for the default (the cores divided by the "
+                    "ranks on this host)");
+      opts.threads = int(n);
+#ifndef LOOM_RUN_NO_RUNTIME
+      if (int cores = loom::rt::availableCores(); opts.threads > cores) {
+        std::fprintf(stderr,
+                     "loom-run: note: --threads %d is more than the %d "
+                     "core(s) this process may use; using %d\n",
+                     opts.threads, cores, cores);
+        opts.threads = cores;
+      }
+#endif
     } else if (arg == "--bench") {
       opts.bench = true;
     } else if (arg == "--iterations") {
@@ -493,6 +516,7 @@ int main(int argc, char **argv) {
     g.progress = opts.progress || isatty(2);
     g.bench = opts.bench;
     g.ctx = opts.ctx;
+    g.threads = opts.threads;
     return loom::run::runGenerate(g);
   }
   return runBundle(opts);
@@ -684,6 +708,7 @@ int runBundle(const Options &opts) {
   launch.timeoutSeconds = opts.timeout;
   launch.tracePath = opts.trace;
   launch.onFailure = loom::rt::OnFailure::Return;
+  launch.threadsPerRank = opts.threads;
   auto body = [&job](loom_rt_ctx *ctx) { return rankBody(job, ctx); };
   std::vector<int64_t> mesh = m.meshShape;
   if (mesh.empty())
@@ -708,9 +733,11 @@ int runBundle(const Options &opts) {
     double mn = *std::min_element(iters.begin(), iters.end());
     double mx = *std::max_element(iters.begin(), iters.end());
     std::printf("loom-run bench: model %s, entry %s, %lld rank(s), %s, "
-                "%d iteration(s)\n",
+                "%d iteration(s), %s thread(s) per rank\n",
                 m.model.c_str(), entry->name.c_str(), (long long)m.numRanks,
-                useMpi ? "mpi" : "threads", opts.iterations);
+                useMpi ? "mpi" : "threads", opts.iterations,
+                loom::run::threadsString(opts.threads, useMpi, m.numRanks)
+                    .c_str());
     std::printf("  %-22s %12s\n", "phase", "ms");
     std::printf("  %-22s %12.3f\n", "manifest+dlopen", tLoaded - tStart);
     std::printf("  %-22s %12.3f\n", "inputs", tInputs - tLoaded);
