@@ -194,7 +194,8 @@ LOOM_RT_EXPORT void loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a,
  * (nested) runs serially on the calling thread. `ctx` may be null: the rank
  * running on the calling thread (serial outside any rank). A body that
  * fails the job (a failing runtime call) fails it once every chunk is
- * done. */
+ * done. $LOOM_PARALLEL_GRAIN=G replaces every call's grain (tests and
+ * measurements). */
 LOOM_RT_EXPORT void loom_rt_parallel_for(loom_rt_ctx *ctx, int64_t n,
                                          int64_t grain,
                                          void (*body)(void *closure,
