@@ -135,10 +135,10 @@ ThreadPool::ThreadPool(int threads, std::vector<int> cpus, loom_rt_ctx *ctx)
   Workers.reserve(Size - 1);
   for (int i = 1; i < Size; ++i) {
     int cpu = Pinned ? cpus[size_t(i) % cpus.size()] : -1;
-    Workers.emplace_back([this, i, cpu] {
+    Workers.emplace_back([this, cpu] {
       if (cpu >= 0)
         pinCurrentThread(cpu);
-      workerMain(i);
+      workerMain();
     });
   }
 }
@@ -154,8 +154,6 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::runChunk(int index) {
-  if (index + 1 >= int(Bounds.size()))
-    return;
   try {
     JobBody(JobClosure, Bounds[size_t(index)], Bounds[size_t(index) + 1]);
   } catch (...) {
@@ -165,12 +163,27 @@ void ThreadPool::runChunk(int index) {
   }
 }
 
-void ThreadPool::workerMain(int index) {
+void ThreadPool::runClaims(uint32_t gen) {
+  for (;;) {
+    uint64_t cur = Claim.load(std::memory_order_acquire);
+    if (uint32_t(cur >> 32) != gen)
+      return;
+    int index = int(uint32_t(cur));
+    if (index >= NumChunks.load(std::memory_order_acquire))
+      return;
+    if (!Claim.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel))
+      continue;
+    runChunk(index);
+    DoneChunks.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::workerMain() {
   ThreadContextScope current(Ctx);
   InParallel = true;
-  int64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    int64_t gen = Generation.load(std::memory_order_acquire);
+    uint32_t gen = Generation.load(std::memory_order_acquire);
     if (gen == seen) {
       // Spin a little (the next loop of the program usually follows within
       // microseconds), then sleep until the caller bumps the generation.
@@ -193,8 +206,7 @@ void ThreadPool::workerMain(int index) {
       }
     }
     seen = gen;
-    runChunk(index);
-    Pending.fetch_sub(1, std::memory_order_acq_rel);
+    runClaims(gen);
   }
 }
 
@@ -212,18 +224,23 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
   JobBody = body;
   JobClosure = closure;
   Error = nullptr;
-  Pending.store(Size - 1, std::memory_order_relaxed);
+  int chunks = int(Bounds.size()) - 1;
+  NumChunks.store(chunks, std::memory_order_relaxed);
+  DoneChunks.store(0, std::memory_order_relaxed);
+  uint32_t gen = Generation.load(std::memory_order_relaxed) + 1;
+  Claim.store(uint64_t(gen) << 32, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(Mu);
-    Generation.fetch_add(1, std::memory_order_acq_rel);
+    Generation.store(gen, std::memory_order_release);
   }
   WakeCv.notify_all();
   InParallel = true;
-  runChunk(0);
+  runClaims(gen);
   InParallel = false;
-  // The closure lives in the caller's frame: wait for every worker even
-  // when a chunk failed.
-  for (int spin = 1; Pending.load(std::memory_order_acquire) != 0; ++spin) {
+  // The closure lives in the caller's frame: wait for every claimed chunk
+  // even when one failed.
+  for (int spin = 1; DoneChunks.load(std::memory_order_acquire) != chunks;
+       ++spin) {
     if (spin < 4096)
       cpuRelax();
     else

@@ -55,7 +55,10 @@ public:
                                         int threads);
 
 private:
-  void workerMain(int index);
+  void workerMain();
+  /// Claims and runs chunks of job `gen` until none is left (or the job is
+  /// no longer `gen`).
+  void runClaims(uint32_t gen);
   void runChunk(int index);
 
   int Size;
@@ -64,12 +67,18 @@ private:
   std::string PinNote;
   std::vector<std::thread> Workers;
 
-  // The job being run (valid while Pending > 0).
+  // The job being run: valid until its chunks are all done. Chunks are
+  // claimed from Claim = (generation << 32) | next chunk, so a worker that
+  // wakes late never touches a later job, and the caller runs the chunks
+  // that no worker has claimed yet (a loaded host's slow wake-ups cost no
+  // more than running serially).
   Body JobBody = nullptr;
   void *JobClosure = nullptr;
   std::vector<int64_t> Bounds;
-  std::atomic<int64_t> Generation{0};
-  std::atomic<int> Pending{0};
+  std::atomic<int> NumChunks{0};
+  std::atomic<uint64_t> Claim{0};
+  std::atomic<int> DoneChunks{0};
+  std::atomic<uint32_t> Generation{0};
   std::atomic<bool> Busy{false};
   std::exception_ptr Error;
   std::mutex ErrorMu;
