@@ -220,7 +220,9 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
     body(closure, 0, n); // one chunk, a nested call, or another caller
     return;
   }
-  Bounds = partition(n, grain, Size);
+  // Up to 4 chunks per thread: a thread that the OS delays (a shared host)
+  // leaves its later chunks to the others.
+  Bounds = partition(n, grain, 4 * Size);
   JobBody = body;
   JobClosure = closure;
   Error = nullptr;

