@@ -2,9 +2,9 @@
 //
 // One pool per rank context: the rank's own thread plus N - 1 workers,
 // created when the rank starts and joined when it ends. parallelFor splits
-// [0, n) into at most N contiguous chunks of at least `grain` indices, runs
-// chunk 0 on the calling thread and the others on the workers, and returns
-// when all are done. Which thread runs an index never changes what it
+// [0, n) into at most 4 N contiguous chunks of at least `grain` indices that
+// the calling thread and the workers claim one by one, and returns when all
+// are done. Which thread runs an index never changes what it
 // computes (the body owns its outputs), so results do not depend on N.
 //
 //===----------------------------------------------------------------------===//

@@ -30,6 +30,12 @@
 // the target's features the dot products are AVX2's vpmaddubsw + vpmaddwd,
 // without AVX2 generic vector code.
 //
+// Threads: the tiles are grouped in blocks of 16 rows of x by 16 rows of W
+// (multiples of every tile size), an scf.parallel that
+// loom-outline-parallel-loops hands to the rank's pool (decode splits W's
+// rows, prefill both); each y element keeps the tile code and order of one
+// thread, so results do not depend on the thread count.
+//
 // Tuning knobs (measurements only): the qmm-tile=MRxNR2xNR1 and
 // qmm-prefetch (bytes ahead; negative: tiles ahead; 0: none) options of
 // loom-convert-loom-to-linalg.
