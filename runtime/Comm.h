@@ -29,6 +29,7 @@
 namespace loom::rt {
 
 class Comm;
+class ThreadPool;
 
 /// Backend-specific part of a group (a shared-memory rendezvous, an
 /// MPI_Comm, ...).
@@ -85,6 +86,11 @@ struct loom_rt_ctx {
   /// Time spent in, and number of, communication calls (commStats()).
   int64_t commNs = 0;
   int64_t commCalls = 0;
+  /// Threads of this rank (loom_rt_parallel_for; ThreadPool.h) and why its
+  /// workers are not pinned (empty when they are, or when it has one).
+  int numThreads = 1;
+  std::shared_ptr<loom::rt::ThreadPool> pool;
+  std::string pinNote;
 };
 
 namespace loom::rt {

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -24,25 +23,26 @@
 namespace {
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
-/// BLAS threads for this process: $LOOM_BLAS_THREADS, else the cores shared
-/// by the ranks of this process (all ranks for `threads`, one under MPI).
+/// BLAS threads: the rank's thread count (one owner of the threads: the
+/// rank's pool is idle while the rank is inside OpenBLAS, and generated code
+/// never calls BLAS from a pool task), or $LOOM_BLAS_THREADS when set (an
+/// override for measurements). OpenBLAS's count is per process; thread
+/// ranks of one job share one count.
 void configureThreads(loom_rt_ctx *ctx) {
-  static std::once_flag once;
-  std::call_once(once, [&] {
-    int threads = 0;
-    if (const char *env = std::getenv("LOOM_BLAS_THREADS"))
-      threads = std::atoi(env);
-    if (threads <= 0) {
-      int cores = std::max(1u, std::thread::hardware_concurrency());
-      int local = 1;
-      if (ctx && ctx->comm && std::strcmp(ctx->comm->name(), "threads") == 0)
-        local = static_cast<int>(ctx->worldSize);
-      else if (const char *l = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-        local = std::max(1, std::atoi(l));
-      threads = std::max(1, cores / std::max(1, local));
-    }
+  static std::mutex mu;
+  static std::atomic<int> current{0};
+  static const int env = [] {
+    const char *v = std::getenv("LOOM_BLAS_THREADS");
+    return v ? std::max(0, std::atoi(v)) : 0;
+  }();
+  int threads = env > 0 ? env : std::max(1, ctx ? ctx->numThreads : 1);
+  if (current.load(std::memory_order_acquire) == threads)
+    return;
+  std::lock_guard<std::mutex> lock(mu);
+  if (current.load(std::memory_order_relaxed) != threads) {
     openblas_set_num_threads(threads);
-  });
+    current.store(threads, std::memory_order_release);
+  }
 }
 #endif
 

@@ -1,6 +1,7 @@
 //===- runtime/Launcher.cpp - runThreads --------------------------*- C++ -*-===//
 
 #include "Comm.h"
+#include "ThreadPool.h"
 #include "ThreadsComm.h"
 
 #include <cstdio>
@@ -67,6 +68,9 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
     loom_rt_ctx &ctx = *ctxs[r];
     ThreadContextScope current(&ctx);
     try {
+      // The rank's pool lives as long as its body runs (thread ranks share
+      // the process: each gets its share of the cores).
+      startRankThreads(ctx, options.threadsPerRank, r, nranks);
       int rc = body(&ctx);
       res.rankStatus[r] = rc;
       if (rc != 0) {
@@ -84,6 +88,7 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
       ctx.current = OpDesc();
       world.recordFailure(formatFailure(ctx, "uncaught unknown exception"));
     }
+    ctx.pool.reset();
   };
   {
     // Thread creation can fail (too many threads, no memory for a stack):

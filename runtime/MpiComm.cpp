@@ -21,6 +21,7 @@
 
 #include "Comm.h"
 #include "DType.h"
+#include "ThreadPool.h"
 
 #include <mpi.h>
 
@@ -519,6 +520,8 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
   int rc = 0;
   ThreadContextScope current(&ctx);
   try {
+    startRankThreads(ctx, options.threadsPerRank, mpiLocalRank(),
+                     mpiLocalRanks());
     rc = body(&ctx);
   } catch (const std::exception &e) {
     ctx.current = OpDesc();
@@ -533,6 +536,7 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
     comm->fail(ctx, formatFailure(ctx, "rank body returned status " +
                                            std::to_string(rc)));
   }
+  ctx.pool.reset();
   if (ctx.tracing)
     writeTrace(tracePath + "." + std::to_string(rank), {&ctx});
   comm->shutdown();

@@ -64,16 +64,19 @@ def main():
         times.append(time.perf_counter() - t)
     ort_ms = 1e3 * float(np.median(times))
 
-    # Loom, 1 rank, the same threads for its GEMMs.
+    # Loom, 1 rank, the same threads (loom-run --threads: the generated
+    # loops and OpenBLAS).
     bin_ = Path(args.build) / "bin"
     subprocess.run([str(bin_ / "loomc"), str(onnx_path), "-o",
                     str(tmp / "bundle")], check=True)
     (tmp / "res").mkdir()
-    env = dict(os.environ, LOOM_BLAS_THREADS=str(args.threads))
+    env = dict(os.environ)
+    env.pop("LOOM_BLAS_THREADS", None)
     out = subprocess.run(
         [str(bin_ / "loom-run"), str(tmp / "bundle"), "--input",
          f"{name}={tmp}/x.npy", "--output", str(tmp / "res"), "--bench",
-         "--iterations", str(args.iterations)],
+         "--iterations", str(args.iterations), "--threads",
+         str(args.threads)],
         check=True, capture_output=True, text=True, env=env).stdout
     loom_ms = None
     for line in out.splitlines():

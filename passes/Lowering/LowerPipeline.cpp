@@ -56,7 +56,11 @@ void buildLowerPassPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());
 
-  pm.addPass(createConvertLinalgToLoopsPass());
+  // Parallel dimensions become scf.parallel; the outermost big ones (and
+  // the quantized kernels' row blocks) run on the rank's threads
+  // (loom_rt_parallel_for), the rest serially as plain loops.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createOutlineParallelLoopsPass());
   // expand-strided-metadata creates affine.apply: lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -55,6 +55,10 @@ void buildLowerPassPipeline(mlir::OpPassManager &pm,
 /// Name of the argument attribute that describes an outlined weight.
 constexpr llvm::StringLiteral kWeightArgAttrName = "loom.weight";
 
+/// The fewest iterations of an scf.parallel worth a thread, when its
+/// producer knows better than loom-outline-parallel-loops' estimate.
+constexpr llvm::StringLiteral kParallelGrainAttrName = "loom.parallel_grain";
+
 } // namespace loom
 
 #endif // LOOM_PASSES_LOWERING_PASSES_H

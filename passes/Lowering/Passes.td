@@ -166,4 +166,39 @@ def CheckedMallocPass : Pass<"loom-checked-malloc", "mlir::ModuleOp"> {
   }];
 }
 
+def OutlineParallelLoopsPass
+    : Pass<"loom-outline-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Run the outermost scf.parallel loops on the rank's threads";
+  let description = [{
+    After bufferization (on memrefs): every `scf.parallel` that is not
+    inside another loop, has no reductions, and calls nothing but LLVM
+    intrinsics becomes a call of `loom_rt_parallel_for` (abi.h): its body
+    is outlined into a private function `<func>_par<N>(closure, begin,
+    end)` that runs the linear indices [begin, end) of the loop's
+    iteration space, and the values it uses from above are packed into a
+    closure on the caller's stack (memrefs as their LLVM descriptors, index
+    as i64; constants, vector splats included, are made again inside the
+    body). All dimensions are linearised, except the innermost of a body
+    without inner loops (kept as an inner loop so that it vectorises as
+    before). Each index computes what it computed serially, in the same
+    order: results do not depend on the thread count.
+
+    The grain (the fewest indices worth a thread) is the op's
+    `loom.parallel_grain` attribute if it has one, else `min-work` divided
+    by an estimate of one index's work (the body's operations times the
+    trip counts of its inner loops), computed at run time; the runtime runs
+    the loop on one thread when it has fewer than two grains. The context
+    passed is null: the rank running on the calling thread, so the pass
+    works in any function, with or without a context argument.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Operations (estimated) below which a loop stays on one thread">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 #endif // LOOM_PASSES_LOWERING_PASSES_TD

@@ -30,6 +30,12 @@
 // the target's features the dot products are AVX2's vpmaddubsw + vpmaddwd,
 // without AVX2 generic vector code.
 //
+// Threads: the tiles are grouped in blocks of 16 rows of x by 16 rows of W
+// (multiples of every tile size), an scf.parallel that
+// loom-outline-parallel-loops hands to the rank's pool (decode splits W's
+// rows, prefill both); each y element keeps the tile code and order of one
+// thread, so results do not depend on the thread count.
+//
 // Tuning knobs (measurements only): the qmm-tile=MRxNR2xNR1 and
 // qmm-prefetch (bytes ahead; negative: tiles ahead; 0: none) options of
 // loom-convert-loom-to-linalg.
@@ -37,6 +43,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Lowering/QuantKernels.h"
+#include "passes/Lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -47,6 +54,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <cmath>
+#include <numeric>
 #include <string_view>
 
 using namespace mlir;
@@ -714,73 +722,112 @@ struct KernelGen {
       vector::StoreOp::create(b, loc, acc[i], y, ValueRange{ms[i], n0});
   }
 
-  /// All tiles of y: [M, N].
+  /// All tiles of y: [M, N], as an scf.parallel over blocks of rows of x
+  /// (tokens) and rows of W (outputs) that loom-outline-parallel-loops
+  /// hands to the rank's threads: decode (one row of x) splits W's rows,
+  /// prefill both. Block edges are multiples of every tile size, so each
+  /// y element is computed by the same tile code, in the same order, as
+  /// without threads: results do not depend on the thread count.
   void body(bool i8 = false) {
     if (i8)
-      quantizeRows();
-    auto tileFn = [&](Value m0, Value n0, int64_t MR, int64_t NR) {
-      if (i8)
-        tileI8(m0, n0, MR, NR);
-      else
-        tile(m0, n0, MR, NR);
-    };
+      quantizeRows(); // serial: O(M K), before the tiles read its buffers
     Value M = memref::DimOp::create(b, loc, x, 0);
     Value N = memref::DimOp::create(b, loc, w, 0);
-    auto floorTo = [&](Value v, int64_t t) {
-      return arith::SubIOp::create(
-          b, loc, v, arith::RemUIOp::create(b, loc, v, ci(t)));
-    };
     // Batch-1 tiles: 8 rows with int8 activations (memory-bound: more
     // rows in flight), 4 with f32 activations (compute-bound: registers).
     int64_t MR = 4, NR2 = 2, NR1 = i8 ? 8 : 4;
     if (tuning.mr) // the qmm-tile pass option
       MR = tuning.mr, NR2 = tuning.nr2, NR1 = tuning.nr1;
+    int64_t nAlign = std::lcm(std::lcm(NR2, NR1), G ? G : 1);
+    int64_t nChunk = nAlign * std::max<int64_t>(1, (16 + nAlign - 1) / nAlign);
+    int64_t mChunk = MR * std::max<int64_t>(1, 16 / MR);
+    auto ceilDiv = [&](Value v, int64_t d) {
+      return arith::DivUIOp::create(b, loc, add(v, ci(d - 1)), ci(d));
+    };
+    auto par = scf::ParallelOp::create(
+        b, loc, ValueRange{ci(0), ci(0)},
+        ValueRange{ceilDiv(M, mChunk), ceilDiv(N, nChunk)},
+        ValueRange{ci(1), ci(1)});
+    // Blocks of nChunk x K multiply-adds: about 64K of them per thread at
+    // least, so that small products stay on one thread.
+    par->setAttr(kParallelGrainAttrName,
+                 b.getI64IntegerAttr(
+                     std::max<int64_t>(1, 65536 / (nChunk * K))));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(par.getBody()->getTerminator());
+    Value m0 = mul(par.getInductionVars()[0], ci(mChunk));
+    Value n0 = mul(par.getInductionVars()[1], ci(nChunk));
+    Value m1 = arith::MinUIOp::create(b, loc, add(m0, ci(mChunk)), M);
+    Value n1 = arith::MinUIOp::create(b, loc, add(n0, ci(nChunk)), N);
+    tiles(i8, m0, m1, n0, n1, MR, NR2, NR1);
+  }
+
+  /// The tiles of y[m0:m1, n0:n1]; m0 is a multiple of MR, n0 of NR2, NR1
+  /// (and G), so the tiling is the one of the whole [M, N].
+  void tiles(bool i8, Value m0, Value m1, Value n0, Value n1, int64_t MR,
+             int64_t NR2, int64_t NR1) {
+    auto tileFn = [&](Value mt, Value nt, int64_t mr, int64_t nr) {
+      if (i8)
+        tileI8(mt, nt, mr, nr);
+      else
+        tile(mt, nt, mr, nr);
+    };
+    // lo + (hi - lo) rounded down to a multiple of t.
+    auto floorTo = [&](Value lo, Value hi, int64_t t) -> Value {
+      Value len = arith::SubIOp::create(b, loc, hi, lo);
+      return arith::SubIOp::create(
+          b, loc, hi, arith::RemUIOp::create(b, loc, len, ci(t)));
+    };
     if (G) {
       // Interleaved weights: MR rows of x (then the last ones one by one)
       // against the full groups, then the remaining weight rows (stored as
       // they are) one by one.
-      Value groups = floorTo(N, G);
-      auto rowsOf = [&](Value m0, int64_t mr) {
-        loop(ci(0), groups, G, {}, [&](Value n0, ValueRange) {
-          groupTileI8(m0, n0, mr);
+      Value N = memref::DimOp::create(b, loc, w, 0);
+      Value groups = arith::SubIOp::create(
+          b, loc, N, arith::RemUIOp::create(b, loc, N, ci(G)));
+      Value gEnd = arith::MinUIOp::create(b, loc, n1, groups);
+      Value rStart = arith::MaxUIOp::create(b, loc, n0, groups);
+      auto rowsOf = [&](Value mt, int64_t mr) {
+        loop(n0, gEnd, G, {}, [&](Value nt, ValueRange) {
+          groupTileI8(mt, nt, mr);
           return SmallVector<Value>();
         });
-        loop(groups, N, 1, {}, [&](Value n0, ValueRange) {
-          tileFn(m0, n0, mr, 1);
+        loop(rStart, n1, 1, {}, [&](Value nt, ValueRange) {
+          tileFn(mt, nt, mr, 1);
           return SmallVector<Value>();
         });
       };
-      Value mFull = floorTo(M, MR);
-      loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
-        rowsOf(m0, MR);
+      Value mFull = floorTo(m0, m1, MR);
+      loop(m0, mFull, MR, {}, [&](Value mt, ValueRange) {
+        rowsOf(mt, MR);
         return SmallVector<Value>();
       });
-      loop(mFull, M, 1, {}, [&](Value m, ValueRange) {
-        rowsOf(m, 1);
+      loop(mFull, m1, 1, {}, [&](Value mt, ValueRange) {
+        rowsOf(mt, 1);
         return SmallVector<Value>();
       });
       return;
     }
-    Value mFull = floorTo(M, MR);
-    Value nFull2 = floorTo(N, NR2), nFull1 = floorTo(N, NR1);
-    loop(ci(0), mFull, MR, {}, [&](Value m0, ValueRange) {
-      loop(ci(0), nFull2, NR2, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, MR, NR2);
+    Value mFull = floorTo(m0, m1, MR);
+    Value nFull2 = floorTo(n0, n1, NR2), nFull1 = floorTo(n0, n1, NR1);
+    loop(m0, mFull, MR, {}, [&](Value mt, ValueRange) {
+      loop(n0, nFull2, NR2, {}, [&](Value nt, ValueRange) {
+        tileFn(mt, nt, MR, NR2);
         return SmallVector<Value>();
       });
-      loop(nFull2, N, 1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, MR, 1);
+      loop(nFull2, n1, 1, {}, [&](Value nt, ValueRange) {
+        tileFn(mt, nt, MR, 1);
         return SmallVector<Value>();
       });
       return SmallVector<Value>();
     });
-    loop(mFull, M, 1, {}, [&](Value m0, ValueRange) {
-      loop(ci(0), nFull1, NR1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, 1, NR1);
+    loop(mFull, m1, 1, {}, [&](Value mt, ValueRange) {
+      loop(n0, nFull1, NR1, {}, [&](Value nt, ValueRange) {
+        tileFn(mt, nt, 1, NR1);
         return SmallVector<Value>();
       });
-      loop(nFull1, N, 1, {}, [&](Value n0, ValueRange) {
-        tileFn(m0, n0, 1, 1);
+      loop(nFull1, n1, 1, {}, [&](Value nt, ValueRange) {
+        tileFn(mt, nt, 1, 1);
         return SmallVector<Value>();
       });
       return SmallVector<Value>();

@@ -49,6 +49,7 @@ void RankErrors::report(int64_t rank, const std::string &msg) {
 loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
   loom::rt::LaunchOptions launch;
   launch.timeoutSeconds = o.timeoutSeconds;
+  launch.threadsPerRank = o.threadsPerRank;
   launch.tracePath = o.tracePath;
   launch.quiet = o.quiet;
   launch.onFailure = loom::rt::OnFailure::Return;

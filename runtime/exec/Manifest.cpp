@@ -278,13 +278,16 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                       "as this loom-run");
   if (!r.integer(root, "", "abi_version", m.abiVersion))
     return false;
-  if (m.abiVersion != runtimeAbi)
+  // The runtime ABI is additive (abi.h): code generated against an older
+  // version runs on a newer runtime, never the other way round.
+  if (m.abiVersion < 1 || m.abiVersion > runtimeAbi)
     return r.fail("abi_version",
                   "the bundle's code was generated against runtime ABI "
                   "version " + std::to_string(m.abiVersion) +
                       ", but this loom-run's runtime has ABI version " +
+                      std::to_string(runtimeAbi) + " (runs versions 1 to " +
                       std::to_string(runtimeAbi) +
-                      "; recompile the model with a matching loomc");
+                      "); recompile the model with a matching loomc");
 
   if (root.contains("model") && root["model"].is_object()) {
     // An LLM: its description, with its name.

@@ -9,6 +9,8 @@
 
 #include "GenerateCli.h"
 
+#include "loom/runtime/Runtime.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -151,6 +153,18 @@ bool writeResult(const std::string &path, const GenerateResult &res, bool bench,
   return true;
 }
 
+/// "N" for --threads N, else "D (default)" with the default for the ranks
+/// of this host (thread ranks share the process; under MPI the runtime
+/// counts the host's ranks).
+std::string threadsString(int threads, bool mpi, int64_t ranks) {
+  if (threads > 0)
+    return std::to_string(threads);
+  if (mpi)
+    return "default";
+  return std::to_string(loom::rt::defaultRankThreads(int(ranks))) +
+         " (default)";
+}
+
 void printBench(const Executor &ex, const GenerateResult &res) {
   const GenerateBench &b = res.bench;
   const Manifest &m = ex.manifest();
@@ -158,10 +172,13 @@ void printBench(const Executor &ex, const GenerateResult &res) {
   double perTok = b.decodeMs / steps, fn = b.decodeFnMs / steps,
          comm = b.decodeCommMs / steps;
   std::printf("loom-run bench: model %s, %lld rank(s) (mesh %s), %s, ctx "
-              "%lld, %zu sequence(s)\n",
+              "%lld, %zu sequence(s), %s thread(s) per rank\n",
               m.model.c_str(), (long long)m.numRanks, m.meshString().c_str(),
               backendName(ex.usesMpi()), (long long)res.ctx,
-              res.sequences.size());
+              res.sequences.size(),
+              threadsString(ex.options().threadsPerRank, ex.usesMpi(),
+                            m.numRanks)
+                  .c_str());
   std::printf("  prefill: %lld tokens in %.3f ms = %.1f tokens/s\n",
               (long long)b.prefillTokens, b.prefillMs,
               b.prefillMs > 0 ? double(b.prefillTokens) * 1e3 / b.prefillMs

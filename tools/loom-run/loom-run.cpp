@@ -18,6 +18,7 @@
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/Npy.h"
 #include "loom/runtime/State.h"
+#include "loom/runtime/Runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -67,6 +68,11 @@ OPTIONS:
   --iterations N          run the entry N times (default 1)
   --trace FILE.json       write a Chrome trace of every rank's ops
                           (under MPI: FILE.json.<rank>)
+  --threads N             threads per rank for the generated loops, the
+                          quantized kernels and OpenBLAS (default: the
+                          cores available divided by the ranks on this
+                          host; more than the cores: clamped, with a note;
+                          thread ranks x N threads in all)
   --timeout SECONDS       collective timeout before the job is stopped
                           (default $LOOM_COLLECTIVE_TIMEOUT_S, else 60;
                           inf or >= 1e9: none)
@@ -97,6 +103,7 @@ struct Options {
   int iterations = 1;
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
+  int threads = 0;     // --threads; 0: the runtime's default
   bool progress = false;
   GenerateFlags gen;
 };
@@ -193,6 +200,23 @@ int parseArgs(int argc, char **argv, Options &opts) {
                     std::string(v) + "')");
       // 1e9 s (31 years) and more, inf included: no timeout (the runtime
       // saturates the deadline instead of overflowing it).
+    } else if (arg == "--threads") {
+      const char *v = value("--threads");
+      if (!parseInt(v, 1, 1 << 20, n))
+        return fail("--threads must be at least 1 thread per rank (got '" +
+                    std::string(v) +
+                    "'); omit it for the default (the cores divided by the "
+                    "ranks on this host)");
+      opts.threads = int(n);
+#ifndef LOOM_RUN_NO_RUNTIME
+      if (int cores = loom::rt::availableCores(); opts.threads > cores) {
+        std::fprintf(stderr,
+                     "loom-run: note: --threads %d is more than the %d "
+                     "core(s) this process may use; using %d\n",
+                     opts.threads, cores, cores);
+        opts.threads = cores;
+      }
+#endif
     } else if (arg == "--progress") {
       opts.progress = true;
     } else if (arg == "--check-collectives") {
@@ -425,6 +449,7 @@ OpenOptions openOptions(const Options &o) {
                                    : Backend::Threads;
   x.ranks = o.ranks;
   x.timeoutSeconds = o.timeout;
+  x.threadsPerRank = o.threads;
   x.tracePath = o.trace;
   x.progress = o.progress || isatty(2);
   x.onRankError = [](const std::string &m) {

@@ -147,6 +147,16 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                 "...>} on a loom.weight, one axes list per dimension";
     return success();
   }
+  if (name == "loom.parallel_grain") {
+    // Set by the quantized kernels on their scf.parallel: the fewest
+    // iterations worth a thread (loom-outline-parallel-loops).
+    auto g = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!g || g.getInt() < 1 || op->getNumRegions() == 0)
+      return op->emitOpError()
+             << "'loom.parallel_grain' is a positive integer attribute of a "
+                "loop, e.g. {loom.parallel_grain = 4 : i64}";
+    return success();
+  }
   return op->emitOpError() << "unknown loom attribute '" << name
                            << "'; expected loom.sharding or loom.stage (or loom.entry, loom.layer on functions)";
 }

@@ -86,6 +86,9 @@ struct OpenOptions {
   int ranks = 0;
   /// Timeout of every blocking runtime call (<= 0: the runtime's default).
   double timeoutSeconds = 0;
+  /// Threads per rank for the generated loops, the quantized kernels and
+  /// OpenBLAS (0: the cores available divided by the ranks on this host).
+  int threadsPerRank = 0;
   /// Chrome trace of every rank's calls (empty: $LOOM_TRACE or none).
   std::string tracePath;
   /// A progress bar on stderr while weights are mapped.

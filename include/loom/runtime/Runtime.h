@@ -45,6 +45,10 @@ struct LaunchOptions {
   std::string tracePath;
   /// Do not print failure messages to stderr (tests).
   bool quiet = false;
+  /// Threads of each rank's pool (loom_rt_parallel_for, OpenBLAS). <= 0:
+  /// the available cores divided by the ranks of the host (all ranks of a
+  /// runThreads job; under MPI $OMPI_COMM_WORLD_LOCAL_SIZE and friends).
+  int threadsPerRank = 0;
 };
 
 struct LaunchResult {
@@ -106,6 +110,16 @@ struct CommStats {
   int64_t calls = 0;
 };
 CommStats commStats(const loom_rt_ctx *ctx);
+
+/// Threads of ctx's pool and, when it has more than one, why they are not
+/// pinned to cores (empty: pinned).
+int rankThreads(const loom_rt_ctx *ctx);
+std::string rankThreadsPinNote(const loom_rt_ctx *ctx);
+
+/// The cores this process may use (its CPU affinity mask) and the default
+/// threads per rank for `localRanks` ranks on this host (at least 1).
+int availableCores();
+int defaultRankThreads(int localRanks);
 
 /// Name of a dtype / reduce op ("f32", "sum"; "?" if invalid).
 const char *dtypeName(int32_t dtype);

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define LOOM_RT_ABI_VERSION 1
+#define LOOM_RT_ABI_VERSION 2
 #define LOOM_RT_MAX_AXES 8
 #define LOOM_RT_ALL_AXES (~(uint64_t)0)
 
@@ -68,7 +68,10 @@ typedef enum loom_rt_reduce_op {
 } loom_rt_reduce_op;
 
 /* ABI version of the linked runtime (== LOOM_RT_ABI_VERSION it was built
- * with). Generated code may compare it with the header's value at startup. */
+ * with). Generated code may compare it with the header's value at startup.
+ * Versions are additive: a runtime of version V runs code generated against
+ * any version 1..V (version 2 added loom_rt_parallel_for and
+ * loom_rt_num_threads). */
 LOOM_RT_EXPORT int32_t loom_rt_abi_version(void);
 
 /* Size in bytes of one element of `dtype` (0 for an invalid dtype). */
@@ -155,8 +158,8 @@ LOOM_RT_EXPORT int32_t loom_rt_ctx_map_weight(loom_rt_ctx *ctx, int64_t index,
 /* --- Compute called from generated code -----------------------------------
  * c[m,n] = a[m,k] x b[k,n], f32, row-major and contiguous; `trans_a` means a
  * is stored [k,m], `trans_b` that b is stored [n,k]. OpenBLAS when the
- * runtime was built with it (threads per process: $LOOM_BLAS_THREADS, else
- * the cores divided among the ranks of the process), a blocked loop
+ * runtime was built with it (with the rank's thread count, see
+ * loom_rt_num_threads; $LOOM_BLAS_THREADS overrides it), a blocked loop
  * otherwise. Added in ABI version 1 (additive). */
 LOOM_RT_EXPORT void loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a,
                                   int32_t trans_b, int64_t m, int64_t n,
@@ -174,6 +177,34 @@ LOOM_RT_EXPORT void loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a,
                                           int64_t m, int64_t n, int64_t k,
                                           const float *a, const float *b,
                                           float *c);
+
+/* --- Threads inside a rank ------------------------------------------------
+ * Added in ABI version 2. Each rank has a pool of loom_rt_num_threads()
+ * threads (its own thread counted; loom-run --threads N, default the
+ * available cores divided by the ranks of the host), created with the rank
+ * and pinned to distinct cores where the OS allows and the cores suffice.
+ *
+ * loom_rt_parallel_for runs body(closure, begin, end) over a partition of
+ * [0, n) into at most 4 x num_threads contiguous chunks of at least `grain`
+ * indices (n < 2 grain: one call on the calling thread), which the calling
+ * thread and the pool's workers claim one by one, and returns when every
+ * chunk is done. Each index is
+ * run exactly once, so a body that computes each output from its indices
+ * alone gives the same bits whatever the thread count. Bodies must not call
+ * collectives or point-to-point operations. A call from inside a body
+ * (nested) runs serially on the calling thread. `ctx` may be null: the rank
+ * running on the calling thread (serial outside any rank). A body that
+ * fails the job (a failing runtime call) fails it once every chunk is
+ * done. $LOOM_PARALLEL_GRAIN=G replaces every call's grain (tests and
+ * measurements). */
+LOOM_RT_EXPORT void loom_rt_parallel_for(loom_rt_ctx *ctx, int64_t n,
+                                         int64_t grain,
+                                         void (*body)(void *closure,
+                                                      int64_t begin,
+                                                      int64_t end),
+                                         void *closure);
+/* Threads of the rank's pool (1 without a pool; ctx may be null as above). */
+LOOM_RT_EXPORT int32_t loom_rt_num_threads(loom_rt_ctx *ctx);
 
 /* --- Checks in generated code ---------------------------------------------
  * Added in ABI version 1 (additive: bundles that do not call them still
