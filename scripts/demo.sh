@@ -9,8 +9,8 @@
 #   LOOM_DEMO_MESH=tp=2 scripts/demo.sh     another mesh (the planner decides
 #                                           how the 9 heads are split)
 #
-# Compiling SmolLM2 (30 layers, two entry points) takes a few minutes on two
-# cores; the bundle is kept in $LOOM_DEMO_DIR and reused when it is newer
+# Compiling SmolLM2 (30 layers, two entry points; each distinct layer is
+# compiled once) takes seconds (docs/BENCHMARKS.md, compile time); the bundle is kept in $LOOM_DEMO_DIR and reused when it is newer
 # than loomc. scripts/demo-mlp.sh is the small MLP demo checked against numpy.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
