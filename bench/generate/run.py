@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Decode and prefill tokens/s of Loom (loomc + loom-run generation) and, when
 llama-cpp-python is available, llama.cpp on the same GGUF file with as many
-threads as Loom has ranks; runs alternate (Loom, llama.cpp, Loom, ...), the
+threads as Loom has ranks x --threads (Loom's threads per rank, default 1);
+runs alternate (Loom, llama.cpp, Loom, ...), the
 best of --repeat is reported. Not part of CI (SmolLM2 compiles in minutes).
 
     .venv/bin/python bench/generate/run.py                       # SmolLM2, 1 rank
@@ -48,11 +49,12 @@ LLAMACPP = textwrap.dedent("""
 """)
 
 
-def loom_run(bin_, bundle, ids, gen, ctx, tmp):
+def loom_run(bin_, bundle, ids, gen, ctx, tmp, threads):
     res = tmp / "r.json"
     cmd = [str(bin_ / "loom-run"), str(bundle), "--prompt-ids",
            ",".join(map(str, ids)), "--max-tokens", str(gen), "--ctx", str(ctx),
-           "--ignore-eog", "--bench", "--result", str(res)]
+           "--ignore-eog", "--bench", "--result", str(res),
+           "--threads", str(threads)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return json.loads(res.read_text())["bench"]
 
@@ -65,6 +67,8 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--prefill-tokens", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="Loom's threads per rank; llama.cpp gets ranks x this")
     ap.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR",
                                                        ROOT / "build"))
     ap.add_argument("--out", help="keep the bundles here (reused when present)")
@@ -101,8 +105,8 @@ def main():
         best = {"loom_decode": 0, "loom_prefill": 0, "llama_decode": 0,
                 "llama_prefill": 0, "ms_compute": 0, "ms_comm": 0}
         for _ in range(args.repeat):
-            d = loom_run(bin_, bundle, prompt, args.gen, ctx, work)
-            p = loom_run(bin_, bundle, prefill, 1, ctx, work)
+            d = loom_run(bin_, bundle, prompt, args.gen, ctx, work, args.threads)
+            p = loom_run(bin_, bundle, prefill, 1, ctx, work, args.threads)
             tps = d["decode_tokens"] * 1e3 / d["decode_ms"]
             if tps > best["loom_decode"]:
                 best["loom_decode"] = tps
@@ -113,7 +117,8 @@ def main():
                                        * 1e3 / p["prefill_ms"])
             if have_llama:
                 r = subprocess.run(
-                    [args.llamacpp_python, "-c", LLAMACPP, str(model), str(ranks),
+                    [args.llamacpp_python, "-c", LLAMACPP, str(model),
+                     str(ranks * args.threads),
                      str(ctx), ",".join(map(str, prompt)), str(args.gen),
                      ",".join(map(str, prefill))],
                     check=True, capture_output=True, text=True)
@@ -123,14 +128,14 @@ def main():
         rows.append((mesh, ranks, best))
     print(f"model {model.name}; decode: {args.gen} tokens after a "
           f"{args.prompt_tokens}-token prompt; prefill: {args.prefill_tokens} "
-          f"tokens; best of {args.repeat}")
-    print("| mesh | ranks = llama.cpp threads | Loom decode tok/s (ms compute + "
+          f"tokens; best of {args.repeat}; Loom {args.threads} thread(s) per rank")
+    print("| mesh | llama.cpp threads | Loom decode tok/s (ms compute + "
           "collectives) | llama.cpp decode tok/s | Loom prefill tok/s | "
           "llama.cpp prefill tok/s |")
     print("|---|---|---|---|---|---|")
     for mesh, ranks, b in rows:
         ll = lambda k: f"{b[k]:.1f}" if have_llama else "n/a"  # noqa: E731
-        print(f"| {mesh} | {ranks} | {b['loom_decode']:.1f} ({b['ms_compute']:.2f}"
+        print(f"| {mesh} | {ranks * args.threads} | {b['loom_decode']:.1f} ({b['ms_compute']:.2f}"
               f" + {b['ms_comm']:.2f}) | {ll('llama_decode')} | "
               f"{b['loom_prefill']:.1f} | {ll('llama_prefill')} |")
 
