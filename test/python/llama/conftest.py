@@ -52,11 +52,14 @@ class Loom:
         assert "Stack dump" not in r.stderr and "Assertion" not in r.stderr
         return r.stderr
 
-    def compile(self, model, ranks: int = 1) -> Path:
+    def compile(self, model, ranks: int = 1, mesh: str = None) -> Path:
         """Compiles a model to a bundle. For ranks > 1 the imported module is
         given a mesh of that many ranks (the program itself is unsharded:
-        every rank runs all of it)."""
+        every rank runs all of it); `mesh` ("tp=2", ...) lets the planner
+        shard it instead."""
         bundle = self._fresh("bundle")
+        if mesh:
+            assert ranks == 1, "give ranks or mesh, not both"
         src = model
         if ranks > 1:
             ir = self.import_ir(model)
@@ -65,8 +68,10 @@ class Loom:
             ir = f"{head}\n  loom.mesh @mesh = <dp = {ranks}>\n{rest}"
             src = self._fresh("meshed").with_suffix(".mlir")
             src.write_text(ir)
-        r = subprocess.run([str(self.loomc), str(src), "-o", str(bundle)],
-                           capture_output=True, text=True)
+        cmd = [str(self.loomc), str(src), "-o", str(bundle)]
+        if mesh:
+            cmd += ["--mesh", mesh]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return bundle
 

@@ -30,16 +30,6 @@ CTX = 24
 REL = 1e-5  # the sharded tests' tolerance (reassociated sums)
 
 
-def _compile(loom, model, mesh=None):
-    bundle = loom._fresh("bundle")
-    cmd = [str(loom.loomc), str(model), "-o", str(bundle)]
-    if mesh:
-        cmd += ["--mesh", mesh]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return bundle
-
-
 def _generate(loom, bundle, reference, mpi=False):
     """Prefill + STEPS single-token steps through @decode; each step's logits
     against `reference` [1, T, V] at its position (relative REL)."""
@@ -81,7 +71,7 @@ def _llama_model(tmp_path, fmt, heads=4, kv_heads=2, hidden=64, ttype="f32"):
 def test_generate_one_rank(tmp_path, loom, fmt, ttype):
     pytest.importorskip("gguf")
     cfg, path, ref = _llama_model(tmp_path, fmt, ttype=ttype)
-    bundle = _compile(loom, path)
+    bundle = loom.compile(path)
     # Prefill through decode = @forward's last position (same bundle).
     fwd = loom.run(bundle, SEQ[:, :PROMPT], np.arange(PROMPT))
     logits, _ = loom.decode(bundle, SEQ[:, :PROMPT], np.arange(PROMPT),
@@ -108,7 +98,7 @@ def test_generate_gpt2(tmp_path, loom):
     w = lm.make_weights(cfg, seed=3)
     d = lm.write_hf(tmp_path / "hf", cfg, w)
     ref = lm.gpt2_forward(cfg, w, SEQ, np.arange(SEQ.shape[1]))
-    _generate(loom, _compile(loom, d), ref)
+    _generate(loom, loom.compile(d), ref)
 
 
 @pytest.mark.parametrize("heads,kv_heads,mesh,split", [
@@ -123,7 +113,7 @@ def test_generate_gpt2(tmp_path, loom):
 def test_generate_sharded(tmp_path, loom, heads, kv_heads, mesh, split):
     cfg, path, ref = _llama_model(tmp_path, "hf", heads=heads,
                                   kv_heads=kv_heads, hidden=16 * heads)
-    bundle = _compile(loom, path, mesh)
+    bundle = loom.compile(path, mesh=mesh)
     m, caches = _cache_inputs(bundle)
     axis, n = mesh.split("=")
     local = kv_heads // int(n) if split else kv_heads
@@ -152,7 +142,7 @@ def test_generate_sharded(tmp_path, loom, heads, kv_heads, mesh, split):
 def test_generate_mpi(tmp_path, loom):
     cfg, path, ref = _llama_model(tmp_path, "hf", heads=8, kv_heads=4,
                                   hidden=128)
-    _generate(loom, _compile(loom, path, "tp=2"), ref, mpi=True)
+    _generate(loom, loom.compile(path, mesh="tp=2"), ref, mpi=True)
 
 
 # --- bad input ---------------------------------------------------------------
@@ -165,7 +155,7 @@ def _run(loom, bundle, *args):
 
 def test_decode_refusals(tmp_path, loom):
     cfg, path, ref = _llama_model(tmp_path, "hf")
-    bundle = _compile(loom, path)
+    bundle = loom.compile(path)
     np.save(tmp_path / "t.npy", SEQ[:, :4])
     inputs = ["--input", f"tokens={tmp_path / 't.npy'}"]
     # Positions past the context.

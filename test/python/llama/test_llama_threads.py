@@ -21,16 +21,6 @@ TOKENS = np.array([[3, 17, 42, 5, 9, 11, 2, 60, 7]], dtype=np.int64)
 POSITIONS = np.arange(TOKENS.shape[1], dtype=np.int64)
 
 
-def _compile(loom, model, mesh=None):
-    bundle = loom._fresh("bundle")
-    cmd = [str(loom.loomc), str(model), "-o", str(bundle)]
-    if mesh:
-        cmd += ["--mesh", mesh]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return bundle
-
-
 def _run(loom, bundle, threads, entry=None, grain="1", extra=(), tokens=TOKENS,
          blas=None):
     """Runs `entry` (default: the first) with --threads; returns every
@@ -75,7 +65,7 @@ def test_quantized_llama_threads(tmp_path, loom, ttype):
                          layers=2)
     path = lm.write_gguf(tmp_path / f"m-{ttype}.gguf", cfg,
                          lm.make_weights(cfg), ttype, arch="llama")
-    bundle = _compile(loom, path)
+    bundle = loom.compile(path)
     one = _run(loom, bundle, 1)
     for n in (2, 4):
         _same_bits(one, _run(loom, bundle, n), f"{ttype} --threads {n}")
@@ -98,7 +88,7 @@ def test_two_ranks_threads(tmp_path, loom, family):
                          kv_heads=4 if family != "gpt2" else 8, ffn=256,
                          layers=2)
     d = lm.write_hf(tmp_path / "m", cfg, lm.make_weights(cfg))
-    bundle = _compile(loom, d, "tp=2")
+    bundle = loom.compile(d, mesh="tp=2")
     one = _run(loom, bundle, 1)
     assert len([k for k in one if k.startswith("logits")]) == 2
     for n in (2, 4):
@@ -118,7 +108,7 @@ def test_decode_threads(tmp_path, loom):
     path = lm.write_gguf(tmp_path / "m.gguf", cfg, lm.make_weights(cfg),
                          "q4_0", arch="llama")
     for mesh in (None, "tp=2"):
-        bundle = _compile(loom, path, mesh)
+        bundle = loom.compile(path, mesh=mesh)
         manifest = json.loads((bundle / "manifest.json").read_text())
         if not any(e["name"] == "decode" for e in manifest["entries"]):
             pytest.skip("no decode entry")
@@ -137,7 +127,7 @@ def test_threads_flag_errors(tmp_path, loom):
     cfg = lm.tiny_config("llama", layers=1)
     path = lm.write_gguf(tmp_path / "m.gguf", cfg, lm.make_weights(cfg),
                          "q8_0", arch="llama")
-    bundle = _compile(loom, path)
+    bundle = loom.compile(path)
     r = subprocess.run([str(loom.loom_run), str(bundle), "--threads", "0"],
                        capture_output=True, text=True)
     assert r.returncode != 0
