@@ -97,7 +97,7 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
   if (phase == Phase::Quantize) {
     // Without --quant the phase has nothing to do (GGUF blocks stay as the
     // file stores them).
-    if (options.quant.empty() && options.quantActivations == "f32")
+    if (options.quant.empty() && options.quantActivations == "auto")
       return success();
     QuantizeWeightsPassOptions q;
     q.scheme = options.quant.empty() ? "none" : options.quant;
@@ -165,8 +165,8 @@ struct NoOptions : PassPipelineOptions<NoOptions> {
 struct QuantizeOptions : PassPipelineOptions<QuantizeOptions> {
   Option<std::string> quant{*this, "quant",
                             llvm::cl::desc("scheme, e.g. int4:32")};
-  Option<std::string> quantAct{*this, "quant-act", llvm::cl::init("f32"),
-                               llvm::cl::desc("f32, int8 or int8x3")};
+  Option<std::string> quantAct{*this, "quant-act", llvm::cl::init("auto"),
+                               llvm::cl::desc("auto, f32, int8 or int8x3")};
   Option<std::string> file{*this, "quant-file",
                            llvm::cl::desc("quantized weights' file")};
   Option<std::string> report{*this, "quant-report",

@@ -52,7 +52,7 @@ struct PipelineOptions {
   std::string quantRules;  ///< 'GLOB=SCHEME;GLOB=skip'
   std::string baseDir;     ///< relative weight files are resolved here
   bool quantVerbose = false;
-  std::string quantActivations = "f32"; ///< f32 or int8 (generated kernels)
+  std::string quantActivations = "auto"; ///< auto, f32, int8 or int8x3 (generated kernels)
   // The shard phase (passes/Sharding, docs/SHARDING.md).
   std::string device = "cpu"; ///< lib/Cost device of every rank
   std::string meshJson;       ///< JSON mesh spec (links), optional

@@ -4,10 +4,20 @@
 // well-kept library for them (docs/ARCHITECTURE.md says which is which).
 // Without OpenBLAS a cache-blocked loop keeps the build working.
 //
+// OpenBLAS is loaded with dlopen on first use, not linked: its DYNAMIC_ARCH
+// build picks its kernels from a table of CPU model numbers in a library
+// constructor, and a CPU newer than the table (an AVX-512 Xeon for Debian's
+// 0.3.21) falls back to SSE3 kernels, 3-4x slower. Before loading it, the
+// runtime names the core from the CPU's *features* (OPENBLAS_CORETYPE,
+// unless the user set it): AVX-512 F/BW/VL/DQ/CD -> SkylakeX (Cooperlake
+// with AVX512-BF16), AVX2+FMA -> Haswell (Zen on AMD), AVX -> SandyBridge.
+// `loom-run --bench` prints the result (gemmBackend()).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
 
+#include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"
 
 #include <algorithm>
@@ -15,20 +25,117 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
+
+namespace loom::rt {
+
+std::string openBlasCoreFor(bool amd, bool avx, bool avx2, bool fma,
+                            bool avx512, bool avx512bf16) {
+  if (avx512)
+    return avx512bf16 ? "Cooperlake" : "SkylakeX";
+  if (avx2 && fma)
+    return amd ? "Zen" : "Haswell";
+  if (avx)
+    return "SandyBridge";
+  return "";
+}
+
+} // namespace loom::rt
 
 namespace {
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
+/// OpenBLAS's entry points, resolved once (null members: not loaded).
+struct OpenBlas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&openblas_set_num_threads) setNumThreads = nullptr;
+  decltype(&openblas_get_corename) coreName = nullptr;
+  decltype(&openblas_get_config) config = nullptr;
+  std::string description;
+};
+
+/// The core to ask OpenBLAS for, from this CPU's features; empty: let
+/// OpenBLAS choose (not x86, or no AVX).
+std::string coreFromFeatures(std::string &why) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  bool amd = __builtin_cpu_is("amd");
+  bool avx512 = __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") &&
+                __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512cd");
+  bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  bool avx2 = __builtin_cpu_supports("avx2"),
+       fma = __builtin_cpu_supports("fma"),
+       avx = __builtin_cpu_supports("avx");
+  why = avx512 ? (bf16 ? "avx512 f/bw/vl/dq/cd + bf16" : "avx512 f/bw/vl/dq/cd")
+        : avx2 && fma ? (amd ? "avx2 + fma, AMD" : "avx2 + fma")
+        : avx         ? "avx"
+                      : "";
+  return loom::rt::openBlasCoreFor(amd, avx, avx2, fma, avx512, bf16);
+#else
+  return "";
+#endif
+}
+
+const OpenBlas &openBlas() {
+  static OpenBlas blas = [] {
+    OpenBlas b;
+    std::string why, core;
+    const char *user = std::getenv("OPENBLAS_CORETYPE");
+    if (user && *user) {
+      why = "OPENBLAS_CORETYPE from the environment";
+    } else {
+      core = coreFromFeatures(why);
+      if (!core.empty())
+        ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    }
+    void *h = ::dlopen(LOOM_RT_OPENBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      h = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!core.empty())
+      ::unsetenv("OPENBLAS_CORETYPE");
+    if (!h) {
+      b.description = "blocked loop (OpenBLAS not loadable: " +
+                      std::string(::dlerror() ? ::dlerror() : "?") + ")";
+      return b;
+    }
+    b.sgemm = reinterpret_cast<decltype(b.sgemm)>(::dlsym(h, "cblas_sgemm"));
+    b.setNumThreads = reinterpret_cast<decltype(b.setNumThreads)>(
+        ::dlsym(h, "openblas_set_num_threads"));
+    b.coreName = reinterpret_cast<decltype(b.coreName)>(
+        ::dlsym(h, "openblas_get_corename"));
+    b.config = reinterpret_cast<decltype(b.config)>(
+        ::dlsym(h, "openblas_get_config"));
+    if (!b.sgemm || !b.setNumThreads) {
+      b.sgemm = nullptr;
+      b.description = "blocked loop (OpenBLAS lacks cblas_sgemm)";
+      return b;
+    }
+    std::string config = b.config ? b.config() : "OpenBLAS";
+    std::string name = b.coreName ? b.coreName() : "?";
+    b.description = config + ", core " + name;
+    if (!core.empty())
+      b.description += " (chosen from CPU features: " + why + ")";
+    else if (!why.empty())
+      b.description += " (" + why + ")";
+    return b;
+  }();
+  return blas;
+}
+
 /// BLAS threads: the rank's thread count (one owner of the threads: the
 /// rank's pool is idle while the rank is inside OpenBLAS, and generated code
 /// never calls BLAS from a pool task), or $LOOM_BLAS_THREADS when set (an
 /// override for measurements). OpenBLAS's count is per process; thread
 /// ranks of one job share one count.
-void configureThreads(loom_rt_ctx *ctx) {
+void configureThreads(const OpenBlas &blas, loom_rt_ctx *ctx) {
   static std::mutex mu;
   static std::atomic<int> current{0};
   static const int env = [] {
@@ -40,7 +147,7 @@ void configureThreads(loom_rt_ctx *ctx) {
     return;
   std::lock_guard<std::mutex> lock(mu);
   if (current.load(std::memory_order_relaxed) != threads) {
-    openblas_set_num_threads(threads);
+    blas.setNumThreads(threads);
     current.store(threads, std::memory_order_release);
   }
 }
@@ -78,15 +185,18 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
     return;
   }
 #ifdef LOOM_RT_HAVE_OPENBLAS
-  configureThreads(ctx);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.0f, a, blasint(trans_a ? m : k), b,
-              blasint(trans_b ? k : n), 0.0f, c, blasint(n));
-#else
+  const OpenBlas &blas = openBlas();
+  if (blas.sgemm) {
+    configureThreads(blas, ctx);
+    blas.sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+               trans_b ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+               blasint(k), 1.0f, a, blasint(trans_a ? m : k), b,
+               blasint(trans_b ? k : n), 0.0f, c, blasint(n));
+    return;
+  }
+#endif
   (void)ctx;
   blockedGemm(trans_a != 0, trans_b != 0, m, n, k, a, b, c);
-#endif
 }
 
 extern "C" LOOM_RT_EXPORT void
@@ -108,3 +218,15 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
                   b + j * k * n, c + i * m * n);
   }
 }
+
+namespace loom::rt {
+
+std::string gemmBackend() {
+#ifdef LOOM_RT_HAVE_OPENBLAS
+  return openBlas().description;
+#else
+  return "blocked loop (built without OpenBLAS)";
+#endif
+}
+
+} // namespace loom::rt

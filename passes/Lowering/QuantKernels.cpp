@@ -895,14 +895,29 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt,
   // The qmatmul pass option (f32 | i8 | i8x3 | dequant) overrides the
   // choice that `loomc --quant-act` recorded on the op.
   QMatmulLowering l;
-  if (mode.empty())
+  if (mode.empty()) {
     if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
       StringRef v = a.getValue();
       mode = v.starts_with("int8x3") ? "i8x3"
              : v.starts_with("int8") ? "i8"
                                      : "f32";
       l.targetIsa = !v.ends_with("-portable");
+    } else {
+      // Unmarked (`--quant-act auto`, the default): three int8 levels where
+      // the module's target has integer dot products (AVX2 or AVX512-VNNI),
+      // about f32's accuracy at integer-dot speed; f32 activations where the
+      // kernels would be generic vector code (docs/QUANTIZE.md).
+      auto module = op->getParentOfType<ModuleOp>();
+      auto target = module ? module->getAttrOfType<CpuTargetAttr>(
+                                 LoomDialect::kTargetAttrName)
+                           : CpuTargetAttr();
+      bool integerDots =
+          target && (target.hasFeature("avx2") ||
+                     (target.hasFeature("avx512vnni") &&
+                      target.hasFeature("avx512vl")));
+      mode = integerDots ? "i8x3" : "f32";
     }
+  }
   auto xt = dyn_cast<RankedTensorType>(op.getInput().getType());
   auto yt = dyn_cast<RankedTensorType>(op.getResult().getType());
   l.kernel = mode != "dequant" && qt && qt.getStorageType() && xt && yt &&

@@ -38,8 +38,8 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
            "directory that relative weight files are resolved against">,
     Option<"verbose", "verbose", "bool", "false",
            "print one line per tensor to stderr">,
-    Option<"activations", "activations", "std::string", "\"f32\"",
-           "activations of the generated kernels: f32 (accurate), int8 (per block, faster; the compiling host's VNNI when it has it), int8x3 (three int8 levels per block: about f32's accuracy at integer-dot speed), or int8-portable / int8x3-portable (no host-specific instructions); marks every loom.qmatmul">
+    Option<"activations", "activations", "std::string", "\"auto\"",
+           "activations of the generated kernels: auto (no mark: the lowering picks int8x3 where the module's loom.target has integer dot products, else f32), f32 (accurate), int8 (per block, faster; the compiling host's VNNI when it has it), int8x3 (three int8 levels per block: about f32's accuracy at integer-dot speed), or int8-portable / int8x3-portable (no host-specific instructions); marks every loom.qmatmul">
   ];
 }
 

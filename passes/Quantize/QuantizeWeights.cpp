@@ -128,15 +128,16 @@ struct QuantizeWeightsPass
       signalPassFailure();
     };
 
-    if (activations != "f32" && activations != "int8" &&
+    if (activations != "auto" && activations != "f32" &&
+        activations != "int8" &&
         activations != "int8-portable" && activations != "int8x3" &&
         activations != "int8x3-portable")
       return fail("activations=" + activations +
-                  ": expected f32, int8 or int8x3");
+                  ": expected auto, f32, int8 or int8x3");
     // The generated kernels read this to quantize activations per block
     // (passes/Lowering/QuantKernels.cpp); GGUF qmatmuls are marked too.
     auto markActivations = [&] {
-      if (activations != "f32")
+      if (activations != "auto")
         module.walk([&](QMatmulOp op) {
           op->setAttr(kActivationsAttr, StringAttr::get(ctx, activations));
         });

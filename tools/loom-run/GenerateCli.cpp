@@ -179,6 +179,7 @@ void printBench(const Executor &ex, const GenerateResult &res) {
               threadsString(ex.options().threadsPerRank, ex.usesMpi(),
                             m.numRanks)
                   .c_str());
+  std::printf("  GEMM: %s\n", loom::rt::gemmBackend().c_str());
   std::printf("  prefill: %lld tokens in %.3f ms = %.1f tokens/s\n",
               (long long)b.prefillTokens, b.prefillMs,
               b.prefillMs > 0 ? double(b.prefillTokens) * 1e3 / b.prefillMs

@@ -426,6 +426,7 @@ void printBench(const Options &opts, const Executor &ex, const Entry &e,
               ex.manifest().model.c_str(), e.name.c_str(),
               (long long)ex.manifest().numRanks, backendName(ex.usesMpi()),
               opts.iterations);
+  std::printf("  GEMM: %s\n", loom::rt::gemmBackend().c_str());
   std::printf("  %-22s %12s\n", "phase", "ms");
   std::printf("  %-22s %12.3f\n", "manifest+dlopen", t[1] - t[0]);
   std::printf("  %-22s %12.3f\n", "inputs", t[2] - t[1]);

@@ -90,11 +90,12 @@ cl::opt<std::string> quantRules(
     cl::value_desc("rules"), cl::cat(loomcCategory));
 cl::opt<std::string> quantAct(
     "quant-act",
-    cl::desc("Activations of the quantized matmul kernels: f32 (accurate, "
-             "default), int8 (quantized per block, integer dot products) or "
-             "int8x3 (three int8 levels per block: about f32's accuracy, "
-             "integer dot products)"),
-    cl::value_desc("f32|int8|int8x3"), cl::init("f32"),
+    cl::desc("Activations of the quantized matmul kernels: auto (default: "
+             "int8x3 where the target has integer dot products, AVX2 or "
+             "AVX512-VNNI, else f32), f32, int8 (quantized per block, "
+             "integer dot products) or int8x3 (three int8 levels per block: "
+             "about f32's accuracy, integer dot products)"),
+    cl::value_desc("auto|f32|int8|int8x3"), cl::init("auto"),
     cl::cat(loomcCategory));
 cl::opt<std::string> quantFile(
     "quant-file",

@@ -74,6 +74,17 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
                const LaunchOptions &options = {},
                LaunchResult *result = nullptr);
 
+/// The f32 GEMM behind loom_rt_sgemm, e.g. "OpenBLAS 0.3.21 ... , core
+/// Haswell (chosen from CPU features: avx2 + fma)"; loads OpenBLAS if it
+/// was not loaded yet (runtime/Gemm.cpp: the core is named from cpuid
+/// features before the library starts, unless OPENBLAS_CORETYPE is set).
+std::string gemmBackend();
+
+/// The OpenBLAS core (an OPENBLAS_CORETYPE name) for a CPU with these
+/// features; empty: let OpenBLAS choose. `avx512`: F, BW, VL, DQ and CD.
+std::string openBlasCoreFor(bool amd, bool avx, bool avx2, bool fma,
+                            bool avx512, bool avx512bf16);
+
 /// True when the runtime was built with MPI (LOOM_RT_HAVE_MPI).
 bool mpiAvailable();
 /// True when this process looks started by mpirun/srun (OMPI/PMI env).

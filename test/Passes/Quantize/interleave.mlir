@@ -50,7 +50,7 @@ func.func @decode(%x: tensor<1x3x64xf32>) -> tensor<1x3x19xf32> {
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
 func.func @f32_activations(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = "f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   return %0 : tensor<1x16xf32>
 }
 }

@@ -204,6 +204,11 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
          ("x3", f"tensor<{x3dims[0]}x3x{k}xf32>")],
         [("x", 0, f"tensor<{xdims}x{n1}xf32>"),
          ("x3", 1, f"tensor<{x3dims[0]}x3x19xf32>")]))
+    if not any(f.startswith(("--quant-act", "--qmatmul")) for f in flags) \
+            and not (act8 or act8x3):
+        # The f32-activation kernels (the default, --quant-act auto, takes
+        # int8x3 on AVX2 hosts: test_qmatmul_default_activations).
+        flags = ("--quant-act", "f32", *flags)
     bundle = loom.compile(src, "--quant", scheme, *flags, env=env)
     man = json.loads((bundle / "manifest.json").read_text())
     layouts = {w["name"]: w.get("interleave")
@@ -274,6 +279,21 @@ def test_qmatmul_int8x3_activations(loom, tmp_path, scheme):
     decode = scheme == "q_decode"
     qmatmul_case(loom, tmp_path, "int4:128:sym:bf16" if decode else scheme,
                  act8x3=True, decode=decode, flags=("--quant-act", "int8x3"))
+
+
+def test_qmatmul_default_activations(loom, tmp_path):
+    # --quant-act auto (the default): int8x3 where the target (the host
+    # here) has integer dot products (AVX2 or AVX512-VNNI), f32 activations
+    # otherwise; the same bundle either way with the flag spelled out.
+    integer_dots = host_has("avx2") or (host_has("avx512vnni")
+                                        and host_has("avx512vl"))
+    for decode in (True, False):
+        for flags in [(), ("--quant-act", "auto")]:
+            qmatmul_case(loom, tmp_path, "int4:32", act8x3=integer_dots,
+                         decode=decode, flags=flags)
+    # --portable (x86-64-v2: no AVX2): f32 activations, rows as stored.
+    qmatmul_case(loom, tmp_path, "int4:32", decode=True,
+                 flags=("--quant-act", "auto", "--portable"))
 
 
 def host_has(feature):
@@ -415,7 +435,7 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
         assert np.all(np.abs(y - ref) <= tol), flags
     r = loom.loomc_run(src, "--quant-act", "int4", "-o", tmp_path / "b",
                        ok=False)
-    assert "activations=int4: expected f32, int8 or int8x3" in r.stderr
+    assert "activations=int4: expected auto, f32, int8 or int8x3" in r.stderr
 
 
 def test_gguf_weights_not_requantised(loom, tmp_path):
