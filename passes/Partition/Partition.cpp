@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/DebugLog.h"
 
 #define DEBUG_TYPE "loom-partition"
 
@@ -107,7 +108,7 @@ Value Materializer::localSlice(Location loc, Value v,
 FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
                                        const Layout &dst) {
   std::string error;
-  FailureOr<SmallVector<ReshardStep>> steps =
+  FailureOr<std::vector<cost::ReshardStep>> steps =
       planReshard(src, dst, mesh, error);
   if (failed(steps))
     return op.emitOpError() << error;
@@ -115,34 +116,37 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
   b.setInsertionPoint(op);
-  for (const ReshardStep &s : *steps) {
+  for (const cost::ReshardStep &s : *steps) {
+    LDBG() << "  " << cost::stepName(s.kind) << " over "
+           << axesStr(axisNames(s.axes, mesh)) << " dim " << s.dim;
     auto t = cast<RankedTensorType>(v.getType());
     SmallVector<int64_t> shape(t.getShape());
     auto scale = [&](int64_t d, int64_t p, bool mul) {
       if (!ShapedType::isDynamic(shape[d]))
         shape[d] = mul ? shape[d] * p : shape[d] / p;
     };
-    ArrayAttr axes = axesAttr(ctx, s.axes);
-    int64_t p = groupSize(s.axes);
+    SmallVector<StringRef, 2> names = axisNames(s.axes, mesh);
+    ArrayAttr axes = axesAttr(ctx, names);
+    int64_t p = groupSize(names);
     switch (s.kind) {
-    case ReshardStep::AllReduce:
+    case cost::ReshardStep::AllReduce:
       v = AllReduceOp::create(b, loc, t, v, meshSym, axes,
                               ReductionAttr::get(ctx, Reduction::sum));
       break;
-    case ReshardStep::ReduceScatter:
+    case cost::ReshardStep::ReduceScatter:
       scale(s.dim, p, false);
       v = ReduceScatterOp::create(
           b, loc, RankedTensorType::get(shape, t.getElementType()), v,
           meshSym, axes, b.getI64IntegerAttr(s.dim),
           ReductionAttr::get(ctx, Reduction::sum));
       break;
-    case ReshardStep::AllGather:
+    case cost::ReshardStep::AllGather:
       scale(s.dim, p, true);
       v = AllGatherOp::create(
           b, loc, RankedTensorType::get(shape, t.getElementType()), v,
           meshSym, axes, b.getI64IntegerAttr(s.dim));
       break;
-    case ReshardStep::AllToAll:
+    case cost::ReshardStep::AllToAll:
       scale(s.dim, p, false);
       scale(s.concatDim, p, true);
       v = AllToAllOp::create(
@@ -150,9 +154,13 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
           meshSym, axes, b.getI64IntegerAttr(s.dim),
           b.getI64IntegerAttr(s.concatDim));
       break;
-    case ReshardStep::LocalSlice:
-      v = localSlice(loc, v, s.split);
+    case cost::ReshardStep::LocalSlice: {
+      SmallVector<SmallVector<StringRef, 2>> split;
+      for (const std::vector<int> &d : s.split)
+        split.push_back(axisNames(d, mesh));
+      v = localSlice(loc, v, split);
       break;
+    }
     }
   }
   return v;
