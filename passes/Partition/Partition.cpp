@@ -1,14 +1,15 @@
 //===- Partition.cpp - the partitioner's materialise step -----------------===//
 //
-// After the decide step (ExplicitReshards.cpp) every change of sharding is a
-// loom.shard. This step rewrites each function in place to the program of
+// After the decide step (InsertExplicitReshards.cpp) every change of
+// sharding is a loom.shard. This step rewrites each function in place to the program of
 // one rank:
 //  - every value gets its local type (each dimension divided by the product
 //    of the sizes of its axes); ops whose attributes encode global sizes are
 //    adjusted (slice limits, constants) or refused with a diagnostic when
 //    they cannot run on a shard (a softmax, norm, gather, concat or
 //    embedding table split along the dimension the op works across);
-//  - every loom.shard becomes the collectives that planReshard chooses;
+//  - every loom.shard becomes the steps that lib/Cost's reshard model
+//    chooses (include/loom/Cost/Reshard.h), the steps the planner priced;
 //  - private functions take and return local values; public functions
 //    (entry points) take the global values every rank receives and return
 //    their results laid out as their result shardings say;
@@ -484,7 +485,8 @@ LogicalResult loom::materializeReshards(ModuleOp module) {
 namespace {
 struct PartitionPass : loom::impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
-    if (failed(makeReshardsExplicit(getOperation())) ||
+    // The decide step ran as its own pass; check that it did.
+    if (failed(makeReshardsExplicit(getOperation(), /*checkOnly=*/true)) ||
         failed(materializeReshards(getOperation())))
       signalPassFailure();
   }
