@@ -394,6 +394,8 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
     OpLayouts l = std::move(it->second);
     layouts.erase(it);
     if (auto shard = dyn_cast<ShardOp>(&op)) {
+      LDBG() << "loom.shard at " << shard.getLoc() << ": " << l.ins[0].str()
+             << " -> " << l.outs[0].str();
       FailureOr<Value> v = reshard(shard, l.ins[0], l.outs[0]);
       if (failed(v))
         return failure();
