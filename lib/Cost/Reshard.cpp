@@ -77,8 +77,7 @@ struct Builder {
                        [&](int a) { return contains(pending, a); }))
         continue;
       auto scatter = [&](std::vector<int> axes) {
-        add(ReshardStep::ReduceScatter, axes, static_cast<int64_t>(d), -1,
-            cur);
+        add(ReshardStep::ReduceScatter, axes, static_cast<int64_t>(d), -1, cur);
         for (int a : axes) {
           cur.dims[d].push_back(a);
           cur.partial.erase(
@@ -139,8 +138,8 @@ struct Builder {
         std::vector<int> drop(cur.dims[i].begin() + keep, cur.dims[i].end());
         auto gather = [&](std::vector<int> axes) {
           cur.dims[i].resize(cur.dims[i].size() - axes.size());
-          add(ReshardStep::AllGather, std::move(axes),
-              static_cast<int64_t>(i), -1, cur);
+          add(ReshardStep::AllGather, std::move(axes), static_cast<int64_t>(i),
+              -1, cur);
         };
         // Minor axis first when the group order is not the listed order.
         if (inMeshOrder(drop))
@@ -239,16 +238,16 @@ double stepBytes(const ReshardStep &step, double globalBytes,
 
 double stepTime(const ReshardStep &step, double globalBytes,
                 const std::vector<int64_t> &axisSizes,
-                const std::vector<std::string> &axisNames,
-                const MeshSpec &mesh, Algorithm algo) {
+                const std::vector<std::string> &axisNames, const MeshSpec &mesh,
+                Algorithm algo) {
   Collective c;
   if (!stepCollective(step.kind, c))
     return 0;
   std::vector<std::string> names;
   for (int a : step.axes)
     names.push_back(axisNames[a]);
-  return collectiveTimeOnAxes(c, stepBytes(step, globalBytes, axisSizes),
-                              mesh, names, algo);
+  return collectiveTimeOnAxes(c, stepBytes(step, globalBytes, axisSizes), mesh,
+                              names, algo);
 }
 
 } // namespace loom::cost

@@ -114,8 +114,8 @@ double stepBytes(const ReshardStep &step, double globalBytes,
 /// (a local slice is free).
 double stepTime(const ReshardStep &step, double globalBytes,
                 const std::vector<int64_t> &axisSizes,
-                const std::vector<std::string> &axisNames,
-                const MeshSpec &mesh, Algorithm algo = Algorithm::Auto);
+                const std::vector<std::string> &axisNames, const MeshSpec &mesh,
+                Algorithm algo = Algorithm::Auto);
 
 } // namespace loom::cost
 
