@@ -132,8 +132,10 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     return success();
   }
   if (phase == Phase::Partition) {
-    // The per-rank program with its collectives (a no-op on a program
+    // Decide (every change of sharding a loom.shard), materialise (the
+    // per-rank program with its collectives; both a no-op on a program
     // without shardings), then cheaper collective sequences.
+    pm.addPass(createInsertExplicitReshardsPass());
     pm.addPass(createPartitionPass());
     pm.addPass(createOptimizeCollectivesPass());
     return success();

@@ -31,6 +31,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/DebugLog.h"
 
 #define DEBUG_TYPE "loom-optimize-collectives"
 
@@ -313,11 +314,14 @@ struct OptimizeCollectivesPass
       if (!meshOp)
         continue; // the verifier reports it
       MeshAttr mesh = meshOp.getMesh();
-      if (reduceThenSlice(ar, mesh))
+      Location loc = ar.getLoc();
+      if (reduceThenSlice(ar, mesh)) {
+        LDBG() << "all_reduce + local_slice -> reduce_scatter at " << loc;
         continue;
+      }
       // Sums only: a max/min all-reduce followed by a norm is rare.
-      if (ar.getReduction() == Reduction::sum)
-        sequenceParallelNorm(ar, mesh);
+      if (ar.getReduction() == Reduction::sum && sequenceParallelNorm(ar, mesh))
+        LDBG() << "sequence-parallel norm after the all_reduce at " << loc;
     }
     module.walk([&](func::FuncOp fn) {
       for (Block &block : fn.getBody())

@@ -1,14 +1,15 @@
 //===- Partition.cpp - the partitioner's materialise step -----------------===//
 //
-// After the decide step (ExplicitReshards.cpp) every change of sharding is a
-// loom.shard. This step rewrites each function in place to the program of
+// After the decide step (InsertExplicitReshards.cpp) every change of
+// sharding is a loom.shard. This step rewrites each function in place to the program of
 // one rank:
 //  - every value gets its local type (each dimension divided by the product
 //    of the sizes of its axes); ops whose attributes encode global sizes are
 //    adjusted (slice limits, constants) or refused with a diagnostic when
 //    they cannot run on a shard (a softmax, norm, gather, concat or
 //    embedding table split along the dimension the op works across);
-//  - every loom.shard becomes the collectives that planReshard chooses;
+//  - every loom.shard becomes the steps that lib/Cost's reshard model
+//    chooses (include/loom/Cost/Reshard.h), the steps the planner priced;
 //  - private functions take and return local values; public functions
 //    (entry points) take the global values every rank receives and return
 //    their results laid out as their result shardings say;
@@ -23,6 +24,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/DebugLog.h"
 
 #define DEBUG_TYPE "loom-partition"
 
@@ -107,7 +109,7 @@ Value Materializer::localSlice(Location loc, Value v,
 FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
                                        const Layout &dst) {
   std::string error;
-  FailureOr<SmallVector<ReshardStep>> steps =
+  FailureOr<std::vector<cost::ReshardStep>> steps =
       planReshard(src, dst, mesh, error);
   if (failed(steps))
     return op.emitOpError() << error;
@@ -115,34 +117,37 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
   b.setInsertionPoint(op);
-  for (const ReshardStep &s : *steps) {
+  for (const cost::ReshardStep &s : *steps) {
+    LDBG() << "  " << cost::stepName(s.kind) << " over "
+           << axesStr(axisNames(s.axes, mesh)) << " dim " << s.dim;
     auto t = cast<RankedTensorType>(v.getType());
     SmallVector<int64_t> shape(t.getShape());
     auto scale = [&](int64_t d, int64_t p, bool mul) {
       if (!ShapedType::isDynamic(shape[d]))
         shape[d] = mul ? shape[d] * p : shape[d] / p;
     };
-    ArrayAttr axes = axesAttr(ctx, s.axes);
-    int64_t p = groupSize(s.axes);
+    SmallVector<StringRef, 2> names = axisNames(s.axes, mesh);
+    ArrayAttr axes = axesAttr(ctx, names);
+    int64_t p = groupSize(names);
     switch (s.kind) {
-    case ReshardStep::AllReduce:
+    case cost::ReshardStep::AllReduce:
       v = AllReduceOp::create(b, loc, t, v, meshSym, axes,
                               ReductionAttr::get(ctx, Reduction::sum));
       break;
-    case ReshardStep::ReduceScatter:
+    case cost::ReshardStep::ReduceScatter:
       scale(s.dim, p, false);
       v = ReduceScatterOp::create(
           b, loc, RankedTensorType::get(shape, t.getElementType()), v,
           meshSym, axes, b.getI64IntegerAttr(s.dim),
           ReductionAttr::get(ctx, Reduction::sum));
       break;
-    case ReshardStep::AllGather:
+    case cost::ReshardStep::AllGather:
       scale(s.dim, p, true);
       v = AllGatherOp::create(
           b, loc, RankedTensorType::get(shape, t.getElementType()), v,
           meshSym, axes, b.getI64IntegerAttr(s.dim));
       break;
-    case ReshardStep::AllToAll:
+    case cost::ReshardStep::AllToAll:
       scale(s.dim, p, false);
       scale(s.concatDim, p, true);
       v = AllToAllOp::create(
@@ -150,9 +155,13 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
           meshSym, axes, b.getI64IntegerAttr(s.dim),
           b.getI64IntegerAttr(s.concatDim));
       break;
-    case ReshardStep::LocalSlice:
-      v = localSlice(loc, v, s.split);
+    case cost::ReshardStep::LocalSlice: {
+      SmallVector<SmallVector<StringRef, 2>> split;
+      for (const std::vector<int> &d : s.split)
+        split.push_back(axisNames(d, mesh));
+      v = localSlice(loc, v, split);
       break;
+    }
     }
   }
   return v;
@@ -385,6 +394,8 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
     OpLayouts l = std::move(it->second);
     layouts.erase(it);
     if (auto shard = dyn_cast<ShardOp>(&op)) {
+      LDBG() << "loom.shard at " << shard.getLoc() << ": " << l.ins[0].str()
+             << " -> " << l.outs[0].str();
       FailureOr<Value> v = reshard(shard, l.ins[0], l.outs[0]);
       if (failed(v))
         return failure();
@@ -476,7 +487,8 @@ LogicalResult loom::materializeReshards(ModuleOp module) {
 namespace {
 struct PartitionPass : loom::impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
-    if (failed(makeReshardsExplicit(getOperation())) ||
+    // The decide step ran as its own pass; check that it did.
+    if (failed(makeReshardsExplicit(getOperation(), /*checkOnly=*/true)) ||
         failed(materializeReshards(getOperation())))
       signalPassFailure();
   }

@@ -17,11 +17,15 @@ namespace loom {
 #define GEN_PASS_REGISTRATION
 #include "passes/Partition/Passes.h.inc"
 
-/// The decide step on its own (what loom-explicit-reshards runs); fails
-/// after a diagnostic. Also run by loom-partition.
-mlir::LogicalResult makeReshardsExplicit(mlir::ModuleOp module);
+/// The decide step (what loom-insert-explicit-reshards runs); fails after a
+/// diagnostic. With `checkOnly`, changes nothing and refuses every change
+/// of sharding that is not already a loom.shard (loom-partition's check of
+/// its input).
+mlir::LogicalResult makeReshardsExplicit(mlir::ModuleOp module,
+                                         bool checkOnly = false);
 
-/// The materialise step on a module that makeReshardsExplicit prepared.
+/// The materialise step on a module that makeReshardsExplicit prepared
+/// (loom-partition runs the check first).
 mlir::LogicalResult materializeReshards(mlir::ModuleOp module);
 
 } // namespace loom

@@ -2,10 +2,11 @@
 //
 // The partition phase turns a program in plan form (a loom.mesh, shardings
 // on values, explicit loom.shard reshards) into the program each rank runs:
-// local shapes and collectives. As in Shardy, one step decides every
-// reshard (loom-explicit-reshards), the next materialises them
-// (loom-partition); loom-optimize-collectives then improves the collectives.
-// docs/PARTITION.md describes the contract and the rules.
+// local shapes and collectives. As in Shardy, one pass decides every
+// reshard (loom-insert-explicit-reshards), the next materialises them
+// (loom-partition) with the collectives lib/Cost's reshard model chooses
+// (the model the planner prices); loom-optimize-collectives then improves
+// the collectives. docs/PARTITION.md describes the contract and the rules.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,8 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ExplicitReshardsPass : Pass<"loom-explicit-reshards", "mlir::ModuleOp"> {
+def InsertExplicitReshardsPass
+    : Pass<"loom-insert-explicit-reshards", "mlir::ModuleOp"> {
   let summary = "Check the plan form and make every reshard a loom.shard";
   let description = [{
     The decide step of the partitioner. Checks that the module is in plan
@@ -32,14 +34,17 @@ def ExplicitReshardsPass : Pass<"loom-explicit-reshards", "mlir::ModuleOp"> {
 def PartitionPass : Pass<"loom-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite a program in plan form per rank, with collectives";
   let description = [{
-    Runs the decide step (loom-explicit-reshards), then rewrites every
+    The materialise step, on a module that loom-insert-explicit-reshards
+    prepared (it checks the plan form again and refuses, naming the place,
+    a change of sharding that is not a `loom.shard`). Rewrites every
     function to per-rank local shapes (each dimension divided by the product
-    of the sizes of its axes) and materialises every `loom.shard` into
-    collectives on any subset of the mesh axes: `all_reduce` or
-    `reduce_scatter` for partial sums, `all_gather` for dropped axes,
-    `all_to_all` for an axis moving between dimensions, `loom.local_slice`
-    for newly split dimensions. Sharding attributes are removed: the result
-    is the program of one rank.
+    of the sizes of its axes) and materialises every `loom.shard` into the
+    steps of lib/Cost's reshard model (include/loom/Cost/Reshard.h, the one
+    the planner prices), on any subset of the mesh axes: `reduce_scatter` or
+    `all_reduce` for partial sums, `all_to_all` for an axis moving between
+    dimensions, `all_gather` for dropped axes, `loom.local_slice` for newly
+    split dimensions. Sharding attributes are removed: the result is the
+    program of one rank.
   }];
   let dependentDialects = ["loom::LoomDialect"];
 }

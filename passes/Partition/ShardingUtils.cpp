@@ -202,18 +202,30 @@ ArrayAttr axesAttr(MLIRContext *ctx, ArrayRef<StringRef> axes) {
   return ArrayAttr::get(ctx, out);
 }
 
-/// Whether `prefix` is a prefix of `full`.
-static bool isPrefix(ArrayRef<StringRef> prefix, ArrayRef<StringRef> full) {
-  return prefix.size() <= full.size() &&
-         llvm::equal(prefix, full.take_front(prefix.size()));
+cost::Layout toCostLayout(const Layout &l, MeshAttr mesh) {
+  cost::Layout out;
+  for (const auto &d : l.dims) {
+    std::vector<int> axes;
+    for (StringRef a : d)
+      axes.push_back(static_cast<int>(*mesh.getAxisIndex(a)));
+    out.dims.push_back(std::move(axes));
+  }
+  for (StringRef a : l.partial)
+    out.partial.push_back(static_cast<int>(*mesh.getAxisIndex(a)));
+  return out;
 }
 
-FailureOr<SmallVector<ReshardStep>> planReshard(const Layout &src,
-                                                const Layout &dst,
-                                                MeshAttr mesh,
-                                                std::string &error) {
-  SmallVector<ReshardStep> steps;
-  unsigned rank = dst.dims.size();
+SmallVector<StringRef, 2> axisNames(ArrayRef<int> axes, MeshAttr mesh) {
+  SmallVector<StringRef, 2> out;
+  for (int a : axes)
+    out.push_back(cast<StringAttr>(mesh.getAxisNames()[a]).getValue());
+  return out;
+}
+
+FailureOr<std::vector<cost::ReshardStep>>
+planReshard(const Layout &src, const Layout &dst, MeshAttr mesh,
+            std::string &error) {
+  // Said here with the axes' names; the model refuses the same case.
   for (StringRef a : dst.partial)
     if (!llvm::is_contained(src.partial, a)) {
       error = "the target sharding " + dst.str() +
@@ -222,106 +234,11 @@ FailureOr<SmallVector<ReshardStep>> planReshard(const Layout &src,
               " does not; a reshard cannot create partial sums";
       return failure();
     }
-  SmallVector<SmallVector<StringRef, 2>> cur(src.dims.begin(),
-                                             src.dims.end());
-  cur.resize(rank);
-
-  // 1. Sum the partial axes that the target does not keep.
-  SmallVector<StringRef, 2> reduce;
-  for (StringRef a : src.partial)
-    if (!llvm::is_contained(dst.partial, a))
-      reduce.push_back(a);
-  if (!reduce.empty()) {
-    std::optional<unsigned> scatterDim;
-    for (unsigned d = 0; d < rank && !scatterDim; ++d) {
-      ArrayRef<StringRef> want = dst.dims[d];
-      if (!isPrefix(cur[d], want) ||
-          want.size() - cur[d].size() != reduce.size())
-        continue;
-      ArrayRef<StringRef> added = want.drop_front(cur[d].size());
-      if (llvm::all_of(added,
-                       [&](StringRef a) { return llvm::is_contained(reduce, a); }))
-        scatterDim = d;
-    }
-    if (scatterDim) {
-      ArrayRef<StringRef> added =
-          ArrayRef<StringRef>(dst.dims[*scatterDim]).drop_front(
-              cur[*scatterDim].size());
-      // One collective when the runtime's group order is the listed order;
-      // otherwise major axis first (each scatter cuts within the block).
-      if (inMeshOrder(added, mesh)) {
-        steps.push_back({ReshardStep::ReduceScatter,
-                         SmallVector<StringRef, 2>(added), *scatterDim, -1,
-                         {}});
-      } else {
-        for (StringRef a : added)
-          steps.push_back(
-              {ReshardStep::ReduceScatter, {a}, *scatterDim, -1, {}});
-      }
-      cur[*scatterDim].assign(dst.dims[*scatterDim].begin(),
-                              dst.dims[*scatterDim].end());
-    } else {
-      steps.push_back({ReshardStep::AllReduce, reduce, -1, -1, {}});
-    }
-  }
-
-  // 2. Take axes off dimensions whose axes are not a prefix of the target.
-  auto matches = [&](unsigned d) { return isPrefix(cur[d], dst.dims[d]); };
-  while (true) {
-    bool progress = false;
-    // An axis moving to the next free place of another dimension.
-    for (unsigned i = 0; i < rank && !progress; ++i) {
-      if (matches(i))
-        continue;
-      StringRef a = cur[i].back();
-      for (unsigned j = 0; j < rank; ++j) {
-        if (j == i || !matches(j) || cur[j].size() >= dst.dims[j].size() ||
-            dst.dims[j][cur[j].size()] != a)
-          continue;
-        steps.push_back({ReshardStep::AllToAll, {a}, j, i, {}});
-        cur[i].pop_back();
-        cur[j].push_back(a);
-        progress = true;
-        break;
-      }
-    }
-    if (progress)
-      continue;
-    // Otherwise gather the non-matching suffix of one dimension.
-    for (unsigned i = 0; i < rank && !progress; ++i) {
-      if (matches(i))
-        continue;
-      size_t keep = 0;
-      while (keep < cur[i].size() && keep < dst.dims[i].size() &&
-             cur[i][keep] == dst.dims[i][keep])
-        ++keep;
-      ArrayRef<StringRef> drop = ArrayRef<StringRef>(cur[i]).drop_front(keep);
-      if (inMeshOrder(drop, mesh)) {
-        steps.push_back({ReshardStep::AllGather,
-                         SmallVector<StringRef, 2>(drop), i, -1, {}});
-      } else {
-        for (StringRef a : llvm::reverse(drop))
-          steps.push_back({ReshardStep::AllGather, {a}, i, -1, {}});
-      }
-      cur[i].resize(keep);
-      progress = true;
-    }
-    if (!progress)
-      break;
-  }
-
-  // 3. Cut what the target newly splits.
-  ReshardStep slice{ReshardStep::LocalSlice, {}, -1, -1, {}};
-  slice.split.resize(rank);
-  bool any = false;
-  for (unsigned d = 0; d < rank; ++d)
-    for (StringRef a : ArrayRef<StringRef>(dst.dims[d]).drop_front(
-             cur[d].size())) {
-      slice.split[d].push_back(a);
-      any = true;
-    }
-  if (any)
-    steps.push_back(std::move(slice));
+  cost::Layout from = toCostLayout(src, mesh), to = toCostLayout(dst, mesh);
+  from.dims.resize(to.dims.size());
+  std::vector<cost::ReshardStep> steps;
+  if (!cost::planReshard(from, to, steps, error))
+    return failure();
   return steps;
 }
 

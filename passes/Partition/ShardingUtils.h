@@ -2,8 +2,8 @@
 //
 // Helpers shared by the partition passes: a sharding as an editable layout
 // (axes per dimension, partial axes), the sharding of a value in plan form,
-// local types, and the planner of reshards (which collectives turn one
-// layout into another).
+// local types, and the bridge to lib/Cost's reshard model (which
+// collectives turn one layout into another).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 #define LOOM_PASSES_PARTITION_SHARDINGUTILS_H
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Cost/Reshard.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
@@ -66,24 +67,18 @@ int64_t localSize(int64_t global, llvm::ArrayRef<llvm::StringRef> axes,
 /// `layout`; null when `type` is neither a ranked tensor nor a qtensor.
 mlir::Type getLocalType(mlir::Type type, const Layout &layout, MeshAttr mesh);
 
-/// One collective (or local slice) of a reshard.
-struct ReshardStep {
-  enum Kind { AllReduce, ReduceScatter, AllGather, AllToAll, LocalSlice };
-  Kind kind;
-  /// The group of a collective.
-  llvm::SmallVector<llvm::StringRef, 2> axes;
-  /// gather / scatter dimension, or the all_to_all split dimension.
-  int64_t dim = -1;
-  /// The all_to_all concat dimension.
-  int64_t concatDim = -1;
-  /// LocalSlice: the axes newly splitting each dimension.
-  llvm::SmallVector<llvm::SmallVector<llvm::StringRef, 2>> split;
-};
+/// `l` with mesh axis indices instead of names (lib/Cost's reshard model).
+cost::Layout toCostLayout(const Layout &l, MeshAttr mesh);
 
-/// Plans the collectives that turn a value laid out as `src` into `dst` on
-/// `mesh`. Fails, with a message in `error`, when `dst` is partial over an
-/// axis that `src` is not.
-mlir::FailureOr<llvm::SmallVector<ReshardStep>>
+/// The names of mesh axes given by index.
+llvm::SmallVector<llvm::StringRef, 2> axisNames(llvm::ArrayRef<int> axes,
+                                                MeshAttr mesh);
+
+/// The steps that turn a value laid out as `src` into `dst` on `mesh`:
+/// lib/Cost's planReshard (include/loom/Cost/Reshard.h), the one model the
+/// sharding planner prices. Fails, with a message in `error`, when `dst` is
+/// partial over an axis that `src` is not.
+mlir::FailureOr<std::vector<cost::ReshardStep>>
 planReshard(const Layout &src, const Layout &dst, MeshAttr mesh,
             std::string &error);
 

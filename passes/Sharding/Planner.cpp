@@ -12,6 +12,7 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/Cost/CostModel.h"
+#include "loom/Cost/Reshard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/DebugLog.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -28,6 +30,8 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+
+#define DEBUG_TYPE "loom-plan-sharding"
 
 using namespace mlir;
 
@@ -195,6 +199,8 @@ private:
 public:
   double reshard(int src, int dst, const ValueInfo &v,
                  std::vector<PlannedCollective> *out = nullptr);
+  /// The sharding `id` as lib/Cost's layout (partial axes in mesh order).
+  cost::Layout costLayout(int id) const;
   std::string shToString(int id) const;
 };
 
@@ -733,6 +739,20 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
 // Reshards as collectives
 //===----------------------------------------------------------------------===//
 
+cost::Layout Planner::costLayout(int id) const {
+  const Sh &s = table.get(id);
+  cost::Layout l;
+  for (auto &d : s.dims)
+    l.dims.emplace_back(d.begin(), d.end());
+  for (unsigned a = 0; a < mesh.names.size(); ++a)
+    if (s.partial & (1u << a))
+      l.partial.push_back(static_cast<int>(a));
+  return l;
+}
+
+/// The time of the reshard of `v` from `src` to `dst`: the steps of
+/// lib/Cost's reshard model (the ones loom-partition materialises), each
+/// priced by the cost model's collective time. With `out`, also lists them.
 double Planner::reshard(int src, int dst, const ValueInfo &v,
                         std::vector<PlannedCollective> *out) {
   if (src == dst)
@@ -746,92 +766,27 @@ double Planner::reshard(int src, int dst, const ValueInfo &v,
     if (it != reshardCache.end())
       return it->second;
   }
-  const Sh &s = table.get(src), &d = table.get(dst);
+  std::vector<cost::ReshardStep> steps;
+  std::string error;
   double time = 0;
-  if (d.partial & ~s.partial || s.dims.size() != d.dims.size()) {
+  if (!cost::planReshard(costLayout(src), costLayout(dst), steps, error)) {
     time = kInf;
   } else {
-    auto names = [&](ArrayRef<uint8_t> axes) {
-      std::vector<std::string> n;
-      for (uint8_t a : axes)
-        n.push_back(mesh.names[a]);
-      return n;
-    };
-    auto group = [&](ArrayRef<uint8_t> axes) {
-      double g = 1;
-      for (uint8_t a : axes)
-        g *= static_cast<double>(mesh.sizes[a]);
-      return g;
-    };
-    auto record = [&](const char *kind, cost::Collective c, double bytes,
-                      ArrayRef<uint8_t> axes) {
-      double t = cost::collectiveTimeOnAxes(c, bytes, mesh.spec, names(axes),
-                                            cost::Algorithm::Auto);
+    for (const cost::ReshardStep &step : steps) {
+      double t = cost::stepTime(step, v.bytes, mesh.sizes, mesh.names,
+                                mesh.spec, cost::Algorithm::Auto);
       time += t;
-      if (out)
-        out->push_back({kind, names(axes), bytes, t, ""});
-    };
-    double local = localBytes(v, src);
-    SmallVector<SmallVector<uint8_t, 2>, 4> cur(s.dims.begin(), s.dims.end());
-    uint32_t pending = s.partial & ~d.partial;
-    if (pending) {
-      // A reduce-scatter when the target newly splits a dimension on
-      // exactly (a subset of) the pending axes, appended to its current
-      // split.
-      for (size_t i = 0; i < cur.size() && pending; ++i) {
-        auto &want = d.dims[i];
-        if (want.size() <= cur[i].size() ||
-            !std::equal(cur[i].begin(), cur[i].end(), want.begin()))
-          continue;
-        SmallVector<uint8_t, 2> extra(want.begin() + cur[i].size(), want.end());
-        if (!llvm::all_of(extra, [&](uint8_t a) { return pending & (1u << a); }))
-          continue;
-        record("reduce_scatter", cost::Collective::ReduceScatter, local, extra);
-        local /= group(extra);
-        cur[i] = want;
-        for (uint8_t a : extra)
-          pending &= ~(1u << a);
-      }
-      if (pending) {
-        SmallVector<uint8_t, 2> axes;
-        for (unsigned a = 0; a < mesh.names.size(); ++a)
-          if (pending & (1u << a))
-            axes.push_back(static_cast<uint8_t>(a));
-        record("all_reduce", cost::Collective::AllReduce, local, axes);
-      }
-    }
-    for (size_t i = 0; i < cur.size(); ++i) {
-      if (cur[i] == d.dims[i])
+      if (!out || step.kind == cost::ReshardStep::LocalSlice)
         continue;
-      size_t k = 0;
-      while (k < cur[i].size() && k < d.dims[i].size() &&
-             cur[i][k] == d.dims[i][k])
-        ++k;
-      SmallVector<uint8_t, 2> gathered(cur[i].begin() + k, cur[i].end());
-      if (!gathered.empty()) {
-        // One axis moving to a dimension that wants exactly it next:
-        // all_to_all.
-        bool moved = false;
-        if (gathered.size() == 1)
-          for (size_t j = 0; j < cur.size() && !moved; ++j) {
-            if (j == i || d.dims[j].size() != cur[j].size() + 1 ||
-                d.dims[j].back() != gathered[0] ||
-                !std::equal(cur[j].begin(), cur[j].end(), d.dims[j].begin()))
-              continue;
-            record("all_to_all", cost::Collective::AllToAll, local, gathered);
-            cur[j] = d.dims[j];
-            moved = true;
-          }
-        if (!moved) {
-          local *= group(gathered);
-          record("all_gather", cost::Collective::AllGather, local, gathered);
-        }
-        cur[i].resize(k);
-      }
-      // The rest of the target's split is a local slice: free.
-      SmallVector<uint8_t, 2> sliced(d.dims[i].begin() + k, d.dims[i].end());
-      local /= group(sliced);
-      cur[i] = d.dims[i];
+      PlannedCollective c;
+      c.kind = cost::stepName(step.kind);
+      for (int a : step.axes)
+        c.axes.push_back(mesh.names[a]);
+      c.bytes = cost::stepBytes(step, v.bytes, mesh.sizes);
+      c.time = t;
+      c.dim = step.dim;
+      c.concatDim = step.concatDim;
+      out->push_back(std::move(c));
     }
   }
   if (!out)
@@ -970,6 +925,9 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
       beam = std::move(kept);
       back.push_back(std::move(keptFrom));
       ++replayed;
+      LDBG(2) << "step " << i << " (" << step.op->getName()
+              << "): replayed from an equal earlier step, " << beam.size()
+              << " states";
       continue;
     }
     std::vector<State> next;
@@ -1067,6 +1025,10 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
       outs.push_back(std::move(o));
     }
     bucket.push_back({std::move(key), std::move(outs)});
+    LDBG(2) << "step " << i << " (" << step.op->getName() << "): "
+            << step.strategies.size() << " strategies, " << next.size()
+            << " states, kept " << kept.size() << ", best cost "
+            << (kept.empty() ? 0.0 : kept.front().cost);
     beam = std::move(kept);
     back.push_back(std::move(keptFrom));
   }
@@ -1078,6 +1040,10 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
   }
   time = beam.empty() ? 0 : beam.front().time;
   memory = beam.empty() ? 0 : beam.front().mem;
+  LDBG() << "search of @" << p.func.getSymName() << " at price " << price
+         << " s/byte: " << p.steps.size() << " steps (" << replayed
+         << " replayed), time " << time << " s, memory " << memory
+         << " bytes";
   for (const ValueInfo &v : p.values)
     if (v.fixed >= 0 && v.lastUse >= 0 &&
         (!v.value.getDefiningOp() || isa<WeightOp>(v.value.getDefiningOp())))
@@ -1104,6 +1070,8 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
   for (auto [i, v] : llvm::enumerate(p.values))
     cur[i] = v.fixed;
   std::map<std::pair<int, int>, Value> reshards;
+  // Each collective with the loom.shard the partitioner expands it from.
+  std::vector<std::pair<Operation *, PlannedCollective>> placed;
   OpBuilder b(ctx);
   for (auto [i, step] : llvm::enumerate(p.steps)) {
     const Strategy &s = step.strategies[choice[i]];
@@ -1134,22 +1102,33 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
                                                 toAttr(cur[v]));
         }
       }
+      // A loom.shard is itself the reshard the partitioner materialises.
+      if (cur[v] == req)
+        continue;
+      Operation *anchor = step.op;
+      if (!isa<ShardOp>(step.op)) {
+        Value &r = reshards[{v, req}];
+        bool reused = static_cast<bool>(r);
+        if (!reused) {
+          b.setInsertionPointAfterValue(info.value);
+          r = ShardOp::create(b, step.op->getLoc(), info.value, toAttr(req));
+        }
+        step.op->setOperand(j, r);
+        // A second use of the same reshard runs no second collective.
+        if (reused)
+          continue;
+        anchor = r.getDefiningOp();
+      }
       std::vector<PlannedCollective> colls;
       reshard(cur[v], req, info, &colls);
       for (auto &c : colls) {
         c.at = at;
         fp.commTime += c.time;
-        fp.collectives.push_back(c);
+        placed.push_back({anchor, std::move(c)});
       }
-      // A loom.shard is itself the reshard the partitioner materialises.
-      if (cur[v] == req || isa<ShardOp>(step.op))
-        continue;
-      Value &r = reshards[{v, req}];
-      if (!r) {
-        b.setInsertionPointAfterValue(info.value);
-        r = ShardOp::create(b, step.op->getLoc(), info.value, toAttr(req));
-      }
-      step.op->setOperand(j, r);
+      LDBG() << "reshard of value #" << v << " " << shToString(cur[v])
+             << " -> " << shToString(req) << " for " << at << ": "
+             << colls.size() << " collective(s)";
     }
     fp.computeTime += s.time;
     if (step.op->hasTrait<OpTrait::IsTerminator>())
@@ -1171,6 +1150,15 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
     else
       step.op->setAttr(kShardingAttrName, ArrayAttr::get(ctx, attrs));
   }
+  // In program order: the order of the partitioned program's collectives.
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(p.func.getBody().front()))
+    position[&op] = i;
+  std::stable_sort(placed.begin(), placed.end(), [&](auto &x, auto &y) {
+    return position.lookup(x.first) < position.lookup(y.first);
+  });
+  for (auto &entry : placed)
+    fp.collectives.push_back(std::move(entry.second));
   for (const ValueInfo &v : p.values) {
     if (v.lastUse < 0)
       continue;
@@ -1393,6 +1381,8 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
         auto c = planner.search(p, mid, t, m);
         if (failed(c))
           return failure();
+        LDBG() << "price bisection: " << mid << " s/byte -> " << m
+               << " bytes (limit " << plan.memoryLimit << ")";
         if (m <= plan.memoryLimit) {
           best = *c;
           bestPrice = mid;
@@ -1468,6 +1458,10 @@ std::string planToJson(const Plan &plan) {
               j.object([&] {
                 j.attribute("kind", c.kind);
                 strings("axes", c.axes);
+                if (c.dim >= 0)
+                  j.attribute("dim", c.dim);
+                if (c.concatDim >= 0)
+                  j.attribute("concat_dim", c.concatDim);
                 j.attribute("bytes", c.bytes);
                 j.attribute("time_s", c.time);
                 j.attribute("at", c.at);

@@ -49,6 +49,8 @@ struct PlannedCollective {
   double bytes = 0; ///< buffer bytes (the collective's full size)
   double time = 0;  ///< seconds
   std::string at;   ///< the op that needs it
+  int64_t dim = -1; ///< gather / scatter / all_to_all split dimension
+  int64_t concatDim = -1; ///< all_to_all concat dimension
 };
 
 /// The strategy chosen for one op.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-partition
+// RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-insert-explicit-reshards --loom-partition
 
 // Programs that are not in plan form, or that cannot run on shards, fail
 // with a diagnostic at the op that names the value, the axis and the

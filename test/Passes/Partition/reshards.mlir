@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-partition | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
 // Each reshard kind, on 1-D, 2x2 and 2x2x2 meshes. Arguments of private
 // functions are local values laid out as their loom.sharding says.
 
@@ -247,3 +247,20 @@ func.func private @cube_dynamic(%x: tensor<?x16xf32> {loom.sharding = #loom.shar
 // CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_gather %[[V1]] on @m axes = ["b", "c"] gather_dim = 1 : tensor<?x4xf32> -> tensor<?x16xf32>
 // CHECK-NEXT: %[[V3:[a-zA-Z0-9_]+]] = loom.local_slice %[[V2]] on @m split = {{\[\[}}"b", "c"], ["a"]] : tensor<?x16xf32> -> tensor<?x8xf32>
 // CHECK-NEXT: return %[[V3]] : tensor<?x8xf32>
+
+// -----
+
+loom.mesh @m = <dp = 2, tp = 2>
+// 2x2: partial over both axes, the target splits dim 1 over tp only: the
+// tp sum is scattered and the dp sum runs on the scattered half (the step
+// the planner prices: lib/Cost/Reshard.cpp).
+func.func private @partial_both_scatter_one(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{}, {}], partial = {dp, tp}>}) -> (tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{}, {tp}]>}) {
+  %0 = loom.shard %x to <@m, [{}, {tp}]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+// CHECK-LABEL: func.func private @partial_both_scatter_one(
+// CHECK-SAME: %[[ARG0:[a-zA-Z0-9_]+]]: tensor<8x16xf32>
+// CHECK-SAME: -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V1:[a-zA-Z0-9_]+]] = loom.reduce_scatter %[[ARG0]] on @m axes = ["tp"] scatter_dim = 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[V2:[a-zA-Z0-9_]+]] = loom.all_reduce %[[V1]] on @m axes = ["dp"] : tensor<8x8xf32>
+// CHECK-NEXT: return %[[V2]] : tensor<8x8xf32>

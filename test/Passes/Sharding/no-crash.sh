@@ -12,7 +12,7 @@ n=0
 while IFS= read -r f; do
   for mesh in "tp=2" "dp=2,tp=2"; do
     out=$("$OPT" "$f" --split-input-file --loom-plan-sharding="mesh=$mesh" \
-          --loom-partition -o /dev/null 2>&1)
+          --loom-insert-explicit-reshards --loom-partition -o /dev/null 2>&1)
     rc=$?
     n=$((n + 1))
     if [ $rc -gt 1 ] || grep -q "Stack dump\|Assertion\|Segmentation" <<<"$out"; then

@@ -75,7 +75,8 @@ def test_plan_and_partition(tmp_path, weights, mesh, chosen):
     src = tmp_path / "mlp.mlir"
     src.write_text(program(mesh, chosen).replace("{W}", str(wdir / "w.bin")))
     r = subprocess.run([str(LOOM_OPT), str(src), "--loom-plan-sharding",
-                        "--loom-partition"], capture_output=True, text=True)
+                        "--loom-insert-explicit-reshards", "--loom-partition"],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "Stack dump" not in r.stderr
     # The annotations are kept: each annotated op still carries its sharding

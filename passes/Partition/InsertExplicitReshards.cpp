@@ -1,4 +1,4 @@
-//===- ExplicitReshards.cpp - the partitioner's decide step ---------------===//
+//===- InsertExplicitReshards.cpp - the partitioner's decide step ---------===//
 //
 // Checks that a module is in plan form and makes every change of sharding
 // an explicit loom.shard, so that the materialise step (Partition.cpp) only
@@ -14,6 +14,8 @@
 // The checks: one mesh, no hand-written collectives next to shardings, no
 // ops with regions, partial sums only through linear ops, and operand
 // shardings that agree with the result's for elementwise ops and matmuls.
+// loom-partition runs the same walk in check-only mode: it changes nothing
+// and refuses every change of sharding that is not yet a loom.shard.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,10 +26,12 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
-#define DEBUG_TYPE "loom-explicit-reshards"
+#define DEBUG_TYPE "loom-insert-explicit-reshards"
+
+#include "llvm/Support/DebugLog.h"
 
 namespace loom {
-#define GEN_PASS_DEF_EXPLICITRESHARDSPASS
+#define GEN_PASS_DEF_INSERTEXPLICITRESHARDSPASS
 #include "passes/Partition/Passes.h.inc"
 } // namespace loom
 
@@ -62,20 +66,38 @@ ShardingAttr replicated(MLIRContext *ctx, FlatSymbolRefAttr mesh,
                            ArrayAttr::get(ctx, {}));
 }
 
+/// What loom-partition says about a change of sharding that is not a
+/// loom.shard.
+constexpr llvm::StringLiteral kRunDecide =
+    "; run loom-insert-explicit-reshards before loom-partition (the "
+    "loom-partition-pipeline does)";
+
 /// Reshards `operand` (of `user`) to `want` (null: replicated) with a
-/// loom.shard before `user`, unless it is laid out so already.
-void reshardOperand(OpBuilder &b, OpOperand &operand, ShardingAttr want,
-                    FlatSymbolRefAttr mesh) {
+/// loom.shard before `user`, unless it is laid out so already. With
+/// `checkOnly`, refuses instead.
+LogicalResult reshardOperand(OpBuilder &b, OpOperand &operand,
+                             ShardingAttr want, FlatSymbolRefAttr mesh,
+                             bool checkOnly) {
   Value v = operand.get();
   unsigned rank = rankOf(v.getType());
   if (Layout::of(v) == Layout::of(want, rank))
-    return;
+    return success();
+  if (checkOnly)
+    return operand.getOwner()->emitOpError()
+           << "operand " << operand.getOperandNumber() << " is laid out "
+           << Layout::of(v).str() << " but is wanted as "
+           << Layout::of(want, rank).str() << " without a loom.shard"
+           << kRunDecide;
+  LDBG() << "reshard operand " << operand.getOperandNumber() << " of "
+         << operand.getOwner()->getName() << ": " << Layout::of(v).str()
+         << " -> " << Layout::of(want, rank).str();
   if (!want)
     want = replicated(b.getContext(), mesh, rank);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(operand.getOwner());
   auto shard = ShardOp::create(b, operand.getOwner()->getLoc(), v, want);
   operand.set(shard.getResult());
+  return success();
 }
 
 std::string axesStr(ArrayRef<StringRef> axes) {
@@ -335,7 +357,7 @@ LogicalResult checkOp(Operation *op) {
 // The decide step
 //===----------------------------------------------------------------------===//
 
-LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
+LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
   if (!hasShardings(module))
     return success();
   MLIRContext *ctx = module.getContext();
@@ -422,7 +444,8 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
         // local layout: the argument keeps its sharding (local type).
         if (!s || fn.getArgAttr(i, LoomDialect::kStateAttrName))
           continue;
-        fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
+        if (!checkOnly)
+          fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
         Layout l = Layout::of(s, rankOf(fn.getArgument(i).getType()));
         if (!l.partial.empty())
           return fn.emitOpError()
@@ -432,6 +455,12 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
                     "point's argument, so it can be split, not partial";
         if (l.isReplicated())
           continue;
+        if (checkOnly)
+          return fn.emitOpError()
+                 << "argument " << i << " is sharded " << l.str()
+                 << " but arrives whole on every rank" << kRunDecide;
+        LDBG() << "@" << fn.getSymName() << " argument " << i << ": "
+               << l.str() << " from whole";
         insertShard(b, entry.getArgument(i), s,
                     [](OpOperand &) { return true; });
       }
@@ -450,7 +479,8 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
                                  << axesStr(l.partial)
                                  << "; every rank maps the whole weight";
         if (l.isReplicated()) {
-          op->removeAttr(LoomDialect::kShardingAttrName);
+          if (!checkOnly)
+            op->removeAttr(LoomDialect::kShardingAttrName);
           continue;
         }
         // A float weight with storage is loaded split: each rank reads only
@@ -461,6 +491,12 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
         if (auto q = dyn_cast<QTensorType>(w.getType()))
           t = q.getStorageType(); // rows of blocks: split in whole blocks
         if (w.getSource() && t) {
+          if (checkOnly) {
+            if (op->hasAttr("loom.split"))
+              continue;
+            return w.emitOpError() << "is sharded " << l.str()
+                                   << " but has no `loom.split`" << kRunDecide;
+          }
           MLIRContext *ctx = w.getContext();
           op->setAttr("loom.split",
                       DictionaryAttr::get(
@@ -471,6 +507,12 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
                                                    ctx, t.getShape()))}));
           continue;
         }
+        if (checkOnly)
+          return w.emitOpError() << "is sharded " << l.str()
+                                 << " but every rank maps it whole"
+                                 << kRunDecide;
+        LDBG() << "weight " << w.getName() << ": " << l.str()
+               << " from whole";
         op->removeAttr(LoomDialect::kShardingAttrName);
         insertShard(b, w.getResult(), s, [](OpOperand &) { return true; });
         continue;
@@ -486,7 +528,8 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
               entryPoint ? ShardingAttr()
                          : callee.getArgAttrOfType<ShardingAttr>(
                                i, LoomDialect::kShardingAttrName);
-          reshardOperand(b, operand, want, mesh);
+          if (failed(reshardOperand(b, operand, want, mesh, checkOnly)))
+            return failure();
         }
         for (unsigned i = 0; i < call.getNumResults(); ++i) {
           ShardingAttr have = getResultSharding(op, i);
@@ -500,17 +543,24 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
                    << callee.getName() << " returns it as "
                    << Layout::of(want, rank).str()
                    << "; reshard the result with loom.shard instead";
-          setResultSharding(op, i, want);
+          if (checkOnly && Layout::of(have, rank) != Layout::of(want, rank))
+            return call.emitOpError()
+                   << "result " << i << " is not annotated but @"
+                   << callee.getName() << " returns it as "
+                   << Layout::of(want, rank).str() << kRunDecide;
+          if (!checkOnly)
+            setResultSharding(op, i, want);
         }
         continue;
       }
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (OpOperand &operand : ret->getOpOperands())
-          reshardOperand(b, operand,
-                         fn.getResultAttrOfType<ShardingAttr>(
-                             operand.getOperandNumber(),
-                             LoomDialect::kShardingAttrName),
-                         mesh);
+          if (failed(reshardOperand(b, operand,
+                                    fn.getResultAttrOfType<ShardingAttr>(
+                                        operand.getOperandNumber(),
+                                        LoomDialect::kShardingAttrName),
+                                    mesh, checkOnly)))
+            return failure();
         continue;
       }
     }
@@ -523,8 +573,8 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module) {
 }
 
 namespace {
-struct ExplicitReshardsPass
-    : loom::impl::ExplicitReshardsPassBase<ExplicitReshardsPass> {
+struct InsertExplicitReshardsPass
+    : loom::impl::InsertExplicitReshardsPassBase<InsertExplicitReshardsPass> {
   void runOnOperation() override {
     if (failed(makeReshardsExplicit(getOperation())))
       signalPassFailure();

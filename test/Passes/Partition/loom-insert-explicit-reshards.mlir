@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-explicit-reshards | FileCheck %s --enable-var-scope
-// The decide step alone (loom-explicit-reshards): every implicit change of
+// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards | FileCheck %s --enable-var-scope
+// The decide step alone (loom-insert-explicit-reshards): every implicit change of
 // sharding becomes a loom.shard, the program stays global.
 
 loom.mesh @m = <dp = 2, tp = 2>
