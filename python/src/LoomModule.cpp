@@ -26,6 +26,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -336,6 +337,14 @@ public:
                                (spec ? "; expected " + describe(*spec)
                                      : std::string()))
                                   .c_str());
+      // The executor says "dtype is f64 but ... expects f32"; here the
+      // expected shape comes with it (what to pass instead).
+      if (spec && in.array.dtype != spec->dtype)
+        throw nb::value_error(("input '" + name + "': dtype " +
+                               run::dtypeName(in.array.dtype) +
+                               ", but entry '" + e.name + "' expects " +
+                               describe(*spec))
+                                  .c_str());
       for (size_t d = 0; d < a.ndim(); ++d)
         in.array.shape.push_back(int64_t(a.shape(d)));
       in.array.data = a.data();
@@ -504,9 +513,12 @@ NB_MODULE(_loom, m) {
           "text",
           [](Generation &g) {
             const auto &r = g.result();
-            return r.sequences.empty() ? std::string() : r.sequences[0].text;
+            return r.sequences.empty()
+                       ? std::string()
+                       : run::printableText(r.sequences[0].text);
           },
-          "The whole generated text (waits for the end).")
+          "The whole generated text as loom-run prints it (valid UTF-8; "
+          "waits for the end).")
       .def_prop_ro(
           "stop",
           [](Generation &g) {
