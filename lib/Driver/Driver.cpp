@@ -450,6 +450,9 @@ bool Compilation::runPhase(loom::Phase p, TimingScope &root) {
     return emitBundle(timing);
   if (!loom::isPassPhase(p))
     return true;
+  if (p == loom::Phase::Shard && o.beforeShard &&
+      !o.beforeShard(module->getOperation(), diag))
+    return false;
   PassManager pm(module->getContext());
   std::string error;
   if (failed(loom::buildPhasePipeline(pm, p, options, error)))

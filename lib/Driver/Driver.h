@@ -17,12 +17,16 @@
 #define LOOM_LIB_DRIVER_DRIVER_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace llvm {
 class raw_ostream;
 } // namespace llvm
+namespace mlir {
+class Operation;
+} // namespace mlir
 
 namespace loom::driver {
 
@@ -62,6 +66,12 @@ struct CompileOptions {
   std::string *irText = nullptr;
   /// Prefix of the driver's own messages ("loomc: ...").
   std::string toolName = "loomc";
+  /// Called with the module (a ModuleOp) at the start of the shard phase,
+  /// before the sharding passes and the planner: custom sharding rules of
+  /// a library caller (python/loom). False: the compile fails (it wrote
+  /// why to the stream).
+  std::function<bool(mlir::Operation *module, llvm::raw_ostream &diag)>
+      beforeShard;
 };
 
 /// How a compile ended: `exitCode` 0 on success; otherwise the messages

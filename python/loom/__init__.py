@@ -28,8 +28,11 @@ from ._loom import (BundleError, CompileError, CompileOptions, Executor,
 from ._loom import compile_model as _compile_model
 from ._model import ModelLike, mesh_spec, model_path
 from ._plan import Plan
+from ._sharding import Op, Pin, Rule, Value
+from ._sharding import adapt as _adapt_rules
 
-__all__ = ["compile", "plan", "ir", "Bundle", "Plan", "Generation",
+__all__ = ["compile", "plan", "ir", "Bundle", "Plan", "Generation", "Op",
+           "Pin", "Rule", "Value",
            "CompileOptions", "LoomError", "CompileError", "BundleError",
            "RunError", "PHASES"]
 __version__ = "0.1.0"
@@ -62,8 +65,8 @@ def _options(model: str, options: Mapping[str, Any]) -> CompileOptions:
     return o
 
 
-def _run_driver(o: CompileOptions) -> str:
-    ir_text, messages = _compile_model(o)
+def _run_driver(o: CompileOptions, rules: Sequence[Rule] = ()) -> str:
+    ir_text, messages = _compile_model(o, _adapt_rules(rules or ()))
     if messages:
         sys.stderr.write(messages)
     return ir_text
@@ -182,7 +185,8 @@ def _numpy_dtype(name: str):
 def compile(model: ModelLike, mesh: str | dict | None = None,
             quant: str | None = None, target: str = "cpu",
             out: str | os.PathLike | None = None, *,
-            example_inputs: Sequence[Any] | None = None, ranks: int = 0,
+            example_inputs: Sequence[Any] | None = None,
+            sharding_rules: Sequence[Rule] = (), ranks: int = 0,
             threads: int = 0, **options: Any) -> Bundle:
     """Compiles `model` to a bundle and opens it (loomc MODEL -o OUT).
 
@@ -191,8 +195,10 @@ def compile(model: ModelLike, mesh: str | dict | None = None,
     `example_inputs` (exported to ONNX). mesh: "tp=2", {"dp": 2, "tp": 4}
     or a JSON mesh file. quant: "int4:32", ... target: "cpu" or "cuda".
     out: the bundle directory (default: a temporary one that lives as long
-    as the returned Bundle). **options: any other loomc flag in snake_case
-    (device="h100-sxm", memory_limit=40, qmatmul="dequant", jobs=2, ...).
+    as the returned Bundle). sharding_rules: Python functions that pin the
+    shardings of some ops before the planner (loom.Op -> loom.Pin | None).
+    **options: any other loomc flag in snake_case (device="h100-sxm",
+    memory_limit=40, qmatmul="dequant", jobs=2, ...).
     Raises CompileError with the compiler's diagnostics."""
     keep = None
     if out is None:
@@ -203,18 +209,19 @@ def compile(model: ModelLike, mesh: str | dict | None = None,
                       example_inputs)
     o = _options(path, dict(options, mesh=mesh, quant=quant, target=target))
     o.output = str(out)
-    _run_driver(o)
+    _run_driver(o, sharding_rules)
     return Bundle(Executor.load(str(out), ranks, threads, 0.0), keep)
 
 
 def plan(model: ModelLike, mesh: str | dict | None = None, *,
          device: str = "cpu", memory_limit: float | None = None,
          example_inputs: Sequence[Any] | None = None,
-         **options: Any) -> Plan:
+         sharding_rules: Sequence[Rule] = (), **options: Any) -> Plan:
     """Plans the sharding of `model` on `mesh` without compiling it
     (loomc --emit=plan): per-op strategies, collectives, memory per device
     and predicted time for `device` ("a100-80gb", "h100-sxm", "h200",
-    "cpu"), within `memory_limit` GiB per device if given."""
+    "cpu"), within `memory_limit` GiB per device if given, with the ops
+    that `sharding_rules` pin kept as pinned."""
     with tempfile.TemporaryDirectory(prefix="loom-plan-") as tmp:
         path = model_path(model, Path(tmp) / "model.onnx", example_inputs)
         o = _options(path, dict(options, mesh=mesh, device=device,
@@ -222,12 +229,13 @@ def plan(model: ModelLike, mesh: str | dict | None = None, *,
         o.emit = "plan"
         o.plan_summary = False
         o.output = str(Path(tmp) / "plan.json")
-        _run_driver(o)
+        _run_driver(o, sharding_rules)
         return Plan((Path(tmp) / "plan.json").read_text())
 
 
 def ir(model: ModelLike, phase: str = "shard", *,
-       example_inputs: Sequence[Any] | None = None, **options: Any) -> str:
+       example_inputs: Sequence[Any] | None = None,
+       sharding_rules: Sequence[Rule] = (), **options: Any) -> str:
     """The IR after `phase` (one of loom.PHASES but "bundle"), as
     `loomc MODEL --compile-to=PHASE` prints it. **options: loomc's flags
     (mesh="tp=2", quant="int4:32", ...)."""
@@ -235,4 +243,4 @@ def ir(model: ModelLike, phase: str = "shard", *,
         path = model_path(model, Path(tmp) / "model.onnx", example_inputs)
         o = _options(path, options)
         o.compile_to = phase
-        return _run_driver(o)
+        return _run_driver(o, sharding_rules)

@@ -19,6 +19,7 @@
 
 #include "lib/Driver/Driver.h"
 #include "loom/runtime/Executor.h"
+#include "python/src/ShardingRules.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -77,11 +78,19 @@ void makeSymbolsGlobal() {
 /// Runs the driver; returns (IR text when the compile stops before the
 /// bundle, the messages of a successful compile: warnings, notes).
 std::pair<std::string, std::string>
-compileModel(const loom::driver::CompileOptions &given) {
+compileModel(const loom::driver::CompileOptions &given,
+             std::vector<std::pair<std::string, nb::object>> shardingRules) {
   loom::driver::CompileOptions o = given;
   std::string ir, messages;
   o.irText = &ir;
   o.toolName = "loom";
+  std::vector<loom::python::Rule> rules;
+  for (auto &[name, call] : shardingRules)
+    rules.push_back({name, call});
+  if (!rules.empty())
+    o.beforeShard = [&](mlir::Operation *module, llvm::raw_ostream &diag) {
+      return loom::python::applyShardingRules(module, diag, rules, o.mesh);
+    };
   loom::driver::Outcome outcome;
   {
     nb::gil_scoped_release release;
@@ -492,9 +501,12 @@ NB_MODULE(_loom, m) {
               "Print the plan's summary with emit='plan'.");
 
   m.def("compile_model", &compileModel, "options"_a,
+        "sharding_rules"_a = std::vector<std::pair<std::string, nb::object>>(),
         "Runs the compile driver (loomc's code) in this process. Returns "
         "(the IR text when it stops before the bundle, the messages of a "
-        "successful compile); raises CompileError with the diagnostics.");
+        "successful compile); raises CompileError with the diagnostics. "
+        "sharding_rules: (name, function) pairs called with each op before "
+        "the planner (loom.compile's sharding_rules adapts them).");
 
   nb::class_<Generation>(m, "Generation",
                          "The pieces of a running generation: text (or "
