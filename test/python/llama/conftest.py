@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from loom_paths import tool as _tool  # noqa: E402
+from loom_paths import run_bundle, tool as _tool  # noqa: E402
 
 
 class Loom:
@@ -77,16 +77,7 @@ class Loom:
 
     def run_entry(self, bundle: Path, entry: str, inputs: dict) -> dict:
         """Runs one entry point with named inputs; returns its outputs."""
-        d = self._fresh("run")
-        d.mkdir()
-        cmd = [str(self.loom_run), str(bundle), "--entry", entry,
-               "--output", str(d / "res")]
-        for name, value in inputs.items():
-            np.save(d / f"{name}.npy", value)
-            cmd += ["--input", f"{name}={d / (name + '.npy')}"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
+        return run_bundle(bundle, inputs, entry)
 
     def decode(self, bundle: Path, tokens: np.ndarray, positions: np.ndarray,
                state: Path = None, ctx: int = None, mpi: bool = False,

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from loom_paths import tool as _tool  # noqa: E402
+from loom_paths import run_bundle, tool as _tool  # noqa: E402
 
 
 class Loom:
@@ -48,17 +48,8 @@ class Loom:
         return bundle
 
     def run(self, bundle: Path, inputs: dict, entry: str | None = None):
-        d = self.fresh("run")
-        d.mkdir()
-        cmd = [str(self.loom_run), str(bundle), "--output", str(d / "res")]
-        if entry:
-            cmd += ["--entry", entry]
-        for name, value in inputs.items():
-            np.save(d / f"{name}.npy", value)
-            cmd += ["--input", str(d / f"{name}.npy")]  # manifest order
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
+        """Runs an entry with inputs in manifest order; rank 0's outputs."""
+        return run_bundle(bundle, inputs, entry, positional=True)
 
 
 @pytest.fixture

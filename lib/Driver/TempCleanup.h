@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_TOOLS_LOOMC_TEMPCLEANUP_H
-#define LOOM_TOOLS_LOOMC_TEMPCLEANUP_H
+#ifndef LOOM_LIB_DRIVER_TEMPCLEANUP_H
+#define LOOM_LIB_DRIVER_TEMPCLEANUP_H
 
 #include <string>
 
@@ -25,4 +25,4 @@ int removeStale(const std::string &out);
 
 } // namespace loom::tempcleanup
 
-#endif // LOOM_TOOLS_LOOMC_TEMPCLEANUP_H
+#endif // LOOM_LIB_DRIVER_TEMPCLEANUP_H

@@ -1,4 +1,4 @@
-//===- TempCleanup.cpp - remove loomc's temporaries on signals ------------===//
+//===- TempCleanup.cpp - remove the driver's temporaries on signals ------===//
 //
 // The signal-time removal uses only system calls (openat, getdents64,
 // unlinkat, close) on paths kept in a static array: async-signal-safe, no

@@ -1,0 +1,551 @@
+//===- Driver.cpp - the compile driver shared by loomc and python/loom ----===//
+//
+// Walks the phases import -> raise -> quantize -> shard -> pipeline ->
+// partition -> lower -> bundle and stops after `compileTo`. Outputs are
+// written to a temporary name and renamed when complete, so a failed run
+// never leaves a half-written file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Driver/Driver.h"
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "lib/Bundle/Bundle.h"
+#include "lib/Driver/TempCleanup.h"
+#include "lib/Import/Import.h"
+#include "lib/Import/MlirInputGuard.h"
+#include "lib/Target/CpuTarget.h"
+#include "passes/Lowering/QuantKernels.h"
+#include "passes/Pipelines.h"
+#ifdef LOOM_HAVE_GPU_TARGET
+#include "lib/Target/GpuTarget/GpuTarget.h"
+#endif
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unistd.h>
+
+using namespace mlir;
+
+namespace loom::driver {
+namespace {
+
+/// Plugins register passes globally, so each is loaded once per process
+/// (a Python session may compile many times).
+LogicalResult loadPlugins(const std::vector<std::string> &paths,
+                          raw_ostream &diag, StringRef tool) {
+  static std::mutex mutex;
+  static llvm::StringSet<> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const std::string &path : paths) {
+    if (loaded.contains(path))
+      continue;
+    auto plugin = PassPlugin::load(path);
+    if (!plugin) {
+      diag << tool << ": --plugin " << path << ": "
+           << llvm::toString(plugin.takeError()) << "\n";
+      return failure();
+    }
+    plugin->registerPassRegistryCallbacks();
+    loaded.insert(path);
+  }
+  return success();
+}
+
+/// The environment variables that once steered code generation: say which
+/// flag replaces each one that is set (the compiler no longer reads them).
+void noteRetiredEnvironment(raw_ostream &diag, StringRef tool) {
+  static constexpr std::pair<const char *, const char *> kRetired[] = {
+      {"LOOM_QMATMUL", "--qmatmul=f32|i8|i8x3|dequant"},
+      {"LOOM_NO_GEMM", "--no-gemm"},
+      {"LOOM_QMATMUL_VNNI", "--cpu=NAME (a CPU without avx512vnni)"},
+      {"LOOM_QMATMUL_AVX2", "--cpu=NAME or --portable (a CPU without avx2)"},
+      {"LOOM_QMM_TILE", "--qmm-tile=MRxNR2xNR1"},
+      {"LOOM_QMM_PREFETCH", "--qmm-prefetch=BYTES"}};
+  for (auto [var, flag] : kRetired)
+    if (std::getenv(var))
+      diag << tool << ": note: " << var
+           << " is ignored (code generation does not read the "
+              "environment); use "
+           << flag << "\n";
+}
+
+/// One compile: the options, the diagnostic stream and what the phases
+/// share (the module, the pipelines' options, where files are staged).
+class Compilation {
+public:
+  Compilation(const CompileOptions &o, raw_ostream &diag) : o(o), diag(diag) {}
+  int run();
+
+private:
+  int fail(const Twine &message, int rc = 1) {
+    diag << o.toolName << ": " << message << "\n";
+    return rc;
+  }
+  int checkFlags();
+  OwningOpRef<ModuleOp> importModel(MLIRContext &context,
+                                    llvm::SourceMgr &sourceMgr);
+  int setUpOutputs();
+  bool beginLowering();
+  bool emitBundle(TimingScope &timing);
+  bool runPhase(loom::Phase p, TimingScope &root);
+  LogicalResult writeAtomically(StringRef path,
+                                llvm::function_ref<void(raw_ostream &)> write);
+
+  const CompileOptions &o;
+  raw_ostream &diag;
+  loom::Phase first = loom::Phase::Import, last = loom::Phase::Bundle;
+  OwningOpRef<ModuleOp> module;
+  loom::PipelineOptions options;
+  std::string out;       ///< -o without trailing separators
+  std::string model;     ///< the library's name: the input's stem
+  std::string baseDir;   ///< relative weight files are resolved here
+  std::string stageDir;  ///< files for the bundle, moved in by writeBundle
+  std::string programIR; ///< ir/program.mlir: the IR entering lower
+  loom::CpuTargetAttr cpuTarget; ///< set on the module by the lower phase
+};
+
+/// Writes `text` to `path` through a temporary file renamed into place.
+LogicalResult
+Compilation::writeAtomically(StringRef path,
+                             llvm::function_ref<void(raw_ostream &)> write) {
+  if (path == "-") {
+    write(llvm::outs());
+    return success();
+  }
+  std::string error;
+  loom::tempcleanup::add((path + ".tmp").str());
+  auto file = openOutputFile((path + ".tmp").str(), &error);
+  if (!file)
+    return fail("cannot write '" + path + "': " + error), failure();
+  write(file->os());
+  file->os().flush();
+  if (file->os().has_error())
+    return fail("error writing '" + path + ".tmp'"), failure();
+  file->keep();
+  file.reset();
+  if (std::error_code ec = llvm::sys::fs::rename(path + ".tmp", path))
+    return fail("cannot rename '" + path + ".tmp' to '" + path +
+                "': " + ec.message()),
+           failure();
+  return success();
+}
+
+/// The phases to run, [first, last], from compileFrom/compileTo and emit;
+/// refuses options that cannot work (non-zero exit code).
+int Compilation::checkFlags() {
+  constexpr const char *kPhaseList = "import, raise, quantize, shard, "
+                                     "pipeline, partition, lower, bundle";
+  std::optional<loom::Phase> to = loom::parsePhase(o.compileTo);
+  if (!to)
+    return fail("unknown phase '" + o.compileTo +
+                    "' for --compile-to; expected one of: " + kPhaseList,
+                2);
+  last = *to;
+  first = loom::Phase::Import;
+  if (!o.emit.empty() && o.emit != "plan")
+    return fail("--emit=" + o.emit +
+                ": unknown; the one supported value is 'plan'");
+  if (o.emit == "plan") {
+    // The plan is the output: stop after the shard phase.
+    last = loom::Phase::Shard;
+    if (o.output == "-")
+      return fail("--emit=plan writes JSON to a file: give -o plan.json");
+  }
+  if (!o.compileFrom.empty()) {
+    std::optional<loom::Phase> from = loom::parsePhase(o.compileFrom);
+    if (!from)
+      return fail("unknown phase '" + o.compileFrom +
+                      "' for --compile-from; expected one of: " + kPhaseList,
+                  2);
+    if (*from >= last)
+      return fail("--compile-from=" + o.compileFrom +
+                  " resumes after phase '" + o.compileFrom +
+                  "', so --compile-to must name a later phase (it is '" +
+                  loom::getPhaseName(last).str() + "')");
+    first = loom::Phase(int(*from) + 1);
+    if (loom::detectModelKind(o.input) != loom::ModelKind::Mlir)
+      return fail("--compile-from: " + o.input +
+                  " is not .mlir; resume from the file that "
+                  "--compile-to=" +
+                  o.compileFrom + " wrote");
+    if (first > loom::Phase::Lower && (!o.cpu.empty() || o.portable))
+      return fail("--cpu and --portable choose the code of the lower phase; "
+                  "--compile-from=" +
+                  o.compileFrom + " resumes after it");
+  }
+  if (o.target != "cpu" && o.target != "cuda")
+    return fail("--target=" + o.target + ": unknown; expected cpu or cuda");
+#ifndef LOOM_HAVE_GPU_TARGET
+  if (o.target == "cuda")
+    return fail("--target=cuda: this loomc was built without CUDA (configure "
+                "with nvcc on PATH or -DLOOM_ENABLE_CUDA=ON)");
+#endif
+  loom::QKernelTuning tuning;
+  std::string error;
+  if (!loom::isQMatmulMode(o.qmatmul))
+    return fail("--qmatmul=" + o.qmatmul +
+                ": unknown; expected f32, i8, i8x3 or dequant");
+  if (!loom::parseQKernelTuning(o.qmmTile, o.qmmPrefetch, tuning, error))
+    return fail("--" + error);
+  if (o.contextLimit < 0)
+    return fail("--context-limit=" + Twine(o.contextLimit) +
+                ": must be a positive number of tokens");
+  return 0;
+}
+
+/// Reads the input: an importer, or the .mlir of an earlier phase.
+OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
+                                               llvm::SourceMgr &sourceMgr) {
+  std::string error;
+  OwningOpRef<ModuleOp> result;
+  const std::string &input = o.input;
+  loom::ModelKind kind = loom::detectModelKind(input);
+  loom::LlmImportOptions llmOptions;
+  llmOptions.contextLimit = o.contextLimit;
+  if (o.contextLimit > 0 && kind != loom::ModelKind::Gguf &&
+      kind != loom::ModelKind::HuggingFace) {
+    fail("--context-limit applies to GGUF and Hugging Face models (it sets "
+         "llm.model's context_length)");
+    return {};
+  }
+  auto notBuilt = [&](StringRef what) -> OwningOpRef<ModuleOp> {
+    fail(input + ": the " + what +
+         " importer is not built in this version of Loom");
+    return {};
+  };
+  switch (kind) {
+  case loom::ModelKind::Mlir: {
+    auto file = openInputFile(input, &error);
+    if (!file)
+      return fail(error), nullptr;
+    if (auto crash = loom::findParserCrashers(file->getBuffer(), input))
+      return fail(*crash), nullptr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    // Diagnostics were written by the handler.
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  case loom::ModelKind::Onnx:
+#ifdef LOOM_HAVE_ONNX_IMPORT
+    result = loom::importOnnx(&context, input, error);
+    break;
+#else
+    return notBuilt("ONNX");
+#endif
+  case loom::ModelKind::Gguf:
+#ifdef LOOM_HAVE_LLAMA_IMPORT
+    result = loom::importGguf(&context, input, error, llmOptions);
+    break;
+#else
+    return notBuilt("GGUF");
+#endif
+  case loom::ModelKind::HuggingFace:
+#ifdef LOOM_HAVE_LLAMA_IMPORT
+    result = loom::importHuggingFace(&context, input, error, llmOptions);
+    break;
+#else
+    return notBuilt("Hugging Face");
+#endif
+  case loom::ModelKind::Unknown:
+    fail(input + ": unknown model kind; give a .mlir, .onnx or .gguf "
+                 "file, or a directory with config.json");
+    return {};
+  }
+  if (!result)
+    return fail(error), nullptr;
+  if (failed(verify(*result))) {
+    fail(input + ": the imported module does not verify (an "
+                 "importer bug; please report it)");
+    return {};
+  }
+  return result;
+}
+
+/// The pipelines' options; creates the stage directory of a bundle and
+/// names the files that the phases write for it.
+int Compilation::setUpOutputs() {
+  options.mesh = o.mesh;
+  if (StringRef(o.mesh).ends_with(".json")) {
+    options.mesh.clear();
+    options.meshJson = o.mesh;
+  }
+  options.device = o.device;
+  options.memoryLimitGiB = o.memoryLimit;
+  options.shardPasses = o.shardPasses;
+  options.lower = {o.quantInterleave, o.qmatmul,   !o.noGemm,
+                   o.qmmTile,         o.qmmPrefetch, !o.noOutlineLayers};
+  if (o.emit == "plan") {
+    options.planFile = o.output;
+    options.planSummary = o.planSummary;
+  }
+  out = o.output;
+  while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
+    out.pop_back();
+  SmallString<256> base(o.input == "-" ? std::string(".") : o.input);
+  if (o.input != "-")
+    llvm::sys::path::remove_filename(base);
+  baseDir = base.empty() ? "." : base.str().str();
+  model = o.input == "-" ? "model" : llvm::sys::path::stem(o.input).str();
+  // Files that the phases write for a bundle (the plan, the quantized
+  // weights, cubins) are staged beside it, laid out as in the bundle, and
+  // moved in by writeBundle; whatever is left (a failed compile) goes.
+  if (o.emit.empty() && last == loom::Phase::Bundle) {
+    if (o.output == "-")
+      return fail("a bundle is a directory; give it with -o out/");
+    // Temporaries of runs that died without cleaning up (SIGKILL, power
+    // loss) go first; this run's are removed on a signal as well.
+    loom::tempcleanup::removeStale(out);
+    stageDir = out + ".stage-" + std::to_string(::getpid());
+    loom::tempcleanup::add(stageDir);
+    loom::tempcleanup::add(out + ".tmp-" + std::to_string(::getpid()));
+    llvm::sys::fs::remove_directories(stageDir);
+    if (std::error_code ec = llvm::sys::fs::create_directories(stageDir))
+      return fail("cannot create '" + stageDir + "': " + ec.message());
+    options.planFile = stageDir + "/plan.json";
+    options.planSummary = o.verbose;
+  }
+  options.quant = o.quant;
+  options.quantActivations = o.quantAct;
+  if (o.quant.empty())
+    return 0;
+  // The quantized blocks go to one file: quantFile; else inside the
+  // bundle (staged as weights/quant.bin), named relative to the bundle by
+  // the manifest and by the report in it; else beside the output.
+  options.quantFile = o.quantFile;
+  options.quantReport = o.quantReport;
+  options.quantSkip = o.quantSkip;
+  options.quantRules = o.quantRules;
+  options.baseDir = baseDir;
+  options.quantVerbose = o.verbose;
+  if (o.quantFile.empty() && !stageDir.empty()) {
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(stageDir + "/weights"))
+      return fail("cannot create '" + stageDir + "/weights': " +
+                  ec.message());
+    options.quantFile = stageDir + "/" + loom::kBundleQuantFile;
+    options.quantFileName = loom::kBundleQuantFile;
+    if (options.quantReport.empty()) {
+      options.quantReport = stageDir + "/" + loom::kBundleQuantReport;
+    } else {
+      // A report outside the bundle names the file where it ends up.
+      SmallString<256> dest(out);
+      llvm::sys::fs::make_absolute(dest);
+      llvm::sys::path::remove_dots(dest, /*remove_dot_dot=*/true);
+      llvm::sys::path::append(dest, loom::kBundleQuantFile);
+      options.quantFileName = dest.str().str();
+    }
+    return 0;
+  }
+  if (options.quantFile.empty())
+    options.quantFile = out == "-" ? model + ".qweights" : out + ".qweights";
+  if (options.quantReport.empty())
+    options.quantReport = options.quantFile + ".report.json";
+  return 0;
+}
+
+/// What the lower phase needs from the driver first: the quantized
+/// matmuls' GPU kernels (--target=cuda), the CPU in loom.target, and
+/// ir/program.mlir, the loom program as it enters the phase.
+bool Compilation::beginLowering() {
+#ifdef LOOM_HAVE_GPU_TARGET
+  if (o.target == "cuda" && last == loom::Phase::Bundle) {
+    // Staged for the bundle's cuda/ folder.
+    std::string error, cubinDir = stageDir + "/cuda";
+    if (llvm::sys::fs::create_directories(cubinDir))
+      return fail("cannot create '" + cubinDir + "'"), false;
+    auto cubins = loom::gpu::emitQMatmulCubins(*module, {"sm_80", "sm_90"},
+                                               cubinDir, &error);
+    if (!cubins)
+      return fail("--target=cuda: " + error), false;
+    if (o.verbose || cubins->empty())
+      diag << o.toolName << ": --target=cuda: " << cubins->size()
+           << " cubin(s)"
+           << (cubins->empty() ? " (no quantized matmuls)" : "") << "\n";
+  }
+#endif
+  if (cpuTarget)
+    (*module)->setAttr(loom::LoomDialect::kTargetAttrName, cpuTarget);
+  if (last == loom::Phase::Bundle) {
+    llvm::raw_string_ostream os(programIR);
+    module->print(os);
+  }
+  return true;
+}
+
+/// The bundle phase: the library from the lowered module, and the manifest
+/// from what the lower phase recorded on it.
+bool Compilation::emitBundle(TimingScope &timing) {
+  std::vector<loom::EntryInfo> entries;
+  loom::MeshInfo mesh;
+  loom::LlmInfo llm;
+  std::string error;
+  if (!loom::collectMesh(*module, o.mesh, mesh, error) ||
+      !loom::collectEntries(*module, baseDir, entries, error) ||
+      !loom::collectLlm(*module, baseDir, llm, error))
+    return fail(o.input + ": " + error), false;
+  loom::CpuEmitOptions emit;
+  emit.optLevel = std::min(3u, o.optLevel);
+  emit.threads = o.jobs;
+  emit.largeFunction = o.largeFunction;
+  emit.largeFunctionOptLevel = o.largeFunctionOpt;
+  emit.timing = &timing;
+  emit.timeLLVMPasses = o.timeLLVMPasses;
+  emit.verbose = o.verbose;
+  loom::CpuTargetInfo target;
+  bool ok = loom::writeBundle(
+      o.output, model, mesh, entries, programIR,
+      [&](const std::string &soPath, std::string &err) {
+        return loom::emitSharedLibrary(*module, soPath, emit, err, &target);
+      },
+      stageDir, error, &target, llm);
+  if (!ok)
+    return fail(error), false;
+  if (o.verbose)
+    diag << o.toolName << ": wrote bundle " << o.output << " ("
+         << mesh.numRanks() << " ranks)\n";
+  return true;
+}
+
+/// Runs one phase: its registered pass pipeline, or the driver's part.
+bool Compilation::runPhase(loom::Phase p, TimingScope &root) {
+  if (!loom::isPhaseBuilt(p)) {
+    if (p == last || (p == loom::Phase::Quantize && !o.quant.empty())) {
+      fail("phase '" + loom::getPhaseName(p) +
+           "' is not built yet in this version of Loom" +
+           (p == last ? "; stop earlier with --compile-to"
+                      : "; it is needed by the options given") +
+           " (see README.md, status table)");
+      return false;
+    }
+    if (o.verbose)
+      diag << o.toolName << ": skipping phase '" << loom::getPhaseName(p)
+           << "' (not built yet): the program runs as written\n";
+    return true;
+  }
+  TimingScope timing = root.nest(("phase " + loom::getPhaseName(p)).str());
+  if (p == loom::Phase::Lower && !beginLowering())
+    return false;
+  if (p == loom::Phase::Bundle)
+    return emitBundle(timing);
+  if (!loom::isPassPhase(p))
+    return true;
+  if (p == loom::Phase::Shard && o.beforeShard &&
+      !o.beforeShard(module->getOperation(), diag))
+    return false;
+  PassManager pm(module->getContext());
+  std::string error;
+  if (failed(loom::buildPhasePipeline(pm, p, options, error)))
+    return fail(error), false;
+  pm.enableTiming(timing);
+  return succeeded(pm.run(*module));
+}
+
+void registerDialects(DialectRegistry &registry) {
+  registry.insert<loom::LoomDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+#ifdef LOOM_HAVE_GPU_TARGET
+  loom::gpu::registerGpuTargetDialects(registry);
+#endif
+}
+
+int Compilation::run() {
+  if (int rc = checkFlags())
+    return rc;
+  if (failed(loadPlugins(o.plugins, diag, o.toolName)))
+    return 1;
+  noteRetiredEnvironment(diag, o.toolName);
+  DialectRegistry registry;
+  registerDialects(registry);
+  MLIRContext context(registry);
+  // The module dies before its context (it is a member of this object).
+  llvm::scope_exit dropModule([&] { module = nullptr; });
+  // Diagnostics name the place and the fix; no IR dumps for user errors.
+  context.printOpOnDiagnostic(false);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  // Every diagnostic, with its location (and the source line of a .mlir
+  // input), goes to the caller's stream.
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context, diag);
+  // -v: where compile time goes, per phase and pass (at the end).
+  DefaultTimingManager timing;
+  timing.setEnabled(o.verbose);
+  TimingScope root = timing.getRootScope();
+  TimingScope importing = root.nest("phase import");
+  if (!(module = importModel(context, sourceMgr)))
+    return 1;
+  importing.stop();
+  // The CPU the code is for (loom.target, set by the lower phase): --cpu,
+  // --portable, else the input's own loom.target, else the host.
+  std::string error;
+  if (!o.cpu.empty() || o.portable ||
+      !(*module)->hasAttr(loom::LoomDialect::kTargetAttrName))
+    if (!(cpuTarget =
+              loom::resolveCpuTarget(&context, o.cpu, o.portable, error)))
+      return fail(error);
+  llvm::scope_exit removeStage([&] {
+    if (!stageDir.empty())
+      llvm::sys::fs::remove_directories(stageDir);
+  });
+  if (int rc = setUpOutputs())
+    return rc;
+  for (loom::Phase p : loom::kAllPhases)
+    if (p >= first && p <= last && !runPhase(p, root))
+      return 1;
+  if (!o.emit.empty() || last == loom::Phase::Bundle)
+    return 0; // the planner wrote the plan, or the bundle is written
+  if (o.irText) {
+    llvm::raw_string_ostream os(*o.irText);
+    module->print(os);
+    return 0;
+  }
+  return failed(writeAtomically(o.output, [&](raw_ostream &os) {
+    module->print(os);
+  }));
+}
+} // namespace
+
+Outcome compile(const CompileOptions &options, raw_ostream &diag) {
+  Compilation c(options, diag);
+  Outcome outcome;
+  outcome.exitCode = c.run();
+  diag.flush();
+  return outcome;
+}
+
+void printPhases(raw_ostream &os) {
+  os << "Phases (loomc --compile-to=<phase> stops after one, "
+        "--compile-from=<phase> resumes after one):\n";
+  for (loom::Phase p : loom::kAllPhases)
+    os << llvm::formatv("  {0,-10} {1}{2}\n", loom::getPhaseName(p),
+                        loom::getPhaseSummary(p),
+                        loom::isPhaseBuilt(p) ? "" : "  [not built yet]");
+}
+
+void registerMLIRCommandLineOptions() {
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+}
+
+} // namespace loom::driver

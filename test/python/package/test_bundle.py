@@ -1,0 +1,146 @@
+"""Bundle.load / Bundle.run: inputs borrowed without a copy, outputs the
+executor's buffers, the GIL released while the ranks run; every bad input
+a ValueError naming the input and what the entry expects; bundles that
+cannot be opened (another format or ABI version, tampered) a BundleError."""
+
+import json
+import resource
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import loom
+
+N = 4096  # the big input: N x N f32 = 64 MiB
+
+BIG = f"""\
+func.func @total(%x: tensor<{N}x{N}xf32> {{loom.name = "x"}}) -> (tensor<f32> {{loom.name = "s"}}) {{
+  %0 = loom.reduce sum %x axes = [0, 1] : tensor<{N}x{N}xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    d = tmp_path_factory.mktemp("big")
+    (d / "big.mlir").write_text(BIG)
+    return loom.compile(d / "big.mlir", out=d / "bundle", threads=1)
+
+
+@pytest.fixture(scope="module")
+def mlp1(mlp):
+    """The MLP on one rank."""
+    return loom.compile(mlp / "mlp-plain.mlir", out=mlp / "one-rank")
+
+
+def _maxrss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_zero_copy_input_address(mlp, mlp1):
+    x = np.load(mlp / "x.npy")
+    y = mlp1.run(x=x)["y"]
+    # The executor was handed the array's own memory.
+    assert mlp1._ex.last_input_addresses == [x.ctypes.data]
+    # The output wraps the executor's buffer (no numpy-owned copy).
+    assert not y.flags.owndata and y.base is not None
+    np.testing.assert_allclose(y, np.load(mlp / "reference.npy"), atol=1e-4)
+
+
+def test_no_copy_of_a_large_input(big):
+    x = np.ones((N, N), np.float32)
+    x[0, 0] = 5
+    s = big.run(x=x)["s"]  # warm: weights, library, first-run buffers
+    assert float(s) == N * N + 4
+    before = _maxrss_mib()
+    for _ in range(3):
+        big.run(x=x)
+    grew = _maxrss_mib() - before
+    assert grew < 16, f"peak RSS grew {grew:.0f} MiB: the input was copied"
+    # A copy is visible to this measure: copy_inputs=True makes one.
+    big.run(x=x, copy_inputs=True)
+    assert _maxrss_mib() - before > 48
+
+
+def test_gil_released_during_run(big):
+    """A second Python thread keeps counting while run() executes."""
+    x = np.ones((N, N), np.float32)
+    big.run(x=x)
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    during, spent = 0, 0.0
+    try:
+        for _ in range(5):
+            c0, t0 = count[0], time.perf_counter()
+            big.run(x=x)
+            spent += time.perf_counter() - t0
+            during += count[0] - c0
+    finally:
+        stop.set()
+        t.join()
+    assert spent > 0.005
+    assert during > 1000, (during, spent)
+
+
+def test_bad_inputs(mlp1, mlp):
+    x = np.load(mlp / "x.npy")
+    with pytest.raises(ValueError, match=r"input 'x': shape \[8, 256\] does "
+                       r"not match \[16, 256\]"):
+        mlp1.run(x=x[:8])
+    with pytest.raises(ValueError, match=r"input 'x': dtype f64, but entry "
+                       r"'mlp' expects f32 \[16, 256\]"):
+        mlp1.run(x=x.astype(np.float64))
+    with pytest.raises(ValueError, match=r"missing input 'x' \(f32 \[16, 256\]\)"):
+        mlp1.run()
+    with pytest.raises(ValueError, match=r"has no input 'z' \(inputs: x\)"):
+        mlp1.run(x=x, z=x)
+    with pytest.raises(ValueError, match=r"input 'x': unsupported dtype; "
+                       r"expected f32 \[16, 256\]"):
+        mlp1.run(x=x.astype(np.complex64))
+    with pytest.raises(ValueError, match="entry 'nope'"):
+        mlp1.run(x=x, entry="nope")
+    # A nested list is converted to the entry's dtype (then the shape check).
+    with pytest.raises(ValueError, match=r"shape \[2, 2\] does not match"):
+        mlp1.run(x=[[1, 2], [3, 4]])
+    # Non-contiguous arrays are made contiguous (a copy) and run.
+    xt = np.asfortranarray(x)
+    assert mlp1.run(x=xt)["y"].tobytes() == mlp1.run(x=x)["y"].tobytes()
+
+
+def _edit_manifest(src, dst, **changes):
+    shutil.copytree(src, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    m.update(changes)
+    (dst / "manifest.json").write_text(json.dumps(m))
+    return dst
+
+
+def test_bundle_errors(mlp1, tmp_path):
+    with pytest.raises(loom.BundleError):
+        loom.Bundle.load(tmp_path / "missing")
+    b = _edit_manifest(mlp1.path, tmp_path / "v", version=99)
+    with pytest.raises(loom.BundleError, match="bundle format version 99 is "
+                       "not supported"):
+        loom.Bundle.load(b)
+    b = _edit_manifest(mlp1.path, tmp_path / "abi", abi_version=99)
+    with pytest.raises(loom.BundleError, match="ABI version"):
+        loom.Bundle.load(b)
+    b = tmp_path / "t"
+    shutil.copytree(mlp1.path, b)
+    lib = next(b.glob("*.so"))
+    lib.write_bytes(lib.read_bytes()[:-16] + b"\0" * 16)
+    with pytest.raises(loom.BundleError):
+        loom.Bundle.load(b)
+    with pytest.raises(loom.BundleError, match="ranks"):
+        loom.Bundle.load(mlp1.path, ranks=3)
