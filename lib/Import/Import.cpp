@@ -72,6 +72,7 @@ OwningOpRef<ModuleOp> importModel(MLIRContext *context, StringRef path,
                        << " importer is not built in this version of Loom";
     return nullptr;
   };
+  (void)notBuilt; // used only when an importer is not built
   switch (detectModelKind(path)) {
   case ModelKind::Mlir: {
     auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);

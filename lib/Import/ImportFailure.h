@@ -7,9 +7,10 @@
 //
 //   place                      location
 //   ONNX node                  loc("node 'mm' (MatMul)"("/abs/m.onnx"))
-//   GGUF / safetensors tensor  loc("tensor 'blk.0.attn_q.weight' at byte 136"("/abs/m.gguf"))
-//   metadata or config key     loc("key 'model_type' at byte 2"("/abs/config.json"))
-//   a byte of the file         loc("byte 16"("/abs/m.gguf"))
+//   GGUF / safetensors tensor  loc("tensor 'blk.0.attn_q.weight' at byte
+//   136"("/abs/m.gguf")) metadata or config key     loc("key 'model_type' at
+//   byte 2"("/abs/config.json")) a byte of the file         loc("byte
+//   16"("/abs/m.gguf"))
 //
 // Binary files have no lines, so these are NameLocs (the place, then the
 // file), never FileLineColLocs: the diagnostic verifier matches them with
@@ -67,9 +68,10 @@ ImportFailure failureFromText(mlir::MLIRContext *ctx, llvm::StringRef text);
 mlir::OwningOpRef<mlir::ModuleOp> importOnnx(mlir::MLIRContext *context,
                                              llvm::StringRef path,
                                              ImportFailure &failure);
-mlir::OwningOpRef<mlir::ModuleOp>
-importGguf(mlir::MLIRContext *context, llvm::StringRef path,
-           ImportFailure &failure, const LlmImportOptions &options);
+mlir::OwningOpRef<mlir::ModuleOp> importGguf(mlir::MLIRContext *context,
+                                             llvm::StringRef path,
+                                             ImportFailure &failure,
+                                             const LlmImportOptions &options);
 mlir::OwningOpRef<mlir::ModuleOp>
 importHuggingFace(mlir::MLIRContext *context, llvm::StringRef path,
                   ImportFailure &failure, const LlmImportOptions &options);

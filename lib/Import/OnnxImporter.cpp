@@ -582,9 +582,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host h = H(0);
     SmallVector<int64_t> s;
     if (!constInts(in[1], s, "shape")) return false;
+    // 0 copies the input's dimension unless `allowzero` (then it is 0).
+    bool allowZero = attrInt(node, "allowzero", 0);
     int64_t known = 1, neg = -1;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == 0 && i < h.shape.size()) s[i] = h.shape[i];
+      if (s[i] == 0 && !allowZero && i < h.shape.size()) s[i] = h.shape[i];
       if (s[i] == -1 && neg < 0) neg = i;
       else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known))
         return fail("Reshape to an invalid shape (a negative dimension, two "

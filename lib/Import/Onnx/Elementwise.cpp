@@ -41,9 +41,9 @@ template <CompareKind kind> bool emitCompare(EmitContext &c) {
   SmallVector<Dim> s;
   if (!l || !r || !broadcast2(c, s))
     return false;
-  return c.result(DT_BOOL, s,
-                  CompareOp::create(c.b(), c.loc(), c.typeOf(DT_BOOL, s),
-                                    kind, l, r));
+  return c.result(
+      DT_BOOL, s,
+      CompareOp::create(c.b(), c.loc(), c.typeOf(DT_BOOL, s), kind, l, r));
 }
 
 template <typename OpTy> bool emitUnary(EmitContext &c) {
@@ -84,9 +84,9 @@ bool emitWhere(EmitContext &c) {
   if (!c.im.broadcast(c.shape(0), c.shape(1), s1) ||
       !c.im.broadcast(s1, c.shape(2), s))
     return false;
-  return c.result(c.dt(1), s,
-                  SelectOp::create(c.b(), c.loc(), c.typeOf(c.dt(1), s), cnd,
-                                   x, y));
+  return c.result(
+      c.dt(1), s,
+      SelectOp::create(c.b(), c.loc(), c.typeOf(c.dt(1), s), cnd, x, y));
 }
 
 bool emitCast(EmitContext &c) {

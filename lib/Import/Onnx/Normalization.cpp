@@ -15,9 +15,9 @@ bool emitSoftmax(EmitContext &c) {
   if (!x)
     return false;
   int64_t axis = attrInt(c.node, "axis", -1);
-  return c.result(c.dt(0), c.shape(0),
-                  SoftmaxOp::create(c.b(), c.loc(), x,
-                                    c.b().getI64IntegerAttr(axis)));
+  return c.result(
+      c.dt(0), c.shape(0),
+      SoftmaxOp::create(c.b(), c.loc(), x, c.b().getI64IntegerAttr(axis)));
 }
 
 template <ReduceKind kind> bool emitReduce(EmitContext &c) {
@@ -102,8 +102,8 @@ void registerNormalizationOps(OnnxOpTable &t) {
   reduce("ReduceMax", emitReduce<ReduceKind::max>);
   reduce("ReduceMin", emitReduce<ReduceKind::min>);
   reduce("ReduceProd", emitReduce<ReduceKind::prod>);
-  t["LayerNormalization"] = {emitNorm, {"axis", "epsilon", "stash_type"}, {},
-                             2};
+  t["LayerNormalization"] = {
+      emitNorm, {"axis", "epsilon", "stash_type"}, {}, 2};
   t["SimplifiedLayerNormalization"] = {
       emitNorm, {"axis", "epsilon", "stash_type"}, {}, 2};
 }

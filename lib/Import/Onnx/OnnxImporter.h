@@ -79,19 +79,38 @@ inline std::optional<Dim> divDim(const Dim &a, const Dim &b) {
 }
 
 enum DType : int {
-  DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_I16 = 5, DT_I32 = 6, DT_I64 = 7,
-  DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11, DT_BF16 = 16
+  DT_F32 = 1,
+  DT_U8 = 2,
+  DT_I8 = 3,
+  DT_I16 = 5,
+  DT_I32 = 6,
+  DT_I64 = 7,
+  DT_BOOL = 9,
+  DT_F16 = 10,
+  DT_F64 = 11,
+  DT_BF16 = 16
 };
 inline bool isFloatDT(int dt) {
   return dt == DT_F32 || dt == DT_F16 || dt == DT_F64 || dt == DT_BF16;
 }
 inline int64_t dtBytes(int dt) {
   switch (dt) {
-  case DT_F32: case DT_I32: return 4;
-  case DT_F16: case DT_BF16: case DT_I16: return 2;
-  case DT_F64: case DT_I64: return 8;
-  case DT_U8: case DT_I8: case DT_BOOL: return 1;
-  default: return 0;
+  case DT_F32:
+  case DT_I32:
+    return 4;
+  case DT_F16:
+  case DT_BF16:
+  case DT_I16:
+    return 2;
+  case DT_F64:
+  case DT_I64:
+    return 8;
+  case DT_U8:
+  case DT_I8:
+  case DT_BOOL:
+    return 1;
+  default:
+    return 0;
   }
 }
 
@@ -176,16 +195,27 @@ public:
   // Types.
   Type elemType(int dt) {
     switch (dt) {
-    case DT_F32: return b.getF32Type();
-    case DT_F16: return b.getF16Type();
-    case DT_BF16: return b.getBF16Type();
-    case DT_F64: return b.getF64Type();
-    case DT_I64: return b.getI64Type();
-    case DT_I32: return b.getI32Type();
-    case DT_I16: return b.getIntegerType(16);
-    case DT_I8: case DT_U8: return b.getIntegerType(8);
-    case DT_BOOL: return b.getI1Type();
-    default: return {};
+    case DT_F32:
+      return b.getF32Type();
+    case DT_F16:
+      return b.getF16Type();
+    case DT_BF16:
+      return b.getBF16Type();
+    case DT_F64:
+      return b.getF64Type();
+    case DT_I64:
+      return b.getI64Type();
+    case DT_I32:
+      return b.getI32Type();
+    case DT_I16:
+      return b.getIntegerType(16);
+    case DT_I8:
+    case DT_U8:
+      return b.getIntegerType(8);
+    case DT_BOOL:
+      return b.getI1Type();
+    default:
+      return {};
     }
   }
   RankedTensorType typeOf(int dt, ArrayRef<Dim> shape) {
@@ -211,7 +241,8 @@ public:
   bool constInts(Val *v, SmallVector<int64_t> &out, StringRef what);
 };
 
-inline const onnx::AttributeProto *attr(const onnx::NodeProto &n, StringRef name) {
+inline const onnx::AttributeProto *attr(const onnx::NodeProto &n,
+                                        StringRef name) {
   for (const auto &a : n.attribute())
     if (a.name() == name)
       return &a;
@@ -226,13 +257,12 @@ inline float attrFloat(const onnx::NodeProto &n, StringRef name, float dflt) {
   return a ? a->f() : dflt;
 }
 inline std::optional<SmallVector<int64_t>> attrInts(const onnx::NodeProto &n,
-                                             StringRef name) {
+                                                    StringRef name) {
   const auto *a = attr(n, name);
   if (!a)
     return std::nullopt;
   return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
 }
-
 
 //===----------------------------------------------------------------------===//
 // Emitters by op type
@@ -250,7 +280,9 @@ struct EmitContext {
   OpBuilder &b() { return im.b; }
   Location loc() { return im.loc; }
   const std::string &op() const { return node.op_type(); }
-  bool hasIn(size_t i) const { return i < in.size() && in[i] && in[i]->present; }
+  bool hasIn(size_t i) const {
+    return i < in.size() && in[i] && in[i]->present;
+  }
   int64_t rank(int i) const { return int64_t(in[i]->shape.size()); }
   int dt(int i) const { return in[i]->dt; }
   const SmallVector<Dim> &shape(int i) const { return in[i]->shape; }

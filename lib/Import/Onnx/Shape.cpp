@@ -128,9 +128,9 @@ bool emitTranspose(EmitContext &c) {
       return c.fail("Transpose permutation out of range");
     s.push_back(c.shape(0)[p]);
   }
-  return c.result(c.dt(0), s,
-                  TransposeOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), x,
-                                      perm));
+  return c.result(
+      c.dt(0), s,
+      TransposeOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), x, perm));
 }
 
 bool emitConcat(EmitContext &c) {
@@ -281,9 +281,9 @@ bool emitGather(EmitContext &c) {
   if (c.dt(1) != DT_I64 && c.dt(1) != DT_I32)
     return c.fail("Gather indices must be int32 or int64");
   RankedTensorType rt = c.typeOf(c.dt(0), s);
-  if (axis == 0 && r == 2 && isFloatDT(c.dt(0)) &&
-      !c.in[0]->weightName.empty())
-    return c.result(c.dt(0), s, EmbeddingOp::create(c.b(), c.loc(), rt, x, idx));
+  if (axis == 0 && r == 2 && isFloatDT(c.dt(0)) && !c.in[0]->weightName.empty())
+    return c.result(c.dt(0), s,
+                    EmbeddingOp::create(c.b(), c.loc(), rt, x, idx));
   return c.result(c.dt(0), s,
                   GatherOp::create(c.b(), c.loc(), rt, x, idx,
                                    c.b().getI64IntegerAttr(axis)));
@@ -315,8 +315,8 @@ bool emitConstant(EmitContext &c) {
     s.push_back(Dim::of(d));
   int dt = a->t().data_type();
   OpBuilder &b = c.b();
-  auto src = ExternAttr::get(c.im.ctx, b.getStringAttr(c.im.path),
-                             it->second.offset);
+  auto src =
+      ExternAttr::get(c.im.ctx, b.getStringAttr(c.im.path), it->second.offset);
   return c.result(dt, s,
                   WeightOp::create(b, c.loc(), c.typeOf(dt, s),
                                    b.getStringAttr(c.node.output(0)), src));
@@ -325,7 +325,8 @@ bool emitConstant(EmitContext &c) {
 /// Ops the importer folds; reaching the emitter means their inputs are
 /// only known at run time.
 bool emitRunTimeShapeOp(EmitContext &c) {
-  return c.fail(c.op() + " on values only known at run time is not "
+  return c.fail(c.op() +
+                " on values only known at run time is not "
                 "supported (its shape or inputs depend on run-time data); "
                 "export with static shapes for this part of the graph");
 }
@@ -344,11 +345,11 @@ void registerShapeOps(OnnxOpTable &t) {
   t["Gather"] = {emitGather, {"axis"}, {}, 2};
   t["Expand"] = {emitExpand, {}, {}, 2};
   // value_string(s) and sparse_value are not on the list: refused by name.
-  t["Constant"] = {emitConstant,
-                   {"value", "value_float", "value_floats", "value_int",
-                    "value_ints"},
-                   {},
-                   0};
+  t["Constant"] = {
+      emitConstant,
+      {"value", "value_float", "value_floats", "value_int", "value_ints"},
+      {},
+      0};
   t["Shape"] = {emitRunTimeShapeOp, {"start", "end"}, {}, 1};
   t["Size"] = {emitRunTimeShapeOp, {}, {}, 1};
   t["ConstantOfShape"] = {emitRunTimeShapeOp, {"value"}, {}, 1};

@@ -1,7 +1,8 @@
 """Writes the malformed model files of the --verify-diagnostics tests in
 this directory (nothing binary is committed).
 
-  make_bad.py onnx-unknown-op|onnx-attribute|onnx-gelu|onnx-raw-size OUT.onnx
+  make_bad.py onnx-unknown-op|onnx-attribute|onnx-gelu|onnx-raw-size|
+              onnx-cast-saturate OUT.onnx
   make_bad.py safetensors-offsets OUT_DIR    config.json + a tensor past the end
   make_bad.py config-value OUT_DIR           config.json with num_attention_heads 0
 """
@@ -31,6 +32,12 @@ def write_onnx(case, out):
     elif case == "onnx-gelu":
         m = onnx_model([helper.make_node("Gelu", ["x"], ["y"], name="g",
                                          approximate="fast")])
+    elif case == "onnx-cast-saturate":
+        # Not bad: `saturate` is on Cast's list of attributes that do not
+        # change the math (it only applies to float8).
+        m = onnx_model([helper.make_node("Cast", ["x"], ["c"], name="c", to=10,
+                                         saturate=1),
+                        helper.make_node("Cast", ["c"], ["y"], name="back", to=1)])
     elif case == "onnx-raw-size":
         w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4],
                         raw_data=b"\0" * 16)
