@@ -931,7 +931,14 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
         else if (op == "GreaterOrEqual") v = p >= q;
         else if (op == "And") v = p && q; else if (op == "Or") v = p || q;
         else if (op == "Max") v = std::max(p, q); else if (op == "Min") v = std::min(p, q);
-        else if (op == "Mod") { if (!q) return fail("modulo by zero"); v = q == -1 ? 0 : p % q; }
+        else if (op == "Mod") {
+          if (!q) return fail("modulo by zero");
+          // fmod=1: the sign of the dividend (C's %); the default fmod=0:
+          // the sign of the divisor (Python's %).
+          v = q == -1 ? 0 : p % q;
+          if (!attrInt(node, "fmod", 0) && v != 0 && ((v < 0) != (q < 0)))
+            v += q;
+        }
         else if (op == "Pow") {
           // By squaring (a file's exponent may be 2^62), wrapping.
           uint64_t base = uint64_t(p), acc = 1;

@@ -322,8 +322,8 @@ bool emitConstant(EmitContext &c) {
                                    b.getStringAttr(c.node.output(0)), src));
 }
 
-/// Ops the importer folds; reaching the emitter means their inputs are
-/// only known at run time.
+/// Ops the importer only folds; reaching the emitter means their inputs
+/// are only known at run time.
 bool emitRunTimeShapeOp(EmitContext &c) {
   return c.fail(c.op() +
                 " on values only known at run time is not "
@@ -355,6 +355,8 @@ void registerShapeOps(OnnxOpTable &t) {
   t["ConstantOfShape"] = {emitRunTimeShapeOp, {"value"}, {}, 1};
   t["Range"] = {emitRunTimeShapeOp, {}, {}, 3};
   t["Trilu"] = {emitRunTimeShapeOp, {"upper"}, {}, 1};
+  // Integer Mod folds (shape arithmetic); loom has no mod op.
+  t["Mod"] = {emitRunTimeShapeOp, {"fmod"}, {}, 2};
 }
 
 } // namespace loom::onnx_import

@@ -2,7 +2,7 @@
 this directory (nothing binary is committed).
 
   make_bad.py onnx-unknown-op|onnx-attribute|onnx-gelu|onnx-raw-size|
-              onnx-cast-saturate OUT.onnx
+              onnx-cast-saturate|onnx-mod OUT.onnx
   make_bad.py safetensors-offsets OUT_DIR    config.json + a tensor past the end
   make_bad.py config-value OUT_DIR           config.json with num_attention_heads 0
 """
@@ -38,6 +38,18 @@ def write_onnx(case, out):
         m = onnx_model([helper.make_node("Cast", ["x"], ["c"], name="c", to=10,
                                          saturate=1),
                         helper.make_node("Cast", ["c"], ["y"], name="back", to=1)])
+    elif case == "onnx-mod":
+        # Not bad: integer Mod folds with ONNX's signs (fmod=0: the
+        # divisor's, -7 mod 3 = 2; fmod=1: the dividend's, -7 fmod 3 = -1).
+        a = helper.make_tensor("a", TensorProto.INT64, [2], [-7, 7])
+        b = helper.make_tensor("b", TensorProto.INT64, [2], [3, -3])
+        g = helper.make_graph(
+            [helper.make_node("Mod", ["a", "b"], ["m"], name="m"),
+             helper.make_node("Mod", ["a", "b"], ["f"], name="f", fmod=1)],
+            "g", [], [helper.make_tensor_value_info("m", TensorProto.INT64, [2]),
+                      helper.make_tensor_value_info("f", TensorProto.INT64, [2])],
+            [a, b])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
     elif case == "onnx-raw-size":
         w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4],
                         raw_data=b"\0" * 16)
