@@ -105,38 +105,36 @@ bool emitCast(EmitContext &c) {
 } // namespace
 
 void registerElementwiseOps(OnnxOpTable &t) {
-  auto binary = [&](StringRef name, Emitter e) { t[name] = {e, {}, {}, 2}; };
-  binary("Add", emitBinary<AddOp>);
-  binary("Sub", emitBinary<SubOp>);
-  binary("Mul", emitBinary<MulOp>);
-  binary("Div", emitBinary<DivOp>);
-  binary("Pow", emitPow);
-  binary("And", emitBinary<AndOp>);
-  binary("Or", emitBinary<OrOp>);
-  binary("Equal", emitCompare<CompareKind::eq>);
-  binary("Less", emitCompare<CompareKind::lt>);
-  binary("Greater", emitCompare<CompareKind::gt>);
-  binary("LessOrEqual", emitCompare<CompareKind::le>);
-  binary("GreaterOrEqual", emitCompare<CompareKind::ge>);
-  // Max and Min are variadic in ONNX; the emitter takes exactly two (a
-  // missing second input is refused as missing).
+  // Binary ops need both inputs; Max and Min are variadic in ONNX, the
+  // emitter takes exactly two (a missing second input is refused as
+  // missing).
+  static const std::pair<StringRef, Emitter> binaries[] = {
+      {"Add", emitBinary<AddOp>},
+      {"Sub", emitBinary<SubOp>},
+      {"Mul", emitBinary<MulOp>},
+      {"Div", emitBinary<DivOp>},
+      {"Pow", emitPow},
+      {"And", emitBinary<AndOp>},
+      {"Or", emitBinary<OrOp>},
+      {"Equal", emitCompare<CompareKind::eq>},
+      {"Less", emitCompare<CompareKind::lt>},
+      {"Greater", emitCompare<CompareKind::gt>},
+      {"LessOrEqual", emitCompare<CompareKind::le>},
+      {"GreaterOrEqual", emitCompare<CompareKind::ge>}};
+  for (auto [name, emit] : binaries)
+    t[name] = {emit, {}, {}, 2};
   t["Max"] = {emitBinary<MaxOp>, {}, {}, 1};
   t["Min"] = {emitBinary<MinOp>, {}, {}, 1};
-  auto unary = [&](StringRef name, Emitter e) { t[name] = {e, {}, {}, 1}; };
-  unary("Neg", emitUnary<NegOp>);
-  unary("Abs", emitUnary<AbsOp>);
-  unary("Exp", emitUnary<ExpOp>);
-  unary("Log", emitUnary<LogOp>);
-  unary("Sqrt", emitUnary<SqrtOp>);
-  unary("Reciprocal", emitUnary<ReciprocalOp>);
-  unary("Sin", emitUnary<SinOp>);
-  unary("Cos", emitUnary<CosOp>);
-  unary("Tanh", emitUnary<TanhOp>);
-  unary("Sigmoid", emitUnary<SigmoidOp>);
-  unary("Relu", emitUnary<ReluOp>);
-  unary("Erf", emitUnary<ErfOp>);
-  unary("Not", emitUnary<NotOp>);
-  unary("Identity", emitIdentity);
+  static const std::pair<StringRef, Emitter> unaries[] = {
+      {"Neg", emitUnary<NegOp>},   {"Abs", emitUnary<AbsOp>},
+      {"Exp", emitUnary<ExpOp>},   {"Log", emitUnary<LogOp>},
+      {"Sqrt", emitUnary<SqrtOp>}, {"Reciprocal", emitUnary<ReciprocalOp>},
+      {"Sin", emitUnary<SinOp>},   {"Cos", emitUnary<CosOp>},
+      {"Tanh", emitUnary<TanhOp>}, {"Sigmoid", emitUnary<SigmoidOp>},
+      {"Relu", emitUnary<ReluOp>}, {"Erf", emitUnary<ErfOp>},
+      {"Not", emitUnary<NotOp>},   {"Identity", emitIdentity}};
+  for (auto [name, emit] : unaries)
+    t[name] = {emit, {}, {}, 1};
   t["Gelu"] = {emitGelu, {"approximate"}, {}, 1};
   t["Where"] = {emitWhere, {}, {}, 3};
   // `saturate` (opset 19) only applies to float8 targets, which Cast
