@@ -35,6 +35,7 @@ FLAGS=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined
        -isystem "$PREFIX/include")
 # Instrumented: what a hostile input reaches first.
 SOURCES=("$ROOT/lib/Import/OnnxImporter.cpp" "$ROOT/lib/Import/OnnxWire.cpp"
+         "$ROOT"/lib/Import/Onnx/*.cpp "$ROOT/lib/Import/ImportFailure.cpp"
          "$ROOT"/passes/Raise/*.cpp)
 # Everything else from the CMake build.
 LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a "$BUILD"/lib/libloom_cost.a

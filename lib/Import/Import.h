@@ -50,6 +50,26 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importHuggingFace(mlir::MLIRContext *context, llvm::StringRef path,
                   std::string &error, const LlmImportOptions &options = {});
 
+/// Any model file (dispatch on detectModelKind; .mlir is parsed), with
+/// failures reported as error diagnostics on `context` at their place in
+/// the file: an ONNX node, a GGUF or safetensors tensor, a metadata or
+/// config key, a byte offset (lib/Import/ImportFailure.h). The string
+/// forms above report the same failures as one line "file: place: what".
+/// The module is verified; null on failure.
+mlir::OwningOpRef<mlir::ModuleOp>
+importModel(mlir::MLIRContext *context, llvm::StringRef path,
+            const LlmImportOptions &options = {});
+
+/// `loom-opt --import=<model>`: imports `modelPath` with importModel and
+/// prints the module to `outputPath`. With `verifyDiagnostics`, the
+/// diagnostics are checked against the `expected-*` annotations of
+/// `annotationsPath` (MLIR's diagnostic verifier; binary model files have
+/// no lines, so their places match `expected-error@unknown`). Returns the
+/// process exit status.
+int importMain(mlir::MLIRContext &context, llvm::StringRef modelPath,
+               llvm::StringRef annotationsPath, llvm::StringRef outputPath,
+               bool verifyDiagnostics, const LlmImportOptions &options = {});
+
 } // namespace loom
 
 #endif // LOOM_LIB_IMPORT_IMPORT_H

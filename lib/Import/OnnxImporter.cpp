@@ -16,226 +16,26 @@
 // or inside their external-data file. Small non-float tensors and scalars
 // become loom.constant.
 //
+// The folds are here; what is emitted comes from the table of emitters by
+// op type (Onnx/*.cpp, OnnxImporter.h), which also lists every attribute an
+// op may carry. Failures are recorded with their place (ImportFailure.h):
+// the node ("node 'n' (Op)"), the tensor or graph input, or the file.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lib/Import/Import.h"
-#include "lib/Import/OnnxWire.h"
-
-#include "dialects/Loom/IR/LoomDialect.h"
+#include "lib/Import/Onnx/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-
-#include "onnx/onnx_pb.h"
 
 #include <cmath>
 #include <limits>
-#include <map>
-#include <optional>
 
-using namespace mlir;
-
-namespace loom {
-namespace {
-
-constexpr int64_t kMaxDim = int64_t(1) << 40;
-constexpr int64_t kInlineLimit = 64 * 1024;
-
-//===----------------------------------------------------------------------===//
-// Symbolic dimensions and host tensors
-//===----------------------------------------------------------------------===//
-
-/// `c * prod(syms)`: a dimension or an integer element of a shape tensor.
-struct Dim {
-  int64_t c = 0;
-  SmallVector<int, 2> syms; // sorted
-  static Dim of(int64_t v) { return Dim{v, {}}; }
-  bool isConst() const { return syms.empty(); }
-  bool operator==(const Dim &o) const { return c == o.c && syms == o.syms; }
-  bool operator!=(const Dim &o) const { return !(*this == o); }
-};
-
-std::optional<Dim> mulDim(const Dim &a, const Dim &b) {
-  Dim r;
-  if (__builtin_mul_overflow(a.c, b.c, &r.c))
-    return std::nullopt;
-  r.syms = a.syms;
-  r.syms.append(b.syms.begin(), b.syms.end());
-  llvm::sort(r.syms);
-  return r;
-}
-
-/// Exact division, when `b`'s symbols are a sub-multiset of `a`'s.
-std::optional<Dim> divDim(const Dim &a, const Dim &b) {
-  if (b.c == 0 || a.c % b.c != 0)
-    return std::nullopt;
-  Dim r{a.c / b.c, a.syms};
-  for (int s : b.syms) {
-    auto *it = llvm::find(r.syms, s);
-    if (it == r.syms.end())
-      return std::nullopt;
-    r.syms.erase(it);
-  }
-  return r;
-}
-
-enum DType : int {
-  DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_I16 = 5, DT_I32 = 6, DT_I64 = 7,
-  DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11, DT_BF16 = 16
-};
-bool isFloatDT(int dt) {
-  return dt == DT_F32 || dt == DT_F16 || dt == DT_F64 || dt == DT_BF16;
-}
-int64_t dtBytes(int dt) {
-  switch (dt) {
-  case DT_F32: case DT_I32: return 4;
-  case DT_F16: case DT_BF16: case DT_I16: return 2;
-  case DT_F64: case DT_I64: return 8;
-  case DT_U8: case DT_I8: case DT_BOOL: return 1;
-  default: return 0;
-  }
-}
-
-/// A tensor known at import time. Integer/bool elements are symbolic dims.
-struct Host {
-  int dt = DT_I64;
-  SmallVector<int64_t> shape;
-  std::vector<Dim> iv;
-  std::vector<double> fv;
-  /// The element count; -1 for a negative or overflowing shape (a folded
-  /// value with such a shape is refused by setHost).
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      if (d < 0 || __builtin_mul_overflow(n, d, &n))
-        return -1;
-    return n;
-  }
-  /// Whether the shape is sane and the data holds exactly its elements.
-  bool consistent() const {
-    int64_t n = numel();
-    if (n < 0 || n > kMaxDim)
-      return false;
-    return isF() ? int64_t(fv.size()) == n && iv.empty()
-                 : int64_t(iv.size()) == n && fv.empty();
-  }
-  bool isF() const { return isFloatDT(dt); }
-  double f(int64_t i) const { return isF() ? fv[i] : double(iv[i].c); }
-  bool allConst() const {
-    return llvm::all_of(iv, [](const Dim &d) { return d.isConst(); });
-  }
-};
-
-/// A value of the graph: folded (host), emitted (v), or both.
-struct Val {
-  int dt = DT_F32;
-  SmallVector<Dim> shape;
-  Value v;
-  std::optional<Host> host;
-  /// An initializer not materialised yet.
-  std::string weightName;
-  bool present = true;
-};
-
-//===----------------------------------------------------------------------===//
-// The importer
-//===----------------------------------------------------------------------===//
-
-class Importer {
-public:
-  Importer(MLIRContext *ctx, StringRef path, std::string &error)
-      : ctx(ctx), b(ctx), path(path.str()), error(error) {}
-
-  OwningOpRef<ModuleOp> run();
-
-private:
-  MLIRContext *ctx;
-  OpBuilder b;
-  std::string path, dir;
-  std::string &error;
-  std::unique_ptr<llvm::MemoryBuffer> file;
-  onnx::ModelProto model;
-  OnnxRawIndex rawIndex;
-  std::map<std::string, Val> vals;
-  llvm::StringMap<const onnx::TensorProto *> inits;
-  llvm::StringMap<int> symIds;
-  int nextSym = 0;
-  Location loc = UnknownLoc::get(ctx);
-  /// Where the current node is, for messages.
-  std::string where;
-
-  bool fail(const Twine &msg) {
-    if (error.empty())
-      error = (path + ": " + (where.empty() ? "" : where + ": ") + msg).str();
-    return false;
-  }
-
-  // Types.
-  Type elemType(int dt) {
-    switch (dt) {
-    case DT_F32: return b.getF32Type();
-    case DT_F16: return b.getF16Type();
-    case DT_BF16: return b.getBF16Type();
-    case DT_F64: return b.getF64Type();
-    case DT_I64: return b.getI64Type();
-    case DT_I32: return b.getI32Type();
-    case DT_I16: return b.getIntegerType(16);
-    case DT_I8: case DT_U8: return b.getIntegerType(8);
-    case DT_BOOL: return b.getI1Type();
-    default: return {};
-    }
-  }
-  RankedTensorType typeOf(int dt, ArrayRef<Dim> shape) {
-    SmallVector<int64_t> s;
-    for (const Dim &d : shape)
-      s.push_back(d.isConst() ? d.c : ShapedType::kDynamic);
-    return RankedTensorType::get(s, elemType(dt));
-  }
-
-  bool load(const onnx::TensorProto &t, Host &h, StringRef what);
-  bool initHost(StringRef name, Val &val);
-  Value materialize(Val &val, StringRef name);
-  bool readShape(const onnx::TypeProto &type, StringRef name, Val &val);
-  bool importNode(const onnx::NodeProto &node);
-  bool tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
-               std::vector<Val> &out, bool &folded);
-  bool emit(const onnx::NodeProto &node, std::vector<Val *> &in,
-            std::vector<Val> &out);
-  bool broadcast(ArrayRef<Dim> a, ArrayRef<Dim> c, SmallVector<Dim> &out);
-  Value reshapeTo(Val &x, ArrayRef<Dim> shape);
-  bool hostInts(Val *v, SmallVector<Dim> &out, StringRef what);
-  bool constInts(Val *v, SmallVector<int64_t> &out, StringRef what);
-};
-
-const onnx::AttributeProto *attr(const onnx::NodeProto &n, StringRef name) {
-  for (const auto &a : n.attribute())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-int64_t attrInt(const onnx::NodeProto &n, StringRef name, int64_t dflt) {
-  const auto *a = attr(n, name);
-  return a ? a->i() : dflt;
-}
-float attrFloat(const onnx::NodeProto &n, StringRef name, float dflt) {
-  const auto *a = attr(n, name);
-  return a ? a->f() : dflt;
-}
-std::optional<SmallVector<int64_t>> attrInts(const onnx::NodeProto &n,
-                                             StringRef name) {
-  const auto *a = attr(n, name);
-  if (!a)
-    return std::nullopt;
-  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
-}
+namespace loom::onnx_import {
 
 /// Reads a TensorProto's elements into a host tensor (inline data only;
 /// external data is read from its file).
@@ -782,9 +582,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host h = H(0);
     SmallVector<int64_t> s;
     if (!constInts(in[1], s, "shape")) return false;
+    // 0 copies the input's dimension unless `allowzero` (then it is 0).
+    bool allowZero = attrInt(node, "allowzero", 0);
     int64_t known = 1, neg = -1;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == 0 && i < h.shape.size()) s[i] = h.shape[i];
+      if (s[i] == 0 && !allowZero && i < h.shape.size()) s[i] = h.shape[i];
       if (s[i] == -1 && neg < 0) neg = i;
       else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known))
         return fail("Reshape to an invalid shape (a negative dimension, two "
@@ -1129,7 +931,14 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
         else if (op == "GreaterOrEqual") v = p >= q;
         else if (op == "And") v = p && q; else if (op == "Or") v = p || q;
         else if (op == "Max") v = std::max(p, q); else if (op == "Min") v = std::min(p, q);
-        else if (op == "Mod") { if (!q) return fail("modulo by zero"); v = q == -1 ? 0 : p % q; }
+        else if (op == "Mod") {
+          if (!q) return fail("modulo by zero");
+          // fmod=1: the sign of the dividend (C's %); the default fmod=0:
+          // the sign of the divisor (Python's %).
+          v = q == -1 ? 0 : p % q;
+          if (!attrInt(node, "fmod", 0) && v != 0 && ((v < 0) != (q < 0)))
+            v += q;
+        }
         else if (op == "Pow") {
           // By squaring (a file's exponent may be 2^62), wrapping.
           uint64_t base = uint64_t(p), acc = 1;
@@ -1172,562 +981,55 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   return true;
 }
 
-//===----------------------------------------------------------------------===//
-// Emission
-//===----------------------------------------------------------------------===//
-
-bool Importer::emit(const onnx::NodeProto &node, std::vector<Val *> &in,
-                    std::vector<Val> &out) {
-  const std::string &op = node.op_type();
-  auto hasIn = [&](size_t i) { return i < in.size() && in[i] && in[i]->present; };
-  auto V = [&](int i) -> Value {
-    if (!hasIn(i)) {
-      fail("input " + Twine(i) + " is missing");
-      return {};
-    }
-    return materialize(*in[i], node.input(i));
-  };
-  auto result = [&](int dt, SmallVector<Dim> shape, Value v) {
-    Val r;
-    r.dt = dt;
-    r.shape = std::move(shape);
-    r.v = v;
-    out.push_back(std::move(r));
-    return v != nullptr;
-  };
-  auto rankOf = [&](int i) { return int64_t(in[i]->shape.size()); };
-  auto normAxis = [](int64_t a, int64_t r) { return a < 0 ? a + r : a; };
-
-  // Elementwise binary.
-  static const std::pair<StringRef, int> binaries[] = {
-      {"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Pow", 4},
-      {"Max", 5}, {"Min", 6}, {"And", 7}, {"Or", 8}};
-  for (auto [name, kind] : binaries) {
-    if (op != name)
-      continue;
-    Value l = V(0), r = V(1);
-    if (!l || !r)
-      return false;
-    SmallVector<Dim> s;
-    if (!broadcast(in[0]->shape, in[1]->shape, s))
-      return false;
-    Type rt = typeOf(in[0]->dt, s);
-    Value v;
-    switch (kind) {
-    case 0: v = AddOp::create(b, loc, rt, l, r); break;
-    case 1: v = SubOp::create(b, loc, rt, l, r); break;
-    case 2: v = MulOp::create(b, loc, rt, l, r); break;
-    case 3: v = DivOp::create(b, loc, rt, l, r); break;
-    case 4:
-      if (in[1]->dt != in[0]->dt)
-        r = CastOp::create(b, loc, typeOf(in[0]->dt, in[1]->shape), r);
-      v = PowOp::create(b, loc, rt, l, r);
-      break;
-    case 5: v = MaxOp::create(b, loc, rt, l, r); break;
-    case 6: v = MinOp::create(b, loc, rt, l, r); break;
-    case 7: v = AndOp::create(b, loc, rt, l, r); break;
-    case 8: v = OrOp::create(b, loc, rt, l, r); break;
-    }
-    return result(in[0]->dt, s, v);
-  }
-  static const std::pair<StringRef, CompareKind> compares[] = {
-      {"Equal", CompareKind::eq}, {"Less", CompareKind::lt},
-      {"Greater", CompareKind::gt}, {"LessOrEqual", CompareKind::le},
-      {"GreaterOrEqual", CompareKind::ge}};
-  for (auto [name, kind] : compares) {
-    if (op != name)
-      continue;
-    Value l = V(0), r = V(1);
-    if (!l || !r)
-      return false;
-    SmallVector<Dim> s;
-    if (!broadcast(in[0]->shape, in[1]->shape, s))
-      return false;
-    return result(DT_BOOL, s,
-                  CompareOp::create(b, loc, typeOf(DT_BOOL, s), kind, l, r));
-  }
-  // Elementwise unary.
-  if (op == "Neg" || op == "Abs" || op == "Exp" || op == "Log" ||
-      op == "Sqrt" || op == "Reciprocal" || op == "Sin" || op == "Cos" ||
-      op == "Tanh" || op == "Sigmoid" || op == "Relu" || op == "Erf" ||
-      op == "Not" || op == "Gelu" || op == "Identity") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    Value v;
-    if (op == "Neg") v = NegOp::create(b, loc, x);
-    else if (op == "Abs") v = AbsOp::create(b, loc, x);
-    else if (op == "Exp") v = ExpOp::create(b, loc, x);
-    else if (op == "Log") v = LogOp::create(b, loc, x);
-    else if (op == "Sqrt") v = SqrtOp::create(b, loc, x);
-    else if (op == "Reciprocal") v = ReciprocalOp::create(b, loc, x);
-    else if (op == "Sin") v = SinOp::create(b, loc, x);
-    else if (op == "Cos") v = CosOp::create(b, loc, x);
-    else if (op == "Tanh") v = TanhOp::create(b, loc, x);
-    else if (op == "Sigmoid") v = SigmoidOp::create(b, loc, x);
-    else if (op == "Relu") v = ReluOp::create(b, loc, x);
-    else if (op == "Erf") v = ErfOp::create(b, loc, x);
-    else if (op == "Not") v = NotOp::create(b, loc, x);
-    else if (op == "Identity") v = x;
-    else {
-      const auto *a = attr(node, "approximate");
-      bool tanh = a && a->s() == "tanh";
-      v = GeluOp::create(b, loc, x.getType(), x,
-                         tanh ? GeluApproximation::tanh
-                              : GeluApproximation::none);
-    }
-    return result(in[0]->dt, in[0]->shape, v);
-  }
-  if (op == "Where") {
-    Value c = V(0), x = V(1), y = V(2);
-    if (!c || !x || !y)
-      return false;
-    SmallVector<Dim> s1, s;
-    if (!broadcast(in[0]->shape, in[1]->shape, s1) ||
-        !broadcast(s1, in[2]->shape, s))
-      return false;
-    return result(in[1]->dt, s,
-                  SelectOp::create(b, loc, typeOf(in[1]->dt, s), c, x, y));
-  }
-  if (op == "Cast") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    int to = attrInt(node, "to", DT_F32);
-    if (!elemType(to))
-      return fail("Cast to unsupported element type " + Twine(to));
-    if (to == in[0]->dt)
-      return result(to, in[0]->shape, x);
-    return result(to, in[0]->shape,
-                  CastOp::create(b, loc, typeOf(to, in[0]->shape), x));
-  }
-  if (op == "MatMul" || op == "Gemm") {
-    Value a = V(0), w = V(1);
-    if (!a || !w)
-      return false;
-    bool ta = op == "Gemm" && attrInt(node, "transA", 0);
-    bool tb = op == "Gemm" && attrInt(node, "transB", 0);
-    SmallVector<Dim> as = in[0]->shape, bs = in[1]->shape;
-    if (as.size() < 2 || bs.size() < 2)
-      return fail("MatMul with a rank-1 operand is not supported; reshape "
-                  "it to rank 2 in the model");
-    SmallVector<Dim> batch;
-    if (!broadcast(ArrayRef<Dim>(as).drop_back(2),
-                   ArrayRef<Dim>(bs).drop_back(2), batch))
-      return false;
-    Dim m = ta ? as.back() : as[as.size() - 2];
-    Dim n = tb ? bs[bs.size() - 2] : bs.back();
-    SmallVector<Dim> s = batch;
-    s.push_back(m);
-    s.push_back(n);
-    Value v = MatmulOp::create(b, loc, typeOf(in[0]->dt, s), a, w, ta, tb);
-    if (op == "Gemm") {
-      float alpha = attrFloat(node, "alpha", 1), beta = attrFloat(node, "beta", 1);
-      RankedTensorType rt = typeOf(in[0]->dt, s);
-      auto scalar = [&](float f) {
-        return ConstantOp::create(
-            b, loc, DenseElementsAttr::get(RankedTensorType::get({}, rt.getElementType()), b.getFloatAttr(rt.getElementType(), f)));
-      };
-      if (alpha != 1)
-        v = MulOp::create(b, loc, rt, v, scalar(alpha));
-      if (hasIn(2)) {
-        Value c = V(2);
-        if (!c)
-          return false;
-        if (beta != 1)
-          c = MulOp::create(b, loc, c.getType(), c, scalar(beta));
-        v = AddOp::create(b, loc, rt, v, c);
-      }
-    }
-    return result(in[0]->dt, s, v);
-  }
-  if (op == "Softmax") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    int64_t axis = attrInt(node, "axis", -1);
-    return result(in[0]->dt, in[0]->shape,
-                  SoftmaxOp::create(b, loc, x, b.getI64IntegerAttr(axis)));
-  }
-  if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" ||
-      op == "ReduceMin" || op == "ReduceProd") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    int64_t r = rankOf(0);
-    SmallVector<int64_t> axes;
-    if (hasIn(1)) {
-      if (!constInts(in[1], axes, "axes"))
-        return false;
-    } else if (auto a = attrInts(node, "axes")) {
-      axes = *a;
-    }
-    if (axes.empty()) {
-      if (attrInt(node, "noop_with_empty_axes", 0))
-        return result(in[0]->dt, in[0]->shape, x);
-      for (int64_t i = 0; i < r; ++i)
-        axes.push_back(i);
-    }
-    for (int64_t &a : axes)
-      a = normAxis(a, r);
-    llvm::sort(axes);
-    bool keep = attrInt(node, "keepdims", 1);
-    SmallVector<Dim> s;
-    for (int64_t i = 0; i < r; ++i) {
-      if (llvm::is_contained(axes, i)) {
-        if (keep)
-          s.push_back(Dim::of(1));
-      } else {
-        s.push_back(in[0]->shape[i]);
-      }
-    }
-    ReduceKind k = op == "ReduceMean"  ? ReduceKind::mean
-                   : op == "ReduceSum" ? ReduceKind::sum
-                   : op == "ReduceMax" ? ReduceKind::max
-                   : op == "ReduceMin" ? ReduceKind::min
-                                       : ReduceKind::prod;
-    return result(in[0]->dt, s,
-                  ReduceOp::create(b, loc, typeOf(in[0]->dt, s), k, x, axes,
-                                   keep));
-  }
-  if (op == "LayerNormalization" || op == "SimplifiedLayerNormalization") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    for (int i = 1; i < node.output_size(); ++i)
-      if (!node.output(i).empty())
-        return fail(op + " outputs Mean/InvStdDev, which are not supported");
-    int64_t r = rankOf(0);
-    int64_t axis = normAxis(attrInt(node, "axis", -1), r);
-    float eps = attrFloat(node, "epsilon", 1e-5f);
-    Value scale = hasIn(1) ? V(1) : Value();
-    Value bias = hasIn(2) ? V(2) : Value();
-    if (op == "SimplifiedLayerNormalization") {
-      if (axis != r - 1)
-        return fail("SimplifiedLayerNormalization over more than the last "
-                    "axis is not supported");
-      return result(in[0]->dt, in[0]->shape,
-                    RmsNormOp::create(b, loc, x.getType(), x, scale,
-                                      b.getF32FloatAttr(eps)));
-    }
-    return result(in[0]->dt, in[0]->shape,
-                  LayerNormOp::create(b, loc, x.getType(), x, scale, bias,
-                                      b.getI64IntegerAttr(axis - r),
-                                      b.getF32FloatAttr(eps)));
-  }
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
-      op == "Unsqueeze") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    const SmallVector<Dim> &is = in[0]->shape;
-    int64_t r = is.size();
-    SmallVector<Dim> s;
-    if (op == "Reshape") {
-      SmallVector<Dim> target;
-      if (!hostInts(in[1], target, "shape"))
-        return false;
-      bool allowZero = attrInt(node, "allowzero", 0);
-      int neg = -1;
-      Dim known = Dim::of(1), total = Dim::of(1);
-      for (const Dim &d : is)
-        total = *mulDim(total, d);
-      for (size_t i = 0; i < target.size(); ++i) {
-        Dim d = target[i];
-        if (d.isConst() && d.c == 0 && !allowZero) {
-          if (i >= is.size())
-            return fail("Reshape copies dimension " + Twine(i) +
-                        " of an input of rank " + Twine(r));
-          d = is[i];
-        }
-        if (d.isConst() && d.c == -1) {
-          if (neg >= 0)
-            return fail("Reshape with two -1 dimensions");
-          neg = i;
-        } else if (d.isConst() && d.c < 0) {
-          return fail("Reshape to a negative dimension");
-        } else {
-          auto k = mulDim(known, d);
-          if (!k)
-            return fail("Reshape dimensions overflow");
-          known = *k;
-        }
-        s.push_back(d);
-      }
-      if (neg >= 0) {
-        auto q = divDim(total, known);
-        if (!q) {
-          // Not expressible symbolically: a fresh dynamic dimension.
-          q = Dim{1, {nextSym++}};
-        }
-        s[neg] = *q;
-      }
-    } else if (op == "Flatten") {
-      int64_t axis = normAxis(attrInt(node, "axis", 1), r);
-      Dim a = Dim::of(1), c = Dim::of(1);
-      for (int64_t i = 0; i < r; ++i)
-        (i < axis ? a : c) = *mulDim(i < axis ? a : c, is[i]);
-      s = {a, c};
-    } else {
-      SmallVector<int64_t> axes;
-      if (hasIn(1)) {
-        if (!constInts(in[1], axes, "axes"))
-          return false;
-      } else if (auto a = attrInts(node, "axes")) {
-        axes = *a;
-      }
-      if (op == "Unsqueeze") {
-        int64_t nr = r + axes.size();
-        for (int64_t &a : axes)
-          a = normAxis(a, nr);
-        llvm::sort(axes);
-        s = is;
-        for (int64_t a : axes)
-          s.insert(s.begin() + std::min<int64_t>(a, s.size()), Dim::of(1));
-      } else {
-        for (int64_t &a : axes)
-          a = normAxis(a, r);
-        for (int64_t i = 0; i < r; ++i) {
-          bool drop = axes.empty() ? (is[i].isConst() && is[i].c == 1)
-                                   : llvm::is_contained(axes, i);
-          if (!drop)
-            s.push_back(is[i]);
-        }
-      }
-    }
-    return result(in[0]->dt, s, reshapeTo(*in[0], s));
-  }
-  if (op == "Transpose") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    int64_t r = rankOf(0);
-    SmallVector<int64_t> perm;
-    if (auto p = attrInts(node, "perm"))
-      perm = *p;
-    else
-      for (int64_t i = r - 1; i >= 0; --i)
-        perm.push_back(i);
-    SmallVector<Dim> s;
-    for (int64_t p : perm) {
-      if (p < 0 || p >= r)
-        return fail("Transpose permutation out of range");
-      s.push_back(in[0]->shape[p]);
-    }
-    return result(in[0]->dt, s,
-                  TransposeOp::create(b, loc, typeOf(in[0]->dt, s), x, perm));
-  }
-  if (op == "Concat") {
-    int64_t r = rankOf(0);
-    int64_t axis = normAxis(attrInt(node, "axis", 0), r);
-    SmallVector<Value> xs;
-    SmallVector<Dim> s = in[0]->shape;
-    Dim sum = Dim::of(0);
-    bool dyn = false;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (!hasIn(i))
-        continue;
-      Value x = V(i);
-      if (!x)
-        return false;
-      // Empty operands (a zero-length static axis) are dropped.
-      const Dim &d = in[i]->shape[axis];
-      if (d.isConst() && d.c == 0)
-        continue;
-      xs.push_back(x);
-      if (d.isConst() && sum.isConst())
-        sum.c += d.c;
-      else if (sum.isConst() && sum.c == 0)
-        sum = d;
-      else
-        dyn = true;
-    }
-    s[axis] = dyn ? Dim{1, {nextSym++}} : sum;
-    if (xs.size() == 1)
-      return result(in[0]->dt, s, xs[0]);
-    return result(in[0]->dt, s,
-                  ConcatOp::create(b, loc, typeOf(in[0]->dt, s), xs,
-                                   b.getI64IntegerAttr(axis)));
-  }
-  if (op == "Slice" || op == "Split") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    int64_t r = rankOf(0);
-    const SmallVector<Dim> &is = in[0]->shape;
-    // One static slice per output: (axis, start, limit, step).
-    auto makeSlice = [&](int64_t axis, int64_t start, int64_t limit,
-                         int64_t step, SmallVector<Dim> &s) -> Value {
-      SmallVector<int64_t> st(r, 0), li, sp(r, 1);
-      for (int64_t i = 0; i < r; ++i)
-        li.push_back(is[i].isConst() ? is[i].c : std::numeric_limits<int32_t>::max());
-      st[axis] = start;
-      li[axis] = limit;
-      sp[axis] = step;
-      s = is;
-      if (is[axis].isConst()) {
-        s[axis] = Dim::of(std::max<int64_t>(0, (limit - start + step - 1) / step));
-      } else if (!(start == 0 && step == 1 &&
-                   limit >= std::numeric_limits<int32_t>::max())) {
-        s[axis] = Dim{1, {nextSym++}};
-      }
-      return SliceOp::create(b, loc, typeOf(in[0]->dt, s), x, st, li, sp);
-    };
-    if (op == "Split") {
-      int64_t axis = normAxis(attrInt(node, "axis", 0), r);
-      if (!is[axis].isConst())
-        return fail("Split along a dynamic dimension is not supported");
-      SmallVector<int64_t> sizes;
-      if (hasIn(1)) {
-        if (!constInts(in[1], sizes, "split"))
-          return false;
-      } else if (auto a = attrInts(node, "split")) {
-        sizes = *a;
-      } else {
-        int64_t n = attrInt(node, "num_outputs", node.output_size());
-        int64_t each = (is[axis].c + n - 1) / n;
-        for (int64_t i = 0, left = is[axis].c; i < n; ++i, left -= each)
-          sizes.push_back(std::min(each, left));
-      }
-      if (int64_t(sizes.size()) != node.output_size())
-        return fail("Split has " + Twine(sizes.size()) + " sizes for " +
-                    Twine(node.output_size()) + " outputs");
-      int64_t start = 0;
-      for (int64_t sz : sizes) {
-        SmallVector<Dim> s;
-        Value v = makeSlice(axis, start, start + sz, 1, s);
-        start += sz;
-        result(in[0]->dt, s, v);
-      }
-      return true;
-    }
-    SmallVector<int64_t> st, en, ax, sp;
-    if (!constInts(in[1], st, "starts") || !constInts(in[2], en, "ends"))
-      return false;
-    if (hasIn(3) && !constInts(in[3], ax, "axes"))
-      return false;
-    if (hasIn(4) && !constInts(in[4], sp, "steps"))
-      return false;
-    if (ax.empty())
-      for (size_t i = 0; i < st.size(); ++i)
-        ax.push_back(i);
-    Value v = x;
-    SmallVector<Dim> s = is;
-    for (size_t k = 0; k < ax.size(); ++k) {
-      int64_t axis = normAxis(ax[k], r);
-      int64_t step = sp.empty() ? 1 : sp[k];
-      if (step <= 0)
-        return fail("Slice with a non-positive step is not supported");
-      int64_t start = st[k], limit = en[k];
-      if (s[axis].isConst()) {
-        int64_t n = s[axis].c;
-        if (start < 0) start += n;
-        if (limit < 0) limit += n;
-        start = std::clamp<int64_t>(start, 0, n);
-        limit = std::clamp<int64_t>(limit, start, n);
-        if (start == 0 && limit == n && step == 1)
-          continue;
-      } else {
-        if (start < 0 || limit < 0)
-          return fail("Slice from the end of a dynamic dimension is not "
-                      "supported; export with a static size for it");
-        limit = std::min<int64_t>(limit, std::numeric_limits<int32_t>::max());
-        if (start == 0 && step == 1 && limit >= std::numeric_limits<int32_t>::max())
-          continue;
-      }
-      Val tmp;
-      tmp.dt = in[0]->dt;
-      tmp.shape = s;
-      tmp.v = v;
-      std::swap(*in[0], tmp);
-      x = v;
-      v = makeSlice(axis, start, limit, step, s);
-      std::swap(*in[0], tmp);
-    }
-    return result(in[0]->dt, s, v);
-  }
-  if (op == "Gather") {
-    Value x = V(0), idx = V(1);
-    if (!x || !idx)
-      return false;
-    int64_t r = rankOf(0);
-    int64_t axis = normAxis(attrInt(node, "axis", 0), r);
-    SmallVector<Dim> s;
-    for (int64_t i = 0; i < axis; ++i)
-      s.push_back(in[0]->shape[i]);
-    for (const Dim &d : in[1]->shape)
-      s.push_back(d);
-    for (int64_t i = axis + 1; i < r; ++i)
-      s.push_back(in[0]->shape[i]);
-    if (in[1]->dt != DT_I64 && in[1]->dt != DT_I32)
-      return fail("Gather indices must be int32 or int64");
-    RankedTensorType rt = typeOf(in[0]->dt, s);
-    if (axis == 0 && r == 2 && isFloatDT(in[0]->dt) && !in[0]->weightName.empty())
-      return result(in[0]->dt, s, EmbeddingOp::create(b, loc, rt, x, idx));
-    return result(in[0]->dt, s,
-                  GatherOp::create(b, loc, rt, x, idx, b.getI64IntegerAttr(axis)));
-  }
-  if (op == "Expand") {
-    Value x = V(0);
-    if (!x)
-      return false;
-    SmallVector<Dim> target, s;
-    if (!hostInts(in[1], target, "shape"))
-      return false;
-    if (!broadcast(in[0]->shape, target, s))
-      return false;
-    RankedTensorType rt = typeOf(in[0]->dt, s);
-    if (rt == x.getType())
-      return result(in[0]->dt, s, x);
-    return result(in[0]->dt, s, BroadcastOp::create(b, loc, rt, x));
-  }
-  if (op == "Constant") {
-    // A large constant stored in place in the .onnx: a weight.
-    const auto *a = attr(node, "value");
-    auto it = rawIndex.constants.find(node.output(0));
-    SmallVector<Dim> s;
-    for (int64_t d : a->t().dims())
-      s.push_back(Dim::of(d));
-    int dt = a->t().data_type();
-    auto src = ExternAttr::get(ctx, b.getStringAttr(path), it->second.offset);
-    return result(dt, s,
-                  WeightOp::create(b, loc, typeOf(dt, s),
-                                   b.getStringAttr(node.output(0)), src));
-  }
-  if (op == "ConstantOfShape" || op == "Range" || op == "Trilu" ||
-      op == "Shape")
-    return fail(op + " on values only known at run time is not supported "
-                "(its shape or inputs depend on run-time data); export with "
-                "static shapes for this part of the graph");
-  return fail("unsupported op '" + op +
-              "'; supported ops are listed in docs/IMPORT-ONNX.md");
+const OnnxOpTable &onnxOps() {
+  static const OnnxOpTable table = [] {
+    OnnxOpTable t;
+    registerElementwiseOps(t);
+    registerMatmulOps(t);
+    registerNormalizationOps(t);
+    registerShapeOps(t);
+    return t;
+  }();
+  return table;
 }
 
-/// The number of leading inputs an op cannot do without (opsets 13+).
-static int minInputs(StringRef op) {
-  if (op == "Constant")
-    return 0;
-  if (op == "Where" || op == "Range" || op == "Slice")
-    return 3;
-  if (llvm::is_contained({"Add", "Sub", "Mul", "Div", "Pow", "And", "Or",
-                          "Equal", "Less", "Greater", "LessOrEqual",
-                          "GreaterOrEqual", "MatMul", "Gemm", "Reshape",
-                          "Expand", "Gather", "LayerNormalization",
-                          "SimplifiedLayerNormalization"},
-                         op))
-    return 2;
-  return 1;
+/// Every attribute of the node is read by the importer or on the op's list
+/// of attributes that do not change the math; any other is refused by name
+/// (a new ONNX attribute must not be ignored silently).
+bool Importer::checkAttributes(const onnx::NodeProto &node, const OnnxOp &op) {
+  for (const auto &a : node.attribute()) {
+    if (llvm::is_contained(op.attributes, a.name()) ||
+        llvm::is_contained(op.noMath, a.name()))
+      continue;
+    std::string known;
+    for (StringRef k : op.attributes)
+      known += (known.empty() ? "" : ", ") + k.str();
+    return fail("attribute '" + a.name() + "' of " + node.op_type() +
+                " is not supported (supported: " +
+                (known.empty() ? std::string("none") : known) +
+                "); see docs/IMPORT-ONNX.md");
+  }
+  return true;
 }
 
 bool Importer::importNode(const onnx::NodeProto &node) {
-  where = "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
-          "' (" + node.op_type() + ")";
+  std::string name = node.name().empty()
+                         ? (node.output_size() ? node.output(0) : "?")
+                         : node.name();
+  where = "node '" + name + "' (" + node.op_type() + ")";
+  // The ops of this node carry its name, in the file.
+  loc = importLoc(ctx, path, name);
   if (!node.domain().empty() && node.domain() != "ai.onnx" &&
       node.domain() != "com.microsoft")
     return fail("op domain '" + node.domain() + "' is not supported");
   if (node.output_size() == 0 || node.output(0).empty())
     return fail("the node has no output");
-  int need = minInputs(node.op_type());
+  auto opIt = onnxOps().find(node.op_type());
+  if (opIt == onnxOps().end())
+    return fail("unsupported op '" + node.op_type() +
+                "'; supported ops are listed in docs/IMPORT-ONNX.md");
+  const OnnxOp &op = opIt->second;
+  int need = op.minInputs;
   for (int i = 0; i < need; ++i)
     if (i >= node.input_size() || node.input(i).empty())
       return fail("needs at least " + Twine(need) + " input(s) but input " +
@@ -1761,15 +1063,16 @@ bool Importer::importNode(const onnx::NodeProto &node) {
                       "of rank " + Twine(r) + "; the file is corrupt");
     }
   }
+  if (!checkAttributes(node, op))
+    return false;
   std::vector<Val> out;
   bool folded = false;
   if (!tryFold(node, in, out, folded))
     return false;
   if (!folded) {
     out.clear();
-    loc = NameLoc::get(b.getStringAttr(node.name().empty() ? node.output(0)
-                                                            : node.name()));
-    if (!emit(node, in, out))
+    EmitContext context{*this, node, in, out};
+    if (!op.emit(context))
       return false;
   }
   for (int i = 0; i < node.output_size(); ++i) {
@@ -1942,14 +1245,29 @@ OwningOpRef<ModuleOp> Importer::run() {
   return module;
 }
 
-} // namespace
+} // namespace loom::onnx_import
+
+namespace loom {
+using namespace mlir;
+
+OwningOpRef<ModuleOp> importOnnx(MLIRContext *context, StringRef path,
+                                 ImportFailure &failure) {
+  context->getOrLoadDialect<LoomDialect>();
+  context->getOrLoadDialect<func::FuncDialect>();
+  onnx_import::Importer importer(context, path, failure);
+  OwningOpRef<ModuleOp> module = importer.run();
+  if (!module && !failure)
+    failure.set(context, path, "", "the import failed");
+  return module;
+}
 
 OwningOpRef<ModuleOp> importOnnx(MLIRContext *context, StringRef path,
                                  std::string &error) {
-  context->getOrLoadDialect<LoomDialect>();
-  context->getOrLoadDialect<func::FuncDialect>();
-  Importer importer(context, path, error);
-  return importer.run();
+  ImportFailure failure;
+  OwningOpRef<ModuleOp> module = importOnnx(context, path, failure);
+  if (!module)
+    error = failure.text;
+  return module;
 }
 
 } // namespace loom

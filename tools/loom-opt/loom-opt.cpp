@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
@@ -33,6 +34,15 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+// `loom-opt --import=model.onnx|.gguf|dir`: the import phase alone, its
+// failures as diagnostics at their place in the model file (checked with
+// --verify-diagnostics against the annotations of the positional input).
+static llvm::cl::opt<std::string>
+    importModelPath("import", llvm::cl::desc("Import a model file (.onnx, "
+                                             ".gguf, Hugging Face directory "
+                                             "or config.json) and print it"),
+                    llvm::cl::value_desc("model"), llvm::cl::init(""));
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<loom::LoomDialect, mlir::func::FuncDialect,
@@ -54,6 +64,12 @@ int main(int argc, char **argv) {
 #endif
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "Loom optimizer driver\n", registry);
+  if (!importModelPath.empty()) {
+    mlir::MLIRContext context(registry);
+    auto config = mlir::MlirOptMainConfig::createFromCLOptions();
+    return loom::importMain(context, importModelPath, input, output,
+                            config.shouldVerifyDiagnostics());
+  }
   // The upstream parser aborts on some inputs; refuse those first (stdin is
   // read by MlirOptMain itself and is not scanned).
   if (input != "-") {

@@ -1,0 +1,145 @@
+//===- Elementwise.cpp - ONNX elementwise ops to loom ---------------------===//
+//
+// Binary arithmetic and logic (with numpy broadcasting), comparisons,
+// unary math, Where, Cast, Gelu and Identity.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Import/Onnx/OnnxImporter.h"
+
+namespace loom::onnx_import {
+namespace {
+
+/// The broadcast shape of inputs 0 and 1.
+bool broadcast2(EmitContext &c, SmallVector<Dim> &s) {
+  return c.im.broadcast(c.shape(0), c.shape(1), s);
+}
+
+template <typename OpTy> bool emitBinary(EmitContext &c) {
+  Value l = c.input(0), r = c.input(1);
+  SmallVector<Dim> s;
+  if (!l || !r || !broadcast2(c, s))
+    return false;
+  Type rt = c.typeOf(c.dt(0), s);
+  return c.result(c.dt(0), s, OpTy::create(c.b(), c.loc(), rt, l, r));
+}
+
+/// Pow's exponent may have another element type: cast to the base's.
+bool emitPow(EmitContext &c) {
+  Value l = c.input(0), r = c.input(1);
+  SmallVector<Dim> s;
+  if (!l || !r || !broadcast2(c, s))
+    return false;
+  if (c.dt(1) != c.dt(0))
+    r = CastOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), c.shape(1)), r);
+  Type rt = c.typeOf(c.dt(0), s);
+  return c.result(c.dt(0), s, PowOp::create(c.b(), c.loc(), rt, l, r));
+}
+
+template <CompareKind kind> bool emitCompare(EmitContext &c) {
+  Value l = c.input(0), r = c.input(1);
+  SmallVector<Dim> s;
+  if (!l || !r || !broadcast2(c, s))
+    return false;
+  return c.result(
+      DT_BOOL, s,
+      CompareOp::create(c.b(), c.loc(), c.typeOf(DT_BOOL, s), kind, l, r));
+}
+
+template <typename OpTy> bool emitUnary(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  return c.result(c.dt(0), c.shape(0), OpTy::create(c.b(), c.loc(), x));
+}
+
+bool emitIdentity(EmitContext &c) {
+  Value x = c.input(0);
+  return c.result(c.dt(0), c.shape(0), x);
+}
+
+/// Gelu (opset 20): `approximate` is "none" or "tanh"; anything else is
+/// refused (it would silently pick the erf form).
+bool emitGelu(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  GeluApproximation approx = GeluApproximation::none;
+  if (const auto *a = attr(c.node, "approximate")) {
+    if (a->s() == "tanh")
+      approx = GeluApproximation::tanh;
+    else if (a->s() != "none")
+      return c.fail("Gelu approximate='" + a->s() +
+                    "' is not supported (none or tanh)");
+  }
+  return c.result(c.dt(0), c.shape(0),
+                  GeluOp::create(c.b(), c.loc(), x.getType(), x, approx));
+}
+
+bool emitWhere(EmitContext &c) {
+  Value cnd = c.input(0), x = c.input(1), y = c.input(2);
+  if (!cnd || !x || !y)
+    return false;
+  SmallVector<Dim> s1, s;
+  if (!c.im.broadcast(c.shape(0), c.shape(1), s1) ||
+      !c.im.broadcast(s1, c.shape(2), s))
+    return false;
+  return c.result(
+      c.dt(1), s,
+      SelectOp::create(c.b(), c.loc(), c.typeOf(c.dt(1), s), cnd, x, y));
+}
+
+bool emitCast(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  int to = attrInt(c.node, "to", DT_F32);
+  if (!c.im.elemType(to))
+    return c.fail("Cast to unsupported element type " + Twine(to));
+  if (to == c.dt(0))
+    return c.result(to, c.shape(0), x);
+  return c.result(to, c.shape(0),
+                  CastOp::create(c.b(), c.loc(), c.typeOf(to, c.shape(0)), x));
+}
+
+} // namespace
+
+void registerElementwiseOps(OnnxOpTable &t) {
+  // Binary ops need both inputs; Max and Min are variadic in ONNX, the
+  // emitter takes exactly two (a missing second input is refused as
+  // missing).
+  static const std::pair<StringRef, Emitter> binaries[] = {
+      {"Add", emitBinary<AddOp>},
+      {"Sub", emitBinary<SubOp>},
+      {"Mul", emitBinary<MulOp>},
+      {"Div", emitBinary<DivOp>},
+      {"Pow", emitPow},
+      {"And", emitBinary<AndOp>},
+      {"Or", emitBinary<OrOp>},
+      {"Equal", emitCompare<CompareKind::eq>},
+      {"Less", emitCompare<CompareKind::lt>},
+      {"Greater", emitCompare<CompareKind::gt>},
+      {"LessOrEqual", emitCompare<CompareKind::le>},
+      {"GreaterOrEqual", emitCompare<CompareKind::ge>}};
+  for (auto [name, emit] : binaries)
+    t[name] = {emit, {}, {}, 2};
+  t["Max"] = {emitBinary<MaxOp>, {}, {}, 1};
+  t["Min"] = {emitBinary<MinOp>, {}, {}, 1};
+  static const std::pair<StringRef, Emitter> unaries[] = {
+      {"Neg", emitUnary<NegOp>},   {"Abs", emitUnary<AbsOp>},
+      {"Exp", emitUnary<ExpOp>},   {"Log", emitUnary<LogOp>},
+      {"Sqrt", emitUnary<SqrtOp>}, {"Reciprocal", emitUnary<ReciprocalOp>},
+      {"Sin", emitUnary<SinOp>},   {"Cos", emitUnary<CosOp>},
+      {"Tanh", emitUnary<TanhOp>}, {"Sigmoid", emitUnary<SigmoidOp>},
+      {"Relu", emitUnary<ReluOp>}, {"Erf", emitUnary<ErfOp>},
+      {"Not", emitUnary<NotOp>},   {"Identity", emitIdentity}};
+  for (auto [name, emit] : unaries)
+    t[name] = {emit, {}, {}, 1};
+  t["Gelu"] = {emitGelu, {"approximate"}, {}, 1};
+  t["Where"] = {emitWhere, {}, {}, 3};
+  // `saturate` (opset 19) only applies to float8 targets, which Cast
+  // refuses.
+  t["Cast"] = {emitCast, {"to"}, {"saturate"}, 1};
+}
+
+} // namespace loom::onnx_import

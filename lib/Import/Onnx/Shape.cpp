@@ -1,0 +1,362 @@
+//===- Shape.cpp - ONNX data movement ops to loom -------------------------===//
+//
+// Reshape, Flatten, Squeeze, Unsqueeze (-> loom.reshape), Transpose,
+// Concat, Slice and Split (-> static loom.slice), Gather (-> loom.embedding
+// for a 2-D float initializer on axis 0, else loom.gather), Expand
+// (-> loom.broadcast), large Constants stored in place (-> loom.weight),
+// and the shape ops that only fold (refused on run-time values).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Import/Onnx/OnnxImporter.h"
+
+#include <limits>
+
+namespace loom::onnx_import {
+namespace {
+
+constexpr int64_t kOpenEnd = std::numeric_limits<int32_t>::max();
+
+/// Reshape's target shape: 0 copies the input's dimension (unless
+/// `allowzero`), one -1 is inferred, symbolically when it can be.
+bool reshapeShape(EmitContext &c, SmallVector<Dim> &s) {
+  const SmallVector<Dim> &is = c.shape(0);
+  SmallVector<Dim> target;
+  if (!c.im.hostInts(c.in[1], target, "shape"))
+    return false;
+  bool allowZero = attrInt(c.node, "allowzero", 0);
+  int neg = -1;
+  Dim known = Dim::of(1), total = Dim::of(1);
+  for (const Dim &d : is)
+    total = *mulDim(total, d);
+  for (size_t i = 0; i < target.size(); ++i) {
+    Dim d = target[i];
+    if (d.isConst() && d.c == 0 && !allowZero) {
+      if (i >= is.size())
+        return c.fail("Reshape copies dimension " + Twine(i) +
+                      " of an input of rank " + Twine(is.size()));
+      d = is[i];
+    }
+    if (d.isConst() && d.c == -1) {
+      if (neg >= 0)
+        return c.fail("Reshape with two -1 dimensions");
+      neg = i;
+    } else if (d.isConst() && d.c < 0) {
+      return c.fail("Reshape to a negative dimension");
+    } else {
+      auto k = mulDim(known, d);
+      if (!k)
+        return c.fail("Reshape dimensions overflow");
+      known = *k;
+    }
+    s.push_back(d);
+  }
+  if (neg >= 0) {
+    // Not expressible symbolically: a fresh dynamic dimension.
+    auto q = divDim(total, known);
+    s[neg] = q ? *q : c.im.freshDim();
+  }
+  return true;
+}
+
+/// Squeeze/Unsqueeze axes: the second input (opset 13+) or the attribute.
+bool squeezeAxes(EmitContext &c, SmallVector<int64_t> &axes) {
+  if (c.hasIn(1))
+    return c.im.constInts(c.in[1], axes, "axes");
+  if (auto a = attrInts(c.node, "axes"))
+    axes = *a;
+  return true;
+}
+
+bool emitReshape(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  const SmallVector<Dim> &is = c.shape(0);
+  int64_t r = is.size();
+  SmallVector<Dim> s;
+  const std::string &op = c.op();
+  if (op == "Reshape") {
+    if (!reshapeShape(c, s))
+      return false;
+  } else if (op == "Flatten") {
+    int64_t axis = normAxis(attrInt(c.node, "axis", 1), r);
+    Dim a = Dim::of(1), b = Dim::of(1);
+    for (int64_t i = 0; i < r; ++i)
+      (i < axis ? a : b) = *mulDim(i < axis ? a : b, is[i]);
+    s = {a, b};
+  } else {
+    SmallVector<int64_t> axes;
+    if (!squeezeAxes(c, axes))
+      return false;
+    if (op == "Unsqueeze") {
+      int64_t nr = r + axes.size();
+      for (int64_t &a : axes)
+        a = normAxis(a, nr);
+      llvm::sort(axes);
+      s = is;
+      for (int64_t a : axes)
+        s.insert(s.begin() + std::min<int64_t>(a, s.size()), Dim::of(1));
+    } else {
+      for (int64_t &a : axes)
+        a = normAxis(a, r);
+      for (int64_t i = 0; i < r; ++i) {
+        bool drop = axes.empty() ? (is[i].isConst() && is[i].c == 1)
+                                 : llvm::is_contained(axes, i);
+        if (!drop)
+          s.push_back(is[i]);
+      }
+    }
+  }
+  return c.result(c.dt(0), s, c.im.reshapeTo(*c.in[0], s));
+}
+
+bool emitTranspose(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  int64_t r = c.rank(0);
+  SmallVector<int64_t> perm;
+  if (auto p = attrInts(c.node, "perm"))
+    perm = *p;
+  else
+    for (int64_t i = r - 1; i >= 0; --i)
+      perm.push_back(i);
+  SmallVector<Dim> s;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= r)
+      return c.fail("Transpose permutation out of range");
+    s.push_back(c.shape(0)[p]);
+  }
+  return c.result(
+      c.dt(0), s,
+      TransposeOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), x, perm));
+}
+
+bool emitConcat(EmitContext &c) {
+  int64_t axis = normAxis(attrInt(c.node, "axis", 0), c.rank(0));
+  SmallVector<Value> xs;
+  SmallVector<Dim> s = c.shape(0);
+  Dim sum = Dim::of(0);
+  bool dyn = false;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    if (!c.hasIn(i))
+      continue;
+    Value x = c.input(i);
+    if (!x)
+      return false;
+    // Empty operands (a zero-length static axis) are dropped.
+    const Dim &d = c.in[i]->shape[axis];
+    if (d.isConst() && d.c == 0)
+      continue;
+    xs.push_back(x);
+    if (d.isConst() && sum.isConst())
+      sum.c += d.c;
+    else if (sum.isConst() && sum.c == 0)
+      sum = d;
+    else
+      dyn = true;
+  }
+  s[axis] = dyn ? c.im.freshDim() : sum;
+  if (xs.size() == 1)
+    return c.result(c.dt(0), s, xs[0]);
+  return c.result(c.dt(0), s,
+                  ConcatOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), xs,
+                                   c.b().getI64IntegerAttr(axis)));
+}
+
+/// One static loom.slice of `x` (shape `is`) along `axis`.
+Value makeSlice(EmitContext &c, Value x, ArrayRef<Dim> is, int64_t axis,
+                int64_t start, int64_t limit, int64_t step,
+                SmallVector<Dim> &s) {
+  int64_t r = is.size();
+  SmallVector<int64_t> st(r, 0), li, sp(r, 1);
+  for (int64_t i = 0; i < r; ++i)
+    li.push_back(is[i].isConst() ? is[i].c : kOpenEnd);
+  st[axis] = start;
+  li[axis] = limit;
+  sp[axis] = step;
+  s.assign(is.begin(), is.end());
+  if (is[axis].isConst())
+    s[axis] = Dim::of(std::max<int64_t>(0, (limit - start + step - 1) / step));
+  else if (!(start == 0 && step == 1 && limit >= kOpenEnd))
+    s[axis] = c.im.freshDim();
+  return SliceOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), x, st, li, sp);
+}
+
+bool emitSplit(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  const SmallVector<Dim> &is = c.shape(0);
+  int64_t axis = normAxis(attrInt(c.node, "axis", 0), c.rank(0));
+  if (!is[axis].isConst())
+    return c.fail("Split along a dynamic dimension is not supported");
+  SmallVector<int64_t> sizes;
+  if (c.hasIn(1)) {
+    if (!c.im.constInts(c.in[1], sizes, "split"))
+      return false;
+  } else if (auto a = attrInts(c.node, "split")) {
+    sizes = *a;
+  } else {
+    int64_t n = attrInt(c.node, "num_outputs", c.node.output_size());
+    int64_t each = (is[axis].c + n - 1) / n;
+    for (int64_t i = 0, left = is[axis].c; i < n; ++i, left -= each)
+      sizes.push_back(std::min(each, left));
+  }
+  if (int64_t(sizes.size()) != c.node.output_size())
+    return c.fail("Split has " + Twine(sizes.size()) + " sizes for " +
+                  Twine(c.node.output_size()) + " outputs");
+  int64_t start = 0;
+  for (int64_t sz : sizes) {
+    SmallVector<Dim> s;
+    Value v = makeSlice(c, x, is, axis, start, start + sz, 1, s);
+    start += sz;
+    c.result(c.dt(0), s, v);
+  }
+  return true;
+}
+
+bool emitSlice(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  int64_t r = c.rank(0);
+  SmallVector<int64_t> st, en, ax, sp;
+  if (!c.im.constInts(c.in[1], st, "starts") ||
+      !c.im.constInts(c.in[2], en, "ends"))
+    return false;
+  if (c.hasIn(3) && !c.im.constInts(c.in[3], ax, "axes"))
+    return false;
+  if (c.hasIn(4) && !c.im.constInts(c.in[4], sp, "steps"))
+    return false;
+  if (ax.empty())
+    for (size_t i = 0; i < st.size(); ++i)
+      ax.push_back(i);
+  Value v = x;
+  SmallVector<Dim> s = c.shape(0);
+  for (size_t k = 0; k < ax.size(); ++k) {
+    int64_t axis = normAxis(ax[k], r);
+    int64_t step = sp.empty() ? 1 : sp[k];
+    if (step <= 0)
+      return c.fail("Slice with a non-positive step is not supported");
+    int64_t start = st[k], limit = en[k];
+    if (s[axis].isConst()) {
+      int64_t n = s[axis].c;
+      if (start < 0)
+        start += n;
+      if (limit < 0)
+        limit += n;
+      start = std::clamp<int64_t>(start, 0, n);
+      limit = std::clamp<int64_t>(limit, start, n);
+      if (start == 0 && limit == n && step == 1)
+        continue;
+    } else {
+      if (start < 0 || limit < 0)
+        return c.fail("Slice from the end of a dynamic dimension is not "
+                      "supported; export with a static size for it");
+      limit = std::min<int64_t>(limit, kOpenEnd);
+      if (start == 0 && step == 1 && limit >= kOpenEnd)
+        continue;
+    }
+    SmallVector<Dim> prev = s;
+    v = makeSlice(c, v, prev, axis, start, limit, step, s);
+  }
+  return c.result(c.dt(0), s, v);
+}
+
+bool emitGather(EmitContext &c) {
+  Value x = c.input(0), idx = c.input(1);
+  if (!x || !idx)
+    return false;
+  int64_t r = c.rank(0);
+  int64_t axis = normAxis(attrInt(c.node, "axis", 0), r);
+  SmallVector<Dim> s;
+  for (int64_t i = 0; i < axis; ++i)
+    s.push_back(c.shape(0)[i]);
+  for (const Dim &d : c.shape(1))
+    s.push_back(d);
+  for (int64_t i = axis + 1; i < r; ++i)
+    s.push_back(c.shape(0)[i]);
+  if (c.dt(1) != DT_I64 && c.dt(1) != DT_I32)
+    return c.fail("Gather indices must be int32 or int64");
+  RankedTensorType rt = c.typeOf(c.dt(0), s);
+  if (axis == 0 && r == 2 && isFloatDT(c.dt(0)) && !c.in[0]->weightName.empty())
+    return c.result(c.dt(0), s,
+                    EmbeddingOp::create(c.b(), c.loc(), rt, x, idx));
+  return c.result(c.dt(0), s,
+                  GatherOp::create(c.b(), c.loc(), rt, x, idx,
+                                   c.b().getI64IntegerAttr(axis)));
+}
+
+bool emitExpand(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  SmallVector<Dim> target, s;
+  if (!c.im.hostInts(c.in[1], target, "shape") ||
+      !c.im.broadcast(c.shape(0), target, s))
+    return false;
+  RankedTensorType rt = c.typeOf(c.dt(0), s);
+  if (rt == x.getType())
+    return c.result(c.dt(0), s, x);
+  return c.result(c.dt(0), s, BroadcastOp::create(c.b(), c.loc(), rt, x));
+}
+
+/// A Constant the folder left alone: over 64 KiB and stored in raw_data in
+/// the .onnx, so it is referenced in place as a weight.
+bool emitConstant(EmitContext &c) {
+  const auto *a = attr(c.node, "value");
+  auto it = c.im.rawIndex.constants.find(c.node.output(0));
+  if (!a || it == c.im.rawIndex.constants.end())
+    return c.fail("Constant without a supported value attribute");
+  SmallVector<Dim> s;
+  for (int64_t d : a->t().dims())
+    s.push_back(Dim::of(d));
+  int dt = a->t().data_type();
+  OpBuilder &b = c.b();
+  auto src =
+      ExternAttr::get(c.im.ctx, b.getStringAttr(c.im.path), it->second.offset);
+  return c.result(dt, s,
+                  WeightOp::create(b, c.loc(), c.typeOf(dt, s),
+                                   b.getStringAttr(c.node.output(0)), src));
+}
+
+/// Ops the importer only folds; reaching the emitter means their inputs
+/// are only known at run time.
+bool emitRunTimeShapeOp(EmitContext &c) {
+  return c.fail(c.op() +
+                " on values only known at run time is not "
+                "supported (its shape or inputs depend on run-time data); "
+                "export with static shapes for this part of the graph");
+}
+
+} // namespace
+
+void registerShapeOps(OnnxOpTable &t) {
+  t["Reshape"] = {emitReshape, {"allowzero"}, {}, 2};
+  t["Flatten"] = {emitReshape, {"axis"}, {}, 1};
+  t["Squeeze"] = {emitReshape, {"axes"}, {}, 1};
+  t["Unsqueeze"] = {emitReshape, {"axes"}, {}, 1};
+  t["Transpose"] = {emitTranspose, {"perm"}, {}, 1};
+  t["Concat"] = {emitConcat, {"axis"}, {}, 1};
+  t["Slice"] = {emitSlice, {}, {}, 3};
+  t["Split"] = {emitSplit, {"axis", "split", "num_outputs"}, {}, 1};
+  t["Gather"] = {emitGather, {"axis"}, {}, 2};
+  t["Expand"] = {emitExpand, {}, {}, 2};
+  // value_string(s) and sparse_value are not on the list: refused by name.
+  t["Constant"] = {
+      emitConstant,
+      {"value", "value_float", "value_floats", "value_int", "value_ints"},
+      {},
+      0};
+  t["Shape"] = {emitRunTimeShapeOp, {"start", "end"}, {}, 1};
+  t["Size"] = {emitRunTimeShapeOp, {}, {}, 1};
+  t["ConstantOfShape"] = {emitRunTimeShapeOp, {"value"}, {}, 1};
+  t["Range"] = {emitRunTimeShapeOp, {}, {}, 3};
+  t["Trilu"] = {emitRunTimeShapeOp, {"upper"}, {}, 1};
+  // Integer Mod folds (shape arithmetic); loom has no mod op.
+  t["Mod"] = {emitRunTimeShapeOp, {"fmod"}, {}, 2};
+}
+
+} // namespace loom::onnx_import
