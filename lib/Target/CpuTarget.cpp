@@ -135,6 +135,15 @@ void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm,
   llvm::PassInstrumentationCallbacks pic;
   llvm::TimePassesHandler timer(timePasses);
   timer.registerCallbacks(pic);
+  // CalledValuePropagation only attaches !callees metadata to indirect
+  // calls, which generated code does not make, and its solver grows with
+  // the calls' argument counts times the layer count: on SmolLM2's 30
+  // outlined layers it was half of the O3 pipeline (0.87 of 1.66 s in
+  // `opt -O3`, 0.01 s for 2 layers; docs/BENCHMARKS.md).
+  pic.registerShouldRunOptionalPassCallback(
+      [](llvm::StringRef pass, llvm::Any) {
+        return pass != "CalledValuePropagationPass";
+      });
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = optLevel > 1;
   tuning.LoopVectorization = optLevel > 1;
