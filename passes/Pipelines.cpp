@@ -113,8 +113,17 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     return success();
   }
   if (phase == Phase::Shard) {
-    // Custom sharding passes (plugins) annotate first; the planner keeps
-    // every annotation and chooses the rest (a no-op without a mesh).
+    // The mesh first: custom sharding passes (plugins) annotate on the
+    // module's loom.mesh, so --mesh / --mesh-json must be declared before
+    // they run (a program's own matching declaration is kept). The planner
+    // then keeps every annotation and chooses the rest (a no-op without a
+    // mesh).
+    if (!options.mesh.empty() || !options.meshJson.empty()) {
+      DeclareMeshPassOptions d;
+      d.mesh = options.mesh;
+      d.meshJson = options.meshJson;
+      pm.addPass(createDeclareMeshPass(d));
+    }
     if (!options.shardPasses.empty() &&
         failed(parsePassPipeline(options.shardPasses, pm))) {
       error = "cannot parse the sharding passes '" + options.shardPasses +

@@ -5,6 +5,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+def DeclareMeshPass : Pass<"loom-declare-mesh", "mlir::ModuleOp"> {
+  let summary = "Declare the mesh given as an option as the module's loom.mesh";
+  let description = [{
+    Adds `loom.mesh @<name>` with the axes of `mesh` (e.g. `dp=2,tp=4`) or of
+    the JSON mesh spec `mesh-json` when the module declares no mesh. A module
+    that already declares one (the one called `name`, else its first) keeps
+    it when its axes are the ones given and is refused otherwise, naming both
+    meshes. Without either option it does nothing. The shard phase
+    (loom-shard-pipeline) runs it before the custom sharding passes
+    (`shard-passes`, plugins), which annotate on the module's mesh, and
+    before the planner, which then finds it. docs/SHARDING.md.
+
+    ```mlir
+    // --loom-declare-mesh="mesh=dp=2,tp=4" on a module without a mesh adds
+    loom.mesh @mesh = <dp = 2, tp = 4>
+    ```
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "",
+           "The mesh (e.g. dp=2,tp=4) the module must declare">,
+    Option<"meshJson", "mesh-json", "std::string", "",
+           "JSON mesh spec file whose axes the module must declare">,
+    Option<"meshName", "name", "std::string", "\"mesh\"",
+           "Symbol name of the declared mesh">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def PlanShardingPass : Pass<"loom-plan-sharding", "mlir::ModuleOp"> {
   let summary = "Choose a sharding for every value on the module's mesh";
   let description = [{

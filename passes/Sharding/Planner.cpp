@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Sharding/Planner.h"
+#include "passes/Sharding/DeclareMesh.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/Cost/CostModel.h"
@@ -1211,13 +1212,7 @@ static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
   m.names.assign(names.begin(), names.end());
   m.sizes.assign(sizes.begin(), sizes.end());
   if (json) {
-    for (auto [n, s] : llvm::zip(names, sizes))
-      if (json->axisSize(n) != s) {
-        error = "the JSON mesh spec's axis '" + n + "' has size " +
-                std::to_string(json->axisSize(n)) +
-                " but the program's mesh says " + std::to_string(s);
-        return failure();
-      }
+    // findOrDeclareMesh checked that its axes are the program's.
     m.spec = *json;
     return m;
   }
@@ -1237,18 +1232,10 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   auto start = std::chrono::steady_clock::now();
   Plan plan;
   // The device, and the JSON mesh spec (read once) when one is given.
-  std::optional<cost::MeshSpec> json;
-  if (!options.meshJson.empty()) {
-    auto buf = llvm::MemoryBuffer::getFile(options.meshJson);
-    if (!buf)
-      return module.emitError()
-             << "cannot read mesh spec '" << options.meshJson << "'";
-    auto spec = cost::parseMeshJson((*buf)->getBuffer().str());
-    if (!spec)
-      return module.emitError()
-             << options.meshJson << ": " << spec.error().message;
-    json = *spec;
-  }
+  auto jsonSpec = readMeshJson(module, options.meshJson);
+  if (failed(jsonSpec))
+    return failure();
+  std::optional<cost::MeshSpec> json = std::move(*jsonSpec);
   cost::DeviceSpec device;
   if (json) {
     device = json->device;
@@ -1259,7 +1246,15 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     device = *dev;
   }
 
-  auto meshes = module.getOps<MeshOp>();
+  // The program's mesh, checked against --mesh / the JSON spec, or declared
+  // from them (loom-declare-mesh usually did so already in the shard phase).
+  auto found =
+      findOrDeclareMesh(module, "mesh", options.mesh, json ? &*json : nullptr);
+  if (failed(found))
+    return failure();
+  if (!*found)
+    return plan;
+  MeshOp meshOp = *found;
   auto axesOf = [](MeshAttr m) {
     std::pair<std::vector<std::string>, std::vector<int64_t>> axes;
     for (auto [n, s] : llvm::zip(m.getAxisNames(), m.getAxisSizes())) {
@@ -1268,42 +1263,6 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     }
     return axes;
   };
-  if (!meshes.empty() && !options.mesh.empty()) {
-    auto [n, sz] = axesOf((*meshes.begin()).getMesh());
-    std::string text = meshText(n, sz), want = options.mesh;
-    want.erase(std::remove(want.begin(), want.end(), ' '), want.end());
-    if (text != want)
-      return (*meshes.begin()).emitError()
-             << "the program declares mesh " << text << " but --mesh says "
-             << options.mesh << "; drop --mesh or the program's loom.mesh";
-  }
-  if (meshes.empty() && (!options.mesh.empty() || json)) {
-    // Declare the mesh the user asked for (loomc --mesh spec or JSON file).
-    cost::MeshSpec spec;
-    if (!options.mesh.empty()) {
-      auto parsed = cost::parseMeshSpec(options.mesh, device);
-      if (!parsed)
-        return module.emitError() << "--mesh: " << parsed.error().message;
-      spec = *parsed;
-    } else {
-      spec = *json;
-    }
-    MLIRContext *ctx = module.getContext();
-    SmallVector<StringAttr> axisNames;
-    SmallVector<int64_t> axisSizes;
-    for (auto &a : spec.axes) {
-      axisNames.push_back(StringAttr::get(ctx, a.name));
-      axisSizes.push_back(a.size);
-    }
-    OpBuilder b(ctx);
-    b.setInsertionPointToStart(module.getBody());
-    MeshOp::create(b, module.getLoc(), "mesh",
-                   MeshAttr::get(ctx, axisNames, axisSizes));
-    meshes = module.getOps<MeshOp>();
-  }
-  if (meshes.empty())
-    return plan;
-  MeshOp meshOp = *meshes.begin();
   if (meshOp.getMesh().getNumAxes() > 16)
     return meshOp.emitError() << "the planner handles meshes of up to 16 axes";
   auto [names, sizes] = axesOf(meshOp.getMesh());
