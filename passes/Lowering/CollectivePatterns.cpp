@@ -170,15 +170,8 @@ struct CollectiveEmitter : Emitter {
     auto t = cast<MemRefType>(m.getType());
     if (t.getLayout().isIdentity())
       return m;
-    Value copy = memref::AllocOp::create(
-        b, loc, MemRefType::get(t.getShape(), t.getElementType()),
-        [&] {
-          SmallVector<Value> dyn;
-          for (int64_t d = 0; d < t.getRank(); ++d)
-            if (t.isDynamicDim(d))
-              dyn.push_back(size(m, d));
-          return dyn;
-        }());
+    Value copy = alloc(RankedTensorType::get(t.getShape(), t.getElementType()),
+                       sizes(m));
     memref::CopyOp::create(b, loc, m, copy);
     return copy;
   }
