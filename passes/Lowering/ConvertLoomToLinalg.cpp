@@ -1,6 +1,7 @@
 //===- ConvertLoomToLinalg.cpp - loom ops to linalg on tensors ------------===//
 //
-// The pass: a dialect conversion with every loom op but loom.mesh illegal,
+// The pass: a dialect conversion with every loom op but loom.mesh and the
+// collectives illegal (those become runtime calls in loom-bufferize),
 // the patterns of the op families (LoweringUtils.h lists the files), a
 // TypeConverter that turns !loom.qtensor into its storage tensor, and the
 // upstream function-signature, call and return conversions. Composite ops
@@ -88,7 +89,8 @@ struct ConvertLoomToLinalgPass
       module.emitError() << "loom-convert-loom-to-linalg: " << error;
       return signalPassFailure();
     }
-    if (failed(verifyQuantizedArguments(module)))
+    if (failed(verifyQuantizedArguments(module)) ||
+        failed(verifyCollectives(module)))
       return signalPassFailure();
 
     TypeConverter converter;
@@ -97,7 +99,11 @@ struct ConvertLoomToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<LoomDialect>();
-    target.addLegalOp<MeshOp>();
+    // Collectives stay: they become runtime calls on the buffers that
+    // loom-bufferize gives them (CollectivePatterns.cpp).
+    target.addLegalOp<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
+                      SendOp, RecvOp>();
+    target.addDynamicallyLegalOp<AllToAllOp>(isContiguousAllToAll);
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
       return converter.isSignatureLegal(fn.getFunctionType()) &&
              converter.isLegal(&fn.getBody());
@@ -138,9 +144,11 @@ struct ConvertLoomToLinalgPass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    // Meshes are fully consumed: collectives now name ranks and masks.
+    // Meshes no collective refers to any more are consumed (loom-bufferize
+    // erases the others once their collectives are runtime calls).
     for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
-      mesh.erase();
+      if (SymbolTable::symbolKnownUseEmpty(mesh, module))
+        mesh.erase();
     dropLoomAttributes(module);
   }
 };

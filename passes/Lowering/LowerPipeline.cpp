@@ -11,7 +11,6 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -32,9 +31,10 @@ void buildLowerPassPipeline(OpPassManager &pm,
   if (options.outlineLayers)
     pm.addPass(createOutlineRepeatedLayersPass());
 
-  // CSE runs on loom ops only: after lowering it would merge the
-  // to_buffer ops of runtime calls and hide later reads from the
-  // bufferization analysis (see ConvertLoomToLinalg.cpp, bufferOf).
+  // CSE on loom ops. Not after the lowering: the GEMM and quantized-kernel
+  // calls still take their operands through a to_buffer at each call site,
+  // which CSE would merge (LoweringUtils.cpp, bufferOf); the collectives
+  // no longer do (loom-bufferize).
   pm.addPass(createCSEPass());
   ConvertLoomToLinalgPassOptions lower;
   lower.qmatmul = options.qmatmul;
@@ -47,11 +47,9 @@ void buildLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
 
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // One-shot bufferization; the collectives become runtime calls on the
+  // buffers it gives them.
+  pm.addPass(createBufferizePass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());

@@ -653,11 +653,19 @@ Value Emitter::toTensor(Value memref, RankedTensorType type) {
 Value Emitter::cString(StringRef text) {
   std::string name = "loom.str." + llvm::utohexstr(llvm::xxh3_64bits(text),
                                                    /*LowerCase=*/true);
-  if (auto g = module.lookupSymbol<LLVM::GlobalOp>(name))
-    return LLVM::AddressOfOp::create(b, loc, g);
-  std::string nul = text.str();
-  nul.push_back('\0');
-  return LLVM::createGlobalString(loc, b, name, nul, LLVM::Linkage::Internal);
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
+    // Through `b` (a pattern's rewriter), at module scope.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size() + 1);
+    std::string nul = text.str();
+    nul.push_back('\0');
+    global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                    LLVM::Linkage::Internal, name,
+                                    b.getStringAttr(nul));
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
 }
 
 func::CallOp Emitter::callRuntime(StringRef name, ValueRange args) {

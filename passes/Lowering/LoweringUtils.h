@@ -11,7 +11,9 @@
 //                             embedding
 //   AttentionPatterns.cpp     attention, rotary, rotary_table
 //   QuantizedPatterns.cpp     qmatmul, dequantize (and the quantize refusal)
-//   CollectivePatterns.cpp    collectives, send/recv, local_slice, shard
+//   CollectivePatterns.cpp    collectives (checks, all_to_all's contiguous
+//                             form, their bufferization models), local_slice,
+//                             shard
 //
 // Dynamic dimensions: a dynamic result size is read from an operand with
 // tensor.dim. Broadcasting follows numpy rules, with the restriction that a
@@ -244,6 +246,23 @@ void populateQuantizedPatterns(mlir::TypeConverter &converter,
 void populateCollectivePatterns(mlir::TypeConverter &converter,
                                 mlir::RewritePatternSet &patterns,
                                 const LoweringOptions &opts);
+
+// --- collectives (CollectivePatterns.cpp) ------------------------------------
+
+/// Checks that every collective of `module` can become a runtime call (a
+/// context, runtime-usable mesh axes and dtype, recv of a static shape);
+/// the error is on the op.
+mlir::LogicalResult verifyCollectives(mlir::ModuleOp module);
+/// Whether an all_to_all is in the form its runtime call takes (split and
+/// concat on dimension 0); the conversion rewrites the others into it.
+bool isContiguousAllToAll(AllToAllOp op);
+/// The BufferizableOpInterface models of the collectives, which emit their
+/// runtime calls on the buffers the bufferization gives them.
+void registerCollectiveBufferizationModels(mlir::DialectRegistry &registry);
+/// Tells an all_reduce's model to read its operand and write a fresh buffer
+/// (loom-bufferize, where the one-shot analysis would copy the operand to
+/// reduce it in place).
+void markOutOfPlace(AllReduceOp op);
 
 } // namespace loom::lowering
 

@@ -77,9 +77,11 @@ def ConvertLoomToLinalgPass
     Elementwise ops with numpy broadcasting, reductions, matmuls, data
     movement and casts become linalg.generic / tensor ops; composite ops
     (softmax, rms_norm, layer_norm, rotary, attention with grouped KV heads,
-    masks and caches) become sequences of them; collectives and
-    point-to-point ops become calls into the runtime C ABI
-    (`include/loom/runtime/abi.h`) on buffers taken from the tensors. Needs
+    masks and caches) become sequences of them. Collectives and
+    point-to-point ops are checked (a runtime context, usable mesh axes and
+    dtypes) and stay, `loom.all_to_all` in its contiguous form (split and
+    concat on dimension 0, between reshapes and transposes): loom-bufferize
+    turns them into runtime calls on buffers. Needs
     loom-prepare-entry-points (the context argument).
 
     The quantized matmul kernels use the instructions of the module's
@@ -113,6 +115,33 @@ def ConvertLoomToLinalgPass
     "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect",
     "mlir::func::FuncDialect", "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect"
+  ];
+}
+
+def BufferizePass : Pass<"loom-bufferize", "mlir::ModuleOp"> {
+  let summary = "One-shot bufferization; collectives become runtime calls "
+                "on their buffers";
+  let description = [{
+    One-shot bufferization of the lowered module, function boundaries
+    included (identity layouts, as the entry points' C interface expects),
+    with the loom collectives' `BufferizableOpInterface` models: each
+    collective becomes its runtime call (`include/loom/runtime/abi.h`) on the
+    buffers the analysis gives it, so what a call reads and writes is seen
+    by the analysis like any other op's accesses. An `loom.all_reduce` runs
+    in place on its operand's buffer where that buffer may be overwritten;
+    where the analysis would have to copy the operand first (it is read
+    later, or not writable), the call reads the operand and writes a fresh
+    buffer instead. `loom.all_gather`, `loom.reduce_scatter`,
+    `loom.all_to_all` (in the contiguous form loom-convert-loom-to-linalg
+    leaves) and `loom.recv` write fresh buffers; `loom.send` reads its
+    operand. A buffer that is not row-major from its aligned pointer is
+    copied into one that is. The `loom.mesh` ops are erased afterwards. Runs
+    after loom-convert-loom-to-linalg (which checked every collective).
+  }];
+  let dependentDialects = [
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+    "mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect"
   ];
 }
 

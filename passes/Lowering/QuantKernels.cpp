@@ -942,7 +942,8 @@ QWeightInterleave interleaveOf(QuantAttr q) {
   return il;
 }
 
-func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
+func::FuncOp getOrCreateQMatmulKernel(OpBuilder &b, ModuleOp module,
+                                      QuantAttr q, int64_t k,
                                       QKernelActivations act, bool targetIsa,
                                       bool interleaved,
                                       const QKernelTuning &tuning) {
@@ -964,8 +965,9 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
     name += avx2 ? "_avx2" : "_generic";
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
-  MLIRContext *ctx = module.getContext();
-  OpBuilder b(ctx);
+  // Through `b` (a pattern's rewriter), at module scope: the function and
+  // its body are created as the rewriter's own changes.
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   Location loc = module.getLoc();
   int64_t dyn = ShapedType::kDynamic;
@@ -984,8 +986,8 @@ func::FuncOp getOrCreateQMatmulKernel(ModuleOp module, QuantAttr q, int64_t k,
   }
   auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   fn.setPrivate();
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
+  Block *entry = b.createBlock(&fn.getBody(), fn.getBody().end(), args,
+                               SmallVector<Location>(args.size(), loc));
   KernelGen gen(b, loc, q, k);
   gen.x = entry->getArgument(0);
   gen.w = entry->getArgument(1);

@@ -108,8 +108,10 @@ bool parseQKernelTuning(llvm::StringRef tile, llvm::StringRef prefetch,
 /// vector code otherwise or without the attribute (never the host's).
 /// `targetIsa`: off, generic code whatever the target.
 /// `interleaved`: the weight is in the interleaved layout (interleaveOf;
-/// int8 activations only).
-mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::ModuleOp module,
+/// int8 activations only). A new kernel is built through `b` (the calling
+/// pattern's rewriter) at the end of `module`.
+mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::OpBuilder &b,
+                                            mlir::ModuleOp module,
                                             QuantAttr q, int64_t k,
                                             QKernelActivations act,
                                             bool targetIsa = true,

@@ -214,8 +214,8 @@ FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
     return Value();
   int64_t k = qt.getShape()[1];
   func::FuncOp kernel = getOrCreateQMatmulKernel(
-      op->getParentOfType<ModuleOp>(), qt.getQuant(), k, how.act, how.targetIsa,
-      interleave, opts.tuning);
+      b, op->getParentOfType<ModuleOp>(), qt.getQuant(), k, how.act,
+      how.targetIsa, interleave, opts.tuning);
   int64_t dyn = ShapedType::kDynamic;
   int64_t rank = xt.getRank();
   // x as [M, K], y allocated with its final shape [..., N] and passed as

@@ -33,18 +33,13 @@ func.func @matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32>
 
 // -----
 
-// A collective becomes a call into the runtime ABI: context, dtype (f32 =
-// 0), reduction (sum = 0), input and output pointers, count, axes mask
-// (tp is axis 1 of the mesh: mask 2).
-// CHECK: func.func private @loom_rt_all_reduce(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i64, i64)
+// A collective is checked and stays on tensors, with its mesh: it becomes a
+// runtime call on buffers in loom-bufferize (loom-bufferize.mlir).
+// CHECK: loom.mesh @mesh
 // CHECK-LABEL: func.func @all_reduce
-// CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr
-// CHECK: bufferization.to_buffer %{{.*}} read_only
-// CHECK: memref.alloc() : memref<4x8xf32>
-// CHECK-DAG: %[[MASK:.+]] = arith.constant 2 : i64
-// CHECK: call @loom_rt_all_reduce(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MASK]])
-// CHECK: bufferization.to_tensor %{{.*}} restrict :
-// CHECK-NOT: loom.mesh
+// CHECK-SAME: (%{{[^:]+}}: !llvm.ptr, %[[X:[^:]+]]: tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.+]] = loom.all_reduce %[[X]] on @mesh axes = ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT: return %[[R]]
 loom.mesh @mesh = <dp = 2, tp = 4>
 func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4x8xf32>
@@ -53,11 +48,10 @@ func.func @all_reduce(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Send and recv compute the peer's global rank from this rank's coordinates.
+// Send and recv stay too, in order.
 // CHECK-LABEL: func.func @ring
-// CHECK: call @loom_rt_coord
-// CHECK: call @loom_rt_send
-// CHECK: call @loom_rt_recv
+// CHECK: loom.send
+// CHECK: loom.recv
 loom.mesh @mesh = <pp = 4>
 func.func @ring(%x: tensor<8xf32>) -> tensor<8xf32> {
   loom.send %x to @mesh axes = ["pp"] shift = 1 channel = 3 : tensor<8xf32>
@@ -357,21 +351,14 @@ func.func @dequantize() -> tensor<4x64xf32> {
 // -----
 
 //===----------------------------------------------------------------------===//
-// Collectives (CollectivePatterns.cpp; all_reduce, send, recv above)
+// Collectives (CollectivePatterns.cpp; all_reduce, send, recv above): they
+// stay for loom-bufferize
 //===----------------------------------------------------------------------===//
 
-// all_gather on dim 1: outer = 8, inner = 16 of the local shard; the result
-// buffer is [8, 64]. reduce_scatter on dim 0: outer = 1, inner = 16 * 64.
-// CHECK-DAG: func.func private @loom_rt_reduce_scatter(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i64, i64, i64)
-// CHECK-DAG: func.func private @loom_rt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+// all_gather and reduce_scatter stay (loom-bufferize.mlir lowers them).
 // CHECK-LABEL: func.func @gather_scatter
-// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr
-// CHECK: %[[G:.+]] = memref.alloc() : memref<8x64xf32>
-// CHECK: call @loom_rt_all_gather(%[[CTX]],
-// CHECK: bufferization.to_tensor %[[G]] restrict
-// CHECK: %[[S:.+]] = memref.alloc() : memref<16x64xf32>
-// CHECK: call @loom_rt_reduce_scatter(%[[CTX]],
-// CHECK: bufferization.to_tensor %[[S]] restrict
+// CHECK: loom.all_gather %{{.+}} gather_dim = 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+// CHECK: loom.reduce_scatter %{{.+}} scatter_dim = 0 : tensor<64x64xf32> -> tensor<16x64xf32>
 loom.mesh @mesh = <dp = 2, tp = 4>
 func.func @gather_scatter(%z: tensor<8x16xf32>, %y: tensor<64x64xf32>) -> (tensor<8x64xf32>, tensor<16x64xf32>) {
   %0 = loom.all_gather %z on @mesh axes = ["tp"] gather_dim = 1 : tensor<8x16xf32> -> tensor<8x64xf32>
@@ -381,12 +368,14 @@ func.func @gather_scatter(%z: tensor<8x16xf32>, %y: tensor<64x64xf32>) -> (tenso
 
 // -----
 
-// all_to_all: split dim 0 into [p, 8/p] blocks, exchange them, then move
-// the received blocks next to the concat dimension and merge.
+// all_to_all: split dim 0 into [p, 8/p] blocks, exchange them in the
+// contiguous form (block j of dimension 0 to member j), then move the
+// received blocks next to the concat dimension and merge.
 // CHECK-LABEL: func.func @all_to_all
-// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 2, 16] : tensor<8x16xf32> into tensor<4x2x16xf32>
-// CHECK: call @loom_rt_all_to_all
-// CHECK: linalg.transpose {{.*}} permutation = [1, 0, 2]
+// CHECK: %[[E:.+]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 2, 16] : tensor<8x16xf32> into tensor<4x2x16xf32>
+// CHECK: %[[X:.+]] = linalg.transpose ins(%[[E]] {{.*}} permutation = [0, 1, 2]
+// CHECK: %[[A:.+]] = loom.all_to_all %[[X]] on @mesh axes = ["tp"] split_dim = 0 concat_dim = 0 : tensor<4x2x16xf32> -> tensor<4x2x16xf32>
+// CHECK: linalg.transpose ins(%[[A]] {{.*}} permutation = [1, 0, 2]
 // CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<2x4x16xf32> into tensor<2x64xf32>
 loom.mesh @mesh = <dp = 2, tp = 4>
 func.func @all_to_all(%x: tensor<8x16xf32>) -> tensor<2x64xf32> {

@@ -1,16 +1,17 @@
 // RUN: loom-opt %s --split-input-file --loom-outline-repeated-layers --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope --check-prefix=LINALG
-// RUN: loom-opt %s --split-input-file --loom-outline-repeated-layers --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --split-input-file --loom-outline-repeated-layers --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
 
 // Sharded layers (a row-parallel projection then an all_reduce in each):
-// the collective lowers inside the layer function, on the context the
-// layer receives as its argument 0.
+// the collective stays inside the layer function and lowers there, on the
+// context the layer receives as its argument 0.
 // LINALG-LABEL: func.func private @loom_layer_0
 // LINALG-SAME: (%[[CTX:.+]]: !llvm.ptr,
-// LINALG: call @loom_rt_all_reduce(%[[CTX]],
+// LINALG: loom.all_reduce
 // LINALG-LABEL: func.func @sharded
 // LINALG-COUNT-3: call @loom_layer_0(%arg0,
 // CHECK-LABEL: func.func private @loom_layer_0
-// CHECK: call @loom_rt_all_reduce
+// CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr,
+// CHECK: call @loom_rt_all_reduce(%[[CTX]],
 loom.mesh @mesh = <tp = 2>
 func.func @sharded(%ctx: !llvm.ptr, %x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %w2: tensor<8x8xf32>) -> tensor<4x8xf32> attributes {loom.entry} {
   %a0 = loom.relu %x : tensor<4x8xf32>

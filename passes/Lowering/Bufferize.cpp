@@ -1,0 +1,76 @@
+//===- Bufferize.cpp - one-shot bufferization with the collectives -------===//
+//
+// The lowered module (linalg, tensor, arith on tensors, and the loom
+// collectives that loom-convert-loom-to-linalg left) becomes code on
+// buffers: upstream one-shot module bufferization with the options the
+// entry points need, plus the collectives' BufferizableOpInterface models
+// (CollectivePatterns.cpp), which emit their runtime calls on the buffers
+// the analysis chose. The analysis therefore sees every read and write of a
+// call: no buffer handed to a call is overwritten before the call, and a
+// call's result is an ordinary buffer that later ops may overwrite in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Lowering/LoweringUtils.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
+
+#define DEBUG_TYPE "loom-bufferize"
+
+namespace loom {
+#define GEN_PASS_DEF_BUFFERIZEPASS
+#include "passes/Lowering/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace mlir::bufferization;
+using namespace loom;
+using namespace loom::lowering;
+
+namespace {
+
+struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
+  using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerCollectiveBufferizationModels(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OneShotBufferizationOptions options;
+    options.bufferizeFunctionBoundaries = true;
+    options.setFunctionBoundaryTypeConversion(
+        LayoutMapOption::IdentityLayoutMap);
+
+    // An all_reduce reduces in place; where the analysis finds that its
+    // operand must not be overwritten (read later, or not writable), it
+    // would copy the operand first. The runtime reads one buffer and
+    // writes another just as fast, so such an all_reduce is told to do
+    // that instead, and the module is analysed again with it.
+    SmallVector<AllReduceOp> reduces;
+    module.walk([&](AllReduceOp op) { reduces.push_back(op); });
+    if (!reduces.empty()) {
+      OneShotAnalysisState analysis(module, options);
+      if (failed(analyzeModuleOp(module, analysis)))
+        return signalPassFailure();
+      for (AllReduceOp op : reduces)
+        if (!analysis.isInPlace(op->getOpOperand(0))) {
+          LLVM_DEBUG(llvm::dbgs() << "out of place: " << op << "\n");
+          markOutOfPlace(op);
+        }
+    }
+
+    BufferizationState state;
+    if (failed(runOneShotModuleBufferize(module, options, state)))
+      return signalPassFailure();
+
+    // Collectives now name ranks and axis masks: the meshes are consumed.
+    for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
+      mesh.erase();
+  }
+};
+
+} // namespace
