@@ -347,7 +347,7 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
     hp.hidden = {"n_embd", hidden};
     hp.layers = {"n_layer", layers};
     hp.heads = {"n_head", heads};
-    hp.ffn = {"n_inner", inner};
+    hp.ffn = {f.has("n_inner") ? "n_inner" : "", inner};
     hp.vocab = {"vocab_size", vocab};
     hp.context = {"n_positions", positions};
     hp.normEps = {"layer_norm_epsilon", eps};

@@ -41,9 +41,9 @@ std::optional<HyperParamViolation> positive(const KeyedValue<double> &v,
                                             double hi) {
   if (v.key.empty() || (std::isfinite(v.value) && v.value > 0 && v.value <= hi))
     return std::nullopt;
-  return violation(v.key, v.key + " = " + num(v.value) +
-                              ": must be a finite number > 0 and <= " +
-                              num(hi));
+  return violation(v.key,
+                   v.key + " = " + num(v.value) +
+                       ": must be a finite number > 0 and <= " + num(hi));
 }
 
 } // namespace
@@ -77,10 +77,9 @@ loom::fmt::checkLlmHyperParams(const LlmHyperParams &p) {
     if (p.hidden.value % p.heads.value)
       return violation(p.heads.key,
                        show(p.heads) + ": must divide " + show(p.hidden) +
-                           (p.headDimName.empty()
-                                ? std::string()
-                                : " (or the file must give " + p.headDimName +
-                                      ")"));
+                           (p.headDimName.empty() ? std::string()
+                                                  : " (or the file must give " +
+                                                        p.headDimName + ")"));
     headDim = p.hidden.value / p.heads.value;
   }
   if (!p.kvHeads.key.empty() && p.heads.value % p.kvHeads.value)

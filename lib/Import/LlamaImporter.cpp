@@ -596,14 +596,8 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
   d.normEps = c.normEps;
   d.tiedEmbeddings = c.tieWordEmbeddings;
   d.ropeStyle = RotaryStyle::half;
-  if (d.hiddenSize <= 0 || d.numLayers <= 0 || d.numHeads <= 0 ||
-      d.numKvHeads <= 0 || d.headDim <= 0 || d.vocabSize <= 0)
-    return fail("hidden size, layers, heads, head_dim and vocab_size must be "
-                "positive");
-  if (d.numHeads % d.numKvHeads)
-    return fail("num_attention_heads " + std::to_string(d.numHeads) +
-                " is not a multiple of num_key_value_heads " +
-                std::to_string(d.numKvHeads));
+  // Sizes, eps, theta and the head shapes were checked by the reader, by the
+  // rules of the GGUF path (checkLlmHyperParams).
 
   if (c.modelType == "gpt2") {
     d.family = llama::Family::Gpt2;
@@ -618,8 +612,6 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
     else
       return fail("activation_function '" + c.activation +
                   "' is not supported for gpt2 (gelu, gelu_new)");
-    if (d.hiddenSize != d.numHeads * d.headDim)
-      return fail("n_embd must be a multiple of n_head");
     d.scaleAttnWeights = c.scaleAttnWeights;
     d.scaleByInverseLayer = c.scaleAttnByInverseLayerIdx;
   } else {
@@ -638,8 +630,6 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
       return fail("rope_scaling of type '" + c.ropeScaling->type +
                   "' is not supported (loom.rotary_table has plain "
                   "frequencies)");
-    if (d.ffnSize <= 0)
-      return fail("intermediate_size must be positive");
   }
 
   auto stOr = openSafetensorsModel(dir.str().str());

@@ -52,8 +52,7 @@ struct HyperParamViolation {
   std::string message;
 };
 
-std::optional<HyperParamViolation>
-checkLlmHyperParams(const LlmHyperParams &p);
+std::optional<HyperParamViolation> checkLlmHyperParams(const LlmHyperParams &p);
 
 } // namespace loom::fmt
 
