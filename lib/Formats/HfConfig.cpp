@@ -13,6 +13,7 @@
 #include "loom/Formats/HfConfig.h"
 
 #include "JsonUtil.h"
+#include "loom/Formats/LlmHyperParams.h"
 #include "loom/Formats/Safetensors.h"
 
 #include <cmath>
@@ -342,10 +343,16 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
     LOOM_FMT_ASSIGN(scaleWeights, f.boolean("scale_attn_weights", true));
     LOOM_FMT_ASSIGN(byLayer,
                     f.boolean("scale_attn_by_inverse_layer_idx", false));
-    if (hidden % heads != 0)
-      return f.error("n_head", "n_embd " + std::to_string(hidden) +
-                                   " is not a multiple of n_head " +
-                                   std::to_string(heads));
+    LlmHyperParams hp;
+    hp.hidden = {"n_embd", hidden};
+    hp.layers = {"n_layer", layers};
+    hp.heads = {"n_head", heads};
+    hp.ffn = {f.has("n_inner") ? "n_inner" : "", inner};
+    hp.vocab = {"vocab_size", vocab};
+    hp.context = {"n_positions", positions};
+    hp.normEps = {"layer_norm_epsilon", eps};
+    if (auto v = checkLlmHyperParams(hp))
+      return f.error(v->key, v->message);
     c.hiddenSize = hidden;
     c.numLayers = layers;
     c.numHeads = heads;
@@ -362,8 +369,6 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
     c.attentionBias = true;
     c.scaleAttnWeights = scaleWeights;
     c.scaleAttnByInverseLayerIdx = byLayer;
-    if (eps <= 0)
-      return f.error("layer_norm_epsilon", "must be positive");
     if (auto e = checkKeys(root, modelType, text, file))
       return std::move(*e);
     return c;
@@ -400,8 +405,6 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
       theta = t->get<double>();
     }
   }
-  if (!(theta > 0) || !std::isfinite(theta))
-    return f.error("rope_theta", "must be a positive number");
   const Json *scaling = f.get("rope_scaling");
   if (!scaling && ropeParams && ropeParams->is_object()) {
     auto t = ropeParams->find("rope_type");
@@ -413,25 +416,25 @@ Result<HfConfig> loom::fmt::parseHfConfig(std::string_view text,
   if (!rs)
     return rs.takeError();
 
-  int64_t headDim;
+  // The same rules as the GGUF importer's (LlmHyperParams.h).
+  LlmHyperParams hp;
+  hp.hidden = {"hidden_size", hidden};
+  hp.layers = {"num_hidden_layers", layers};
+  hp.heads = {"num_attention_heads", heads};
+  hp.kvHeads = {"num_key_value_heads", kvHeads};
+  hp.ffn = {"intermediate_size", inter};
+  hp.vocab = {"vocab_size", vocab};
+  hp.context = {"max_position_embeddings", positions};
+  hp.headDimName = "head_dim";
   if (f.has("head_dim")) {
     LOOM_FMT_ASSIGN(hd, f.positive("head_dim", std::nullopt));
-    headDim = hd;
-  } else {
-    if (hidden % heads != 0)
-      return f.error("num_attention_heads",
-                     "hidden_size " + std::to_string(hidden) +
-                         " is not a multiple of num_attention_heads " +
-                         std::to_string(heads) + " (and no head_dim is given)");
-    headDim = hidden / heads;
+    hp.headDim = {"head_dim", hd};
   }
-  if (heads % kvHeads != 0)
-    return f.error("num_key_value_heads",
-                   "num_attention_heads " + std::to_string(heads) +
-                       " is not a multiple of num_key_value_heads " +
-                       std::to_string(kvHeads));
-  if (eps <= 0)
-    return f.error("rms_norm_eps", "must be positive");
+  hp.normEps = {"rms_norm_eps", eps};
+  hp.ropeTheta = {"rope_theta", theta};
+  if (auto v = checkLlmHyperParams(hp))
+    return f.error(v->key, v->message);
+  int64_t headDim = hp.headDim.key.empty() ? hidden / heads : hp.headDim.value;
 
   c.hiddenSize = hidden;
   c.numLayers = layers;

@@ -22,6 +22,7 @@
 
 #include "loom/Formats/Gguf.h"
 #include "loom/Formats/HfConfig.h"
+#include "loom/Formats/LlmHyperParams.h"
 #include "loom/Formats/Safetensors.h"
 
 #include "mlir/IR/Builders.h"
@@ -286,26 +287,6 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
     out = *f;
     return true;
   };
-  // Every numeric hyper-parameter is checked where it is read: positive,
-  // finite, within bounds no real model comes near (and that keep the
-  // products of sizes far from overflow). The HF path refuses the same.
-  auto checkRange = [&](const char *k, double v, double lo, double hi,
-                        bool loOpen) -> bool {
-    auto num = [](double x) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%g", x);
-      return std::string(buf);
-    };
-    if (!std::isfinite(v) || (loOpen ? !(v > lo) : !(v >= lo)) || v > hi) {
-      error = file + ": metadata key '" + key(k) + "' is " + num(v) +
-              "; it must be " + (loOpen ? "> " : ">= ") + num(lo) +
-              " and <= " + num(hi) +
-              " (the file is corrupt or not a " + arch + " model)";
-      return false;
-    }
-    return true;
-  };
-
   llama::ModelDesc d;
   d.family = llama::Family::Llama;
   d.architecture = arch;
@@ -322,47 +303,41 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
       !getFloat("attention.layer_norm_rms_epsilon", d.normEps, 1e-5) ||
       !getFloat("rope.freq_base", d.ropeTheta, 10000.0))
     return nullptr;
-  constexpr double kMaxSize = double(int64_t(1) << 20);
-  if (!checkRange("embedding_length", d.hiddenSize, 1, kMaxSize, false) ||
-      !checkRange("block_count", d.numLayers, 1, 1 << 14, false) ||
-      !checkRange("attention.head_count", d.numHeads, 1, 1 << 14, false) ||
-      !checkRange("attention.head_count_kv", d.numKvHeads, 1, 1 << 14,
-                  false) ||
-      !checkRange("feed_forward_length", d.ffnSize, 1, kMaxSize, false) ||
-      (g.find(key("context_length")) &&
-       !checkRange("context_length", d.contextLength, 1, 1 << 30, false)) ||
-      !checkRange("attention.layer_norm_rms_epsilon", d.normEps, 0, 1,
-                  true) ||
-      !checkRange("rope.freq_base", d.ropeTheta, 0, 1e12, true))
+  int64_t valueLength = 0;
+  if (!getUInt("attention.key_length", d.headDim, false, 0) ||
+      !getUInt("attention.value_length", valueLength, false, 0) ||
+      !getUInt("rope.dimension_count", d.ropeDim, false, 0))
     return nullptr;
-  if (d.numHeads % d.numKvHeads)
-    return fail("head_count " + std::to_string(d.numHeads) +
-                " is not a multiple of head_count_kv " +
-                std::to_string(d.numKvHeads));
-  int64_t defaultHeadDim =
-      d.hiddenSize % d.numHeads ? 0 : d.hiddenSize / d.numHeads;
-  if (!getUInt("attention.key_length", d.headDim, false, defaultHeadDim))
-    return nullptr;
-  if (d.headDim > (1 << 16))
-    return fail("metadata key '" + key("attention.key_length") + "' is " +
-                std::to_string(d.headDim) + "; it must be <= 65536");
-  if (d.headDim <= 0)
-    return fail("embedding_length " + std::to_string(d.hiddenSize) +
-                " is not a multiple of head_count " +
-                std::to_string(d.numHeads) +
-                " and attention.key_length is not given");
-  int64_t valueLength = d.headDim;
-  if (!getUInt("attention.value_length", valueLength, false, d.headDim))
-    return nullptr;
-  if (valueLength != d.headDim)
-    return fail("attention.value_length != attention.key_length is not "
-                "supported");
-  if (!getUInt("rope.dimension_count", d.ropeDim, false, d.headDim))
-    return nullptr;
-  if (d.ropeDim <= 0 || d.ropeDim > d.headDim || d.ropeDim % 2)
-    return fail("rope.dimension_count " + std::to_string(d.ropeDim) +
-                " must be even and at most the head dimension " +
-                std::to_string(d.headDim));
+  // Every numeric hyper-parameter by the rules the Hugging Face reader
+  // applies too (LlmHyperParams.h); a key the file does not give is not
+  // checked (its default is).
+  auto given = [&](const char *k) {
+    return g.find(key(k)) ? key(k) : std::string();
+  };
+  LlmHyperParams hp;
+  hp.hidden = {key("embedding_length"), d.hiddenSize};
+  hp.layers = {key("block_count"), d.numLayers};
+  hp.heads = {key("attention.head_count"), d.numHeads};
+  hp.kvHeads = {given("attention.head_count_kv"), d.numKvHeads};
+  hp.ffn = {key("feed_forward_length"), d.ffnSize};
+  hp.context = {given("context_length"), d.contextLength};
+  hp.headDim = {given("attention.key_length"), d.headDim};
+  hp.headDimName = key("attention.key_length");
+  hp.ropeDim = {given("rope.dimension_count"), d.ropeDim};
+  hp.normEps = {key("attention.layer_norm_rms_epsilon"), d.normEps};
+  hp.ropeTheta = {key("rope.freq_base"), d.ropeTheta};
+  if (auto v = checkLlmHyperParams(hp))
+    return fail("metadata key '" + v->key + "': " + v->message);
+  if (hp.headDim.key.empty())
+    d.headDim = d.hiddenSize / d.numHeads;
+  if (hp.ropeDim.key.empty())
+    d.ropeDim = d.headDim;
+  if (g.find(key("attention.value_length")) && valueLength != d.headDim)
+    return fail("metadata key '" + key("attention.value_length") + "': " +
+                key("attention.value_length") + " = " +
+                std::to_string(valueLength) + ": must equal the key length " +
+                std::to_string(d.headDim) + " (Loom imports only equal "
+                "key and value head dimensions)");
   if (const GgufValue *s = g.find(key("rope.scaling.type"))) {
     auto st = s->asString();
     if (!st || (*st != "none" && !st->empty()))
@@ -390,8 +365,14 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   d.vocabSize = embd->second.shape[0];
   if (!getUInt("vocab_size", d.vocabSize, false, d.vocabSize))
     return nullptr;
-  if (!checkRange("vocab_size", d.vocabSize, 1, 1 << 24, false))
-    return nullptr;
+  LlmHyperParams vocab;
+  vocab.vocab = {g.find(key("vocab_size")) ? key("vocab_size")
+                                           : "tensor 'token_embd.weight' rows",
+                 d.vocabSize};
+  if (auto v = checkLlmHyperParams(vocab))
+    return fail((g.find(key("vocab_size")) ? "metadata key '" + v->key + "': "
+                                           : std::string()) +
+                v->message);
   d.tiedEmbeddings = !weights.count("output.weight");
 
   // Unused tensors in a layer-shaped name we do not know are refused by
@@ -615,14 +596,8 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
   d.normEps = c.normEps;
   d.tiedEmbeddings = c.tieWordEmbeddings;
   d.ropeStyle = RotaryStyle::half;
-  if (d.hiddenSize <= 0 || d.numLayers <= 0 || d.numHeads <= 0 ||
-      d.numKvHeads <= 0 || d.headDim <= 0 || d.vocabSize <= 0)
-    return fail("hidden size, layers, heads, head_dim and vocab_size must be "
-                "positive");
-  if (d.numHeads % d.numKvHeads)
-    return fail("num_attention_heads " + std::to_string(d.numHeads) +
-                " is not a multiple of num_key_value_heads " +
-                std::to_string(d.numKvHeads));
+  // Sizes, eps, theta and the head shapes were checked by the reader, by the
+  // rules of the GGUF path (checkLlmHyperParams).
 
   if (c.modelType == "gpt2") {
     d.family = llama::Family::Gpt2;
@@ -637,8 +612,6 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
     else
       return fail("activation_function '" + c.activation +
                   "' is not supported for gpt2 (gelu, gelu_new)");
-    if (d.hiddenSize != d.numHeads * d.headDim)
-      return fail("n_embd must be a multiple of n_head");
     d.scaleAttnWeights = c.scaleAttnWeights;
     d.scaleByInverseLayer = c.scaleAttnByInverseLayerIdx;
   } else {
@@ -657,8 +630,6 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
       return fail("rope_scaling of type '" + c.ropeScaling->type +
                   "' is not supported (loom.rotary_table has plain "
                   "frequencies)");
-    if (d.ffnSize <= 0)
-      return fail("intermediate_size must be positive");
   }
 
   auto stOr = openSafetensorsModel(dir.str().str());

@@ -22,6 +22,8 @@ References (float64 numpy):
 Script usage:
   llama_models.py gguf OUT.gguf [--type f32|f16|q4_0|q4_1|q8_0] [--arch llama|qwen2|mistral]
                   [--layers N] [--untied] [--bad truncated|arch|q4_k|missing]
+                  [--meta FIELD=VALUE ...]   (a Config field, or rope_dims,
+                  overridden in the metadata only: wrong hyper-parameters)
   llama_models.py hf OUT_DIR [--dtype f32|f16|bf16] [--family llama|qwen2|mistral|gpt2]
                   [--layers N] [--sharded] [--bad model_type|shape]
 """
@@ -29,6 +31,7 @@ Script usage:
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import struct
 from dataclasses import dataclass, field, asdict
@@ -283,11 +286,17 @@ def gguf_tensors(cfg: Config, weights: dict[str, np.ndarray]) -> dict[str, np.nd
 
 def write_gguf(path: Path, cfg: Config, weights: dict[str, np.ndarray],
                ttype: str = "f32", arch: str | None = None,
-               extra_tensors: dict | None = None, drop: tuple = ()) -> Path:
+               extra_tensors: dict | None = None, drop: tuple = (),
+               meta: dict | None = None) -> Path:
     """Writes the model as llama.cpp does. 2-D weights are stored as `ttype`
-    (f32, f16, q4_0, q4_1, q8_0); norms and biases stay f32 (as llama.cpp)."""
+    (f32, f16, q4_0, q4_1, q8_0); norms and biases stay f32 (as llama.cpp).
+    `meta` overrides Config fields (or rope_dims) in the metadata only, not
+    in the tensors: a file whose hyper-parameters are wrong."""
     import gguf
     arch = arch or cfg.family
+    m = copy.copy(cfg)
+    for name, value in (meta or {}).items():
+        setattr(m, name, value)
     qtypes = {"f32": gguf.GGMLQuantizationType.F32,
               "f16": gguf.GGMLQuantizationType.F16,
               "q4_0": gguf.GGMLQuantizationType.Q4_0,
@@ -295,16 +304,16 @@ def write_gguf(path: Path, cfg: Config, weights: dict[str, np.ndarray],
               "q8_0": gguf.GGMLQuantizationType.Q8_0}
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("loom-tiny-" + arch)
-    w.add_context_length(cfg.context)
-    w.add_embedding_length(cfg.hidden)
-    w.add_block_count(cfg.layers)
-    w.add_feed_forward_length(cfg.ffn)
-    w.add_head_count(cfg.heads)
-    w.add_head_count_kv(cfg.kv_heads)
-    w.add_rope_freq_base(cfg.theta)
-    w.add_rope_dimension_count(cfg.head_dim)
-    w.add_layer_norm_rms_eps(cfg.eps)
-    w.add_vocab_size(cfg.vocab)
+    w.add_context_length(m.context)
+    w.add_embedding_length(m.hidden)
+    w.add_block_count(m.layers)
+    w.add_feed_forward_length(m.ffn)
+    w.add_head_count(m.heads)
+    w.add_head_count_kv(m.kv_heads)
+    w.add_rope_freq_base(m.theta)
+    w.add_rope_dimension_count(getattr(m, "rope_dims", m.head_dim))
+    w.add_layer_norm_rms_eps(m.eps)
+    w.add_vocab_size(m.vocab)
     w.add_file_type(0)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
@@ -522,6 +531,7 @@ def _main():
     g.add_argument("--layers", type=int, default=2)
     g.add_argument("--untied", action="store_true")
     g.add_argument("--bad", choices=["truncated", "arch", "q4_k", "missing"])
+    g.add_argument("--meta", action="append", default=[], metavar="FIELD=VALUE")
     h = sub.add_parser("hf")
     h.add_argument("out")
     h.add_argument("--dtype", default="f32")
@@ -538,6 +548,10 @@ def _main():
                           layers=a.layers, tied=not a.untied)
         wts = make_weights(cfg)
         extra, drop, arch = {}, (), a.arch
+        meta = {}
+        for kv in a.meta:
+            name, value = kv.split("=", 1)
+            meta[name] = float(value) if any(c in value for c in ".ein") else int(value)
         if a.bad == "arch":
             arch = "falcon"
         if a.bad == "missing":
@@ -547,7 +561,7 @@ def _main():
             raw = np.zeros((cfg.hidden, 144), dtype=np.uint8)
             extra = {"blk.0.attn_q.weight": (raw, None, gguf.GGMLQuantizationType.Q4_K)}
         write_gguf(Path(a.out), cfg, wts, a.type, arch=arch,
-                   extra_tensors=extra, drop=drop)
+                   extra_tensors=extra, drop=drop, meta=meta)
         if a.bad == "truncated":
             data = Path(a.out).read_bytes()
             Path(a.out).write_bytes(data[: len(data) - 1000])

@@ -118,15 +118,22 @@ def test_context_limit_is_recorded(loom, tmp_path):
     ("context", 0, "llama.context_length"),
     ("eps", 0.0, "llama.attention.layer_norm_rms_epsilon"),
     ("eps", math.inf, "llama.attention.layer_norm_rms_epsilon"),
+    ("kv_heads", 3, "llama.attention.head_count_kv"),
+    ("heads", 3, "llama.attention.head_count"),
+    ("rope_dims", 5, "llama.rope.dimension_count"),
+    ("rope_dims", 32, "llama.rope.dimension_count"),
+    ("hidden", 1 << 21, "llama.embedding_length"),
 ])
 def test_gguf_hyper_parameters_are_validated(loom, tmp_path, field, value,
                                              key):
+    # The metadata only is wrong; the rules are the HF reader's too
+    # (LlmHyperParams.h), and the message names the key and its value.
     cfg = lm.tiny_config("llama", layers=1)
     w = lm.make_weights(cfg)
-    setattr(cfg, field, value)
-    g = lm.write_gguf(tmp_path / "m.gguf", cfg, w)
+    g = lm.write_gguf(tmp_path / "m.gguf", cfg, w, meta={field: value})
     err = loom.import_fails(g)
-    assert f"metadata key '{key}'" in err, err
+    assert f"metadata key '{key}': {key} = " in err, err
+    assert "must " in err, err
 
 
 def test_gguf_unknown_metadata_is_refused(loom, tmp_path):
