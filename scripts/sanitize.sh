@@ -43,6 +43,9 @@ if [ "$WHICH" = asan ] || [ "$WHICH" = all ]; then
   configure "$B" address,undefined
   ninja -C "$B" -j"$JOBS" "${ASAN_TARGETS[@]}" $(ninja -C "$B" -t targets all \
     | sed -n 's/^\(loom-rt-mpi-test\):.*/\1/p')
+  # allocator_may_return_null (here and for TSan): runtime.GeneratedCodeChecks
+  # asks loom_rt_malloc for 2^62 bytes and expects the job's error, not the
+  # sanitizer's abort.
   export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
@@ -53,8 +56,6 @@ if [ "$WHICH" = tsan ] || [ "$WHICH" = all ]; then
   configure "$B" thread -DLOOM_ENABLE_MPI=OFF
   ninja -C "$B" -j"$JOBS" loom-rt-tests loom-rt-c-abi-test
   export TSAN_OPTIONS="halt_on_error=1:allocator_may_return_null=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
-  # allocator_may_return_null: runtime.Mismatch.* asks loom_rt_malloc for
-  # 2^62 bytes and expects the job error, not the sanitizer's abort.
   # OpenBLAS (dlopen'ed, not instrumented) on one thread: its own workers
   # synchronize in ways TSan cannot see.
   export OPENBLAS_NUM_THREADS=1
