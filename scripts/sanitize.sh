@@ -9,6 +9,7 @@
 #                runtime, loom-run, formats or tokenizer (MPI jobs included)
 #   build-tsan/  LOOM_SANITIZE=thread             the runtime's threads-backend
 #                units (collectives, ThreadPool, failure and mismatch tests)
+#                and the executor's (ranks as threads running C kernels)
 #
 #   scripts/sanitize.sh [asan|tsan|all]   (default all)
 #
@@ -65,7 +66,7 @@ fi
 if [ "$WHICH" = tsan ] || [ "$WHICH" = all ]; then
   B="$ROOT/build-tsan"
   configure "$B" thread -DLOOM_ENABLE_MPI=OFF
-  ninja -C "$B" -j"$JOBS" loom-rt-tests loom-rt-c-abi-test
+  ninja -C "$B" -j"$JOBS" loom-rt-tests loom-rt-c-abi-test loom-exec-tests
   export TSAN_OPTIONS="halt_on_error=1:allocator_may_return_null=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
   # OpenBLAS (dlopen'ed, not instrumented) on one thread: its own workers
   # synchronize in ways TSan cannot see.
