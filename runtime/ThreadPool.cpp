@@ -220,6 +220,14 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
     body(closure, 0, n); // one chunk, a nested call, or another caller
     return;
   }
+  // The new generation's claim counter goes first: a worker still inside
+  // runClaims of the previous job (it lost the race for the last chunk and
+  // is about to retry its compare-exchange) must fail against it rather than
+  // claim an index of this job before NumChunks, Bounds and DoneChunks are
+  // set — that ran a chunk twice, DoneChunks overshot `chunks` and the wait
+  // below never ended (seen as a hang of SmolLM2 decode on 2 threads).
+  uint32_t gen = Generation.load(std::memory_order_relaxed) + 1;
+  Claim.store(uint64_t(gen) << 32, std::memory_order_seq_cst);
   // Up to 4 chunks per thread: a thread that the OS delays (a shared host)
   // leaves its later chunks to the others.
   Bounds = partition(n, grain, 4 * Size);
@@ -229,8 +237,6 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
   int chunks = int(Bounds.size()) - 1;
   NumChunks.store(chunks, std::memory_order_relaxed);
   DoneChunks.store(0, std::memory_order_relaxed);
-  uint32_t gen = Generation.load(std::memory_order_relaxed) + 1;
-  Claim.store(uint64_t(gen) << 32, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(Mu);
     Generation.store(gen, std::memory_order_release);

@@ -96,6 +96,27 @@ TEST(ThreadPool, EachIndexOnceOnDistinctThreads) {
   }
 }
 
+// Back-to-back tiny jobs: a worker that lost the race for the last chunk
+// of one job must never claim an index of the next (it ran a chunk twice,
+// the job's done count overshot and parallelFor waited forever). Every
+// index exactly once in each of many jobs, and the loop ends.
+TEST(ThreadPool, BackToBackJobsNeverRunAChunkTwice) {
+  std::atomic<int> bad{0};
+  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
+    for (int job = 0; job < 20000; ++job) {
+      int64_t n = 2 + job % 7;
+      Hits h(n);
+      loom_rt_parallel_for(ctx, n, 1, countBody, &h);
+      for (auto &c : h.count)
+        if (c.load() != 1)
+          ++bad;
+    }
+    return 0;
+  }, withThreads(2));
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
 void slowBody(void *closure, int64_t begin, int64_t end) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   countBody(closure, begin, end);
