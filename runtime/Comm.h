@@ -185,6 +185,11 @@ int64_t deadlineAfter(double seconds);
 /// "loom-rt: rank R (coords [..]): <op desc> failed: <reason>".
 std::string formatFailure(const loom_rt_ctx &ctx, const std::string &reason);
 
+/// Loads and starts the f32 GEMM library once (Gemm.cpp). The launchers call
+/// it on their unpinned thread before any rank pins itself: OpenBLAS's
+/// workers inherit the CPU mask of the thread that starts it.
+void startGemm();
+
 /// Fails the job from inside a Comm with `reason` for the current op.
 [[noreturn]] void failCurrent(loom_rt_ctx &ctx, const std::string &reason);
 

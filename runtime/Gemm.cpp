@@ -221,6 +221,12 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
 
 namespace loom::rt {
 
+void startGemm() {
+#ifdef LOOM_RT_HAVE_OPENBLAS
+  (void)openBlas();
+#endif
+}
+
 std::string gemmBackend() {
 #ifdef LOOM_RT_HAVE_OPENBLAS
   return openBlas().description;

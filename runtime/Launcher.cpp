@@ -41,10 +41,8 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
                      " ranks, but " + std::to_string(nranks) +
                      " were requested");
 
-  // OpenBLAS starts (dlopen, its thread pool) here, on the unpinned
-  // launching thread: started from a rank pinned to one CPU, its workers
-  // would inherit that CPU and a second BLAS thread would gain nothing.
-  (void)gemmBackend();
+  // OpenBLAS starts here, on the unpinned launching thread (startGemm).
+  startGemm();
 
   ThreadWorld world(nranks, options.onFailure, options.quiet);
   double timeout = options.timeoutSeconds > 0 ? options.timeoutSeconds

@@ -481,8 +481,8 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   }
-  // OpenBLAS starts before the rank's pool pins this thread (Launcher.cpp).
-  (void)gemmBackend();
+  // OpenBLAS starts before the rank's pool pins this thread (startGemm).
+  startGemm();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -534,11 +534,10 @@ struct AllReduceModel
   }
 };
 
-/// all_gather, reduce_scatter, all_to_all: read the operand, write a fresh
-/// buffer (the result has another shape, or another rank's data).
-template <typename Op, Value (CollectiveEmitter::*Lower)(Op, Value, Value)>
-struct OutOfPlaceModel
-    : BufferizableOpInterface::ExternalModel<OutOfPlaceModel<Op, Lower>, Op> {
+/// An op whose operand is only read (never written, aliased by no result).
+template <typename Derived, typename Op>
+struct ReadOnlyOperandModel
+    : BufferizableOpInterface::ExternalModel<Derived, Op> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
@@ -551,6 +550,13 @@ struct OutOfPlaceModel
                                       const AnalysisState &) const {
     return {};
   }
+};
+
+/// all_gather, reduce_scatter, all_to_all: read the operand, write a fresh
+/// buffer (the result has another shape, or another rank's data).
+template <typename Op, Value (CollectiveEmitter::*Lower)(Op, Value, Value)>
+struct OutOfPlaceModel
+    : ReadOnlyOperandModel<OutOfPlaceModel<Op, Lower>, Op> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
   FailureOr<BufferLikeType> getBufferType(Operation *, Value value,
                                           const BufferizationOptions &,
@@ -572,20 +578,7 @@ struct OutOfPlaceModel
 };
 
 /// send: reads its operand.
-struct SendModel
-    : BufferizableOpInterface::ExternalModel<SendModel, SendOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct SendModel : ReadOnlyOperandModel<SendModel, SendOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {

@@ -890,6 +890,20 @@ bool parseQKernelTuning(StringRef tile, StringRef prefetch,
   return true;
 }
 
+namespace {
+/// The integer dot-product instructions the kernels may use on `target`:
+/// AVX512-VNNI (vpdpbusd on 256-bit vectors: needs AVX512-VL), else AVX2's
+/// byte dot products, else none (generic vector code). Null target: none.
+enum class IntegerDots { None, Avx2, Vnni };
+IntegerDots integerDotsOf(CpuTargetAttr target) {
+  if (!target)
+    return IntegerDots::None;
+  if (target.hasFeature("avx512vnni") && target.hasFeature("avx512vl"))
+    return IntegerDots::Vnni;
+  return target.hasFeature("avx2") ? IntegerDots::Avx2 : IntegerDots::None;
+}
+} // namespace
+
 QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt,
                                       StringRef mode) {
   // The qmatmul pass option (f32 | i8 | i8x3 | dequant) overrides the
@@ -911,11 +925,7 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt,
       auto target = module ? module->getAttrOfType<CpuTargetAttr>(
                                  LoomDialect::kTargetAttrName)
                            : CpuTargetAttr();
-      bool integerDots =
-          target && (target.hasFeature("avx2") ||
-                     (target.hasFeature("avx512vnni") &&
-                      target.hasFeature("avx512vl")));
-      mode = integerDots ? "i8x3" : "f32";
+      mode = integerDotsOf(target) != IntegerDots::None ? "i8x3" : "f32";
     }
   }
   auto xt = dyn_cast<RankedTensorType>(op.getInput().getType());
@@ -951,11 +961,10 @@ func::FuncOp getOrCreateQMatmulKernel(OpBuilder &b, ModuleOp module,
   // loom.target, generic code.
   auto target =
       module->getAttrOfType<CpuTargetAttr>(LoomDialect::kTargetAttrName);
-  bool useIsa = targetIsa && target;
-  bool vnni = useIsa && target.hasFeature("avx512vnni") &&
-              target.hasFeature("avx512vl");
+  IntegerDots dots = targetIsa ? integerDotsOf(target) : IntegerDots::None;
+  bool vnni = dots == IntegerDots::Vnni;
   // Without VNNI, AVX2's byte dot products.
-  bool avx2 = !vnni && useIsa && target.hasFeature("avx2");
+  bool avx2 = dots == IntegerDots::Avx2;
   int64_t levels = activationLevels(act);
   assert((!interleaved || levels) &&
          "interleaved weights are read by the int8-activation kernels");
