@@ -72,6 +72,20 @@ double collectiveTimeOnAxes(Collective c, double bytes, const MeshSpec &mesh,
                             Algorithm algo = Algorithm::Ring,
                             const Efficiency &eff = defaultEfficiency());
 
+/// Fraction of a pipelined step spent idle in the fill and drain of p stages
+/// with m microbatches (GPipe, 1F1B): (p-1)/(m+p-1); with the interleaved
+/// 1F1B schedule of v model chunks per device (Megatron-LM SC'21 2.2.2) the
+/// bubble shrinks v-fold: (p-1)/(v m + p - 1). 0 for p <= 1; 1 for m <= 0.
+inline double pipelineBubble(int64_t p, int64_t m, int64_t v = 1) {
+  if (p <= 1)
+    return 0;
+  if (m <= 0)
+    return 1;
+  if (v < 1)
+    v = 1;
+  return double(p - 1) / double(v * m + p - 1);
+}
+
 /// ZeRO stage: 0 none, 1 optimizer state sharded over data parallel,
 /// 2 + gradients, 3 + parameters.
 struct TrainingMemoryOptions {
