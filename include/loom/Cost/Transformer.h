@@ -1,32 +1,37 @@
-//===- Transformer.h - Analytical GPT training-step model -------*- C++ -*-===//
+//===- Transformer.h - Analytical transformer step model --------*- C++ -*-===//
 //
 // Part of the Loom project.
 //
 //===----------------------------------------------------------------------===//
 //
-// One training step of a GPT-style model (Megatron-LM SC'21, Narayanan et
-// al., arXiv 2104.04473) with tensor parallel t, pipeline p, data parallel d,
-// microbatch b (m = B / (d b) microbatches per pipeline), full activation
-// recomputation.
+// One training step (or forward-only batch) of a decoder-only transformer,
+// GPT-style (Megatron-LM SC'21, Narayanan et al., arXiv 2104.04473) or
+// llama-style (GQA, SwiGLU), with tensor parallel t, pipeline p (v model
+// chunks per device when interleaved), data parallel d, microbatch b
+// (m = B / (d b) microbatches per pipeline), ZeRO 0/1, recomputation on/off;
+// and the search over all of them (chooseLayout) that the compiler calls.
 //
 //  FLOPs per iteration (the paper's eq. 3, counted as the paper does):
 //    F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h))
 //  i.e. per layer and sequence 24 s h^2 + 4 s^2 h forward matmul FLOPs, x4
 //  (forward, recomputed forward, backward = 2x), plus the logit layer
-//  2 s h V x3.
+//  2 s h V x3. MFU uses 3 x the forward (modelFlopsPerIteration).
 //
-//  Time of a step on one device (p = 1 reduces to the first two lines):
-//    compute  = matmul FLOPs / (t p) / (peak eGemm)
+//  Per microbatch and device of a stage:
+//    compute  = its layers' matmul FLOPs / t / (peak eGemm)
 //             + elementwise bytes / (HBM eMem)      (layernorm, GeLU,
 //               softmax, dropout, residuals; see Transformer.cpp)
-//    tp comm  = per layer and microbatch, all-reduces of b s h 16-bit values
-//               over the tp axis: 2 forward + 2 backward (+2 in the
-//               recomputed forward)
-//    pipeline = (m + p - 1) / m x (compute + tp comm) per stage + the
-//               send/recv of b s h activations between stages
-//    dp comm  = all-reduce of the stage's gradients over d, minus the part
-//               overlapped with the backward pass (dpOverlap, 0 for
+//               (+ the logit layer on the last stage)
+//    tp comm  = per layer, all-reduces of b s h 16-bit values over the tp
+//               axis: 2 forward + 2 backward (+2 in the recomputed forward)
+//    p2p      = send/recv of b s h activations (and gradients) per chunk
+//  step = (m + (p-1)/v) x (slowest stage + p2p) + the exposed dp comm
+//    dp comm  = all-reduce of the largest stage's gradients over d, minus the
+//               part overlapped with the backward pass (dpOverlap, 0 for
 //               Megatron-LM 2021 which reduces after the backward pass)
+//  Memory per stage: its weights (+ embedding / head), gradients, optimizer
+//  state, activations of min(p - k, m) in-flight microbatches (1F1B), the KV
+//  cache for inference. docs/COST-MODEL.md has every formula.
 //
 //===----------------------------------------------------------------------===//
 
