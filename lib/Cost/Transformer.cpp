@@ -537,10 +537,13 @@ Result<SearchResult> chooseLayout(const LayoutRequest &req) {
     if (!closest.empty())
       return Error{"no legal layout of " + str(N) + " devices fits in " + buf +
                    " per device (the closest, " + closest + ")"};
-    return Error{"no legal layout of " + str(N) + " devices" +
-                 (lastError.empty() ? std::string(": nothing matches the "
-                                                  "fixed tp/pp/dp/m/b")
-                                    : ": " + lastError)};
+    return Error{"no legal layout of " + str(N) + " devices: tp must divide "
+                 "N, heads=" + str(c.heads) + " and hidden=" + str(c.hidden) +
+                 " (<= " + str(maxTp) + "), pp <= layers=" + str(c.layers) +
+                 " divide N / tp, dp x b divide the batch=" +
+                 str(c.globalBatch) +
+                 (lastError.empty() ? std::string(", with the fixed fields")
+                                    : " (last tried: " + lastError + ")")};
   }
   return best;
 }

@@ -11,6 +11,7 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Bundle/Bundle.h"
+#include "lib/Driver/LayoutChoice.h"
 #include "lib/Driver/TempCleanup.h"
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
@@ -527,6 +528,15 @@ int Compilation::run() {
 } // namespace
 
 Outcome compile(const CompileOptions &options, raw_ostream &diag) {
+  if (options.devices != 0) {
+    // --devices N: the layout search picks the mesh, then compile with it.
+    CompileOptions chosen = options;
+    chosen.mesh = chooseMeshForDevices(options, diag, diag);
+    if (chosen.mesh.empty())
+      return diag.flush(), Outcome{1};
+    chosen.devices = 0;
+    return compile(chosen, diag);
+  }
   Compilation c(options, diag);
   Outcome outcome;
   outcome.exitCode = c.run();

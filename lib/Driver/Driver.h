@@ -37,6 +37,10 @@ struct CompileOptions {
   std::string compileTo = "bundle";
   std::string compileFrom;
   std::string mesh; ///< "dp=2,tp=4" or a .json mesh spec
+  /// --devices N (no --mesh): the cost model picks dp x pp x tp for an LLM
+  /// input (lib/Driver/LayoutChoice.h); --plan-batch sequences per step.
+  int64_t devices = 0;
+  int64_t planBatch = 1;
   std::string quant, quantSkip = "default", quantRules, quantAct = "auto";
   std::string quantFile, quantReport;
   bool quantInterleave = true;

@@ -47,6 +47,20 @@ cl::opt<std::string, true> meshSpec("mesh",
                                        "JSON spec file"),
                               cl::value_desc("spec"), cl::location(gOptions.mesh),
     cl::cat(loomcCategory));
+cl::opt<int64_t, true> devicesFlag(
+    "devices",
+    cl::desc("Number of devices, without --mesh: the cost model chooses dp, "
+             "pp and tp for the LLM input (config.json, a Hugging Face "
+             "folder or .gguf) and prints its choice (docs/COST-MODEL.md)"),
+    cl::value_desc("N"), cl::location(gOptions.devices),
+    cl::cat(loomcCategory));
+cl::opt<int64_t, true> planBatch(
+    "plan-batch",
+    cl::desc("Sequences of the forward pass --devices chooses the layout for "
+             "(default 1; each as long as --context-limit or the model's "
+             "context)"),
+    cl::value_desc("N"), cl::location(gOptions.planBatch), cl::init(1),
+    cl::cat(loomcCategory));
 cl::opt<std::string, true> quantSpec("quant",
                                cl::desc("Weight quantization, e.g. int4:32"),
                                cl::value_desc("spec"), cl::location(gOptions.quant),
@@ -222,7 +236,9 @@ void parseCommandLine(int argc, char **argv) {
   llvm::raw_string_ostream ov(overview);
   ov << "Loom compiler driver\n\n"
         "  loomc model.mlir --compile-to=import -o model.loom.mlir\n"
-        "  loomc model.gguf --mesh tp=2 -o out/\n\n";
+        "  loomc model.gguf --mesh tp=2 -o out/\n"
+        "  loomc config.json --devices 16384 --device h100 --emit=plan -o "
+        "plan.json\n\n";
   loom::driver::printPhases(ov);
   cl::HideUnrelatedOptions(loomcCategory);
   cl::ParseCommandLineOptions(argc, argv, overview);
