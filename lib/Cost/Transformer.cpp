@@ -475,6 +475,8 @@ Result<SearchResult> chooseLayout(const LayoutRequest &req) {
         if (b < 1 || c.globalBatch % (dp * b) != 0)
           continue;
         int64_t m = c.globalBatch / (dp * b);
+        if (fx.microBatches > 0 && m != fx.microBatches)
+          continue;
         std::vector<int64_t> vs = {1};
         if (req.allowInterleave && pp > 1 && m % pp == 0)
           for (int64_t v = 2; v <= std::min<int64_t>(8, c.layers / pp); ++v)

@@ -359,6 +359,18 @@ TEST(Layout, ChooseHonoursFixedFieldsAndTheLimit) {
   EXPECT_EQ(f->best.pp, 4);
   EXPECT_EQ(f->estimate.microBatches, 16);
   EXPECT_GE(f->estimate.stepTime, free->estimate.stepTime);
+  // b and m both fixed: held together (m d b = B), or nothing matches.
+  LayoutRequest both = fixed;
+  int64_t mb = f->best.microBatch;
+  both.fixed.microBatch = mb;
+  auto fb = chooseLayout(both);
+  ASSERT_TRUE(fb.ok()) << fb.error().message;
+  EXPECT_EQ(fb->best.microBatch, mb);
+  EXPECT_EQ(fb->estimate.microBatches, 16);
+  EXPECT_EQ(fb->best.dp * mb * 16, 512);
+  both.fixed.dp = fb->best.dp == 4 ? 8 : 4; // then m d b != B
+  auto none = chooseLayout(both);
+  EXPECT_FALSE(none.ok());
   // A 40 GB limit: the choice fits it.
   LayoutRequest small = req;
   small.opts.memoryLimit = 40e9;
