@@ -403,3 +403,31 @@ TEST(Megatron, NoLayoutFitsIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("fits in 80"), std::string::npos);
 }
+
+// Llama 3 405B on 16,384 H100s at the paper's TP8/PP16/DP128: the predicted
+// MFU stays in a sane band around the paper's 38-43% (docs/COST-MODEL.md
+// explains the gap), the stages are 7, 8 x 14, 7, and the planner's own
+// choice is never predicted slower.
+TEST(Llama, Llama3_405bOn16kH100) {
+  GptConfig c = llamaShape(16384, 128, 8, 126, 53248, 128256, 8192, 2048);
+  LayoutRequest req = layoutRequest(c, 16384, h100_sxm());
+  req.opts.fusedAttention = true;
+  req.opts.sequenceParallel = true;
+  LayoutRequest paper = req;
+  paper.fixed.tp = 8;
+  paper.fixed.pp = 16;
+  paper.fixed.dp = 128;
+  paper.fixed.microBatch = 1;
+  auto p = chooseLayout(paper);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_GT(p->estimate.mfu, 0.30);
+  EXPECT_LT(p->estimate.mfu, 0.45);
+  ASSERT_EQ(p->estimate.stages.size(), 16u);
+  EXPECT_EQ(p->estimate.stages[0].lastLayer - p->estimate.stages[0].firstLayer,
+            6);
+  EXPECT_EQ(p->estimate.stages[15].lastLayer, 125);
+  auto mine = chooseLayout(req);
+  ASSERT_TRUE(mine.ok()) << mine.error().message;
+  EXPECT_LE(mine->estimate.stepTime, p->estimate.stepTime);
+  EXPECT_LT(mine->searchSeconds, 10.0);
+}
