@@ -545,11 +545,16 @@ Measured readTrace(const json::Value &trace) {
   llvm::stable_sort(pipeline, [](const auto &a, const auto &b) {
     return a.start < b.start;
   });
-  // Steps begin where stage 0 starts microbatch 0.
+  // Steps begin where stage 0 starts microbatch 0; the other ranks of
+  // stage 0 (tp, dp) start it at about the same time, inside the first
+  // one's call: the same step.
   std::vector<double> starts;
+  double firstEnd = -INFINITY;
   for (const PipelineEvent &p : pipeline)
-    if (p.stage == 0 && p.microbatch == 0)
+    if (p.stage == 0 && p.microbatch == 0 && p.start >= firstEnd) {
       starts.push_back(p.start);
+      firstEnd = p.start + p.dur;
+    }
   if (starts.empty())
     starts.push_back(pipeline.front().start);
   starts[0] = std::min(starts[0], pipeline.front().start);
@@ -1018,7 +1023,11 @@ private:
       os << "; mean over the " << meas.steps << " steps "
          << fmtPct(meas.bubbleMean);
     os << ". Predicted " << fmtPct(pipe.bubble) << ", step "
-       << fmtTime(pipe.step()) << ".</p>\n<p class=\"muted\">Bubble: 1 - the "
+       << fmtTime(pipe.step());
+    if (pipe.step() > 0)
+      os << " (the measured step is " << fmt("%.3g", meas.span / pipe.step())
+         << "&times; the predicted)";
+    os << ".</p>\n<p class=\"muted\">Bubble: 1 - the "
        << "ranks' mean busy time (their stage calls) / the step's span; a "
           "step begins where stage 0 starts microbatch 0.</p>\n";
     drawTimeline(os, "measured", meas.rows, meas.span);
