@@ -678,6 +678,11 @@ public:
   Page(const json::Object &plan, const std::optional<json::Value> &trace)
       : plan(plan), trace(trace), functions(plan.getArray("functions")),
         mesh(str(&plan, "mesh")), pipe(plan, functions) {
+    if (!pipe.present && mesh.axisIndex("pp") >= 0 &&
+        mesh.axes[mesh.axisIndex("pp")].size > 1)
+      pipe.notes.push_back("the mesh has an axis 'pp' but the plan has no "
+                           "pipeline section: 'pp' was planned as one more "
+                           "sharding axis, not as stages");
     if (pipe.present) {
       ppAxis = mesh.axisIndex(pipe.axis);
       if (!mesh.axes.empty() && ppAxis < 0)
