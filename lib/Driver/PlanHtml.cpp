@@ -530,9 +530,17 @@ Measured readTrace(const json::Value &trace) {
     } else if (ph == "B") {
       open[tid].push_back({name, ts});
     } else if (ph == "E" && !open[tid].empty()) {
+      // The runtime's B/E pairs: its collectives and point-to-point calls
+      // (Context.cpp's OpScope); other spans are not drawn.
       auto [n, start] = open[tid].back();
       open[tid].pop_back();
-      marks.push_back({tid, Mark{start, ts - start, false, n}});
+      bool p2p = n == "send" || n == "recv" || n == "sendrecv";
+      bool collective = llvm::is_contained(
+          {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+           "barrier"},
+          n);
+      if (p2p || collective)
+        marks.push_back({tid, Mark{start, ts - start, p2p, n}});
     }
   }
   if (pipeline.empty()) {

@@ -156,6 +156,16 @@ def gpipe_trace(p=4, tp=2, m=8, steps=2, stage_us=1000.0, gap_us=500.0):
                                 "tid": rank, "ts": ts + 400})
                 events.append({"name": "all_reduce", "ph": "E", "pid": 0,
                                 "tid": rank, "ts": ts + 450})
+                # A span of the runtime that is neither: not drawn.
+                events.append({"name": "layer0", "ph": "B", "pid": 0,
+                                "tid": rank, "ts": ts + 10})
+                events.append({"name": "layer0", "ph": "E", "pid": 0,
+                                "tid": rank, "ts": ts + 900})
+                if k > 0:  # the runtime's own recv (B/E), before the call
+                    events.append({"name": "recv", "ph": "B", "pid": 0,
+                                   "tid": rank, "ts": ts - 30})
+                    events.append({"name": "recv", "ph": "E", "pid": 0,
+                                   "tid": rank, "ts": ts - 5})
                 if k + 1 < p:
                     events.append({"ph": "X", "cat": "p2p",
                                    "name": f"send to stage {k + 1}",
@@ -293,7 +303,9 @@ def test_trace_overlay(tmp_path, loomc, chromium):
     assert "step 2 of 2" in text and "mean over the 2 steps 27.3%" in text
     assert "rank 0 \u00b7 stage 0" in text and "rank 7 \u00b7 stage 3" in text
     assert len(d.rects("measured", "mb")) == 8 * 8
-    assert len(d.rects("measured", "p2p")) == 6 * 8
+    # Sends (X, "cat": "p2p") of stages 0-2 and recvs (B/E) of stages 1-3;
+    # the runtime's other spans ("layer0") are not drawn.
+    assert len(d.rects("measured", "p2p")) == 6 * 8 + 6 * 8
     assert len(d.rects("measured", "coll")) == 8 * 8
     # Under MPI each rank writes FILE.json.<rank>: the same picture.
     mpi = tmp_path / "mpi" / "run.json"
