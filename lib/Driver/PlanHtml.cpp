@@ -107,8 +107,10 @@ std::string fmtTime(double s) {
 }
 
 std::string fmtPct(double f) {
-  // A small share keeps two digits: 0.0042%, not 0.0%.
-  return fmt(f != 0 && std::fabs(f) < 1e-3 ? "%.2g" : "%.1f", 100 * f) + "%";
+  // A small share is not 0.0%.
+  if (f > 0 && f < 1e-4)
+    return "<0.01%";
+  return fmt(f > 0 && f < 1e-3 ? "%.2f" : "%.1f", 100 * f) + "%";
 }
 
 /// Ranks as ranges: "0-3, 8-11".
@@ -896,7 +898,7 @@ private:
        << " <span class=\"sw free\"></span> free, up to the capacity. The "
           "thin bar under each shows the split of what is used.</p>\n";
     constexpr double rowH = 34;
-    double plotW = kFigWidth - kLabelWidth - 230;
+    double plotW = kFigWidth - kLabelWidth - 250;
     double h = rows.size() * rowH + 4;
     os << "<svg class=\"memory\" viewBox=\"0 0 " << px(kFigWidth) << " "
        << px(h) << "\" width=\"" << px(kFigWidth) << "\" height=\"" << px(h)
@@ -935,9 +937,9 @@ private:
       }
       bool over = used > r.capacity;
       std::string text = fmtBytes(used) + " of " + fmtBytes(r.capacity) +
-                         " capacity (" +
+                         " (" +
                          (r.capacity > 0 ? fmtPct(used / r.capacity) : "?") +
-                         ")" + (over ? ": over capacity" : "");
+                         ")" + (over ? " over capacity" : "");
       os << "<text x=\"" << px(kLabelWidth + plotW + 8) << "\" y=\""
          << px(y + 14) << "\"" << (over ? " fill=\"#c0392b\"" : "") << ">"
          << esc(text) << "</text>\n";

@@ -284,7 +284,7 @@ def test_pipelined_fixture(tmp_path, loomc, chromium):
     # The hatched idle background of every row is the bubble.
     assert len(d.rects("predicted", "idle")) == p
     # One memory bar per stage.
-    assert text.count("of 80 GiB capacity") == p
+    assert text.count("GiB of 80 GiB (") == p
 
 
 def test_trace_overlay(tmp_path, loomc, chromium):
@@ -318,6 +318,41 @@ def test_trace_overlay(tmp_path, loomc, chromium):
     assert "Measured bubble <b>27.3%" in page2.read_text()
     assert page2.read_text().count('class="mb"') == \
         page.read_text().count('class="mb"')
+
+
+def measured_bubble(events):
+    """1 - the ranks' mean busy time / the span, over the pipeline events
+    of a one-step trace (docs/PLAN-HTML.md's definition)."""
+    calls = [e for e in events if e.get("cat") == "pipeline"]
+    begin = min(e["ts"] for e in calls)
+    end = max(e["ts"] + e["dur"] for e in calls)
+    busy = {}
+    for e in calls:
+        busy[e["tid"]] = busy.get(e["tid"], 0) + e["dur"]
+    return 1 - sum(busy.values()) / len(busy) / (end - begin)
+
+
+@pytest.mark.parametrize("trace", ["pp2_m8_threads.trace.json",
+                                   "pp2_m8_mpi.trace.json"])
+def test_recorded_trace(tmp_path, loomc, chromium, trace):
+    """Traces that loom-run --trace wrote (the ppexec branch, f4bde5b) for a
+    hand-written pp=2 bundle with --microbatches 8, on threads and under MPI
+    (run.json.0, run.json.1), drawn over their plan (data/pp2_plan.json)."""
+    page = tmp_path / "recorded.html"
+    emit_ok(loomc, HERE / "data" / "pp2_plan.json", page, "--trace-overlay",
+            str(HERE / "data" / trace))
+    dom, shot = browse(chromium, page, tmp_path, height=1800)
+    check_screenshot(shot, 1100)
+    d = Dom(dom)
+    text = d.all_text()
+    assert "rank 0 \u00b7 stage 0" in text and "rank 1 \u00b7 stage 1" in text
+    assert len(d.rects("measured", "mb")) == 2 * 8
+    assert len(d.rects("measured", "p2p")) >= 8
+    files = sorted((HERE / "data").glob(trace + "*"))
+    events = [e for f in files for e in json.loads(f.read_text())["traceEvents"]]
+    want = measured_bubble(events)
+    got = float(re.search(r"Measured bubble ([0-9.]+)%", text).group(1))
+    assert abs(got - 100 * want) <= 0.051, (got, want)
 
 
 def test_bad_traces(tmp_path, loomc):
