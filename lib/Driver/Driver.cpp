@@ -168,8 +168,7 @@ int Compilation::checkFlags() {
   last = *to;
   first = loom::Phase::Import;
   if (!o.emit.empty() && o.emit != "plan")
-    return fail("--emit=" + o.emit +
-                ": unknown; expected plan or plan-html");
+    return fail("--emit=" + o.emit + ": unknown; expected plan or plan-html");
   if (o.emit == "plan") {
     // The plan is the output: stop after the shard phase.
     last = loom::Phase::Shard;

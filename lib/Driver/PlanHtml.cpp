@@ -1,4 +1,5 @@
-//===- PlanHtml.cpp - the plan as a self-contained HTML page ---------------===//
+//===- PlanHtml.cpp - the plan as a self-contained HTML page
+//---------------===//
 //
 // Reads the plan JSON defensively (a field that is missing or of the wrong
 // type reads as absent, and the page says what it could not draw), lays
@@ -12,8 +13,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -52,11 +53,21 @@ std::string esc(StringRef s) {
   r.reserve(s.size());
   for (char c : s) {
     switch (c) {
-    case '&': r += "&amp;"; break;
-    case '<': r += "&lt;"; break;
-    case '>': r += "&gt;"; break;
-    case '"': r += "&quot;"; break;
-    case '\'': r += "&#39;"; break;
+    case '&':
+      r += "&amp;";
+      break;
+    case '<':
+      r += "&lt;";
+      break;
+    case '>':
+      r += "&gt;";
+      break;
+    case '"':
+      r += "&quot;";
+      break;
+    case '\'':
+      r += "&#39;";
+      break;
     default:
       if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t')
         r += c;
@@ -83,8 +94,8 @@ std::string px(double x) {
 std::string fmtBytes(double b) {
   if (!std::isfinite(b))
     return "?";
-  static constexpr const char *kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB",
-                                           "PiB"};
+  static constexpr const char *kUnits[] = {"B",   "KiB", "MiB",
+                                           "GiB", "TiB", "PiB"};
   int u = 0;
   while (std::fabs(b) >= 1024 && u < 5)
     b /= 1024, ++u;
@@ -278,8 +289,7 @@ struct Pipeline {
       // One stage: the first function's predicted step.
       Stage s;
       if (functions && !functions->empty())
-        s.seconds = num((*functions)[0].getAsObject(),
-                        "predicted_step_time_s");
+        s.seconds = num((*functions)[0].getAsObject(), "predicted_step_time_s");
       list.push_back(s);
       stageTime = s.seconds;
       return;
@@ -331,8 +341,8 @@ struct Pipeline {
     if (const json::Array *l = pp->getArray("p2p"))
       for (const json::Value &v : *l)
         if (const json::Object *o = v.getAsObject()) {
-          P2p p{inum(o, "from"), inum(o, "to"),
-                num(o, "bytes"), std::max(0.0, num(o, "predicted_s"))};
+          P2p p{inum(o, "from"), inum(o, "to"), num(o, "bytes"),
+                std::max(0.0, num(o, "predicted_s"))};
           p2p.push_back(p);
           p2pTime += p.seconds;
         }
@@ -395,17 +405,17 @@ void drawTimeline(llvm::raw_ostream &os, StringRef id,
   double height = rows.size() * (kRowHeight + kRowGap) + kAxisHeight;
   os << "<svg class=\"timeline\" id=\"" << id << "\" viewBox=\"0 0 "
      << px(kFigWidth) << " " << px(height) << "\" width=\"" << px(kFigWidth)
-     << "\" height=\"" << px(height)
-     << "\" role=\"img\"><defs><pattern id=\"" << id
+     << "\" height=\"" << px(height) << "\" role=\"img\"><defs><pattern id=\""
+     << id
      << "-idle\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" "
         "fill=\"#f3f3f3\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" "
         "stroke=\"#c9c9c9\" stroke-width=\"3\"/></pattern></defs>\n";
   for (auto [i, row] : llvm::enumerate(rows)) {
     double y = i * (kRowHeight + kRowGap);
-    os << "<g class=\"row\"><text class=\"rowlabel\" x=\"" << px(kLabelWidth - 8)
-       << "\" y=\"" << px(y + kRowHeight * 0.68) << "\" text-anchor=\"end\">"
-       << esc(row.label) << "</text>";
+    os << "<g class=\"row\"><text class=\"rowlabel\" x=\""
+       << px(kLabelWidth - 8) << "\" y=\"" << px(y + kRowHeight * 0.68)
+       << "\" text-anchor=\"end\">" << esc(row.label) << "</text>";
     os << "<rect class=\"idle\" x=\"" << px(kLabelWidth) << "\" y=\"" << px(y)
        << "\" width=\"" << px(plotW) << "\" height=\"" << px(kRowHeight)
        << "\" fill=\"url(#" << id << "-idle)\"><title>" << esc(row.tip)
@@ -445,8 +455,7 @@ void drawTimeline(llvm::raw_ostream &os, StringRef id,
     os << "<line class=\"axis\" x1=\"" << px(x) << "\" y1=\"" << px(y)
        << "\" x2=\"" << px(x) << "\" y2=\"" << px(y + 5) << "\"/><text "
        << "class=\"tick\" x=\"" << px(x) << "\" y=\"" << px(y + 18)
-       << "\" text-anchor=\"middle\">" << esc(fmtTime(t * step))
-       << "</text>\n";
+       << "\" text-anchor=\"middle\">" << esc(fmtTime(t * step)) << "</text>\n";
   }
   os << "</svg>\n";
 }
@@ -524,8 +533,13 @@ Measured readTrace(const json::Value &trace) {
     ts *= 1e-6, dur *= 1e-6; // Chrome traces count microseconds
     if (ph == "X" && cat == "pipeline") {
       const json::Object *args = e->getObject("args");
-      PipelineEvent p{tid, name, str(args, "entry"), ts, dur,
-                      inum(args, "stage", -1), inum(args, "microbatch")};
+      PipelineEvent p{tid,
+                      name,
+                      str(args, "entry"),
+                      ts,
+                      dur,
+                      inum(args, "stage", -1),
+                      inum(args, "microbatch")};
       pipeline.push_back(p);
     } else if (ph == "X") {
       marks.push_back({tid, Mark{ts, dur, cat == "p2p", name}});
@@ -537,10 +551,10 @@ Measured readTrace(const json::Value &trace) {
       auto [n, start] = open[tid].back();
       open[tid].pop_back();
       bool p2p = n == "send" || n == "recv" || n == "sendrecv";
-      bool collective = llvm::is_contained(
-          {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-           "barrier"},
-          n);
+      bool collective =
+          llvm::is_contained({"all_reduce", "all_gather", "reduce_scatter",
+                              "all_to_all", "barrier"},
+                             n);
       if (p2p || collective)
         marks.push_back({tid, Mark{start, ts - start, p2p, n}});
     }
@@ -552,9 +566,8 @@ Measured readTrace(const json::Value &trace) {
         "measured to draw");
     return m;
   }
-  llvm::stable_sort(pipeline, [](const auto &a, const auto &b) {
-    return a.start < b.start;
-  });
+  llvm::stable_sort(
+      pipeline, [](const auto &a, const auto &b) { return a.start < b.start; });
   // Steps begin where stage 0 starts microbatch 0; the other ranks of
   // stage 0 (tp, dp) start it at about the same time, inside the first
   // one's call: the same step.
@@ -570,8 +583,8 @@ Measured readTrace(const json::Value &trace) {
   starts[0] = std::min(starts[0], pipeline.front().start);
   m.steps = starts.size();
   auto stepOf = [&](double t) {
-    size_t n = std::upper_bound(starts.begin(), starts.end(), t) -
-               starts.begin();
+    size_t n =
+        std::upper_bound(starts.begin(), starts.end(), t) - starts.begin();
     return n ? n - 1 : 0;
   };
   // Each step's bubble: 1 - the ranks' mean busy time / the step's span.
@@ -653,8 +666,8 @@ Measured readTrace(const json::Value &trace) {
     double start = std::max(mark.start, shown.begin);
     double end = std::min(mark.start + mark.dur, shown.end);
     Mark k = mark;
-    k.tip = mark.tip + " (" + (mark.p2p ? "p2p" : "collective") + "): " +
-            fmtTime(mark.dur);
+    k.tip = mark.tip + " (" + (mark.p2p ? "p2p" : "collective") +
+            "): " + fmtTime(mark.dur);
     k.start = start - shown.begin;
     k.dur = end - start;
     m.rows[it->second].marks.push_back(k);
@@ -699,10 +712,10 @@ public:
         pipe.notes.push_back("the mesh has no axis '" + pipe.axis +
                              "' (the pipeline's): ranks per stage unknown");
       else if (ppAxis >= 0 && mesh.axes[ppAxis].size != pipe.stages)
-        pipe.notes.push_back(
-            "axis '" + pipe.axis + "' has size " +
-            std::to_string(mesh.axes[ppAxis].size) + " but the plan lists " +
-            std::to_string(pipe.stages) + " stages");
+        pipe.notes.push_back("axis '" + pipe.axis + "' has size " +
+                             std::to_string(mesh.axes[ppAxis].size) +
+                             " but the plan lists " +
+                             std::to_string(pipe.stages) + " stages");
     }
   }
 
@@ -758,8 +771,7 @@ private:
     if (pipe.present)
       os << ", " << pipe.stages << " pipeline stages (" << esc(pipe.schedule)
          << ", " << pipe.microbatches << " microbatches)";
-    os << ", planned in " << fmtTime(num(&plan, "planner_seconds"))
-       << "</p>\n";
+    os << ", planned in " << fmtTime(num(&plan, "planner_seconds")) << "</p>\n";
     if (!functions)
       notes(os, {"the plan has no functions array"});
     notes(os, pipe.notes);
@@ -801,8 +813,7 @@ private:
       maxRows = std::max(maxRows, std::ceil(n / perRow));
     }
     groupW += 24;
-    double w = std::max(groupW * groups, 200.0),
-           h = y0 + maxRows * cell + 10;
+    double w = std::max(groupW * groups, 200.0), h = y0 + maxRows * cell + 10;
     os << "<svg class=\"devices\" viewBox=\"0 0 " << px(w) << " " << px(h)
        << "\" width=\"" << px(w) << "\" height=\"" << px(h)
        << "\" role=\"img\">\n";
@@ -833,10 +844,10 @@ private:
           "<th>holds</th></tr>\n";
     size_t shown = std::min(pipe.list.size(), kMaxRows);
     for (const Stage &s : ArrayRef<Stage>(pipe.list).take_front(shown)) {
-      std::string layers =
-          !pipe.present ? "all"
-          : s.first < 0 ? "none"
-                        : std::to_string(s.first) + "-" + std::to_string(s.last);
+      std::string layers = !pipe.present ? "all"
+                           : s.first < 0 ? "none"
+                                         : std::to_string(s.first) + "-" +
+                                               std::to_string(s.last);
       std::string holds;
       if (s.embedding)
         holds += "embedding";
@@ -916,10 +927,10 @@ private:
       struct Seg {
         double bytes;
         const char *colour, *name;
-      } segs[] = {{r.weights, "#4a7bd0", "weights"},
-                  {r.kvCache, "#e8923a", "KV cache"},
-                  {r.act, "#4caf6a", r.actName == "inputs" ? "inputs"
-                                                           : "activations"}};
+      } segs[] = {
+          {r.weights, "#4a7bd0", "weights"},
+          {r.kvCache, "#e8923a", "KV cache"},
+          {r.act, "#4caf6a", r.actName == "inputs" ? "inputs" : "activations"}};
       double x = kLabelWidth, xs = kLabelWidth;
       for (const Seg &s : segs) {
         if (!(s.bytes > 0))
@@ -930,14 +941,13 @@ private:
         os << "<rect x=\"" << px(x) << "\" y=\"" << px(y + 1) << "\" width=\""
            << px(w) << "\" height=\"16\" fill=\"" << s.colour << "\"><title>"
            << esc(tip) << "</title></rect>";
-        os << "<rect x=\"" << px(xs) << "\" y=\"" << px(y + 21)
-           << "\" width=\"" << px(ws) << "\" height=\"5\" fill=\"" << s.colour
-           << "\"><title>" << esc(tip) << "</title></rect>";
+        os << "<rect x=\"" << px(xs) << "\" y=\"" << px(y + 21) << "\" width=\""
+           << px(ws) << "\" height=\"5\" fill=\"" << s.colour << "\"><title>"
+           << esc(tip) << "</title></rect>";
         x += w, xs += ws;
       }
       bool over = used > r.capacity;
-      std::string text = fmtBytes(used) + " of " + fmtBytes(r.capacity) +
-                         " (" +
+      std::string text = fmtBytes(used) + " of " + fmtBytes(r.capacity) + " (" +
                          (r.capacity > 0 ? fmtPct(used / r.capacity) : "?") +
                          ")" + (over ? " over capacity" : "");
       os << "<text x=\"" << px(kLabelWidth + plotW + 8) << "\" y=\""
@@ -951,9 +961,8 @@ private:
       os << "<tr><td>" << esc(r.label) << "</td><td class=\"n\">"
          << fmtBytes(r.weights) << "</td><td class=\"n\">"
          << fmtBytes(r.kvCache) << "</td><td class=\"n\">" << fmtBytes(r.act)
-         << "</td><td class=\"n\">"
-         << fmtBytes(r.weights + r.kvCache + r.act) << "</td><td class=\"n\">"
-         << fmtBytes(r.capacity) << "</td></tr>\n";
+         << "</td><td class=\"n\">" << fmtBytes(r.weights + r.kvCache + r.act)
+         << "</td><td class=\"n\">" << fmtBytes(r.capacity) << "</td></tr>\n";
     os << "</table>\n";
   }
 
@@ -964,8 +973,9 @@ private:
     if (pipe.present)
       os << "<p class=\"big\">" << esc(pipe.schedule) << ": stage <i>k</i> "
          << "runs microbatch <i>j</i> at (<i>j</i> + <i>k</i>) &times; "
-         << fmtTime(T) << " (the slowest stage). Predicted bubble (p-1)/(m+p-1) = "
-         << (p - 1) << "/" << (m + p - 1) << " = <b>" << fmtPct(pipe.bubble)
+         << fmtTime(T)
+         << " (the slowest stage). Predicted bubble (p-1)/(m+p-1) = " << (p - 1)
+         << "/" << (m + p - 1) << " = <b>" << fmtPct(pipe.bubble)
          << "</b>; step (m+p-1) &times; " << fmtTime(T) << " + p2p "
          << fmtTime(pipe.p2pTime) << " = <b>" << fmtTime(pipe.step())
          << "</b>.</p>\n";
@@ -984,9 +994,10 @@ private:
     size_t shownRows = std::min(pipe.list.size(), kMaxRows);
     // Too many microbatches to draw one by one: the first ones are drawn.
     int64_t drawnM = std::min<int64_t>(
-        m, std::max<int64_t>(1, int64_t(kMaxBlocks / std::max<size_t>(
-                                                         shownRows, 1))));
-    for (auto [k, s] : llvm::enumerate(ArrayRef<Stage>(pipe.list).take_front(shownRows))) {
+        m, std::max<int64_t>(
+               1, int64_t(kMaxBlocks / std::max<size_t>(shownRows, 1))));
+    for (auto [k, s] :
+         llvm::enumerate(ArrayRef<Stage>(pipe.list).take_front(shownRows))) {
       Row r;
       r.label = "stage " + std::to_string(s.index);
       std::string ranks = stageRanks(s.index);
@@ -1060,11 +1071,11 @@ private:
       const json::Object *m = f->getObject("memory_per_device_bytes");
       const json::Array *ops = f->getArray("ops");
       os << "<h3>@" << esc(str(f, "name")) << "</h3>\n<p>"
-         << (ops ? std::to_string(ops->size()) + " ops, " : "")
-         << "predicted " << fmtTime(num(f, "predicted_step_time_s"))
-         << " (compute " << fmtTime(num(f, "compute_time_s"))
-         << ", communication " << fmtTime(num(f, "communication_time_s"))
-         << "); memory per device " << fmtBytes(num(m, "total")) << " (weights "
+         << (ops ? std::to_string(ops->size()) + " ops, " : "") << "predicted "
+         << fmtTime(num(f, "predicted_step_time_s")) << " (compute "
+         << fmtTime(num(f, "compute_time_s")) << ", communication "
+         << fmtTime(num(f, "communication_time_s")) << "); memory per device "
+         << fmtBytes(num(m, "total")) << " (weights "
          << fmtBytes(num(m, "weights")) << ", KV cache "
          << fmtBytes(num(m, "kv_cache")) << ", unsplit "
          << fmtBytes(num(m, "unsplit")) << ")</p>\n";
@@ -1153,7 +1164,8 @@ bool readTraceFiles(StringRef path, json::Value &out, std::string &error) {
     if (json::Object *o = v->getAsObject())
       list = o->getArray("traceEvents");
     if (!list) {
-      error = "'" + file + "' is not a Chrome trace (expected "
+      error = "'" + file +
+              "' is not a Chrome trace (expected "
               "{\"traceEvents\": [...]} or an array of events)";
       return false;
     }
