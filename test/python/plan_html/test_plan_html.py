@@ -68,6 +68,8 @@ def browse(chromium, page: Path, tmp: Path, width=1100, height=2200):
     """The DOM chromium builds for `page`, and its screenshot (PNG path)."""
     common = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
               "--no-first-run", "--disable-extensions",
+              # Containers: a small /dev/shm, no network wanted.
+              "--disable-dev-shm-usage", "--disable-background-networking",
               f"--user-data-dir={tmp / 'chromium-profile'}",
               f"--window-size={width},{height}"]
     url = page.resolve().as_uri()
