@@ -1,5 +1,4 @@
-//===- PlanHtml.cpp - the plan as a self-contained HTML page
-//---------------===//
+//===- PlanHtml.cpp - the plan as a self-contained HTML page --------------===//
 //
 // Reads the plan JSON defensively (a field that is missing or of the wrong
 // type reads as absent, and the page says what it could not draw), lays
