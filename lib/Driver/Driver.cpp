@@ -574,6 +574,10 @@ int readOrCompilePlan(const CompileOptions &o, raw_ostream &diag,
   planOptions.output = tmp.str().str();
   if (int rc = Compilation(planOptions, diag).run())
     return rc;
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(tmp, size) || size == 0)
+    return fail(o.input + ": no plan was made: the planner plans on a mesh; "
+                          "give one with --mesh (e.g. --mesh tp=2)");
   std::optional<llvm::json::Value> value = readJson(tmp);
   if (!value)
     return 1;

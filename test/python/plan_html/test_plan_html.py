@@ -478,6 +478,14 @@ def test_bad_plan_input(tmp_path, loomc):
     assert not out.exists()
 
 
+def test_no_mesh(tmp_path, loomc, llama_dir):
+    """Without a mesh nothing is planned: said, no page."""
+    out = tmp_path / "x.html"
+    r = emit(loomc, llama_dir, out)
+    assert r.returncode == 1 and "--mesh" in r.stderr, r.stderr
+    assert not out.exists()
+
+
 def test_stdout(loomc):
     """-o - writes the page to standard output."""
     r = subprocess.run([loomc, str(FIXTURE), "--emit=plan-html", "-o", "-"],
