@@ -289,6 +289,57 @@ def test_pipelined_fixture(tmp_path, loomc, chromium):
     assert text.count("GiB of 80 GiB (") == p
 
 
+def check_pipelined_page(text: str, plan: dict):
+    """The stages of `plan` (contract E) as the page must show them."""
+    pl = plan["pipeline"]
+    p, m = len(pl["stage_list"]), pl["microbatches"]
+    assert f"{p - 1}/{m + p - 1}" in text
+    assert f"{100 * (p - 1) / (m + p - 1):.1f}%" in text
+    for s in pl["stage_list"]:
+        first, last = s["layers"]
+        layers = "none" if first < 0 else f"{first}-{last}"
+        assert re.search(rf"stage {s['stage']} ranks [0-9-]+ {layers} ", text)
+
+
+def test_recorded_stages_plan(tmp_path, loomc, chromium):
+    """A plan the stages branch (f5d8041) wrote for the tiny Llama on
+    --mesh pp=2,tp=2 --microbatches 4 (data/llama_pp2_tp2_plan.json, ops
+    trimmed to 3 per function)."""
+    src = HERE / "data" / "llama_pp2_tp2_plan.json"
+    page = tmp_path / "stages.html"
+    emit_ok(loomc, src, page)
+    dom, shot = browse(chromium, page, tmp_path, height=1700)
+    check_screenshot(shot, 1100)
+    d = Dom(dom)
+    check_pipelined_page(d.all_text(), json.loads(src.read_text()))
+    assert len(d.rects("predicted", "mb")) == 2 * 4
+
+
+def test_live_pipelined_plan(tmp_path, loomc, chromium, llama_dir):
+    """This loomc's own pipelined plan of the tiny Llama (once the pipeline
+    phase of issue #15 is in the build)."""
+    help_text = subprocess.run([loomc, "--help"], capture_output=True,
+                               text=True).stdout
+    if "--microbatches" not in help_text:
+        pytest.skip("this loomc has no pipeline phase (--microbatches)")
+    page = tmp_path / "live.html"
+    emit_ok(loomc, llama_dir, page, "--mesh", "pp=2,tp=2",
+            "--microbatches", "4")
+    plan_json = tmp_path / "live.json"
+    r = subprocess.run([loomc, str(llama_dir), "--mesh", "pp=2,tp=2",
+                        "--microbatches", "4", "--emit=plan", "-o",
+                        str(plan_json)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(plan_json.read_text())
+    assert "pipeline" in plan
+    dom, shot = browse(chromium, page, tmp_path, height=1700)
+    check_screenshot(shot, 1100)
+    d = Dom(dom)
+    check_pipelined_page(d.all_text(), plan)
+    assert len(d.rects("predicted", "mb")) == 2 * 4
+
+
 def test_trace_overlay(tmp_path, loomc, chromium):
     """The measured schedule of a trace with a known bubble, from one file
     and from MPI's per-rank files."""
