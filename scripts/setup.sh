@@ -22,6 +22,7 @@ PKGS=(
   python3-torch
   libopenblas-dev
   python3 python3-venv python3-dev
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -12,6 +12,7 @@
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Bundle/Bundle.h"
 #include "lib/Driver/LayoutChoice.h"
+#include "lib/Driver/PlanHtml.h"
 #include "lib/Driver/TempCleanup.h"
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
@@ -38,6 +39,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -166,8 +169,7 @@ int Compilation::checkFlags() {
   last = *to;
   first = loom::Phase::Import;
   if (!o.emit.empty() && o.emit != "plan")
-    return fail("--emit=" + o.emit +
-                ": unknown; the one supported value is 'plan'");
+    return fail("--emit=" + o.emit + ": unknown; expected plan or plan-html");
   if (o.emit == "plan") {
     // The plan is the output: stop after the shard phase.
     last = loom::Phase::Shard;
@@ -525,6 +527,93 @@ int Compilation::run() {
     module->print(os);
   }));
 }
+
+/// The plan of --emit=plan-html: the input itself when it is a plan JSON
+/// (a bundle's plan.json, an earlier --emit=plan), else a compile with
+/// --emit=plan into a temporary file.
+int readOrCompilePlan(const CompileOptions &o, raw_ostream &diag,
+                      llvm::json::Value &plan) {
+  auto fail = [&](const Twine &message) {
+    diag << o.toolName << ": " << message << "\n";
+    return 1;
+  };
+  auto readJson = [&](StringRef path) -> std::optional<llvm::json::Value> {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer)
+      return fail("cannot read '" + path + "': " +
+                  buffer.getError().message()),
+             std::nullopt;
+    auto value = llvm::json::parse((*buffer)->getBuffer());
+    if (!value)
+      return fail(path + ": not JSON (" + llvm::toString(value.takeError()) +
+                  ")"),
+             std::nullopt;
+    return std::move(*value);
+  };
+  if (StringRef(o.input).ends_with(".json") &&
+      llvm::sys::fs::is_regular_file(o.input) &&
+      llvm::sys::path::filename(o.input) != "config.json") {
+    std::optional<llvm::json::Value> value = readJson(o.input);
+    if (!value)
+      return 1;
+    if (isPlanJson(*value)) {
+      plan = std::move(*value);
+      return 0;
+    }
+    // Not a plan: a model's configuration, compiled below.
+  }
+  SmallString<128> tmp;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("loom-plan", "json", tmp))
+    return fail("cannot create a temporary file for the plan: " +
+                ec.message());
+  loom::tempcleanup::add(tmp.str().str());
+  loom::tempcleanup::add((tmp + ".tmp").str());
+  llvm::scope_exit removeTmp([&] { llvm::sys::fs::remove(tmp); });
+  CompileOptions planOptions = o;
+  planOptions.emit = "plan";
+  planOptions.output = tmp.str().str();
+  if (int rc = Compilation(planOptions, diag).run())
+    return rc;
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(tmp, size) || size == 0)
+    return fail(o.input + ": no plan was made: the planner plans on a mesh; "
+                          "give one with --mesh (e.g. --mesh tp=2)");
+  std::optional<llvm::json::Value> value = readJson(tmp);
+  if (!value)
+    return 1;
+  plan = std::move(*value);
+  return 0;
+}
+
+/// --emit=plan-html: the plan drawn as one self-contained HTML page, with
+/// the measured schedule of --trace-overlay beside the prediction.
+int emitPlanHtml(const CompileOptions &o, raw_ostream &diag) {
+  std::optional<llvm::json::Value> trace;
+  if (!o.traceOverlay.empty()) {
+    llvm::json::Value value = nullptr;
+    std::string error;
+    if (!readTraceFiles(o.traceOverlay, value, error)) {
+      diag << o.toolName << ": --trace-overlay: " << error << "\n";
+      return 1;
+    }
+    trace = std::move(value);
+  }
+  llvm::json::Value plan = nullptr;
+  if (int rc = readOrCompilePlan(o, diag, plan))
+    return rc;
+  std::string html = renderPlanHtml(plan, trace);
+  // "-": standard output; a file: written to a temporary and renamed.
+  if (llvm::Error e = llvm::writeToOutput(o.output, [&](raw_ostream &os) {
+        os << html;
+        return llvm::Error::success();
+      })) {
+    diag << o.toolName << ": cannot write '" << o.output
+         << "': " << llvm::toString(std::move(e)) << "\n";
+    return 1;
+  }
+  return 0;
+}
 } // namespace
 
 Outcome compile(const CompileOptions &options, raw_ostream &diag) {
@@ -537,8 +626,20 @@ Outcome compile(const CompileOptions &options, raw_ostream &diag) {
     chosen.devices = 0;
     return compile(chosen, diag);
   }
-  Compilation c(options, diag);
   Outcome outcome;
+  if (options.emit == "plan-html") {
+    outcome.exitCode = emitPlanHtml(options, diag);
+    diag.flush();
+    return outcome;
+  }
+  if (!options.traceOverlay.empty()) {
+    diag << options.toolName
+         << ": --trace-overlay draws a run on the plan's picture: give it "
+            "with --emit=plan-html\n";
+    outcome.exitCode = 1;
+    return outcome;
+  }
+  Compilation c(options, diag);
   outcome.exitCode = c.run();
   diag.flush();
   return outcome;

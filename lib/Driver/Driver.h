@@ -49,7 +49,10 @@ struct CompileOptions {
   std::string device = "cpu";
   double memoryLimit = 0; ///< GiB per device, 0: the device's
   std::string target = "cpu";
-  std::string emit; ///< "" or "plan"
+  std::string emit; ///< "", "plan" or "plan-html"
+  /// --trace-overlay: a run's Chrome trace drawn beside the predicted
+  /// schedule of --emit=plan-html (lib/Driver/PlanHtml.h).
+  std::string traceOverlay;
   bool verbose = false;
   unsigned optLevel = 3;
   unsigned jobs = 0;

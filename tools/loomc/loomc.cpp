@@ -140,8 +140,17 @@ cl::opt<std::string, true> targetName(
 cl::opt<std::string, true> emitWhat(
     "emit",
     cl::desc("'plan': stop after the shard phase, write the plan as JSON to "
-             "-o and print its summary"),
+             "-o and print its summary; 'plan-html': the plan drawn as one "
+             "self-contained HTML page (the input may also be a plan.json; "
+             "docs/PLAN-HTML.md)"),
     cl::value_desc("what"), cl::location(gOptions.emit),
+    cl::cat(loomcCategory));
+cl::opt<std::string, true> traceOverlay(
+    "trace-overlay",
+    cl::desc("With --emit=plan-html: draw the measured schedule of a run "
+             "(the Chrome trace of loom-run --trace; under MPI the files "
+             "FILE.<rank>) beside the predicted one"),
+    cl::value_desc("trace.json"), cl::location(gOptions.traceOverlay),
     cl::cat(loomcCategory));
 cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
                          cl::cat(loomcCategory));
