@@ -51,7 +51,7 @@ StringRef getPhaseSummary(Phase phase) {
   case Phase::Shard:
     return "choose a sharding for every value under the memory limit";
   case Phase::Pipeline:
-    return "split layers into balanced stages, schedule microbatches";
+    return "split layers into balanced stages over 'pp', one function each";
   case Phase::Partition:
     return "rewrite per rank, insert and optimise collectives";
   case Phase::Lower:

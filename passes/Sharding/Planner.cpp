@@ -1339,7 +1339,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
           if (failed(trial.build(func, tp)))
             break;
           auto c2 = trial.search(tp, hiPrice, t2, m2);
-          if (succeeded(c2) && m2 <= fitLimit) {
+          if (succeeded(c2) && m2 <= plan.memoryLimit) {
             smallest = std::to_string(n) + " devices (--mesh tp=" +
                        std::to_string(n) + ")";
             break;
@@ -1350,8 +1350,9 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
                << plan.meshDescription << ": it needs "
                << gib(hiMem / static_cast<double>(stages))
                << " per device with the most memory-saving plan"
-               << (stages > 1 ? " (its " + std::to_string(stages) +
-                                    " pipeline stages together)"
+               << (stages > 1 ? " (the whole model over its " +
+                                    std::to_string(stages) +
+                                    " pipeline stages)"
                               : std::string())
                << ", a device holds " << gib(plan.memoryLimit)
                << "; the smallest mesh that fits has " << smallest
