@@ -205,3 +205,54 @@ def test_bad_input(tiny_llama, tmp_path, args, message):
     assert message in r.stderr, r.stderr
     assert "Stack dump" not in r.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("mesh", ["pp=2", "pp=3"])
+def test_stage_chain_matches_one_rank(tiny_llama, tmp_path, mesh):
+    """The compiled contract, run by hand before the pipelined executor
+    exists: each stage function run on its own (loom-run, every rank the
+    same stage: no tp, so no collectives), its outputs fed to the next
+    stage's boundary inputs, gives the logits of the unstaged program."""
+    import numpy as np
+    loomc, loom_run = tool("loomc"), tool("loom-run")
+    tokens = tmp_path / "tok.npy"
+    positions = tmp_path / "pos.npy"
+    np.save(tokens, np.array([[3, 17, 42, 5, 9, 11, 2]], dtype=np.int64))
+    np.save(positions, np.arange(7, dtype=np.int64))
+
+    def build(out, *args):
+        r = subprocess.run([str(loomc), str(tiny_llama), "-o", str(out), *args],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return json.loads((out / "manifest.json").read_text())
+
+    def run(bundle, entry, inputs, out):
+        cmd = [str(loom_run), str(bundle), "--entry", entry, "--output", str(out)]
+        for name, path in inputs.items():
+            cmd += ["--input", f"{name}={path}"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+
+    build(tmp_path / "one")
+    run(tmp_path / "one", "forward", {"tokens": tokens, "positions": positions},
+        tmp_path / "ref")
+    ref = np.load(tmp_path / "ref" / "logits.npy")
+    manifest = build(tmp_path / "staged", "--mesh", mesh)
+    entries = {e["name"]: e for e in manifest["entries"]}
+    stages = int(mesh.split("=")[1])
+    received = []
+    for k in range(stages):
+        e = entries[f"forward__stage{k}"]
+        inputs = {}
+        for i, inp in enumerate(e["inputs"]):
+            if i < len(received):  # boundary inputs come first, in order
+                inputs[inp["name"]] = received[i]
+            else:
+                inputs[inp["name"]] = {"tokens": tokens,
+                                       "positions": positions}[inp["name"]]
+        out = tmp_path / f"stage{k}"
+        run(tmp_path / "staged", e["name"], inputs, out)
+        received = [out / f"{o['name']}.npy" for o in e["outputs"]]
+    got = np.load(received[0])
+    assert got.shape == ref.shape
+    assert np.abs(got - ref).max() <= 1e-6 * np.abs(ref).max()
