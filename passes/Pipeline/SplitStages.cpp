@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "loom-split-stages"
@@ -30,6 +31,18 @@ using namespace loom;
 using namespace loom::pipeline;
 
 namespace {
+
+/// The values `op` reads: its operands and, for an op with regions, the
+/// values its regions use from outside.
+SmallVector<Value> usedValues(Operation *op) {
+  SmallVector<Value> used(op->getOperands());
+  if (op->getNumRegions()) {
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(op->getRegions(), above);
+    used.append(above.begin(), above.end());
+  }
+  return used;
+}
 
 class StageSplitter {
 public:
@@ -67,7 +80,7 @@ LogicalResult StageSplitter::readStages() {
                             << " but the module has " << p << " stages";
     stage[&op] = s.getIndex();
     // Stages run in order: a value flows from a stage to itself or later.
-    for (Value v : op.getOperands()) {
+    for (Value v : usedValues(&op)) {
       Operation *def = v.getDefiningOp();
       if (def && !floating.contains(def) && stage.lookup(def) > s.getIndex())
         return op.emitError()
@@ -89,7 +102,8 @@ void StageSplitter::collectBoundaries() {
     for (Value r : op.getResults()) {
       int64_t last = def;
       for (Operation *user : r.getUsers())
-        last = std::max(last, stage.lookup(user));
+        if (Operation *top = fn.getBody().front().findAncestorOpInBlock(*user))
+          last = std::max(last, stage.lookup(top));
       for (int64_t k = def + 1; k <= last; ++k)
         boundary[k].push_back(r);
     }
@@ -105,7 +119,7 @@ func::FuncOp StageSplitter::build(int64_t k, OpBuilder &b) {
   SmallVector<Value> work;
   for (Operation &op : body)
     if (!floating.contains(&op) && stage[&op] == k)
-      llvm::append_range(work, op.getOperands());
+      llvm::append_range(work, usedValues(&op));
   while (!work.empty()) {
     Value v = work.pop_back_val();
     if (auto arg = dyn_cast<BlockArgument>(v)) {

@@ -180,6 +180,19 @@ def test_pins_and_unstaged(tiny_llama, tmp_path):
     funcs = stage_functions(ir)
     s0 = " ".join(funcs["decode__stage0"][0])
     assert re.findall(r'"cache_key_(\d+)"', s0) == ["0"]
+    # Resuming after the shard phase stages the program the same way, and
+    # after the pipeline phase partitions the stage functions.
+    shard = tmp_path / "shard.mlir"
+    staged = tmp_path / "staged.mlir"
+    for args in (["--mesh", "pp=2", "--compile-to=shard", "-o", str(shard)],
+                 [str(shard), "--compile-from=shard", "--compile-to=pipeline",
+                  "-o", str(staged)]):
+        cmd = [str(tool("loomc"))] + ([] if args[0] == str(shard)
+                                      else [str(tiny_llama)]) + args
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    resumed = compile_ir(staged, tmp_path, "pp=2", "--compile-from=pipeline")
+    check_stages(resumed, ["forward", "decode"], 5, 2, 1)
     # No pp axis: the program is unchanged by the pipeline phase.
     ir = compile_ir(tiny_llama, tmp_path, "tp=2", to="pipeline")
     assert "__stage" not in ir and "loom.pipeline" not in ir
