@@ -94,6 +94,7 @@ struct Units {
   std::vector<int64_t> ops;   ///< ops of the costed entry
   std::vector<Operation *> firstOp;
   std::vector<bool> embedding;
+  double outputBytes = 0;     ///< the costed entry's results, one microbatch
   llvm::StringMap<Resource> resources;
 };
 
@@ -338,8 +339,12 @@ void StageAssigner::measure(FunctionUnits &f, bool costed) {
     r.units.set(u);
   };
   for (Operation &op : body) {
-    if (op.hasTrait<OpTrait::IsTerminator>())
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      if (costed)
+        for (Value v : op.getOperands())
+          units.outputBytes += localBytes(v);
       continue;
+    }
     int64_t u = f.unit[&op];
     if (auto w = dyn_cast<WeightOp>(op)) {
       // Every unit whose ops read it holds it.
@@ -411,10 +416,13 @@ std::array<double, 3> StageAssigner::memory(int64_t a, int64_t b) const {
   for (int64_t u = a; u <= b; ++u)
     peak = std::max(peak, units.peak[u]);
   // One microbatch's working set plus double-buffered receive and send
-  // buffers of the boundaries.
+  // buffers of the boundaries; the last stage keeps every microbatch's
+  // outputs (they are concatenated).
   double in = a > 0 ? units.cut[a - 1] : 0;
   double out = b + 1 < units.count() ? units.cut[b] : 0;
   m[2] = peak + 2 * (in + out);
+  if (b + 1 == units.count())
+    m[2] += static_cast<double>(o.microbatches) * units.outputBytes;
   return m;
 }
 

@@ -14,7 +14,7 @@
 // SHORT: error: --stages '0-2,3-4': layers 5-5 are in no range; the last range must end at layer 5
 // COUNT: error: --stages '0-5': gives 1 layer ranges but the mesh has 2 stages ('pp=2'); give one range per stage
 // PINFIT: error: pipeline stage 0 (layers 0-2) needs 0.06 MiB per device (weights 0.05 MiB, KV cache 0.00 MiB, activations 0.01 MiB), a device holds 0.01 MiB; move layers to other stages (--stages), split more (tp), or raise --memory-limit
-// NOFIT: error: no split of 6 layers into 2 pipeline stages fits a device: the best one's stage 1 (layers 3-5) needs 0.07 MiB per device (weights 0.06 MiB, KV cache 0.00 MiB, activations 0.01 MiB), a device holds 0.01 MiB; use more stages (a larger 'pp'), split more (tp), or raise --memory-limit
+// NOFIT: error: no split of 6 layers into 2 pipeline stages fits a device: the best one's stage 0 (layers 0-3) needs 0.07 MiB per device (weights 0.06 MiB, KV cache 0.00 MiB, activations 0.01 MiB), a device holds 0.01 MiB; use more stages (a larger 'pp'), split more (tp), or raise --memory-limit
 // MICRO: error: --microbatches 0: give at least 1
 // CHECK-NOT: Stack dump
 module {
