@@ -737,8 +737,9 @@ LogicalResult StageAssigner::run() {
   }
   if (failed(setUpCost()))
     return failure();
+  // Stage functions (a module staged already) are not staged again.
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn.isPublic() && !fn.isExternal()) {
+    if (fn.isPublic() && !fn.isExternal() && !fn->hasAttr(kStageOfAttr)) {
       if (!fn.getBody().hasOneBlock())
         return fn.emitError() << "pipeline stages need single-block entry "
                                  "functions; '"

@@ -241,7 +241,7 @@ struct SplitStagesPass
     }
     SmallVector<func::FuncOp> entries;
     for (auto fn : module.getOps<func::FuncOp>())
-      if (fn.isPublic() && !fn.isExternal())
+      if (fn.isPublic() && !fn.isExternal() && !fn->hasAttr(kStageOfAttr))
         entries.push_back(fn);
     for (func::FuncOp fn : entries) {
       // A staged entry no longer exists as one function.

@@ -1,4 +1,9 @@
 // RUN: loom-opt %s --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-partition-pipeline | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-pipeline-pipeline | FileCheck %s --check-prefix=TWICE
+
+// A staged module is not staged again.
+// TWICE-COUNT-2: func.func @forward__stage
+// TWICE-NOT: func.func
 
 // Composition with tp: a two-layer Megatron MLP on pp=2 x tp=2. The planner
 // never splits over pp; each stage function is partitioned over tp alone
