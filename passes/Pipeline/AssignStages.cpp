@@ -381,13 +381,24 @@ void StageAssigner::measure(FunctionUnits &f, bool costed) {
     for (Value v : op.getResults())
       work += localBytes(v);
     units.peak[u] = std::max(units.peak[u], work);
-    if (f.floating.contains(&op))
+    // A reshard of a computed value is redone by the stages that need it
+    // (loom-split-stages): its operand crosses instead.
+    auto remat = [&](Operation *x) {
+      return isa<ShardOp>(x) && !f.floating.contains(x) &&
+             x->getOperand(0).getDefiningOp();
+    };
+    if (f.floating.contains(&op) || remat(&op))
       continue;
     // Live across unit ends: from its unit to the last user's.
     int64_t last = u;
     for (Operation *user : op.getUsers()) {
-      auto it = f.unit.find(user);
-      last = std::max(last, it == f.unit.end() ? n : it->second);
+      SmallVector<Operation *> users{user};
+      if (remat(user))
+        users.assign(user->getUsers().begin(), user->getUsers().end());
+      for (Operation *x : users) {
+        auto it = f.unit.find(x);
+        last = std::max(last, it == f.unit.end() ? n : it->second);
+      }
     }
     double bytes = 0;
     for (Value r : op.getResults())

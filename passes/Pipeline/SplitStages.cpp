@@ -54,6 +54,10 @@ private:
   int64_t p;
   llvm::DenseSet<Operation *> floating;
   llvm::DenseMap<Operation *, int64_t> stage; ///< non-floating ops
+  /// Reshards of a computed value: a later stage that needs the reshard
+  /// receives the value and reshards it again (the planner keeps e.g. the
+  /// residual both split and gathered: only the split form is sent).
+  llvm::DenseSet<Operation *> remat;
   /// Values received by stage k (k >= 1), in program order.
   std::vector<SmallVector<Value>> boundary;
 
@@ -94,19 +98,37 @@ LogicalResult StageSplitter::readStages() {
 }
 
 void StageSplitter::collectBoundaries() {
-  boundary.assign(p, {});
-  for (Operation &op : fn.getBody().front()) {
+  Block &body = fn.getBody().front();
+  for (Operation &op : body)
+    if (auto shard = dyn_cast<ShardOp>(op))
+      if (!floating.contains(&op) && shard.getInput().getDefiningOp())
+        remat.insert(&op);
+  // The last stage that needs each value, through the reshards of it that
+  // later stages redo.
+  llvm::DenseMap<Value, int64_t> last;
+  for (Operation &op : llvm::reverse(body)) {
     if (floating.contains(&op) || op.hasTrait<OpTrait::IsTerminator>())
       continue;
-    int64_t def = stage[&op];
     for (Value r : op.getResults()) {
-      int64_t last = def;
-      for (Operation *user : r.getUsers())
-        if (Operation *top = fn.getBody().front().findAncestorOpInBlock(*user))
-          last = std::max(last, stage.lookup(top));
-      for (int64_t k = def + 1; k <= last; ++k)
-        boundary[k].push_back(r);
+      int64_t l = stage[&op];
+      for (Operation *user : r.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        if (!top)
+          continue;
+        l = std::max(l, remat.contains(top) ? last.lookup(top->getResult(0))
+                                            : stage.lookup(top));
+      }
+      last[r] = l;
     }
+  }
+  boundary.assign(p, {});
+  for (Operation &op : body) {
+    if (floating.contains(&op) || op.hasTrait<OpTrait::IsTerminator>() ||
+        remat.contains(&op))
+      continue;
+    for (Value r : op.getResults())
+      for (int64_t k = stage[&op] + 1; k <= last[r]; ++k)
+        boundary[k].push_back(r);
   }
 }
 
@@ -118,7 +140,7 @@ func::FuncOp StageSplitter::build(int64_t k, OpBuilder &b) {
   llvm::SetVector<unsigned> entryArgs;
   SmallVector<Value> work;
   for (Operation &op : body)
-    if (!floating.contains(&op) && stage[&op] == k)
+    if (!floating.contains(&op) && !remat.contains(&op) && stage[&op] == k)
       llvm::append_range(work, usedValues(&op));
   while (!work.empty()) {
     Value v = work.pop_back_val();
@@ -127,7 +149,8 @@ func::FuncOp StageSplitter::build(int64_t k, OpBuilder &b) {
       continue;
     }
     Operation *def = v.getDefiningOp();
-    if (floating.contains(def) && needed.insert(def).second)
+    bool again = remat.contains(def) && stage[def] <= k;
+    if ((floating.contains(def) || again) && needed.insert(def).second)
       llvm::append_range(work, def->getOperands());
   }
   SmallVector<unsigned> args(entryArgs.begin(), entryArgs.end());
@@ -190,8 +213,10 @@ func::FuncOp StageSplitter::build(int64_t k, OpBuilder &b) {
   for (Operation &op : body) {
     if (op.hasTrait<OpTrait::IsTerminator>())
       continue;
-    bool mine = floating.contains(&op) ? needed.contains(&op)
-                                       : stage[&op] == k;
+    // Floating ops and reshards that a stage redoes: where they are used.
+    bool mine = floating.contains(&op) || remat.contains(&op)
+                    ? needed.contains(&op)
+                    : stage[&op] == k;
     if (!mine)
       continue;
     Operation *clone = b.clone(op, map);
