@@ -48,6 +48,10 @@ struct CompileOptions {
   std::string shardPasses;
   std::string device = "cpu";
   double memoryLimit = 0; ///< GiB per device, 0: the device's
+  /// The pipeline phase (docs/PIPELINE.md): layer ranges per stage
+  /// ("0-9,10-19"; empty: balanced) and the microbatches of the schedule.
+  std::string stages;
+  int64_t microbatches = 1;
   std::string target = "cpu";
   std::string emit; ///< "", "plan" or "plan-html"
   /// --trace-overlay: a run's Chrome trace drawn beside the predicted
