@@ -49,14 +49,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// The bubble of a GPipe-like schedule, (p-1)/(m+p-1). (ppcost's
-/// `cost::pipelineBubble` is the shared definition; this private copy keeps
-/// the two branches apart until they merge.)
-double stageBubbleFraction(int64_t p, int64_t m) {
-  return p <= 1 ? 0.0
-                : static_cast<double>(p - 1) / static_cast<double>(m + p - 1);
-}
-
 std::string gib(double bytes) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -649,7 +641,7 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
   section["stages"] = p;
   section["microbatches"] = static_cast<int64_t>(o.microbatches);
   section["schedule"] = "gpipe";
-  section["predicted_bubble"] = stageBubbleFraction(p, o.microbatches);
+  section["predicted_bubble"] = cost::pipelineBubble(p, o.microbatches);
   llvm::json::Array list, p2p;
   for (int64_t k = 0; k < p; ++k) {
     int64_t a = firstUnit(ends, k), b = ends[k];
@@ -695,7 +687,7 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
     os << "pipeline: " << units.layers.size() << " layers on " << p
        << " stages ('" << kAxis << "'), " << o.microbatches
        << " microbatch(es), predicted bubble "
-       << llvm::format("%.4f", stageBubbleFraction(p, o.microbatches));
+       << llvm::format("%.4f", cost::pipelineBubble(p, o.microbatches));
     for (int64_t k = 0; k < p; ++k) {
       int64_t a = firstUnit(ends, k), b = ends[k];
       auto m = memory(a, b);
