@@ -738,6 +738,23 @@ LogicalResult StageAssigner::run() {
              << (mesh ? "'" + kAxis.str() + "=1'" : std::string("none"));
     return success();
   }
+  // A program that already moves values between pp ranks with its own
+  // loom.send / loom.recv is staged by hand: it runs as written (as every
+  // program did before this phase), unless stages are asked for.
+  bool pointToPoint = false;
+  module.walk([&](Operation *op) {
+    if (isa<SendOp, RecvOp>(op))
+      pointToPoint = true;
+  });
+  if (pointToPoint) {
+    if (!o.stages.empty())
+      return module.emitError()
+             << "--stages '" << o.stages
+             << "': this program already sends and receives between ranks "
+                "itself (loom.send / loom.recv); drop --stages, or drop "
+                "the point-to-point ops and let the pipeline phase stage it";
+    return success();
+  }
   if (failed(setUpCost()))
     return failure();
   // Stage functions (a module staged already) are not staged again.

@@ -247,3 +247,19 @@ func.func @no_pipeline(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %y = loom.matmul %h1, %wh : tensor<8x64xf32>, tensor<64x64xf32> -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
 }
+
+// -----
+
+// A program that sends and receives over 'pp' itself is staged by hand: it
+// is left as written (no loom.pipeline, no loom.stage).
+// CHECK-LABEL: func.func @ring
+// CHECK-NOT: loom.stage
+// CHECK: loom.send
+// CHECK-NOT: loom.stage
+// CHECK: return
+loom.mesh @mesh = <pp = 2>
+func.func @ring(%x: tensor<6xf32>) -> tensor<6xf32> {
+  loom.send %x to @mesh axes = ["pp"] shift = 1 channel = 7 : tensor<6xf32>
+  %0 = loom.recv from @mesh axes = ["pp"] shift = -1 channel = 7 : tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
