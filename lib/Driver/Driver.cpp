@@ -209,6 +209,16 @@ int Compilation::checkFlags() {
                 ": unknown; expected f32, i8, i8x3 or dequant");
   if (!loom::parseQKernelTuning(o.qmmTile, o.qmmPrefetch, tuning, error))
     return fail("--" + error);
+  if (!o.weightDtype.empty()) {
+    if (o.weightDtype != "f32" && o.weightDtype != "f16" &&
+        o.weightDtype != "bf16")
+      return fail("--weight-dtype=" + o.weightDtype +
+                  ": unknown; expected f32, f16 or bf16");
+    if (loom::detectModelKind(o.input) != loom::ModelKind::HuggingFace)
+      return fail("--weight-dtype applies to a Hugging Face config planned "
+                  "without its weights (a folder with config.json, or the "
+                  "config.json); " + o.input + " gives its weights' types");
+  }
   if (o.contextLimit < 0)
     return fail("--context-limit=" + Twine(o.contextLimit) +
                 ": must be a positive number of tokens");
@@ -224,6 +234,10 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
   loom::ModelKind kind = loom::detectModelKind(input);
   loom::LlmImportOptions llmOptions;
   llmOptions.contextLimit = o.contextLimit;
+  // Up to the pipeline phase (what --emit=plan runs) no weight byte is
+  // read: a config alone or a GGUF header plans; later phases need them.
+  llmOptions.weightsOptional = last < loom::Phase::Partition;
+  llmOptions.weightDtype = o.weightDtype;
   if (o.contextLimit > 0 && kind != loom::ModelKind::Gguf &&
       kind != loom::ModelKind::HuggingFace) {
     fail("--context-limit applies to GGUF and Hugging Face models (it sets "

@@ -199,6 +199,26 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
     return Value();
   std::string name = nameOf(role, layer);
   auto it = weights.find(name);
+  if (it == weights.end() && d.absentWeightFormat) {
+    // Planning from a config alone: the weight the graph needs, typed by
+    // the hyper-parameters and --weight-dtype, without storage.
+    if (!required)
+      return Value();
+    if (Value v = weightOps.lookup(name))
+      return v;
+    fmt::TensorRef ref;
+    ref.name = name;
+    ref.file = d.file;
+    ref.format = *d.absentWeightFormat;
+    ref.shape.assign(shape.begin(), shape.end());
+    Type type = storageType(ref);
+    if (!type)
+      return Value();
+    Value v = WeightOp::create(b, loc, type, b.getStringAttr(name),
+                               ExternAttr());
+    weightOps[name] = v;
+    return v;
+  }
   if (it == weights.end()) {
     if (!required)
       return Value();
@@ -219,8 +239,12 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
   Type type = storageType(ref);
   if (!type)
     return Value();
-  auto src = ExternAttr::get(ctx, b.getStringAttr(ref.file),
-                             static_cast<int64_t>(ref.offset));
+  // A GGUF read for its header only: the type from the tensor info, no
+  // storage (the data section is not there to refer to).
+  ExternAttr src;
+  if (d.weightStorage)
+    src = ExternAttr::get(ctx, b.getStringAttr(ref.file),
+                          static_cast<int64_t>(ref.offset));
   Value v = WeightOp::create(b, loc, type, b.getStringAttr(name), src);
   weightOps[name] = v;
   return v;

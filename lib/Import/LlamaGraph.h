@@ -30,6 +30,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,13 @@ struct ModelDesc {
   /// 1), divided by layer + 1 with scaleByInverseLayer.
   bool scaleAttnWeights = true;
   bool scaleByInverseLayer = false;
+  /// Planning without weight bytes (loomc --emit=plan on a config alone or
+  /// a GGUF header): every loom.weight is a typed reference without `from`.
+  bool weightStorage = true;
+  /// Planning from a config alone: a tensor the table does not hold is the
+  /// weight of its role with the shape the hyper-parameters give, stored
+  /// as this format (--weight-dtype). Unset: a missing tensor is an error.
+  std::optional<fmt::ElementType> absentWeightFormat;
 };
 
 /// Maps a role (and layer, -1 for non-layer roles) to a tensor name.

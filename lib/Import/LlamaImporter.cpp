@@ -225,12 +225,22 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
                                  std::string &error,
                                  const LlmImportOptions &options) {
   std::string file = absolutePath(path);
-  auto opened = openGguf(file);
+  // The header is read whole; the tensor data may be absent when the
+  // compile reads no weight bytes (--emit=plan plans from the header).
+  auto opened = openGguf(file, /*dataOptional=*/true);
   if (!opened) {
     error = "GGUF import: " + opened.error().message;
     return nullptr;
   }
   const GgufFile &g = *opened;
+  if (!g.missingData().empty() && !options.weightsOptional) {
+    // "GGUF import: file: tensor '...' at byte N: ...": the place stays
+    // the tensor whose data is missing.
+    error = "GGUF import: " + g.missingData() +
+            "; the weights are not all there: --emit=plan plans from the "
+            "GGUF header alone";
+    return nullptr;
+  }
   auto fail = [&](const std::string &msg) -> OwningOpRef<ModuleOp> {
     error = file + ": " + msg;
     return nullptr;
@@ -294,6 +304,7 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   d.file = file;
   d.ropeStyle = known->style;
   d.qkvBias = known->qkvBias;
+  d.weightStorage = g.missingData().empty();
   if (!getUInt("embedding_length", d.hiddenSize, true, 0) ||
       !getUInt("block_count", d.numLayers, true, 0) ||
       !getUInt("attention.head_count", d.numHeads, true, 0) ||
@@ -557,6 +568,48 @@ std::string hfGpt2Name(const std::string &prefix, llama::Role role,
   }
 }
 
+/// Whether a checkpoint folder holds its weights (one safetensors file or
+/// the index of sharded ones).
+bool hasSafetensors(llvm::StringRef dir) {
+  for (const char *name : {"model.safetensors", "model.safetensors.index.json"}) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, name);
+    if (llvm::sys::fs::exists(p))
+      return true;
+  }
+  return false;
+}
+
+/// The storage format of weights planned from a config alone: --weight-dtype,
+/// else the config's torch_dtype, else f32. Empty with `error` set for a
+/// dtype Loom does not plan.
+std::optional<ElementType> configWeightFormat(const HfConfig &c,
+                                              const std::string &flag,
+                                              std::string &error) {
+  auto parse = [](llvm::StringRef t) -> std::optional<ElementType> {
+    if (t == "f32" || t == "float32" || t == "float")
+      return ElementType::F32;
+    if (t == "f16" || t == "float16" || t == "half")
+      return ElementType::F16;
+    if (t == "bf16" || t == "bfloat16")
+      return ElementType::BF16;
+    return std::nullopt;
+  };
+  if (!flag.empty()) {
+    if (auto f = parse(flag))
+      return f;
+    error = "--weight-dtype=" + flag + ": unknown; expected f32, f16 or bf16";
+    return std::nullopt;
+  }
+  if (c.torchDtype.empty())
+    return ElementType::F32;
+  if (auto f = parse(c.torchDtype))
+    return f;
+  error = "torch_dtype '" + c.torchDtype + "' is not a weight type Loom "
+          "plans (float32, float16, bfloat16); give --weight-dtype=f32|f16|bf16";
+  return std::nullopt;
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
@@ -632,32 +685,58 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
                   "frequencies)");
   }
 
-  auto stOr = openSafetensorsModel(dir.str().str());
-  if (!stOr) {
-    error = "Hugging Face import: " + stOr.error().message;
-    return nullptr;
-  }
+  // The weights: the checkpoint's safetensors or, when the compile reads no
+  // weight bytes (--emit=plan), none: planned from the config alone.
   std::map<std::string, TensorRef, std::less<>> weights;
-  for (const TensorRef &t : stOr->tensors()) {
-    TensorRef r = t;
-    r.file = absolutePath(r.file);
-    weights.emplace(r.name, std::move(r));
+  bool configAlone = !hasSafetensors(dir);
+  if (configAlone) {
+    std::string expected = (dir + "/model.safetensors").str();
+    if (!options.weightsOptional) {
+      error = "weights not found: " + expected +
+              "; --emit=plan plans from the config alone";
+      return nullptr;
+    }
+    auto format = configWeightFormat(c, options.weightDtype, error);
+    if (!format) {
+      error = configFile + ": " + error;
+      return nullptr;
+    }
+    d.weightStorage = false;
+    d.absentWeightFormat = *format;
+  } else {
+    if (!options.weightDtype.empty())
+      return fail("--weight-dtype=" + options.weightDtype +
+                  " applies when planning from a config alone; this "
+                  "folder has safetensors, whose own dtypes are used");
+    auto stOr = openSafetensorsModel(dir.str().str());
+    if (!stOr) {
+      error = "Hugging Face import: " + stOr.error().message;
+      return nullptr;
+    }
+    for (const TensorRef &t : stOr->tensors()) {
+      TensorRef r = t;
+      r.file = absolutePath(r.file);
+      weights.emplace(r.name, std::move(r));
+    }
   }
 
   llama::NameFn nameOf;
   if (d.family == llama::Family::Gpt2) {
-    // GPT2Model saves "wte.weight"; GPT2LMHeadModel "transformer.wte.weight".
-    std::string prefix =
-        weights.count("transformer.wte.weight") ? "transformer." : "";
+    // GPT2Model saves "wte.weight"; GPT2LMHeadModel "transformer.wte.weight"
+    // (from a config alone: as the architecture named there would save).
+    bool lmHead = configAlone ? c.architecture == "GPT2LMHeadModel"
+                              : weights.count("transformer.wte.weight") != 0;
+    std::string prefix = lmHead ? "transformer." : "";
     nameOf = [prefix](llama::Role r, int64_t l) {
       return hfGpt2Name(prefix, r, l);
     };
-    if (!weights.count("lm_head.weight"))
+    if (!configAlone && !weights.count("lm_head.weight"))
       d.tiedEmbeddings = true;
   } else {
     nameOf = hfLlamaName;
-    // Checkpoints saved with tied embeddings omit lm_head.weight.
-    if (!weights.count("lm_head.weight"))
+    // Checkpoints saved with tied embeddings omit lm_head.weight (from a
+    // config alone, tie_word_embeddings decides).
+    if (!configAlone && !weights.count("lm_head.weight"))
       d.tiedEmbeddings = true;
   }
 
