@@ -234,9 +234,11 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
   loom::ModelKind kind = loom::detectModelKind(input);
   loom::LlmImportOptions llmOptions;
   llmOptions.contextLimit = o.contextLimit;
-  // Up to the pipeline phase (what --emit=plan runs) no weight byte is
-  // read: a config alone or a GGUF header plans; later phases need them.
-  llmOptions.weightsOptional = last < loom::Phase::Partition;
+  // A plan (--emit=plan and its picture) reads no weight byte: a config
+  // alone or a GGUF header plans. Any other output needs the weights (an
+  // IR without them could not become a bundle), so a truncated file or a
+  // folder without safetensors stays an error that names the fix.
+  llmOptions.weightsOptional = StringRef(o.emit).starts_with("plan");
   llmOptions.weightDtype = o.weightDtype;
   if (o.contextLimit > 0 && kind != loom::ModelKind::Gguf &&
       kind != loom::ModelKind::HuggingFace) {

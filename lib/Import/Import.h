@@ -35,8 +35,8 @@ struct LlmImportOptions {
   /// (recorded as llm.model's context_length; 0: the model's own). A
   /// sliding window at least this long never binds, so such models import.
   int64_t contextLimit = 0;
-  /// The compile stops before any phase that reads weight bytes (loomc
-  /// --emit=plan): a Hugging Face folder without safetensors, a bare
+  /// The compile writes only a plan (loomc --emit=plan), which reads no
+  /// weight byte: a Hugging Face folder without safetensors, a bare
   /// config.json, or a GGUF whose tensor data is absent or truncated
   /// imports with every weight a typed `loom.weight` without storage.
   /// When false, missing weights are an error that says so.

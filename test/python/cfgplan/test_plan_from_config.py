@@ -111,7 +111,7 @@ def test_bundle_needs_the_weights(tmp_path):
     alone = config_only(write_hf(tmp_path / "m", cfg, make_weights(cfg)),
                         tmp_path / "alone")
     out = tmp_path / "bundle"
-    for phase in ("bundle", "lower", "partition"):
+    for phase in ("bundle", "partition", "import"):
         r = loomc(alone, f"--compile-to={phase}", "-o", out, ok=False)
         assert (f"weights not found: {alone}/model.safetensors; "
                 "--emit=plan plans from the config alone") in r.stderr
