@@ -514,6 +514,18 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
         b, loc, RankedTensorType::get({kDyn, D}, pt.getElementType()), wpe,
         positions);
     x = add(x, asF32(p));
+  } else if (!d.ropeInvFreq.empty()) {
+    // Frequencies loom.rotary_table cannot express: angle = position x
+    // inv_freq in f32 (as transformers' LlamaRotaryEmbedding), then cos/sin.
+    int64_t R = d.ropeDim / 2;
+    Value p = CastOp::create(b, loc, act({kDyn}), positions);
+    p = ReshapeOp::create(b, loc, act({kDyn, 1}), p);
+    auto freqType = act({R});
+    Value freqs = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(d.ropeInvFreq)));
+    Value angles = MulOp::create(b, loc, act({kDyn, R}), p, freqs);
+    cos = CosOp::create(b, loc, angles);
+    sin = SinOp::create(b, loc, angles);
   } else {
     auto tableType = act({kDyn, d.ropeDim / 2});
     auto rt = RotaryTableOp::create(

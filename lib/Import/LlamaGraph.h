@@ -96,6 +96,10 @@ struct ModelDesc {
   double ropeTheta = 10000.0;
   /// Rotated features per head (<= headDim); 0 for no rotary (gpt2).
   int64_t ropeDim = 0;
+  /// The rotary inverse frequencies (ropeDim / 2) when they are not
+  /// ropeTheta^(-2i/ropeDim) (Llama 3.1's rope_scaling "llama3"): the angle
+  /// tables are built as positions x these, then cos and sin.
+  std::vector<float> ropeInvFreq;
   RotaryStyle ropeStyle = RotaryStyle::half;
   GeluApproximation gelu = GeluApproximation::none;
   /// q/k/v biases required (qwen2, attention_bias); when false they are

@@ -178,6 +178,9 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d,
     i("rope_dim", d.ropeDim);
     e.push_back(b.getNamedAttr(
         "rope_style", b.getStringAttr(stringifyRotaryStyle(d.ropeStyle))));
+    // The frequencies are then not rope_theta's (the graph holds them).
+    if (!d.ropeInvFreq.empty())
+      e.push_back(b.getNamedAttr("rope_scaling", b.getStringAttr("llama3")));
   }
   e.push_back(
       b.getNamedAttr("tied_embeddings", b.getBoolAttr(d.tiedEmbeddings)));
@@ -568,6 +571,50 @@ std::string hfGpt2Name(const std::string &prefix, llama::Role role,
   }
 }
 
+/// Llama 3.1's rope_scaling "llama3" (transformers'
+/// _compute_llama3_parameters): the inverse frequencies theta^(-2i/dim) of
+/// wavelengths above original_max_position_embeddings / low_freq_factor are
+/// divided by `factor`, those below original / high_freq_factor kept, and
+/// those between interpolated smoothly; cos/sin are not rescaled
+/// (attention_factor 1). Computed in double, stored as f32.
+bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
+                   std::string &error) {
+  for (auto [key, v] :
+       {std::pair<const char *, bool>{"low_freq_factor",
+                                      rs.lowFreqFactor.has_value()},
+        {"high_freq_factor", rs.highFreqFactor.has_value()},
+        {"original_max_position_embeddings",
+         rs.originalMaxPositionEmbeddings.has_value()}})
+    if (!v) {
+      error = std::string("rope_scaling of type 'llama3' needs '") + key +
+              "' (transformers requires it)";
+      return false;
+    }
+  double low = *rs.lowFreqFactor, high = *rs.highFreqFactor;
+  double old = double(*rs.originalMaxPositionEmbeddings);
+  if (!(low > 0) || !(high > low)) {
+    error = "rope_scaling: llama3 needs 0 < low_freq_factor < "
+            "high_freq_factor (they are " + std::to_string(low) + " and " +
+            std::to_string(high) + ")";
+    return false;
+  }
+  double lowWavelen = old / low, highWavelen = old / high;
+  d.ropeInvFreq.clear();
+  for (int64_t i = 0; i < d.ropeDim; i += 2) {
+    // transformers computes the base frequencies in f32.
+    float base = 1.0f / std::pow(float(d.ropeTheta), float(i) / float(d.ropeDim));
+    double inv = base;
+    double wavelen = 2 * M_PI / inv;
+    double scaled = wavelen > lowWavelen ? inv / rs.factor : inv;
+    if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+      double smooth = (old / wavelen - low) / (high - low);
+      scaled = (1 - smooth) * scaled / rs.factor + smooth * scaled;
+    }
+    d.ropeInvFreq.push_back(float(scaled));
+  }
+  return true;
+}
+
 /// Whether a checkpoint folder holds its weights (one safetensors file or
 /// the index of sharded ones).
 bool hasSafetensors(llvm::StringRef dir) {
@@ -678,11 +725,14 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
     if (c.activation != "silu" && !c.activation.empty())
       return fail("hidden_act '" + c.activation + "' is not supported for " +
                   c.modelType + " (silu)");
-    if (c.ropeScaling && c.ropeScaling->type != "default" &&
-        !c.ropeScaling->type.empty())
+    if (c.ropeScaling && c.ropeScaling->type == "llama3") {
+      if (!llama3InvFreq(d, *c.ropeScaling, error))
+        return fail(error);
+    } else if (c.ropeScaling && c.ropeScaling->type != "default" &&
+               !c.ropeScaling->type.empty()) {
       return fail("rope_scaling of type '" + c.ropeScaling->type +
-                  "' is not supported (loom.rotary_table has plain "
-                  "frequencies)");
+                  "' is not supported (supported: default, llama3)");
+    }
   }
 
   // The weights: the checkpoint's safetensors or, when the compile reads no

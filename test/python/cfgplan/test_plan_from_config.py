@@ -7,8 +7,8 @@ safetensors, a bare config.json, or a GGUF whose tensor data is absent.
   (the quantized types the quantize phase gives, nothing computed).
 - The published Llama-3-8B / -70B configs (configs/) and the Llama-3.1-405B
   shape plan, in well under a second and without memory proportional to
-  the weights; Llama-3.1-405B's own config (rope_scaling llama3) is refused
-  by name.
+  the weights (Llama-3.1-405B's rope_scaling "llama3" is implemented;
+  another scaling type is refused by name).
 - --weight-dtype and --quant change the planned weight bytes as their
   element sizes say.
 - A bundle needs the weights and says so, naming the file and the fix.
@@ -145,17 +145,24 @@ def test_unknown_model_type_refused(tmp_path):
     assert "key 'moe_experts'" in r.stderr
 
 
-def test_llama31_rope_scaling_refused_by_name(tmp_path):
-    r = loomc(CONFIGS / "llama-3.1-405b", "--emit=plan", "-o",
-              tmp_path / "p.json", "--mesh", "tp=8", ok=False)
-    assert "rope_scaling of type 'llama3' is not supported" in r.stderr
+def test_other_rope_scaling_refused_by_name(tmp_path):
+    d = tmp_path / "m"
+    d.mkdir()
+    conf = json.loads((CONFIGS / "llama-3.1-405b" / "config.json").read_text())
+    conf["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0,
+                            "original_max_position_embeddings": 8192}
+    (d / "config.json").write_text(json.dumps(conf))
+    r = loomc(d, "--emit=plan", "-o", tmp_path / "p.json", "--mesh", "tp=8",
+              ok=False)
+    assert "rope_scaling of type 'yarn' is not supported (supported: " \
+        "default, llama3)" in r.stderr
 
 
 # (config, mesh, parameters in billions as published, rough bound)
 BIG = [
     ("llama-3-8b", "tp=8", 8.03),
     ("llama-3-70b", "tp=8", 70.55),
-    ("llama-3.1-405b-no-rope-scaling", "dp=4,tp=8", 405.85),
+    ("llama-3.1-405b", "dp=4,tp=8", 405.85),
 ]
 
 
