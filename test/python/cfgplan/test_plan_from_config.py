@@ -197,6 +197,10 @@ def test_gguf_header_alone_plans(tmp_path):
         r = loomc(cut, "-o", tmp_path / "b", ok=False)
         assert "runs past the end of the file" in r.stderr
         assert "--emit=plan plans from the GGUF header alone" in r.stderr
+    # The GGUF gives its weights' types: --weight-dtype is refused.
+    r = loomc(cut, "--emit=plan", "-o", tmp_path / "d.json", "--mesh", "tp=2",
+              "--weight-dtype=f16", ok=False)
+    assert "--weight-dtype applies to a Hugging Face config" in r.stderr
     # A header cut short is refused even for a plan.
     cut = tmp_path / "short.gguf"
     cut.write_bytes(full.read_bytes()[:data_start - 100])
