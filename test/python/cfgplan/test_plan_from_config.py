@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_paths import tool
+from loom_paths import package, tool
 from llama_models import make_weights, tiny_config, write_gguf, write_hf
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -206,3 +206,17 @@ def test_gguf_header_alone_plans(tmp_path):
     cut.write_bytes(full.read_bytes()[:data_start - 100])
     r = loomc(cut, "--emit=plan", "-o", tmp_path / "s.json", ok=False)
     assert "GGUF import" in r.stderr
+
+
+def test_python_package_plans_a_config(tmp_path):
+    """loom.plan takes the folder as loomc does (weight_dtype: --weight-dtype)."""
+    loom = package()
+    if loom is None:
+        pytest.skip("the loom Python package is not built")
+    d = CONFIGS / "llama-3-70b"
+    bf16 = loom.plan(str(d), "tp=8", device="h100-sxm")
+    f32 = loom.plan(str(d), "tp=8", device="h100-sxm", weight_dtype="f32")
+    fwd = lambda p: next(f for f in p.data["functions"]  # noqa: E731
+                         if f["name"] == "forward")
+    assert fwd(f32)["memory_per_device_bytes"]["weights"] == \
+        2 * fwd(bf16)["memory_per_device_bytes"]["weights"]
