@@ -217,7 +217,8 @@ int Compilation::checkFlags() {
     if (loom::detectModelKind(o.input) != loom::ModelKind::HuggingFace)
       return fail("--weight-dtype applies to a Hugging Face config planned "
                   "without its weights (a folder with config.json, or the "
-                  "config.json); " + o.input + " gives its weights' types");
+                  "config.json); " +
+                  o.input + " gives its weights' types");
   }
   if (o.contextLimit < 0)
     return fail("--context-limit=" + Twine(o.contextLimit) +

@@ -611,10 +611,10 @@ Result<GgufFile> GgufParser::parse() {
     return success();
   };
   if (file.dataStart > size && !file.refs.empty())
-    if (auto r = missingData(makeError(
-            where(infoEnd), ": the data section would start at byte ",
-            file.dataStart, ", past the end of the file (size ", size,
-            "); the file is truncated"));
+    if (auto r = missingData(
+            makeError(where(infoEnd), ": the data section would start at byte ",
+                      file.dataStart, ", past the end of the file (size ", size,
+                      "); the file is truncated"));
         !r)
       return r.takeError();
   for (size_t i = 0; i < file.refs.size(); ++i) {
@@ -622,12 +622,12 @@ Result<GgufFile> GgufParser::parse() {
     uint64_t rel = ref.offset;
     if (file.dataStart > size || rel > size - file.dataStart ||
         ref.nbytes > size - file.dataStart - rel)
-      if (auto r = missingData(makeError(
-              name, ": tensor '", ref.name, "' at byte ", infoOffsets[i],
-              ": data [offset ", rel, " from the data section at ",
-              file.dataStart, ", size ", ref.nbytes,
-              ") runs past the end of the file (size ", size,
-              "); the file is truncated"));
+      if (auto r = missingData(
+              makeError(name, ": tensor '", ref.name, "' at byte ",
+                        infoOffsets[i], ": data [offset ", rel,
+                        " from the data section at ", file.dataStart, ", size ",
+                        ref.nbytes, ") runs past the end of the file (size ",
+                        size, "); the file is truncated"));
           !r)
         return r.takeError();
     ref.offset = file.dataStart + rel;
@@ -636,8 +636,7 @@ Result<GgufFile> GgufParser::parse() {
 }
 
 Result<GgufFile> loom::fmt::parseGguf(std::span<const std::byte> bytes,
-                                      std::string fileName,
-                                      bool dataOptional) {
+                                      std::string fileName, bool dataOptional) {
   GgufParser parser(bytes, std::move(fileName), dataOptional);
   return parser.parse();
 }

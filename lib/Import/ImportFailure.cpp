@@ -70,8 +70,8 @@ ImportFailure failureFromText(MLIRContext *ctx, StringRef text) {
   StringRef rest = text;
   // "weights not found: <file>; <the fix>": located at the missing file.
   if (rest.consume_front("weights not found: ")) {
-    f.loc = importLoc(ctx, rest.take_until([](char c) { return c == ';'; }),
-                      "");
+    f.loc =
+        importLoc(ctx, rest.take_until([](char c) { return c == ';'; }), "");
     f.message = text.str();
     return f;
   }

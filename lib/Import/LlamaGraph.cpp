@@ -214,8 +214,8 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
     Type type = storageType(ref);
     if (!type)
       return Value();
-    Value v = WeightOp::create(b, loc, type, b.getStringAttr(name),
-                               ExternAttr());
+    Value v =
+        WeightOp::create(b, loc, type, b.getStringAttr(name), ExternAttr());
     weightOps[name] = v;
     return v;
   }
@@ -522,7 +522,8 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
     p = ReshapeOp::create(b, loc, act({kDyn, 1}), p);
     auto freqType = act({R});
     Value freqs = ConstantOp::create(
-        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(d.ropeInvFreq)));
+        b, loc,
+        DenseElementsAttr::get(freqType, ArrayRef<float>(d.ropeInvFreq)));
     Value angles = MulOp::create(b, loc, act({kDyn, R}), p, freqs);
     cos = CosOp::create(b, loc, angles);
     sin = SinOp::create(b, loc, angles);

@@ -579,12 +579,11 @@ std::string hfGpt2Name(const std::string &prefix, llama::Role role,
 /// (attention_factor 1). Computed in double, stored as f32.
 bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
                    std::string &error) {
-  for (auto [key, v] :
-       {std::pair<const char *, bool>{"low_freq_factor",
-                                      rs.lowFreqFactor.has_value()},
-        {"high_freq_factor", rs.highFreqFactor.has_value()},
-        {"original_max_position_embeddings",
-         rs.originalMaxPositionEmbeddings.has_value()}})
+  for (auto [key, v] : {std::pair<const char *, bool>{
+                            "low_freq_factor", rs.lowFreqFactor.has_value()},
+                        {"high_freq_factor", rs.highFreqFactor.has_value()},
+                        {"original_max_position_embeddings",
+                         rs.originalMaxPositionEmbeddings.has_value()}})
     if (!v) {
       error = std::string("rope_scaling of type 'llama3' needs '") + key +
               "' (transformers requires it)";
@@ -594,15 +593,16 @@ bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
   double old = double(*rs.originalMaxPositionEmbeddings);
   if (!(low > 0) || !(high > low)) {
     error = "rope_scaling: llama3 needs 0 < low_freq_factor < "
-            "high_freq_factor (they are " + std::to_string(low) + " and " +
-            std::to_string(high) + ")";
+            "high_freq_factor (they are " +
+            std::to_string(low) + " and " + std::to_string(high) + ")";
     return false;
   }
   double lowWavelen = old / low, highWavelen = old / high;
   d.ropeInvFreq.clear();
   for (int64_t i = 0; i < d.ropeDim; i += 2) {
     // transformers computes the base frequencies in f32.
-    float base = 1.0f / std::pow(float(d.ropeTheta), float(i) / float(d.ropeDim));
+    float base =
+        1.0f / std::pow(float(d.ropeTheta), float(i) / float(d.ropeDim));
     double inv = base;
     double wavelen = 2 * M_PI / inv;
     double scaled = wavelen > lowWavelen ? inv / rs.factor : inv;
@@ -618,7 +618,8 @@ bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
 /// Whether a checkpoint folder holds its weights (one safetensors file or
 /// the index of sharded ones).
 bool hasSafetensors(llvm::StringRef dir) {
-  for (const char *name : {"model.safetensors", "model.safetensors.index.json"}) {
+  for (const char *name :
+       {"model.safetensors", "model.safetensors.index.json"}) {
     llvm::SmallString<256> p(dir);
     llvm::sys::path::append(p, name);
     if (llvm::sys::fs::exists(p))
@@ -652,8 +653,9 @@ std::optional<ElementType> configWeightFormat(const HfConfig &c,
     return ElementType::F32;
   if (auto f = parse(c.torchDtype))
     return f;
-  error = "torch_dtype '" + c.torchDtype + "' is not a weight type Loom "
-          "plans (float32, float16, bfloat16); give --weight-dtype=f32|f16|bf16";
+  error = "torch_dtype '" + c.torchDtype +
+          "' is not a weight type Loom plans (float32, float16, bfloat16); "
+          "give --weight-dtype=f32|f16|bf16";
   return std::nullopt;
 }
 

@@ -172,7 +172,6 @@ TEST(Gguf, TruncationAtEveryByte) {
   }
 }
 
-
 // With dataOptional (planning from the header), a prefix that holds the
 // whole header parses, says which tensor's data is missing, and keeps every
 // tensor's shape, type and absolute offset; a shorter prefix is an error.
