@@ -27,10 +27,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 using namespace mlir;
 using namespace loom::fmt;
@@ -615,17 +618,45 @@ bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
   return true;
 }
 
-/// Whether a checkpoint folder holds its weights (one safetensors file or
-/// the index of sharded ones).
-bool hasSafetensors(llvm::StringRef dir) {
-  for (const char *name :
-       {"model.safetensors", "model.safetensors.index.json"}) {
+/// The first weight file a checkpoint folder lacks, or "" when its
+/// weights are there: model.safetensors, or the shards that
+/// model.safetensors.index.json names (a download of only the *.json
+/// files has the index without its shards). An index that does not parse
+/// counts as there: the safetensors reader reports what is wrong with it.
+std::string missingWeightFile(llvm::StringRef dir) {
+  auto in = [&](llvm::StringRef name) {
     llvm::SmallString<256> p(dir);
     llvm::sys::path::append(p, name);
-    if (llvm::sys::fs::exists(p))
-      return true;
+    return p.str().str();
+  };
+  std::string single = in("model.safetensors");
+  if (llvm::sys::fs::exists(single))
+    return "";
+  std::string index = in("model.safetensors.index.json");
+  if (!llvm::sys::fs::exists(index))
+    return single;
+  auto buf = llvm::MemoryBuffer::getFile(index);
+  if (!buf)
+    return "";
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return "";
   }
-  return false;
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Object *map =
+      root ? root->getObject("weight_map") : nullptr;
+  if (!map)
+    return "";
+  // By name, so that the message does not depend on the JSON map's order.
+  std::set<std::string> shards;
+  for (const auto &kv : *map)
+    if (auto shard = kv.second.getAsString())
+      shards.insert(shard->str());
+  for (const std::string &shard : shards)
+    if (!llvm::sys::fs::exists(in(shard)))
+      return in(shard);
+  return "";
 }
 
 /// The storage format of weights planned from a config alone: --weight-dtype,
@@ -740,11 +771,11 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
   // The weights: the checkpoint's safetensors or, when the compile reads no
   // weight bytes (--emit=plan), none: planned from the config alone.
   std::map<std::string, TensorRef, std::less<>> weights;
-  bool configAlone = !hasSafetensors(dir);
+  std::string missing = missingWeightFile(dir);
+  bool configAlone = !missing.empty();
   if (configAlone) {
-    std::string expected = (dir + "/model.safetensors").str();
     if (!options.weightsOptional) {
-      error = "weights not found: " + expected +
+      error = "weights not found: " + missing +
               "; --emit=plan plans from the config alone";
       return nullptr;
     }

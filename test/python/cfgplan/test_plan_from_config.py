@@ -79,6 +79,24 @@ def test_config_plan_equals_weights_plan(tmp_path, family, mesh, quant):
     assert not (tmp_path / "c.json.qweights").exists()
 
 
+def test_index_without_shards_plans(tmp_path):
+    """A download of only the *.json files (config.json and
+    model.safetensors.index.json, no shards) plans from the config; a bundle
+    names the first missing shard."""
+    cfg = tiny_config("llama", layers=2, tied=False)
+    model = write_hf(tmp_path / "m", cfg, make_weights(cfg), "f32",
+                     sharded=True)
+    with_weights = plan(model, tmp_path / "w.json", "--mesh", "tp=2")
+    jsons = tmp_path / "jsons"
+    jsons.mkdir()
+    for f in model.glob("*.json"):
+        shutil.copy(f, jsons / f.name)
+    assert plan(jsons, tmp_path / "j.json", "--mesh", "tp=2") == with_weights
+    r = loomc(jsons, "-o", tmp_path / "b", ok=False)
+    assert (f"weights not found: {jsons}/model-00001-of-00002.safetensors; "
+            "--emit=plan plans from the config alone") in r.stderr
+
+
 def test_weight_dtype_and_quant_change_planned_memory(tmp_path):
     cfg = tiny_config("llama", layers=2, tied=False, hidden=128, ffn=256)
     model = write_hf(tmp_path / "m", cfg, make_weights(cfg), "f32")
