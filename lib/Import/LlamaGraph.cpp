@@ -83,6 +83,8 @@ const char *roleName(Role r) {
     return "final norm bias";
   case Role::LmHead:
     return "lm head";
+  case Role::RopeFreqs:
+    return "rotary frequency factors";
   }
   return "weight";
 }
@@ -514,16 +516,27 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
         b, loc, RankedTensorType::get({kDyn, D}, pt.getElementType()), wpe,
         positions);
     x = add(x, asF32(p));
-  } else if (!d.ropeInvFreq.empty()) {
+  } else if (!d.ropeInvFreq.empty() || d.ropeFreqFactors) {
     // Frequencies loom.rotary_table cannot express: angle = position x
-    // inv_freq in f32 (as transformers' LlamaRotaryEmbedding), then cos/sin.
+    // inv_freq in f32 (as transformers' LlamaRotaryEmbedding; llama.cpp
+    // divides theta^(-2i/dim) by its rope_freqs factors), then cos/sin.
     int64_t R = d.ropeDim / 2;
+    std::vector<float> inv = d.ropeInvFreq;
+    if (inv.empty())
+      for (int64_t i = 0; i < R; ++i)
+        inv.push_back(
+            std::pow(float(d.ropeTheta), -2.0f * float(i) / float(d.ropeDim)));
     Value p = CastOp::create(b, loc, act({kDyn}), positions);
     p = ReshapeOp::create(b, loc, act({kDyn, 1}), p);
     auto freqType = act({R});
     Value freqs = ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(freqType, ArrayRef<float>(d.ropeInvFreq)));
+        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(inv)));
+    if (d.ropeFreqFactors) {
+      Value factors = asF32(weight(Role::RopeFreqs, -1, {R}));
+      if (!factors)
+        return false;
+      freqs = DivOp::create(b, loc, freqType, freqs, factors);
+    }
     Value angles = MulOp::create(b, loc, act({kDyn, R}), p, freqs);
     cos = CosOp::create(b, loc, angles);
     sin = SinOp::create(b, loc, angles);

@@ -73,6 +73,7 @@ enum class Role {
   FinalNorm,
   FinalNormBias, // gpt2
   LmHead,
+  RopeFreqs, // GGUF rope_freqs.weight: per-frequency divisors (llama3)
 };
 
 /// Hyper-parameters of the model (from GGUF metadata or config.json).
@@ -100,6 +101,9 @@ struct ModelDesc {
   /// ropeTheta^(-2i/ropeDim) (Llama 3.1's rope_scaling "llama3"): the angle
   /// tables are built as positions x these, then cos and sin.
   std::vector<float> ropeInvFreq;
+  /// The weight of role RopeFreqs ([ropeDim / 2] f32, llama.cpp's form of
+  /// Llama 3.1's scaling) divides the inverse frequencies.
+  bool ropeFreqFactors = false;
   RotaryStyle ropeStyle = RotaryStyle::half;
   GeluApproximation gelu = GeluApproximation::none;
   /// q/k/v biases required (qwen2, attention_bias); when false they are

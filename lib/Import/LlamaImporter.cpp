@@ -101,6 +101,8 @@ std::string ggufName(llama::Role role, int64_t l) {
     return "output_norm.weight";
   case Role::LmHead:
     return "output.weight";
+  case Role::RopeFreqs:
+    return "rope_freqs.weight";
   default:
     return "<no GGUF tensor>";
   }
@@ -182,7 +184,7 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d,
     e.push_back(b.getNamedAttr(
         "rope_style", b.getStringAttr(stringifyRotaryStyle(d.ropeStyle))));
     // The frequencies are then not rope_theta's (the graph holds them).
-    if (!d.ropeInvFreq.empty())
+    if (!d.ropeInvFreq.empty() || d.ropeFreqFactors)
       e.push_back(b.getNamedAttr("rope_scaling", b.getStringAttr("llama3")));
   }
   e.push_back(
@@ -363,9 +365,10 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
                   "' is not supported (loom.rotary_table has plain "
                   "frequencies)");
   }
-  if (g.findTensor("rope_freqs.weight"))
-    return fail("tensor 'rope_freqs.weight' (llama3-style rope frequency "
-                "factors) is not supported");
+  // llama.cpp's form of Llama 3.1's rope scaling: factors that divide the
+  // inverse frequencies (convert_hf_to_gguf.py computes them from
+  // rope_scaling "llama3").
+  d.ropeFreqFactors = g.findTensor("rope_freqs.weight") != nullptr;
 
   // Every tensor by name; the shape of the embedding gives the vocabulary.
   std::map<std::string, TensorRef, std::less<>> weights;
