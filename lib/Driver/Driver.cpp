@@ -107,6 +107,7 @@ private:
   OwningOpRef<ModuleOp> importModel(MLIRContext &context,
                                     llvm::SourceMgr &sourceMgr);
   int setUpOutputs();
+  void noteWeightsWithoutStorage();
   bool beginLowering();
   bool emitBundle(TimingScope &timing);
   bool runPhase(loom::Phase p, TimingScope &root);
@@ -297,6 +298,24 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
     return {};
   }
   return result;
+}
+
+/// Says when an LLM imported for a plan has no weight bytes (a config
+/// alone, a GGUF header), so that a mistyped folder is not taken for one
+/// with its weights.
+void Compilation::noteWeightsWithoutStorage() {
+  loom::ModelKind kind = loom::detectModelKind(o.input);
+  if (kind != loom::ModelKind::HuggingFace && kind != loom::ModelKind::Gguf)
+    return;
+  llvm::StringSet<> names;
+  module->walk([&](loom::WeightOp w) {
+    if (!w.getSource())
+      names.insert(w.getName());
+  });
+  if (!names.empty())
+    diag << o.toolName << ": note: " << o.input << " has no weight data: "
+         << names.size()
+         << " weights are planned as typed references without storage\n";
 }
 
 /// The pipelines' options; creates the stage directory of a bundle and
@@ -513,6 +532,7 @@ int Compilation::run() {
   if (!(module = importModel(context, sourceMgr)))
     return 1;
   importing.stop();
+  noteWeightsWithoutStorage();
   // The CPU the code is for (loom.target, set by the lower phase): --cpu,
   // --portable, else the input's own loom.target, else the host.
   std::string error;
