@@ -174,6 +174,14 @@ def test_other_rope_scaling_refused_by_name(tmp_path):
               ok=False)
     assert "rope_scaling of type 'yarn' is not supported (supported: " \
         "default, llama3)" in r.stderr
+    # A key of rope_scaling Loom does not read is refused by name.
+    conf["rope_scaling"] = dict(
+        json.loads((CONFIGS / "llama-3.1-405b" / "config.json").read_text())
+        ["rope_scaling"], beta_fast=32)
+    (d / "config.json").write_text(json.dumps(conf))
+    r = loomc(d, "--emit=plan", "-o", tmp_path / "p.json", "--mesh", "tp=8",
+              ok=False)
+    assert "key 'beta_fast' is not one Loom reads" in r.stderr
 
 
 # (config, mesh, parameters in billions as published, rough bound)
