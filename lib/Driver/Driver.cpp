@@ -111,6 +111,7 @@ private:
   OwningOpRef<ModuleOp> importModel(MLIRContext &context,
                                     llvm::SourceMgr &sourceMgr);
   int setUpOutputs();
+  void noteWeightsWithoutStorage();
   bool beginLowering();
   bool emitBundle(TimingScope &timing);
   bool runPhase(loom::Phase p, TimingScope &root);
@@ -213,6 +214,17 @@ int Compilation::checkFlags() {
                 ": unknown; expected f32, i8, i8x3 or dequant");
   if (!loom::parseQKernelTuning(o.qmmTile, o.qmmPrefetch, tuning, error))
     return fail("--" + error);
+  if (!o.weightDtype.empty()) {
+    if (o.weightDtype != "f32" && o.weightDtype != "f16" &&
+        o.weightDtype != "bf16")
+      return fail("--weight-dtype=" + o.weightDtype +
+                  ": unknown; expected f32, f16 or bf16");
+    if (loom::detectModelKind(o.input) != loom::ModelKind::HuggingFace)
+      return fail("--weight-dtype applies to a Hugging Face config planned "
+                  "without its weights (a folder with config.json, or the "
+                  "config.json); " +
+                  o.input + " gives its weights' types");
+  }
   if (o.contextLimit < 0)
     return fail("--context-limit=" + Twine(o.contextLimit) +
                 ": must be a positive number of tokens");
@@ -228,6 +240,12 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
   loom::ModelKind kind = loom::detectModelKind(input);
   loom::LlmImportOptions llmOptions;
   llmOptions.contextLimit = o.contextLimit;
+  // A plan (--emit=plan and its picture) reads no weight byte: a config
+  // alone or a GGUF header plans. Any other output needs the weights (an
+  // IR without them could not become a bundle), so a truncated file or a
+  // folder without safetensors stays an error that names the fix.
+  llmOptions.weightsOptional = StringRef(o.emit).starts_with("plan");
+  llmOptions.weightDtype = o.weightDtype;
   if (o.contextLimit > 0 && kind != loom::ModelKind::Gguf &&
       kind != loom::ModelKind::HuggingFace) {
     fail("--context-limit applies to GGUF and Hugging Face models (it sets "
@@ -284,6 +302,24 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
     return {};
   }
   return result;
+}
+
+/// Says when an LLM imported for a plan has no weight bytes (a config
+/// alone, a GGUF header), so that a mistyped folder is not taken for one
+/// with its weights.
+void Compilation::noteWeightsWithoutStorage() {
+  loom::ModelKind kind = loom::detectModelKind(o.input);
+  if (kind != loom::ModelKind::HuggingFace && kind != loom::ModelKind::Gguf)
+    return;
+  llvm::StringSet<> names;
+  module->walk([&](loom::WeightOp w) {
+    if (!w.getSource())
+      names.insert(w.getName());
+  });
+  if (!names.empty())
+    diag << o.toolName << ": note: " << o.input << " has no weight data: "
+         << names.size()
+         << " weights are planned as typed references without storage\n";
 }
 
 /// The pipelines' options; creates the stage directory of a bundle and
@@ -503,6 +539,7 @@ int Compilation::run() {
   if (!(module = importModel(context, sourceMgr)))
     return 1;
   importing.stop();
+  noteWeightsWithoutStorage();
   // The CPU the code is for (loom.target, set by the lower phase): --cpu,
   // --portable, else the input's own loom.target, else the host.
   std::string error;

@@ -64,6 +64,9 @@ struct CompileOptions {
   unsigned largeFunctionOpt = 2;
   bool timeLLVMPasses = false;
   int64_t contextLimit = 0;
+  /// --weight-dtype: f32, f16 or bf16 for weights planned from a config
+  /// alone ("": the config's torch_dtype, else f32).
+  std::string weightDtype;
   bool portable = false;
   std::string qmatmul, cpu;
   bool noOutlineLayers = false, noGemm = false;

@@ -245,8 +245,9 @@ namespace loom::fmt {
 /// Builds values; a friend of GgufValue and GgufFile.
 class GgufParser {
 public:
-  GgufParser(std::span<const std::byte> bytes, std::string fileName)
-      : bytes(bytes), name(std::move(fileName)) {}
+  GgufParser(std::span<const std::byte> bytes, std::string fileName,
+             bool dataOptional)
+      : bytes(bytes), name(std::move(fileName)), dataOptional(dataOptional) {}
 
   Result<GgufFile> parse();
 
@@ -269,6 +270,7 @@ private:
 
   std::span<const std::byte> bytes;
   std::string name;
+  bool dataOptional = false;
   uint64_t pos = 0;
 };
 } // namespace loom::fmt
@@ -599,38 +601,53 @@ Result<GgufFile> GgufParser::parse() {
   uint64_t pad = (file.align - infoEnd % file.align) % file.align;
   file.dataStart = infoEnd + pad;
   uint64_t size = bytes.size();
+  // With dataOptional, missing data is recorded rather than refused: the
+  // header alone gives every tensor's name, shape, type and offset.
+  auto missingData = [&](Error e) -> Status {
+    if (!dataOptional)
+      return e;
+    if (file.missing.empty())
+      file.missing = e.message;
+    return success();
+  };
   if (file.dataStart > size && !file.refs.empty())
-    return makeError(where(infoEnd), ": the data section would start at byte ",
-                     file.dataStart, ", past the end of the file (size ",
-                     size, "); the file is truncated");
+    if (auto r = missingData(
+            makeError(where(infoEnd), ": the data section would start at byte ",
+                      file.dataStart, ", past the end of the file (size ", size,
+                      "); the file is truncated"));
+        !r)
+      return r.takeError();
   for (size_t i = 0; i < file.refs.size(); ++i) {
     TensorRef &ref = file.refs[i];
     uint64_t rel = ref.offset;
-    if (rel > size - file.dataStart ||
+    if (file.dataStart > size || rel > size - file.dataStart ||
         ref.nbytes > size - file.dataStart - rel)
-      return makeError(name, ": tensor '", ref.name, "' at byte ",
-                       infoOffsets[i], ": data [offset ", rel,
-                       " from the data section at ",
-                       file.dataStart, ", size ", ref.nbytes,
-                       ") runs past the end of the file (size ", size,
-                       "); the file is truncated");
+      if (auto r = missingData(
+              makeError(name, ": tensor '", ref.name, "' at byte ",
+                        infoOffsets[i], ": data [offset ", rel,
+                        " from the data section at ", file.dataStart, ", size ",
+                        ref.nbytes, ") runs past the end of the file (size ",
+                        size, "); the file is truncated"));
+          !r)
+        return r.takeError();
     ref.offset = file.dataStart + rel;
   }
   return file;
 }
 
 Result<GgufFile> loom::fmt::parseGguf(std::span<const std::byte> bytes,
-                                      std::string fileName) {
-  GgufParser parser(bytes, std::move(fileName));
+                                      std::string fileName, bool dataOptional) {
+  GgufParser parser(bytes, std::move(fileName), dataOptional);
   return parser.parse();
 }
 
-Result<GgufFile> loom::fmt::openGguf(const std::string &path) {
+Result<GgufFile> loom::fmt::openGguf(const std::string &path,
+                                     bool dataOptional) {
   auto mapped = MappedFile::open(path);
   if (!mapped)
     return mapped.takeError();
   auto shared = std::make_shared<MappedFile>(mapped.take());
-  GgufParser parser(shared->bytes(), path);
+  GgufParser parser(shared->bytes(), path, dataOptional);
   auto file = parser.parse();
   if (!file)
     return file.takeError();

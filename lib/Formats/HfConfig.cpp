@@ -16,7 +16,9 @@
 #include "loom/Formats/LlmHyperParams.h"
 #include "loom/Formats/Safetensors.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sys/stat.h>
 
 using namespace loom::fmt;
@@ -259,6 +261,23 @@ Result<std::optional<RopeScaling>> parseRopeScaling(const Fields &f,
     what.append(key).append("': ").append(tail);
     return f.error("rope_scaling", what);
   };
+  // Every key is one read below (rope_theta: transformers v5's
+  // rope_parameters hold it too), or refused by name: Loom cannot tell
+  // what another one does to the frequencies.
+  static const char *const kRopeKeys[] = {
+      "rope_type",        "type",
+      "factor",           "low_freq_factor",
+      "high_freq_factor", "original_max_position_embeddings",
+      "rope_theta"};
+  for (auto it = v->begin(); it != v->end(); ++it)
+    if (std::find(std::begin(kRopeKeys), std::end(kRopeKeys), it.key()) ==
+        std::end(kRopeKeys))
+      return f.error("rope_scaling",
+                     "key '" + it.key() +
+                         "' is not one Loom reads (rope_type, factor, "
+                         "low_freq_factor, high_freq_factor, "
+                         "original_max_position_embeddings), so it cannot "
+                         "tell how it changes the rotary frequencies");
   // "rope_type" is the current name, "type" the older one.
   auto type = sub.string("rope_type", "");
   if (!type)

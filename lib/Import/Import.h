@@ -35,6 +35,15 @@ struct LlmImportOptions {
   /// (recorded as llm.model's context_length; 0: the model's own). A
   /// sliding window at least this long never binds, so such models import.
   int64_t contextLimit = 0;
+  /// The compile writes only a plan (loomc --emit=plan), which reads no
+  /// weight byte: a Hugging Face folder without safetensors, a bare
+  /// config.json, or a GGUF whose tensor data is absent or truncated
+  /// imports with every weight a typed `loom.weight` without storage.
+  /// When false, missing weights are an error that says so.
+  bool weightsOptional = false;
+  /// loomc --weight-dtype (f32, f16, bf16; "": the config's torch_dtype,
+  /// else f32): the type of the weights planned from a config alone.
+  std::string weightDtype;
 };
 
 /// GGUF v3, llama family -> loom, weights referring to the blocks in place.

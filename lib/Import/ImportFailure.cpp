@@ -68,6 +68,13 @@ ImportFailure failureFromText(MLIRContext *ctx, StringRef text) {
   ImportFailure f;
   f.text = text.str();
   StringRef rest = text;
+  // "weights not found: <file>; <the fix>": located at the missing file.
+  if (rest.consume_front("weights not found: ")) {
+    f.loc =
+        importLoc(ctx, rest.take_until([](char c) { return c == ';'; }), "");
+    f.message = text.str();
+    return f;
+  }
   (void)(rest.consume_front("GGUF import: ") ||
          rest.consume_front("Hugging Face import: "));
   size_t colon = rest.find(": ");

@@ -83,6 +83,8 @@ const char *roleName(Role r) {
     return "final norm bias";
   case Role::LmHead:
     return "lm head";
+  case Role::RopeFreqs:
+    return "rotary frequency factors";
   }
   return "weight";
 }
@@ -199,6 +201,26 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
     return Value();
   std::string name = nameOf(role, layer);
   auto it = weights.find(name);
+  if (it == weights.end() && d.absentWeightFormat) {
+    // Planning from a config alone: the weight the graph needs, typed by
+    // the hyper-parameters and --weight-dtype, without storage.
+    if (!required)
+      return Value();
+    if (Value v = weightOps.lookup(name))
+      return v;
+    fmt::TensorRef ref;
+    ref.name = name;
+    ref.file = d.file;
+    ref.format = *d.absentWeightFormat;
+    ref.shape.assign(shape.begin(), shape.end());
+    Type type = storageType(ref);
+    if (!type)
+      return Value();
+    Value v =
+        WeightOp::create(b, loc, type, b.getStringAttr(name), ExternAttr());
+    weightOps[name] = v;
+    return v;
+  }
   if (it == weights.end()) {
     if (!required)
       return Value();
@@ -219,8 +241,12 @@ Value GraphBuilder::weight(Role role, int64_t layer, ArrayRef<int64_t> shape,
   Type type = storageType(ref);
   if (!type)
     return Value();
-  auto src = ExternAttr::get(ctx, b.getStringAttr(ref.file),
-                             static_cast<int64_t>(ref.offset));
+  // A GGUF read for its header only: the type from the tensor info, no
+  // storage (the data section is not there to refer to).
+  ExternAttr src;
+  if (d.weightStorage)
+    src = ExternAttr::get(ctx, b.getStringAttr(ref.file),
+                          static_cast<int64_t>(ref.offset));
   Value v = WeightOp::create(b, loc, type, b.getStringAttr(name), src);
   weightOps[name] = v;
   return v;
@@ -490,6 +516,30 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
         b, loc, RankedTensorType::get({kDyn, D}, pt.getElementType()), wpe,
         positions);
     x = add(x, asF32(p));
+  } else if (!d.ropeInvFreq.empty() || d.ropeFreqFactors) {
+    // Frequencies loom.rotary_table cannot express: angle = position x
+    // inv_freq in f32 (as transformers' LlamaRotaryEmbedding; llama.cpp
+    // divides theta^(-2i/dim) by its rope_freqs factors), then cos/sin.
+    int64_t R = d.ropeDim / 2;
+    std::vector<float> inv = d.ropeInvFreq;
+    if (inv.empty())
+      for (int64_t i = 0; i < R; ++i)
+        inv.push_back(
+            std::pow(float(d.ropeTheta), -2.0f * float(i) / float(d.ropeDim)));
+    Value p = CastOp::create(b, loc, act({kDyn}), positions);
+    p = ReshapeOp::create(b, loc, act({kDyn, 1}), p);
+    auto freqType = act({R});
+    Value freqs = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(freqType, ArrayRef<float>(inv)));
+    if (d.ropeFreqFactors) {
+      Value factors = asF32(weight(Role::RopeFreqs, -1, {R}));
+      if (!factors)
+        return false;
+      freqs = DivOp::create(b, loc, freqType, freqs, factors);
+    }
+    Value angles = MulOp::create(b, loc, act({kDyn, R}), p, freqs);
+    cos = CosOp::create(b, loc, angles);
+    sin = SinOp::create(b, loc, angles);
   } else {
     auto tableType = act({kDyn, d.ropeDim / 2});
     auto rt = RotaryTableOp::create(

@@ -30,6 +30,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@ enum class Role {
   FinalNorm,
   FinalNormBias, // gpt2
   LmHead,
+  RopeFreqs, // GGUF rope_freqs.weight: per-frequency divisors (llama3)
 };
 
 /// Hyper-parameters of the model (from GGUF metadata or config.json).
@@ -95,6 +97,13 @@ struct ModelDesc {
   double ropeTheta = 10000.0;
   /// Rotated features per head (<= headDim); 0 for no rotary (gpt2).
   int64_t ropeDim = 0;
+  /// The rotary inverse frequencies (ropeDim / 2) when they are not
+  /// ropeTheta^(-2i/ropeDim) (Llama 3.1's rope_scaling "llama3"): the angle
+  /// tables are built as positions x these, then cos and sin.
+  std::vector<float> ropeInvFreq;
+  /// The weight of role RopeFreqs ([ropeDim / 2] f32, llama.cpp's form of
+  /// Llama 3.1's scaling) divides the inverse frequencies.
+  bool ropeFreqFactors = false;
   RotaryStyle ropeStyle = RotaryStyle::half;
   GeluApproximation gelu = GeluApproximation::none;
   /// q/k/v biases required (qwen2, attention_bias); when false they are
@@ -108,6 +117,13 @@ struct ModelDesc {
   /// 1), divided by layer + 1 with scaleByInverseLayer.
   bool scaleAttnWeights = true;
   bool scaleByInverseLayer = false;
+  /// Planning without weight bytes (loomc --emit=plan on a config alone or
+  /// a GGUF header): every loom.weight is a typed reference without `from`.
+  bool weightStorage = true;
+  /// Planning from a config alone: a tensor the table does not hold is the
+  /// weight of its role with the shape the hyper-parameters give, stored
+  /// as this format (--weight-dtype). Unset: a missing tensor is an error.
+  std::optional<fmt::ElementType> absentWeightFormat;
 };
 
 /// Maps a role (and layer, -1 for non-layer roles) to a tensor name.

@@ -27,10 +27,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 using namespace mlir;
 using namespace loom::fmt;
@@ -98,6 +101,8 @@ std::string ggufName(llama::Role role, int64_t l) {
     return "output_norm.weight";
   case Role::LmHead:
     return "output.weight";
+  case Role::RopeFreqs:
+    return "rope_freqs.weight";
   default:
     return "<no GGUF tensor>";
   }
@@ -178,6 +183,9 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d,
     i("rope_dim", d.ropeDim);
     e.push_back(b.getNamedAttr(
         "rope_style", b.getStringAttr(stringifyRotaryStyle(d.ropeStyle))));
+    // The frequencies are then not rope_theta's (the graph holds them).
+    if (!d.ropeInvFreq.empty() || d.ropeFreqFactors)
+      e.push_back(b.getNamedAttr("rope_scaling", b.getStringAttr("llama3")));
   }
   e.push_back(
       b.getNamedAttr("tied_embeddings", b.getBoolAttr(d.tiedEmbeddings)));
@@ -225,12 +233,22 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
                                  std::string &error,
                                  const LlmImportOptions &options) {
   std::string file = absolutePath(path);
-  auto opened = openGguf(file);
+  // The header is read whole; the tensor data may be absent when the
+  // compile reads no weight bytes (--emit=plan plans from the header).
+  auto opened = openGguf(file, /*dataOptional=*/true);
   if (!opened) {
     error = "GGUF import: " + opened.error().message;
     return nullptr;
   }
   const GgufFile &g = *opened;
+  if (!g.missingData().empty() && !options.weightsOptional) {
+    // "GGUF import: file: tensor '...' at byte N: ...": the place stays
+    // the tensor whose data is missing.
+    error = "GGUF import: " + g.missingData() +
+            "; the weights are not all there: --emit=plan plans from the "
+            "GGUF header alone";
+    return nullptr;
+  }
   auto fail = [&](const std::string &msg) -> OwningOpRef<ModuleOp> {
     error = file + ": " + msg;
     return nullptr;
@@ -294,6 +312,7 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   d.file = file;
   d.ropeStyle = known->style;
   d.qkvBias = known->qkvBias;
+  d.weightStorage = g.missingData().empty();
   if (!getUInt("embedding_length", d.hiddenSize, true, 0) ||
       !getUInt("block_count", d.numLayers, true, 0) ||
       !getUInt("attention.head_count", d.numHeads, true, 0) ||
@@ -346,9 +365,10 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
                   "' is not supported (loom.rotary_table has plain "
                   "frequencies)");
   }
-  if (g.findTensor("rope_freqs.weight"))
-    return fail("tensor 'rope_freqs.weight' (llama3-style rope frequency "
-                "factors) is not supported");
+  // llama.cpp's form of Llama 3.1's rope scaling: factors that divide the
+  // inverse frequencies (convert_hf_to_gguf.py computes them from
+  // rope_scaling "llama3").
+  d.ropeFreqFactors = g.findTensor("rope_freqs.weight") != nullptr;
 
   // Every tensor by name; the shape of the embedding gives the vocabulary.
   std::map<std::string, TensorRef, std::less<>> weights;
@@ -557,6 +577,122 @@ std::string hfGpt2Name(const std::string &prefix, llama::Role role,
   }
 }
 
+/// Llama 3.1's rope_scaling "llama3" (transformers'
+/// _compute_llama3_parameters): the inverse frequencies theta^(-2i/dim) of
+/// wavelengths above original_max_position_embeddings / low_freq_factor are
+/// divided by `factor`, those below original / high_freq_factor kept, and
+/// those between interpolated smoothly; cos/sin are not rescaled
+/// (attention_factor 1). Computed in double, stored as f32.
+bool llama3InvFreq(llama::ModelDesc &d, const RopeScaling &rs,
+                   std::string &error) {
+  for (auto [key, v] : {std::pair<const char *, bool>{
+                            "low_freq_factor", rs.lowFreqFactor.has_value()},
+                        {"high_freq_factor", rs.highFreqFactor.has_value()},
+                        {"original_max_position_embeddings",
+                         rs.originalMaxPositionEmbeddings.has_value()}})
+    if (!v) {
+      error = std::string("rope_scaling of type 'llama3' needs '") + key +
+              "' (transformers requires it)";
+      return false;
+    }
+  double low = *rs.lowFreqFactor, high = *rs.highFreqFactor;
+  double old = double(*rs.originalMaxPositionEmbeddings);
+  if (!(low > 0) || !(high > low)) {
+    error = "rope_scaling: llama3 needs 0 < low_freq_factor < "
+            "high_freq_factor (they are " +
+            std::to_string(low) + " and " + std::to_string(high) + ")";
+    return false;
+  }
+  double lowWavelen = old / low, highWavelen = old / high;
+  d.ropeInvFreq.clear();
+  for (int64_t i = 0; i < d.ropeDim; i += 2) {
+    // transformers computes the base frequencies in f32.
+    float base =
+        1.0f / std::pow(float(d.ropeTheta), float(i) / float(d.ropeDim));
+    double inv = base;
+    double wavelen = 2 * M_PI / inv;
+    double scaled = wavelen > lowWavelen ? inv / rs.factor : inv;
+    if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+      double smooth = (old / wavelen - low) / (high - low);
+      scaled = (1 - smooth) * scaled / rs.factor + smooth * scaled;
+    }
+    d.ropeInvFreq.push_back(float(scaled));
+  }
+  return true;
+}
+
+/// The first weight file a checkpoint folder lacks, or "" when its
+/// weights are there: model.safetensors, or the shards that
+/// model.safetensors.index.json names (a download of only the *.json
+/// files has the index without its shards). An index that does not parse
+/// counts as there: the safetensors reader reports what is wrong with it.
+std::string missingWeightFile(llvm::StringRef dir) {
+  auto in = [&](llvm::StringRef name) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, name);
+    return p.str().str();
+  };
+  std::string single = in("model.safetensors");
+  if (llvm::sys::fs::exists(single))
+    return "";
+  std::string index = in("model.safetensors.index.json");
+  if (!llvm::sys::fs::exists(index))
+    return single;
+  auto buf = llvm::MemoryBuffer::getFile(index);
+  if (!buf)
+    return "";
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return "";
+  }
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Object *map =
+      root ? root->getObject("weight_map") : nullptr;
+  if (!map)
+    return "";
+  // By name, so that the message does not depend on the JSON map's order.
+  std::set<std::string> shards;
+  for (const auto &kv : *map)
+    if (auto shard = kv.second.getAsString())
+      shards.insert(shard->str());
+  for (const std::string &shard : shards)
+    if (!llvm::sys::fs::exists(in(shard)))
+      return in(shard);
+  return "";
+}
+
+/// The storage format of weights planned from a config alone: --weight-dtype,
+/// else the config's torch_dtype, else f32. Empty with `error` set for a
+/// dtype Loom does not plan.
+std::optional<ElementType> configWeightFormat(const HfConfig &c,
+                                              const std::string &flag,
+                                              std::string &error) {
+  auto parse = [](llvm::StringRef t) -> std::optional<ElementType> {
+    if (t == "f32" || t == "float32" || t == "float")
+      return ElementType::F32;
+    if (t == "f16" || t == "float16" || t == "half")
+      return ElementType::F16;
+    if (t == "bf16" || t == "bfloat16")
+      return ElementType::BF16;
+    return std::nullopt;
+  };
+  if (!flag.empty()) {
+    if (auto f = parse(flag))
+      return f;
+    error = "--weight-dtype=" + flag + ": unknown; expected f32, f16 or bf16";
+    return std::nullopt;
+  }
+  if (c.torchDtype.empty())
+    return ElementType::F32;
+  if (auto f = parse(c.torchDtype))
+    return f;
+  error = "torch_dtype '" + c.torchDtype +
+          "' is not a weight type Loom plans (float32, float16, bfloat16); "
+          "give --weight-dtype=f32|f16|bf16";
+  return std::nullopt;
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
@@ -625,39 +761,68 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
     if (c.activation != "silu" && !c.activation.empty())
       return fail("hidden_act '" + c.activation + "' is not supported for " +
                   c.modelType + " (silu)");
-    if (c.ropeScaling && c.ropeScaling->type != "default" &&
-        !c.ropeScaling->type.empty())
+    if (c.ropeScaling && c.ropeScaling->type == "llama3") {
+      if (!llama3InvFreq(d, *c.ropeScaling, error))
+        return fail(error);
+    } else if (c.ropeScaling && c.ropeScaling->type != "default" &&
+               !c.ropeScaling->type.empty()) {
       return fail("rope_scaling of type '" + c.ropeScaling->type +
-                  "' is not supported (loom.rotary_table has plain "
-                  "frequencies)");
+                  "' is not supported (supported: default, llama3)");
+    }
   }
 
-  auto stOr = openSafetensorsModel(dir.str().str());
-  if (!stOr) {
-    error = "Hugging Face import: " + stOr.error().message;
-    return nullptr;
-  }
+  // The weights: the checkpoint's safetensors or, when the compile reads no
+  // weight bytes (--emit=plan), none: planned from the config alone.
   std::map<std::string, TensorRef, std::less<>> weights;
-  for (const TensorRef &t : stOr->tensors()) {
-    TensorRef r = t;
-    r.file = absolutePath(r.file);
-    weights.emplace(r.name, std::move(r));
+  std::string missing = missingWeightFile(dir);
+  bool configAlone = !missing.empty();
+  if (configAlone) {
+    if (!options.weightsOptional) {
+      error = "weights not found: " + missing +
+              "; --emit=plan plans from the config alone";
+      return nullptr;
+    }
+    auto format = configWeightFormat(c, options.weightDtype, error);
+    if (!format) {
+      error = configFile + ": " + error;
+      return nullptr;
+    }
+    d.weightStorage = false;
+    d.absentWeightFormat = *format;
+  } else {
+    if (!options.weightDtype.empty())
+      return fail("--weight-dtype=" + options.weightDtype +
+                  " applies when planning from a config alone; this "
+                  "folder has safetensors, whose own dtypes are used");
+    auto stOr = openSafetensorsModel(dir.str().str());
+    if (!stOr) {
+      error = "Hugging Face import: " + stOr.error().message;
+      return nullptr;
+    }
+    for (const TensorRef &t : stOr->tensors()) {
+      TensorRef r = t;
+      r.file = absolutePath(r.file);
+      weights.emplace(r.name, std::move(r));
+    }
   }
 
   llama::NameFn nameOf;
   if (d.family == llama::Family::Gpt2) {
-    // GPT2Model saves "wte.weight"; GPT2LMHeadModel "transformer.wte.weight".
-    std::string prefix =
-        weights.count("transformer.wte.weight") ? "transformer." : "";
+    // GPT2Model saves "wte.weight"; GPT2LMHeadModel "transformer.wte.weight"
+    // (from a config alone: as the architecture named there would save).
+    bool lmHead = configAlone ? c.architecture == "GPT2LMHeadModel"
+                              : weights.count("transformer.wte.weight") != 0;
+    std::string prefix = lmHead ? "transformer." : "";
     nameOf = [prefix](llama::Role r, int64_t l) {
       return hfGpt2Name(prefix, r, l);
     };
-    if (!weights.count("lm_head.weight"))
+    if (!configAlone && !weights.count("lm_head.weight"))
       d.tiedEmbeddings = true;
   } else {
     nameOf = hfLlamaName;
-    // Checkpoints saved with tied embeddings omit lm_head.weight.
-    if (!weights.count("lm_head.weight"))
+    // Checkpoints saved with tied embeddings omit lm_head.weight (from a
+    // config alone, tie_word_embeddings decides).
+    if (!configAlone && !weights.count("lm_head.weight"))
       d.tiedEmbeddings = true;
   }
 

@@ -17,7 +17,9 @@ def QuantizeWeightsPass : Pass<"loom-quantize", "mlir::ModuleOp"> {
     that file. GGUF Q4_0/Q4_1/Q8_0 weights are kept as they are (never
     re-quantised). The scheme of a tensor is the first `rules` entry whose
     glob matches its name, else none when a `skip` glob matches, else
-    `scheme`. `report` receives a JSON error report per tensor (RMSE, max
+    `scheme`. A weight without storage (planned from a config alone) gets
+    the quantized type and stays without storage: nothing is computed.
+    `report` receives a JSON error report per tensor (RMSE, max
     error, worst block). `scheme=none` quantizes no weight (with
     `activations=int8`: only mark the qmatmuls). docs/QUANTIZE.md.
   }];

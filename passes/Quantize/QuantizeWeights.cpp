@@ -81,8 +81,6 @@ struct QuantizeWeightsPass
       return "element type is not f32, f16 or bf16";
     if (t.getRank() != 2)
       return "not a rank-2 matrix";
-    if (!w.getSource())
-      return "no external storage";
     c.op = w;
     std::optional<bool> transposed;
     auto useAsRhs = [&](OpOperand &use) -> std::string {
@@ -234,8 +232,37 @@ struct QuantizeWeightsPass
       }
       work.push_back({std::move(c), *s});
     });
+    // A weight without storage (planned from a config alone) gets the type
+    // quantizing it would give, and stays without storage: nothing is read
+    // or written for it.
+    SmallVector<std::pair<Candidate, quant::Scheme>> typeOnly;
+    llvm::erase_if(work, [&](auto &item) {
+      if (item.first.op.getSource())
+        return false;
+      typeOnly.push_back(std::move(item));
+      return true;
+    });
+    llvm::json::Array planned;
+    for (auto &[c, s] : typeOnly) {
+      auto t = cast<RankedTensorType>(c.op.getType());
+      int64_t rows = t.getDimSize(0), cols = t.getDimSize(1);
+      int64_t n = c.transposed ? cols : rows, k = c.transposed ? rows : cols;
+      std::string what = ("tensor '" + c.op.getName() + "' [" + Twine(n) +
+                          ", K=" + Twine(k) + "]")
+                             .str();
+      if (auto st = quant::checkShape(s, k, what); !st)
+        return fail(st.error().message);
+      planned.push_back(llvm::json::Object{
+          {"name", c.op.getName()},
+          {"shape", llvm::json::Array{n, k}},
+          {"transposed", c.transposed},
+          {"scheme", quant::schemeName(s)},
+          {"nbytes", n * s.rowBytes(k)},
+          {"storage", "none (planned from a config alone)"}});
+      rewrite(c, QTensorType::get(ctx, {n, k}, toAttr(ctx, s)), ExternAttr());
+    }
     if (work.empty()) {
-      writeReport(kept, {}, "");
+      writeReport(kept, std::move(planned), "");
       markActivations();
       return;
     }
@@ -355,24 +382,9 @@ struct QuantizeWeightsPass
           os << '\0';
         offset += pad;
       }
-      // Rewrite: the quantized weight, and qmatmul for every matmul.
-      OpBuilder b(w);
-      auto qtype = QTensorType::get(ctx, {n, k}, toAttr(ctx, s));
-      auto nw = WeightOp::create(
-          b, w.getLoc(), qtype, w.getNameAttr(),
-          ExternAttr::get(ctx, b.getStringAttr(outPath), it->second.first));
-      nw->setDiscardableAttrs(w->getDiscardableAttrDictionary());
-      for (MatmulOp mm : c.matmuls) {
-        b.setInsertionPoint(mm);
-        auto qm = QMatmulOp::create(b, mm.getLoc(), mm.getResult().getType(),
-                                    mm.getLhs(), nw.getResult());
-        qm->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
-        mm.getResult().replaceAllUsesWith(qm.getResult());
-        mm.erase();
-      }
-      for (CastOp cast : c.casts)
-        cast.erase();
-      w.erase();
+      rewrite(c, QTensorType::get(ctx, {n, k}, toAttr(ctx, s)),
+              ExternAttr::get(ctx, StringAttr::get(ctx, outPath),
+                              it->second.first));
     }
     os.close();
     if (os.has_error())
@@ -382,12 +394,34 @@ struct QuantizeWeightsPass
                   "': " + rc.message());
     ok = true;
     markActivations();
+    for (llvm::json::Value &p : planned)
+      tensors.push_back(std::move(p));
     llvm::json::Object totals{{"tensors", int64_t(tensors.size())},
                               {"source_bytes", inBytes},
                               {"quantized_bytes", offset}};
     writeReport(kept, std::move(tensors),
                 outputName.empty() ? outPath.str() : StringRef(outputName),
                 std::move(totals));
+  }
+
+  /// The quantized weight `qtype` from `source` (none: without storage),
+  /// and qmatmul for every matmul of `c`.
+  static void rewrite(Candidate &c, QTensorType qtype, ExternAttr source) {
+    WeightOp w = c.op;
+    OpBuilder b(w);
+    auto nw = WeightOp::create(b, w.getLoc(), qtype, w.getNameAttr(), source);
+    nw->setDiscardableAttrs(w->getDiscardableAttrDictionary());
+    for (MatmulOp mm : c.matmuls) {
+      b.setInsertionPoint(mm);
+      auto qm = QMatmulOp::create(b, mm.getLoc(), mm.getResult().getType(),
+                                  mm.getLhs(), nw.getResult());
+      qm->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
+      mm.getResult().replaceAllUsesWith(qm.getResult());
+      mm.erase();
+    }
+    for (CastOp cast : c.casts)
+      cast.erase();
+    w.erase();
   }
 
   void writeReport(llvm::json::Array kept, llvm::json::Array tensors,

@@ -490,6 +490,7 @@ NB_MODULE(_loom, m) {
       .def_rw("large_function", &CompileOptions::largeFunction)
       .def_rw("large_function_opt", &CompileOptions::largeFunctionOpt)
       .def_rw("context_limit", &CompileOptions::contextLimit)
+      .def_rw("weight_dtype", &CompileOptions::weightDtype)
       .def_rw("portable", &CompileOptions::portable)
       .def_rw("qmatmul", &CompileOptions::qmatmul)
       .def_rw("cpu", &CompileOptions::cpu)

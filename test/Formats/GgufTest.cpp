@@ -172,6 +172,35 @@ TEST(Gguf, TruncationAtEveryByte) {
   }
 }
 
+// With dataOptional (planning from the header), a prefix that holds the
+// whole header parses, says which tensor's data is missing, and keeps every
+// tensor's shape, type and absolute offset; a shorter prefix is an error.
+TEST(Gguf, HeaderAloneWithDataOptional) {
+  Bytes b = smallGguf();
+  auto whole = parseGguf(b.span(), "m.gguf");
+  ASSERT_TRUE(whole);
+  EXPECT_TRUE(whole->missingData().empty());
+  size_t dataStart = whole->dataOffset();
+  for (size_t n = 0; n < b.size(); ++n) {
+    auto r = parseGguf(b.span().first(n), "m.gguf", /*dataOptional=*/true);
+    if (n < dataStart) {
+      // The infos end before the padding; a cut in the padding still
+      // leaves the header whole.
+      if (!r)
+        continue;
+    }
+    ASSERT_TRUE(r) << "prefix of " << n << " bytes: " << r.error().message;
+    EXPECT_TRUE(contains(r->missingData(), "the file is truncated"))
+        << r->missingData();
+    ASSERT_EQ(r->tensors().size(), whole->tensors().size());
+    for (size_t i = 0; i < r->tensors().size(); ++i) {
+      EXPECT_EQ(r->tensors()[i].offset, whole->tensors()[i].offset);
+      EXPECT_EQ(r->tensors()[i].shape, whole->tensors()[i].shape);
+      EXPECT_EQ(r->tensors()[i].format, whole->tensors()[i].format);
+    }
+  }
+  EXPECT_FALSE(parseGguf(b.span().first(20), "m.gguf", true));
+}
 // Random byte flips: any outcome but a crash (ASan/UBSan builds check more).
 TEST(Gguf, MutationsNeverCrash) {
   Bytes base = smallGguf();

@@ -24,7 +24,7 @@ cl::OptionCategory loomcCategory("loomc options");
 
 cl::opt<std::string, true> inputFilename(cl::Positional,
                                    cl::desc("<model: .mlir | .onnx | .gguf | "
-                                            "config.json>"),
+                                            "config.json | HF folder>"),
                                    cl::location(gOptions.input),
     cl::cat(loomcCategory));
 cl::opt<std::string, true> outputFilename("o", cl::desc("Output file or bundle "
@@ -153,9 +153,10 @@ cl::opt<std::string, true> targetName(
 cl::opt<std::string, true> emitWhat(
     "emit",
     cl::desc("'plan': stop after the shard phase, write the plan as JSON to "
-             "-o and print its summary; 'plan-html': the plan drawn as one "
-             "self-contained HTML page (the input may also be a plan.json; "
-             "docs/PLAN-HTML.md)"),
+             "-o and print its summary (needs no weights: a folder with only "
+             "config.json, a bare config.json or a GGUF header plans); "
+             "'plan-html': the plan drawn as one self-contained HTML page (the "
+             "input may also be a plan.json; docs/PLAN-HTML.md)"),
     cl::value_desc("what"), cl::location(gOptions.emit),
     cl::cat(loomcCategory));
 cl::opt<std::string, true> traceOverlay(
@@ -203,6 +204,13 @@ cl::opt<int64_t, true> contextLimit(
              "input): recorded as llm.model's context_length; a model with "
              "a sliding attention window compiles when N <= the window"),
     cl::value_desc("N"), cl::location(gOptions.contextLimit),
+    cl::cat(loomcCategory));
+cl::opt<std::string, true> weightDtype(
+    "weight-dtype",
+    cl::desc("Planning from a Hugging Face config alone (no safetensors, "
+             "--emit=plan): the weights' type, f32, f16 or bf16 (default: "
+             "the config's torch_dtype, else f32)"),
+    cl::value_desc("type"), cl::location(gOptions.weightDtype),
     cl::cat(loomcCategory));
 cl::opt<bool, true> portable("portable",
                        cl::desc("Generate code for any x86-64-v2 CPU instead "

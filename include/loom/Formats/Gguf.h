@@ -151,7 +151,14 @@ public:
   /// The tensor called `name`, or null.
   const TensorRef *findTensor(std::string_view name) const;
 
-  /// The bytes of a tensor of this file (already bounds-checked).
+  /// Empty when every tensor's data lies in the file. A file opened with
+  /// `dataOptional` whose header is whole but whose tensor data is absent
+  /// or truncated: why (the first tensor that runs past the end); its
+  /// tensors then have shapes, types and offsets but no bytes to read.
+  const std::string &missingData() const { return missing; }
+
+  /// The bytes of a tensor of this file (already bounds-checked; not to be
+  /// called when missingData() is set).
   std::span<const std::byte> tensorBytes(const TensorRef &ref) const {
     return bytes.subspan(ref.offset, ref.nbytes);
   }
@@ -172,14 +179,18 @@ private:
   std::vector<std::vector<int64_t>> dims;
   std::unordered_map<std::string_view, size_t> tensorIndex;
   std::shared_ptr<MappedFile> mapped;
+  std::string missing;
 };
 
 /// Parses GGUF bytes owned by the caller (they must outlive the result).
 /// `fileName` is used in messages and as TensorRef::file.
+/// With `dataOptional`, a file whose header (metadata and tensor infos) is
+/// whole parses even when the tensor data is absent or truncated
+/// (GgufFile::missingData says so): planning reads only the header.
 Result<GgufFile> parseGguf(std::span<const std::byte> bytes,
-                           std::string fileName);
+                           std::string fileName, bool dataOptional = false);
 /// Maps `path` and parses it; the result keeps the mapping alive.
-Result<GgufFile> openGguf(const std::string &path);
+Result<GgufFile> openGguf(const std::string &path, bool dataOptional = false);
 
 } // namespace loom::fmt
 

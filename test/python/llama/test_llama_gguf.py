@@ -9,6 +9,7 @@ rotate_half convention on the original (unpermuted) weights.
 """
 
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -268,3 +269,59 @@ def test_decode_with_kv_cache(tmp_path, loom, arch):
                                   POSITIONS[i:i + 1], state=res)
         assert_close(logits, ref[:, i])
         check_state(res, cache, cfg.layers, i + 1)
+
+
+def _llama3_rope_factors(dim, theta, factor, low, high, old):
+    """llama.cpp convert_hf_to_gguf.py (LlamaModel.generate_extra_tensors):
+    rope_freqs.weight from Llama 3.1's rope_scaling."""
+    freqs = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
+    out = []
+    for f in freqs:
+        wavelen = 2 * np.pi / f
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def test_rope_freqs_llama3(tmp_path, loom):
+    """A GGUF of a Llama-3.1-style model: rope_freqs.weight divides the
+    rotary frequencies (llama.cpp's ggml_rope_ext freq_factors). Checked
+    against llama.cpp's math on the file (adjacent pairs, theta / factor)
+    and against transformers' llama3 scaling on the HF weights."""
+    from test_llama_hf import _rope_llama3
+    cfg = lm.tiny_config("llama", tied=False)
+    w = lm.make_weights(cfg)
+    ff = _llama3_rope_factors(cfg.head_dim, cfg.theta, 8.0, 1.0, 4.0, 64)
+    assert len(set(ff.tolist())) > 2  # all three bands
+    path = lm.write_gguf(tmp_path / "l3.gguf", cfg, w, "f32",
+                         extra_tensors={"rope_freqs.weight": ff})
+    pos = POSITIONS + 100
+    logits = loom.run(loom.compile(path), TOKENS, pos)
+    gw = lm.read_gguf_weights(path)
+
+    def pairs(x, p, theta):
+        Dh = x.shape[-1]
+        inv = 1.0 / theta ** (np.arange(0, Dh, 2, dtype=np.float64) / Dh)
+        ang = p[:, None].astype(np.float64) * (inv / ff)[None]
+        c, s = np.cos(ang), np.sin(ang)
+        out = np.empty_like(x)
+        out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+        out[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+        return out
+    assert_close(logits, lm._llama_forward(cfg, lm._gguf_names, gw, TOKENS,
+                                           pos, pairs))
+    assert_close(logits, lm._llama_forward(cfg, lm._hf_names, w, TOKENS, pos,
+                                           _rope_llama3(8.0, 1.0, 4.0, 64)))
+    # The header alone plans (the factors become a weight without storage).
+    data_start = gguf.GGUFReader(str(path)).data_offset
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(path.read_bytes()[:data_start])
+    r = subprocess.run([str(loom.loomc), str(cut), "--emit=plan", "--mesh",
+                        "tp=2", "-o", str(tmp_path / "p.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -131,11 +131,57 @@ def test_truncated_safetensors(tmp_path, loom):
 def test_rope_scaling_refused(tmp_path, loom):
     cfg = lm.tiny_config("llama")
     d = lm.write_hf(tmp_path / "m", cfg, lm.make_weights(cfg), config_overrides={
-        "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
-                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
                          "original_max_position_embeddings": 8192}})
     err = loom.import_fails(d)
-    assert "rope_scaling" in err and "llama3" in err
+    assert "rope_scaling of type 'yarn' is not supported (supported: " \
+        "default, llama3)" in err
+    # llama3 without one of its keys.
+    d = lm.write_hf(tmp_path / "n", cfg, lm.make_weights(cfg), config_overrides={
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0}})
+    err = loom.import_fails(d)
+    assert "needs 'original_max_position_embeddings'" in err
+
+
+def _rope_llama3(factor, low, high, old):
+    """transformers' _compute_llama3_parameters (4.43+; Debian's 4.40 does
+    not have it) in float64, then rotate_half as _rope_halves."""
+    def rope(x, pos, theta):
+        Dh = x.shape[-1]
+        inv = 1.0 / theta ** (np.arange(0, Dh, 2, dtype=np.float64) / Dh)
+        wavelen = 2 * np.pi / inv
+        scaled = np.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        inv = np.where(medium, smoothed, scaled)
+        ang = pos[:, None].astype(np.float64) * inv[None]
+        cos = np.concatenate([np.cos(ang)] * 2, -1)
+        sin = np.concatenate([np.sin(ang)] * 2, -1)
+        rot = np.concatenate([-x[..., Dh // 2:], x[..., : Dh // 2]], -1)
+        return x * cos + rot * sin
+    return rope
+
+
+def test_rope_scaling_llama3_matches_reference(tmp_path, loom):
+    """Llama 3.1's rope_scaling: with original_max_position_embeddings 64 the
+    16 rotary features of the tiny model fall in all three bands (kept,
+    interpolated, divided by factor); positions 100.. make them matter."""
+    cfg = lm.tiny_config("llama")
+    w = lm.make_weights(cfg, seed=5)
+    rs = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    d = lm.write_hf(tmp_path / "m", cfg, w,
+                    config_overrides={"rope_scaling": rs})
+    pos = POSITIONS + 100
+    logits = loom.run(loom.compile(d), TOKENS, pos)
+    ref = lm._llama_forward(cfg, lm._hf_names, w, TOKENS, pos,
+                            _rope_llama3(8.0, 1.0, 4.0, 64))
+    assert_close(logits, ref)
+    # The scaling matters at these positions: unscaled rotary is far off.
+    plain = lm.llama_forward_hf(cfg, w, TOKENS, pos)
+    assert np.abs(plain - ref).max() > 100 * np.abs(logits - ref).max()
 
 
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
