@@ -129,6 +129,13 @@ struct RunOptions {
   /// rank, or any input of a one-rank job, is passed as is (zero-copy; the
   /// entry may overwrite it).
   bool copyInputs = true;
+  /// Microbatches (docs/RUNTIME.md "Pipelines"): every non-state input's
+  /// dimension 0 is m times the compiled one; the entry runs on each of the
+  /// m row blocks in turn (a pipelined entry: GPipe order, stage k of
+  /// microbatch i overlapping stage k+1 of microbatch i-1) and each output
+  /// is the m results concatenated on dimension 0. An input or output
+  /// without dimension 0, or state, is refused by name.
+  int microbatches = 1;
   /// Called once everything is checked and mapped, just before the ranks
   /// start (loom-run creates its output directory there).
   std::function<Status()> beforeLaunch;
