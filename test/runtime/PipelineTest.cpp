@@ -14,6 +14,7 @@
 
 #include "loom/runtime/Executor.h"
 #include "loom/runtime/Fnv.h"
+#include "loom/runtime/Npy.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -519,6 +520,65 @@ TEST(Pipeline, RankDiesMidSchedule) {
     // The executor stays usable: the next run (no failure) works.
     ::unsetenv("LOOM_TEST_ABORT_RANK");
   }
+}
+
+/// Runs `cmd` (stdout and stderr into `log`); its exit status.
+int shell(const std::string &cmd, const std::string &log) {
+  int rc = std::system((cmd + " > " + log + " 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+// loom-run on the same bundle: threads and MPI (one process per rank),
+// --microbatches, outputs from the last stage; a stage that fails
+// mid-schedule under MPI ends the job non-zero with its message.
+TEST(Pipeline, LoomRunThreadsAndMpi) {
+  Model mo;
+  Model big = mo;
+  big.B = 2 * mo.B;
+  std::string full = makeFull("cli-full", big);
+  std::vector<float> ref = runF(full, big, big.B, 1);
+  std::string dir = makePipelined("cli", mo, {"pp"}, {2});
+  std::vector<float> x = input(big.B * mo.H, 1.0f),
+                     bias = input(big.B * mo.H, 0.1f);
+  std::string err;
+  ASSERT_TRUE(writeNpy(dir + "/x.npy", "<f4", {big.B, mo.H}, x.data(),
+                       int64_t(x.size() * 4), &err)) << err;
+  ASSERT_TRUE(writeNpy(dir + "/bias.npy", "<f4", {big.B, mo.H}, bias.data(),
+                       int64_t(bias.size() * 4), &err)) << err;
+  std::string args = " " + dir + " --input x=" + dir + "/x.npy --input bias=" +
+                     dir + "/bias.npy --microbatches 2 --threads 1 --output ";
+  std::vector<std::string> runs = {std::string(LOOM_RUN_BIN) +
+                                   " --backend threads" + args + dir +
+                                   "/threads"};
+  bool mpi = shell("command -v mpirun", dir + "/which.log") == 0;
+  std::string mpirun = "mpirun --allow-run-as-root --oversubscribe --mca btl "
+                       "self,vader -np 2 ";
+  if (mpi)
+    runs.push_back(mpirun + LOOM_RUN_BIN + " --backend mpi" + args + dir +
+                   "/mpi");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string log = dir + "/run" + std::to_string(i) + ".log";
+    ASSERT_EQ(shell(runs[i], log), 0) << runs[i] << "\n" << readAll(log);
+    NpyArray y;
+    std::string out = dir + (i ? "/mpi" : "/threads") + "/y.npy";
+    ASSERT_TRUE(readNpy(out, y, &err)) << out << ": " << err;
+    EXPECT_EQ(y.shape, (std::vector<int64_t>{big.B, mo.H}));
+    const float *p = reinterpret_cast<const float *>(y.data.get());
+    std::vector<float> got(p, p + y.numElements());
+    expectNear(got, ref, 1e-6f);
+  }
+  if (!mpi)
+    GTEST_SKIP() << "mpirun not found: the MPI half is not run";
+  std::string log = dir + "/dies.log";
+  double t0 = nowMs();
+  int rc = shell(mpirun + "-x LOOM_TEST_ABORT_RANK=1 " + LOOM_RUN_BIN +
+                     " --backend mpi --timeout 30" + args + dir + "/dies",
+                 log);
+  double ms = nowMs() - t0;
+  EXPECT_NE(rc, 0) << readAll(log);
+  EXPECT_NE(readAll(log).find("stage gives up on purpose"), std::string::npos)
+      << readAll(log);
+  EXPECT_LT(ms, 20000);
 }
 
 } // namespace
