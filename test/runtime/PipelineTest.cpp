@@ -411,11 +411,11 @@ double measuredBubble(
 
 // The trace of a pp = p run with m microbatches: one "forward stage k mb i"
 // event per call with its args, p2p events, and a bubble of (p-1)/(m+p-1)
-// within 0.04 (absolute). Every call also sleeps 20 ms (a fixed compute time, so that
+// within 0.04 (absolute). Every call also sleeps 40 ms (a fixed compute time, so that
 // the loaded 2-core test machine measures the schedule, not the cores).
 TEST(Pipeline, TraceAndBubble) {
   Model mo;
-  ::setenv("LOOM_TEST_STAGE_SLEEP_US", "20000", 1);
+  ::setenv("LOOM_TEST_STAGE_SLEEP_US", "40000", 1);
   for (int64_t p : {2, 4})
     for (int m : {1, 4, 16}) {
       std::string name = "bubble-p" + std::to_string(p) + "-m" +
@@ -520,6 +520,145 @@ TEST(Pipeline, RankDiesMidSchedule) {
     // The executor stays usable: the next run (no failure) works.
     ::unsetenv("LOOM_TEST_ABORT_RANK");
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Generation through the stages of `decode`
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kV = 32, kD = 8;
+
+Json itensor(const std::string &name, std::vector<int64_t> shape) {
+  return {{"name", name}, {"dtype", "i64"}, {"shape", shape}};
+}
+Json cache(const std::string &name, int64_t entryArg) {
+  Json c = tensor(name, {1, 1, -1, kD});
+  c["state"] = "kv_cache";
+  c["ctx_dim"] = 2;
+  if (entryArg >= 0)
+    c["entry_arg"] = entryArg;
+  return c;
+}
+Json wslice(const std::string &name, int64_t offset, int64_t rows) {
+  return {{"name", name},        {"file", "weights/lm.bin"},
+          {"offset", offset},    {"nbytes", rows * kD * 4},
+          {"shape", {rows, kD}}, {"strides", {kD, 1}}};
+}
+
+/// The toy LM of Inputs/pipeline_decode.c: `decode` whole on one rank, or
+/// split in two stages over "pp" of the mesh `axes`/`shape`.
+std::string makeDecode(const std::string &name, bool split,
+                       std::vector<std::string> axes = {"world"},
+                       std::vector<int64_t> shape = {1}) {
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 ("loom-pipe-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "weights");
+  fs::copy_file(LOOM_PIPE_DECODE_KERNEL, dir / "k.so");
+  {
+    std::ofstream w(dir / "weights" / "lm.bin", std::ios::binary);
+    uint64_t st = 99;
+    for (int64_t i = 0; i < (kV + 2 * kD) * kD; ++i) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      float v = float(st >> 40) / float(1 << 24) - 0.5f;
+      w.write(reinterpret_cast<const char *>(&v), sizeof(v));
+    }
+  }
+  int64_t e0 = 0, w0 = kV * kD * 4, w1 = w0 + kD * kD * 4;
+  Json E = tensor("E", {kV, kD}), W0 = tensor("W0", {kD, kD}),
+       W1 = tensor("W1", {kD, kD});
+  Json tokens = itensor("tokens", {1, -1}), positions = itensor("positions", {-1});
+  Json logits = {{"name", "logits"}, {"dtype", "f32"}, {"rank", 2}};
+  Json entries = Json::array(), ranks = Json::array();
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  size_t ai = size_t(std::find(axes.begin(), axes.end(), "pp") - axes.begin());
+  if (!split) {
+    entries.push_back(
+        {{"name", "decode"}, {"symbol", "loom_entry_decode_full"},
+         {"inputs", {tokens, positions, cache("cache0", -1),
+                     cache("cache1", -1)}},
+         {"outputs", {logits}}, {"weights", {E, W0, W1}}});
+    for (int64_t r = 0; r < n; ++r)
+      ranks.push_back({{"rank", r}, {"coords", {r}},
+                       {"weights", {{"decode", {wslice("E", e0, kV),
+                                                wslice("W0", w0, kD),
+                                                wslice("W1", w1, kD)}}}}});
+  } else {
+    Json t = tokens, p = positions, h = tensor("h", {1, -1, kD});
+    t["entry_arg"] = 0;
+    p["entry_arg"] = 1;
+    Json hout = {{"name", "h"}, {"dtype", "f32"}, {"rank", 3},
+                 {"shape", {1, -1, kD}}};
+    h["boundary"] = 0;
+    entries.push_back({{"name", "decode__stage0"},
+                       {"symbol", "loom_entry_decode_s0"},
+                       {"inputs", {t, p, cache("cache0", 2)}},
+                       {"outputs", {hout}}, {"weights", {E, W0}}});
+    Json lg = logits;
+    lg["shape"] = {1, kV};
+    entries.push_back({{"name", "decode__stage1"},
+                       {"symbol", "loom_entry_decode_s1"},
+                       {"inputs", {h, p, cache("cache1", 3)}},
+                       {"outputs", {lg}}, {"weights", {E, W1}}});
+    for (int64_t r = 0; r < n; ++r) {
+      std::vector<int64_t> c(shape.size());
+      for (int64_t a = int64_t(shape.size()) - 1, rest = r; a >= 0; --a) {
+        c[size_t(a)] = rest % shape[size_t(a)];
+        rest /= shape[size_t(a)];
+      }
+      Json w = c[ai] == 0
+                   ? Json{{"decode__stage0",
+                           {wslice("E", e0, kV), wslice("W0", w0, kD)}}}
+                   : Json{{"decode__stage1",
+                           {wslice("E", e0, kV), wslice("W1", w1, kD)}}};
+      ranks.push_back({{"rank", r}, {"coords", c}, {"weights", w}});
+    }
+  }
+  Json m = {{"format", "loom-bundle"}, {"version", 1}, {"abi_version", 1},
+            {"model", "toy-lm"},
+            {"mesh", {{"axes", axes}, {"shape", shape}}},
+            {"num_ranks", n}, {"library", "k.so"}, {"entries", entries},
+            {"ranks", ranks}};
+  if (split)
+    m["pipeline"] = {{"axis", "pp"}, {"axis_index", ai}, {"stages", 2},
+                     {"entries", {{"decode", {"decode__stage0",
+                                              "decode__stage1"}}}}};
+  finish(dir, m, {});
+  return dir.string();
+}
+
+std::vector<int32_t> generateIds(const std::string &dir) {
+  auto ex = Executor::open(dir, threads());
+  EXPECT_TRUE(bool(ex)) << ex.error().message;
+  if (!ex)
+    return {};
+  GenerateOptions o;
+  o.promptIds = {{1, 5, 7, 3, 9}};
+  o.maxTokens = 16;
+  o.ctx = 32;
+  o.ignoreEog = true;
+  GenerateResult res;
+  Status st = (*ex)->generate(o, {}, res);
+  EXPECT_TRUE(bool(st)) << st.error().message;
+  if (!st || res.sequences.empty())
+    return {};
+  return res.sequences[0].ids;
+}
+
+// Generation through the two stages of a pipelined `decode` (each stage's
+// KV cache on its ranks, the last stage's first rank sampling, the token
+// reaching every rank) gives the tokens of the whole decode on one rank:
+// pp = 2 alone and with tp = 2 (both tp ranks of a stage compute).
+TEST(Pipeline, GenerationEqualsOneRank) {
+  std::vector<int32_t> ref = generateIds(makeDecode("lm-full", false));
+  ASSERT_EQ(ref.size(), 16u);
+  EXPECT_EQ(generateIds(makeDecode("lm-pp2", true, {"pp"}, {2})), ref);
+  EXPECT_EQ(generateIds(makeDecode("lm-pp2tp2", true, {"pp", "tp"}, {2, 2})),
+            ref);
+  EXPECT_EQ(generateIds(makeDecode("lm-tp2pp2", true, {"tp", "pp"}, {2, 2})),
+            ref);
 }
 
 /// Runs `cmd` (stdout and stderr into `log`); its exit status.
