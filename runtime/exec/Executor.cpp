@@ -171,6 +171,39 @@ void Executor::resetState(const std::string &entry) {
       P->state.erase(s);
 }
 
+std::vector<std::vector<PipelineStep>>
+pipelineSchedule(PipelineSchedule kind, int64_t stages, int64_t microbatches,
+                 bool withBackward) {
+  std::vector<std::vector<PipelineStep>> out(size_t(std::max<int64_t>(stages, 0)));
+  int64_t m = microbatches;
+  for (int64_t k = 0; k < stages; ++k) {
+    auto &steps = out[size_t(k)];
+    auto fwd = [&](int64_t i) { steps.push_back({k, i, false}); };
+    auto bwd = [&](int64_t i) {
+      if (withBackward)
+        steps.push_back({k, i, true});
+    };
+    if (kind == PipelineSchedule::GPipe || !withBackward) {
+      for (int64_t i = 0; i < m; ++i)
+        fwd(i);
+      for (int64_t i = m; i-- > 0;)
+        bwd(i);
+      continue;
+    }
+    // 1F1B: warm-up forwards, one forward one backward, drain.
+    int64_t warm = std::min(stages - k - 1, m);
+    for (int64_t i = 0; i < warm; ++i)
+      fwd(i);
+    for (int64_t i = 0; i < m - warm; ++i) {
+      fwd(warm + i);
+      bwd(i);
+    }
+    for (int64_t i = m - warm; i < m; ++i)
+      bwd(i);
+  }
+  return out;
+}
+
 namespace {
 
 /// Tags of the pipeline's boundary messages: result j of a stage travels
@@ -231,6 +264,7 @@ struct Job {
   const RunOptions *opts = nullptr;
   const OpenOptions *open = nullptr;
   std::map<int64_t, RankPlan> plans;
+  std::vector<std::vector<PipelineStep>> schedule; ///< forward steps
   std::map<int64_t, RankOutputs> results; ///< every local rank, preallocated
   RankErrors errors;
 };
@@ -569,13 +603,19 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     if (opts.barrierPerIteration)
       loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
     double t0 = nowMs();
-    if (plan.prev >= 0)
-      postRecv(0);
-    for (int64_t mb = 0; mb < m; ++mb) {
+    // The stage's forward steps in schedule order (microbatches 0..m-1:
+    // the boundaries arrive in that order; receives of the next one are
+    // posted before this one computes).
+    const std::vector<PipelineStep> &steps =
+        job.schedule[size_t(plan.stage)];
+    if (plan.prev >= 0 && !steps.empty())
+      postRecv(steps.front().microbatch);
+    for (size_t si = 0; si < steps.size(); ++si) {
+      int64_t mb = steps[si].microbatch;
       if (plan.prev >= 0) {
         finishRecv(mb);
-        if (mb + 1 < m)
-          postRecv(mb + 1);
+        if (si + 1 < steps.size())
+          postRecv(steps[si + 1].microbatch);
       }
       // Arguments: results, context, inputs (this microbatch's rows), then
       // the weights.
@@ -801,6 +841,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   job.name = e.name;
   job.stages = pipe ? m.pipeline.stages : 1;
   job.microbatches = mb;
+  job.schedule = pipelineSchedule(opts.schedule, job.stages, mb,
+                                  /*withBackward=*/false);
   job.opts = &opts;
   job.open = &P->opts;
   job.errors.open = &P->opts;

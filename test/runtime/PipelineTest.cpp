@@ -25,6 +25,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <sstream>
 #include <thread>
 
@@ -659,6 +660,96 @@ TEST(Pipeline, GenerationEqualsOneRank) {
             ref);
   EXPECT_EQ(generateIds(makeDecode("lm-tp2pp2", true, {"tp", "pp"}, {2, 2})),
             ref);
+}
+
+/// Runs the per-stage step lists on a unit-time simulator (a step starts
+/// when its stage is free and its inputs exist: F(k, i) after F(k-1, i);
+/// B(k, i) after F(k, i) and B(k+1, i)); the makespan, or -1 on a deadlock,
+/// and each stage's most activations held at once (forwards not yet
+/// backward).
+int64_t simulate(const std::vector<std::vector<PipelineStep>> &sched,
+                 int64_t m, std::vector<int64_t> &peak) {
+  int64_t p = int64_t(sched.size());
+  std::map<std::tuple<int64_t, int64_t, bool>, int64_t> done; // -> end time
+  std::vector<size_t> next(size_t(p), 0);
+  std::vector<int64_t> freeAt(size_t(p), 0), held(size_t(p), 0);
+  peak.assign(size_t(p), 0);
+  size_t total = 0, ran = 0;
+  for (auto &v : sched)
+    total += v.size();
+  int64_t end = 0;
+  while (ran < total) {
+    bool progress = false;
+    for (int64_t k = 0; k < p; ++k) {
+      if (next[size_t(k)] >= sched[size_t(k)].size())
+        continue;
+      const PipelineStep &st = sched[size_t(k)][next[size_t(k)]];
+      std::vector<std::tuple<int64_t, int64_t, bool>> deps;
+      if (!st.backward && k > 0)
+        deps.push_back({k - 1, st.microbatch, false});
+      if (st.backward) {
+        deps.push_back({k, st.microbatch, false});
+        if (k + 1 < p)
+          deps.push_back({k + 1, st.microbatch, true});
+      }
+      int64_t start = freeAt[size_t(k)];
+      bool ready = true;
+      for (auto &d : deps) {
+        auto it = done.find(d);
+        if (it == done.end())
+          ready = false;
+        else
+          start = std::max(start, it->second);
+      }
+      if (!ready)
+        continue;
+      done[{k, st.microbatch, st.backward}] = freeAt[size_t(k)] = start + 1;
+      end = std::max(end, start + 1);
+      held[size_t(k)] += st.backward ? -1 : 1;
+      peak[size_t(k)] = std::max(peak[size_t(k)], held[size_t(k)]);
+      ++next[size_t(k)];
+      ++ran;
+      progress = true;
+    }
+    if (!progress)
+      return -1;
+  }
+  (void)m;
+  return end;
+}
+
+// The schedules as step lists: forward-only both are microbatches 0..m-1
+// (what the executor runs); with backward steps both finish in 2(m+p-1)
+// unit steps without deadlock, GPipe holding m activations per stage and
+// 1F1B at most p-k on stage k.
+TEST(Pipeline, Schedules) {
+  for (int64_t p : {1, 2, 4})
+    for (int64_t m : {1, 4, 8, 16}) {
+      for (auto kind : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+        auto fwd = pipelineSchedule(kind, p, m, false);
+        ASSERT_EQ(fwd.size(), size_t(p));
+        for (int64_t k = 0; k < p; ++k) {
+          ASSERT_EQ(fwd[size_t(k)].size(), size_t(m));
+          for (int64_t i = 0; i < m; ++i)
+            EXPECT_EQ(fwd[size_t(k)][size_t(i)], (PipelineStep{k, i, false}));
+        }
+        std::vector<int64_t> peak;
+        auto full = pipelineSchedule(kind, p, m, true);
+        EXPECT_EQ(simulate(full, m, peak), 2 * (m + p - 1))
+            << "p=" << p << " m=" << m;
+        for (int64_t k = 0; k < p; ++k)
+          EXPECT_EQ(peak[size_t(k)], kind == PipelineSchedule::GPipe
+                                         ? m
+                                         : std::min(m, p - k))
+              << "p=" << p << " m=" << m << " stage " << k;
+      }
+    }
+  // Stage 0 of 1F1B with p = 4, m = 6: three warm-up forwards, then 1F1B.
+  auto s = pipelineSchedule(PipelineSchedule::OneFOneB, 4, 6, true)[0];
+  std::string order;
+  for (const PipelineStep &st : s)
+    order += (st.backward ? "B" : "F") + std::to_string(st.microbatch) + " ";
+  EXPECT_EQ(order, "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
 }
 
 /// Runs `cmd` (stdout and stderr into `log`); its exit status.
