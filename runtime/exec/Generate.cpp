@@ -129,6 +129,11 @@ struct GenJob {
   int64_t vocab = 0; ///< 0: take the logits' width
   int64_t ctx = 0;
   int64_t batchLocal = 1;
+  /// Groups of sequences in flight (a pipelined decode with more sequences
+  /// than one call's batch): group gr holds sequences gr * dpSize * B ...;
+  /// each has its own KV caches and moves through the stages one step
+  /// behind the previous group, so every stage works on another group.
+  int64_t groups = 1;
   /// Data-parallel axes, the others (model-parallel), the pipeline axis;
   /// tpMask: the model-parallel axes within a stage (mpMask without pp).
   uint64_t dpMask = 0, mpMask = 0, ppMask = 0, tpMask = 0;
@@ -159,10 +164,13 @@ private:
   bool setUp();
   /// Calls decode with S tokens per local sequence at position pos; the
   /// last position's logits of every local sequence into Logits.
-  bool step(const std::vector<std::vector<int32_t>> &toks, int64_t pos);
+  bool step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
+            int64_t grp = 0);
   /// Samples the local sequences, exchanges the tokens with every rank and
   /// updates every sequence. False when nothing is active any more.
-  bool sampleAndAgree();
+  bool sampleAndAgree(int64_t grp = 0);
+  /// Several groups of sequences in flight through the stages.
+  bool generateInFlight();
   void process(size_t g, int32_t token);
   void emit(size_t g, bool final);
   bool interactiveLoop();
@@ -186,6 +194,23 @@ private:
   int64_t Vocab = 0; ///< the manifest's, else the logits' width once seen
   std::vector<Buffer> RecvBufs;
   std::vector<std::vector<int64_t>> RecvShapes;
+  /// The boundary sends of the last step, in flight until the next one
+  /// (the next stage receives them at its next call): non-blocking, so a
+  /// stage never waits in a send while its peer waits in the token
+  /// exchange.
+  struct PendingSend {
+    Buffer data;
+    std::vector<int64_t> shape;
+    loom::rt::P2PRequest header, body;
+  };
+  std::vector<PendingSend> Sends;
+  void waitSends() {
+    for (PendingSend &p : Sends) {
+      loom::rt::wait(Ctx, p.header);
+      loom::rt::wait(Ctx, p.body);
+    }
+    Sends.clear();
+  }
   int64_t Rank = 0, DpIndex = 0, MpIndex = 0, World = 1;
   BoundWeights Bound;
   std::vector<Buffer> StateBufs;
@@ -220,6 +245,7 @@ bool RankGen::setUp() {
     Failure = err;
     return false;
   }
+  for (int64_t grp = 0; grp < J.groups; ++grp)
   for (const StateArg &s : St->states) {
     Buffer b = allocBuffer(s.bytes, /*zero=*/true);
     if (!b) {
@@ -235,9 +261,10 @@ bool RankGen::setUp() {
     StateBufs.push_back(std::move(b));
   }
   Seqs = J.seqs;
-  for (int64_t b = 0; b < J.batchLocal; ++b) {
+  for (int64_t i = 0; i < J.groups * J.batchLocal; ++i) {
     SamplingParams p = J.o->sampling;
-    size_t g = size_t(DpIndex * J.batchLocal + b);
+    int64_t grp = i / J.batchLocal, b = i % J.batchLocal;
+    size_t g = size_t((grp * J.dpSize + DpIndex) * J.batchLocal + b);
     p.seed = J.o->sampling.seed + g; // one stream per sequence
     Samplers.emplace_back(p);
     for (int32_t t : Seqs[g].prompt)
@@ -308,6 +335,8 @@ void RankGen::recvBoundaries() {
 
 void RankGen::sendBoundaries() {
   const Entry &e = *St->entry;
+  waitSends();
+  Sends.resize(e.outputs.size());
   std::vector<OutputView> views = outputViews(e, ResultWords);
   for (size_t j = 0; j < e.outputs.size(); ++j) {
     const OutputSpec &o = e.outputs[j];
@@ -326,13 +355,18 @@ void RankGen::sendBoundaries() {
       copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
                   v.strides, b.get(), rowMajor.data());
     int64_t tag = kGenBoundaryTag + 2 * int64_t(j);
-    loom_rt_send(Ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()), Next,
-                 tag + 1);
-    loom_rt_send(Ctx, rtDtypeOf(o.dtype), b.get(), n, Next, tag);
+    PendingSend &ps = Sends[j];
+    ps.shape = shape;
+    ps.data = std::move(b);
+    loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(),
+                    int64_t(ps.shape.size()), Next, tag + 1, ps.header);
+    loom::rt::isend(Ctx, rtDtypeOf(o.dtype), ps.data.get(), n, Next, tag,
+                    ps.body);
   }
 }
 
-bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
+bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
+                   int64_t grp) {
   int64_t B = J.batchLocal, S = int64_t(toks.front().size());
   if (B * S > TokCap) {
     TokCap = B * S;
@@ -369,7 +403,7 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
   if (St->positionsArg >= 0)
     in[size_t(St->positionsArg)] = makeDescriptor(p, {S}, {1});
   for (size_t k = 0; k < St->states.size(); ++k)
-    in[St->states[k].index] = StateDescs[k];
+    in[St->states[k].index] = StateDescs[size_t(grp) * St->states.size() + k];
   std::vector<void *> args{ResultWords.data(), Ctx};
   for (auto &d : in)
     args.push_back(d.data());
@@ -499,18 +533,19 @@ void RankGen::process(size_t g, int32_t token) {
   emit(g, s.done);
 }
 
-bool RankGen::sampleAndAgree() {
+bool RankGen::sampleAndAgree(int64_t grp) {
   // Each sequence's token is drawn by the first rank of its model-parallel
   // group (in the last pipeline stage) and taken from there by every rank:
   // one all_gather of B tokens per rank over the world (-1: no token).
   int64_t B = J.batchLocal;
   std::vector<int64_t> mine(size_t(B), -1);
   bool sampler = MpIndex == 0 && Next < 0;
+  size_t base = size_t(grp * J.dpSize * B); // the group's first sequence
   for (int64_t b = 0; b < B; ++b) {
-    size_t g = size_t(DpIndex * B + b);
+    size_t g = base + size_t(DpIndex * B + b);
     if (sampler && !Seqs[g].done)
-      mine[size_t(b)] = Samplers[size_t(b)].sample(&Logits[size_t(b * Vocab)],
-                                                   size_t(Vocab));
+      mine[size_t(b)] = Samplers[size_t(grp * B + b)].sample(
+          &Logits[size_t(b * Vocab)], size_t(Vocab));
   }
   Exchange.assign(size_t(World * B), -1);
   loom_rt_all_gather(Ctx, LOOM_RT_I64, mine.data(), Exchange.data(), 1, B,
@@ -538,7 +573,7 @@ bool RankGen::sampleAndAgree() {
     if (!leader)
       continue;
     for (int64_t b = 0; b < B; ++b) {
-      size_t g = size_t(d * B + b);
+      size_t g = base + size_t(d * B + b);
       int64_t tok = Exchange[size_t(r * B + b)];
       if (Seqs[g].done)
         continue;
@@ -549,8 +584,8 @@ bool RankGen::sampleAndAgree() {
         return false;
       }
       process(g, int32_t(tok));
-      if (int64_t(g / size_t(B)) == DpIndex && !Seqs[g].done)
-        Samplers[size_t(b)].accept(int32_t(tok));
+      if (d == DpIndex && !Seqs[g].done)
+        Samplers[size_t(grp * B + b)].accept(int32_t(tok));
       any = any || !Seqs[g].done;
     }
   }
@@ -724,10 +759,94 @@ bool RankGen::interactiveLoop() {
 #endif
 }
 
+bool RankGen::generateInFlight() {
+  // Group gr's step s (s = 0: its prefill) runs on stage k at tick
+  // s * P + gr + k, P = max(groups, stages): stage k works on group gr
+  // while stage k+1 works on group gr-1. The last stage's token of a
+  // group reaches every rank (the world all-gather) at the end of its
+  // tick, before stage 0 starts that group's next step (P >= stages).
+  int64_t G = J.groups, B = J.batchLocal, p = int64_t(J.stages.size());
+  int64_t P = std::max(G, p);
+  GenerateBench &bench = J.bench;
+  auto seqOf = [&](int64_t grp, int64_t b) -> Sequence & {
+    return Seqs[size_t((grp * J.dpSize + DpIndex) * B + b)];
+  };
+  auto groupDone = [&](int64_t grp) {
+    for (int64_t d = 0; d < J.dpSize; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        if (!Seqs[size_t((grp * J.dpSize + d) * B + b)].done)
+          return false;
+    return true;
+  };
+  loom_rt_barrier(Ctx, LOOM_RT_ALL_AXES);
+  double t0 = nowMs();
+  for (int64_t tick = 0;; ++tick) {
+    bool anyLeft = false;
+    for (int64_t grp = 0; grp < G; ++grp)
+      anyLeft = anyLeft || !groupDone(grp);
+    if (!anyLeft)
+      break;
+    // This stage's group and step at this tick.
+    int64_t rel = tick - Stage;
+    if (rel >= 0 && rel % P < G) {
+      int64_t grp = rel % P, st = rel / P;
+      // A group that finished skips its later steps (every rank knows: its
+      // last token reached every rank before its next step would start,
+      // and it cannot finish while a step of it is in flight).
+      if (!groupDone(grp)) {
+        std::vector<std::vector<int32_t>> toks(static_cast<size_t>(B));
+        int64_t pos = seqOf(grp, 0).pos;
+        for (int64_t b = 0; b < B; ++b) {
+          Sequence &s = seqOf(grp, b);
+          if (st == 0)
+            toks[size_t(b)].assign(s.prompt.begin() + s.pos, s.prompt.end());
+          else
+            toks[size_t(b)].assign(
+                1, s.generated.empty() ? 0 : s.generated.back());
+        }
+        if (!step(toks, std::min(pos, J.ctx - 1), grp))
+          return false;
+      }
+    }
+    // The last stage's group at this tick: its token reaches every rank.
+    int64_t relLast = tick - (p - 1);
+    if (relLast >= 0 && relLast % P < G) {
+      int64_t grp = relLast % P, st = relLast / P;
+      if (!groupDone(grp)) { // the last stage ran it this tick
+        bool wasPrefill = st == 0;
+        sampleAndAgree(grp);
+        if (!Failure.empty())
+          return false;
+        for (int64_t d = 0; d < J.dpSize; ++d)
+          for (int64_t b = 0; b < B; ++b) {
+            Sequence &s = Seqs[size_t((grp * J.dpSize + d) * B + b)];
+            s.pos = wasPrefill ? int64_t(s.prompt.size()) : s.pos + 1;
+          }
+        if (Rank == 0) {
+          if (wasPrefill)
+            bench.prefillTokens +=
+                int64_t(seqOf(grp, 0).prompt.size()) * B * J.dpSize;
+          else
+            ++bench.decodeSteps;
+        }
+      }
+    }
+  }
+  if (Rank == 0) {
+    bench.decodeMs += nowMs() - t0;
+    for (const Sequence &s : Seqs)
+      bench.decodeTokens += int64_t(s.generated.size());
+  }
+  return true;
+}
+
 int RankGen::run() {
   if (!setUp())
     return fail(Failure);
-  bool ok = J.o->interactive ? interactiveLoop() : generate();
+  bool ok = J.o->interactive ? interactiveLoop()
+            : J.groups > 1   ? generateInFlight()
+                             : generate();
+  waitSends();
   if (!ok)
     return fail(Failure);
   if (Rank == 0)
@@ -1037,7 +1156,22 @@ Status Executor::generate(const GenerateOptions &opts,
     job.batchLocal = tokSpec.shape[0];
   else
     job.batchLocal = std::max<int64_t>(nseq / job.dpSize, 1);
-  if (job.batchLocal * job.dpSize != nseq)
+  // A pipelined decode keeps every stage busy with several groups of
+  // sequences in flight: the sequences beyond one call's batch form more
+  // groups (a dynamic batch is cut into up to `stages` groups).
+  if (pipe && !o.interactive) {
+    int64_t perGroup = job.batchLocal * job.dpSize;
+    if (tokSpec.shape[0] <= 0) {
+      int64_t rows = nseq / job.dpSize, g = std::min(rows, m.pipeline.stages);
+      while (g > 1 && rows % g)
+        --g;
+      job.groups = std::max<int64_t>(g, 1);
+      job.batchLocal = std::max<int64_t>(rows / job.groups, 1);
+    } else if (nseq > perGroup && nseq % perGroup == 0) {
+      job.groups = nseq / perGroup;
+    }
+  }
+  if (job.batchLocal * job.dpSize * job.groups != nseq)
     return Error{
         std::to_string(nseq) + " prompt(s) given, but the bundle (mesh " +
         m.meshString() + ", batch " +
@@ -1047,7 +1181,7 @@ Status Executor::generate(const GenerateOptions &opts,
         (tokSpec.shape[0] > 0 ? std::to_string(job.batchLocal * job.dpSize)
                               : "a multiple of " + std::to_string(job.dpSize)) +
         " sequence(s): give one prompt per sequence (repeat --prompt)"};
-  for (int64_t d = 0; d < job.dpSize && !o.interactive; ++d)
+  for (int64_t d = 0; d < job.dpSize * job.groups && !o.interactive; ++d)
     for (int64_t b = 1; b < job.batchLocal; ++b)
       if (job.seqs[size_t(d * job.batchLocal + b)].prompt.size() !=
           job.seqs[size_t(d * job.batchLocal)].prompt.size())
@@ -1078,6 +1212,7 @@ Status Executor::generate(const GenerateOptions &opts,
   for (const StageGen &sg : job.stages)
     perPosition =
         std::max(perPosition, double(stateBytesPerPosition(*sg.entry)));
+  perPosition *= double(job.groups); // every group in flight has its caches
   double weightBytes = 0;
   std::set<std::tuple<std::string, int64_t, int64_t>> unique;
   for (int64_t r : localRanks) {

@@ -630,22 +630,30 @@ std::string makeDecode(const std::string &name, bool split,
   return dir.string();
 }
 
-std::vector<int32_t> generateIds(const std::string &dir) {
+std::vector<std::vector<int32_t>>
+generateAll(const std::string &dir,
+            std::vector<std::vector<int32_t>> prompts) {
   auto ex = Executor::open(dir, threads());
   EXPECT_TRUE(bool(ex)) << ex.error().message;
   if (!ex)
     return {};
   GenerateOptions o;
-  o.promptIds = {{1, 5, 7, 3, 9}};
+  o.promptIds = std::move(prompts);
   o.maxTokens = 16;
   o.ctx = 32;
   o.ignoreEog = true;
   GenerateResult res;
   Status st = (*ex)->generate(o, {}, res);
   EXPECT_TRUE(bool(st)) << st.error().message;
-  if (!st || res.sequences.empty())
-    return {};
-  return res.sequences[0].ids;
+  std::vector<std::vector<int32_t>> out;
+  for (const GeneratedSequence &g : res.sequences)
+    out.push_back(g.ids);
+  return out;
+}
+
+std::vector<int32_t> generateIds(const std::string &dir) {
+  auto all = generateAll(dir, {{1, 5, 7, 3, 9}});
+  return all.empty() ? std::vector<int32_t>() : all[0];
 }
 
 // Generation through the two stages of a pipelined `decode` (each stage's
@@ -660,6 +668,25 @@ TEST(Pipeline, GenerationEqualsOneRank) {
             ref);
   EXPECT_EQ(generateIds(makeDecode("lm-tp2pp2", true, {"tp", "pp"}, {2, 2})),
             ref);
+}
+
+// Several sequences in flight through the stages (one group per sequence:
+// stage 0 on sequence i while stage 1 is on i-1), prompts of different
+// lengths: each sequence's tokens equal that prompt generated alone on one
+// rank.
+TEST(Pipeline, GenerationInFlight) {
+  std::string full = makeDecode("lm-full-if", false);
+  std::vector<std::vector<int32_t>> prompts = {
+      {1, 5, 7, 3, 9}, {2, 4}, {11, 12, 13}, {30}};
+  std::vector<std::vector<int32_t>> ref;
+  for (auto &p : prompts)
+    ref.push_back(generateAll(full, {p}).at(0));
+  EXPECT_NE(ref[0], ref[1]);
+  EXPECT_EQ(generateAll(makeDecode("lm-pp2-if", true, {"pp"}, {2}), prompts),
+            ref);
+  EXPECT_EQ(generateAll(makeDecode("lm-pp2tp2-if", true, {"pp", "tp"}, {2, 2}),
+                        {prompts[0], prompts[1], prompts[2]}),
+            (std::vector<std::vector<int32_t>>{ref[0], ref[1], ref[2]}));
 }
 
 /// Runs the per-stage step lists on a unit-time simulator (a step starts
