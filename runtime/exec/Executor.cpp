@@ -974,8 +974,15 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   auto prepared = prepare(e.name);
   if (!prepared)
     return prepared.takeError();
-  for (auto &[r, plan] : job.plans)
+  for (auto &[r, plan] : job.plans) {
     plan.weights = &P->mapped.at(plan.entry->name).perRank.at(r);
+    // A stage entry run alone on a rank of another stage has no weights
+    // there (the manifest lists each stage's weights on its ranks only).
+    if (plan.weights->size() != plan.entry->weights.size())
+      return Error{"entry '" + plan.entry->name + "' has no weights on rank " +
+                   std::to_string(r) + " (a stage of a pipelined entry runs "
+                   "on the ranks of its stage: run the pipelined entry)"};
+  }
 
   result.prepared = *prepared;
   if (opts.beforeLaunch)
