@@ -211,29 +211,6 @@ namespace {
 /// receiving input has a dynamic dimension).
 constexpr int64_t kBoundaryTag = 1024;
 
-int32_t rtDtype(DType t) {
-  switch (t) {
-  case DType::F32:
-    return LOOM_RT_F32;
-  case DType::F16:
-    return LOOM_RT_F16;
-  case DType::BF16:
-    return LOOM_RT_BF16;
-  case DType::F64:
-    return LOOM_RT_F64;
-  case DType::I8:
-    return LOOM_RT_I8;
-  case DType::I32:
-    return LOOM_RT_I32;
-  case DType::I64:
-    return LOOM_RT_I64;
-  case DType::U8:
-  case DType::I1:
-    return LOOM_RT_U8;
-  }
-  return LOOM_RT_U8;
-}
-
 bool isStatic(const std::vector<int64_t> &shape) {
   return std::all_of(shape.begin(), shape.end(),
                      [](int64_t d) { return d >= 0; });

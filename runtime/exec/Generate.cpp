@@ -278,27 +278,6 @@ bool RankGen::setUp() {
   return true;
 }
 
-int32_t rtDtypeOf(DType t) {
-  switch (t) {
-  case DType::F32:
-    return LOOM_RT_F32;
-  case DType::F16:
-    return LOOM_RT_F16;
-  case DType::BF16:
-    return LOOM_RT_BF16;
-  case DType::F64:
-    return LOOM_RT_F64;
-  case DType::I8:
-    return LOOM_RT_I8;
-  case DType::I32:
-    return LOOM_RT_I32;
-  case DType::I64:
-    return LOOM_RT_I64;
-  default:
-    return LOOM_RT_U8;
-  }
-}
-
 /// Tags of generation's boundary messages (result j: shape, then data).
 constexpr int64_t kGenBoundaryTag = 2048;
 
@@ -328,7 +307,7 @@ void RankGen::recvBoundaries() {
     if (!RecvBufs[k])
       loom::rt::failRank(Ctx, "out of memory for the boundary input '" +
                                   t.name + "'");
-    loom_rt_recv(Ctx, rtDtypeOf(t.dtype), RecvBufs[k].get(), n, Prev, tag);
+    loom_rt_recv(Ctx, rtDtype(t.dtype), RecvBufs[k].get(), n, Prev, tag);
     RecvShapes[k] = shape;
   }
 }
@@ -360,7 +339,7 @@ void RankGen::sendBoundaries() {
     ps.data = std::move(b);
     loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(),
                     int64_t(ps.shape.size()), Next, tag + 1, ps.header);
-    loom::rt::isend(Ctx, rtDtypeOf(o.dtype), ps.data.get(), n, Next, tag,
+    loom::rt::isend(Ctx, rtDtype(o.dtype), ps.data.get(), n, Next, tag,
                     ps.body);
   }
 }
