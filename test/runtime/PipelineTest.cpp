@@ -262,16 +262,21 @@ struct MeshCase {
   std::vector<std::string> axes;
   std::vector<int64_t> shape;
   int64_t lastRank; ///< first rank of the last stage
+  const char *groupMask = nullptr; ///< a collective over these axes per call
 };
 
 class PipelineMeshes : public ::testing::TestWithParam<MeshCase> {};
 
-// pp = 2, pp = 4, dp = 2 x pp = 2, pp = 2 x tp = 2: y equals the unsplit
+// pp = 2, pp = 4, dp = 2 x pp = 2, pp = 2 x tp = 2, dp x pp x tp = 2 x 2 x 2
+// (the last three with a collective over the other axes inside every stage
+// call, while the stages exchange boundaries): y equals the unsplit
 // function's on one rank, bit for bit without microbatches and within
 // 1e-6 with 4 (row blocks of another GEMM height); outputs come from the
 // first rank of the last stage.
 TEST_P(PipelineMeshes, EqualsOneRank) {
   const MeshCase &c = GetParam();
+  if (c.groupMask)
+    ::setenv("LOOM_TEST_GROUP_MASK", c.groupMask, 1);
   Model mo;
   std::string full = makeFull(std::string("full-") + c.name, mo);
   std::string pipe = makePipelined(c.name, mo, c.axes, c.shape);
@@ -288,14 +293,17 @@ TEST_P(PipelineMeshes, EqualsOneRank) {
   std::vector<float> ref4 = runF(full4, big, big.B, 1);
   std::vector<float> y4 = runF(pipe, mo, big.B, 4);
   expectNear(y4, ref4, 1e-6f);
+  ::unsetenv("LOOM_TEST_GROUP_MASK");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Threads, PipelineMeshes,
     ::testing::Values(MeshCase{"pp2", {"pp"}, {2}, 1},
                       MeshCase{"pp4", {"pp"}, {4}, 3},
-                      MeshCase{"dp2pp2", {"dp", "pp"}, {2, 2}, 1},
-                      MeshCase{"pp2tp2", {"pp", "tp"}, {2, 2}, 2}),
+                      MeshCase{"dp2pp2", {"dp", "pp"}, {2, 2}, 1, "1"},
+                      MeshCase{"pp2tp2", {"pp", "tp"}, {2, 2}, 2, "2"},
+                      MeshCase{"dp2pp2tp2", {"dp", "pp", "tp"}, {2, 2, 2}, 2,
+                               "5"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // A stage entry run alone by name: refused where its weights are not.
