@@ -861,6 +861,20 @@ TEST(Pipeline, LoomRunThreadsAndMpi) {
   EXPECT_NE(readAll(log).find("stage gives up on purpose"), std::string::npos)
       << readAll(log);
   EXPECT_LT(ms, 20000);
+
+  // A process that exits mid-schedule (stage 1 of 2, no message of its
+  // own): mpirun ends the job, the survivor says what it was waiting in.
+  log = dir + "/exits.log";
+  t0 = nowMs();
+  rc = shell(mpirun + "-x LOOM_TEST_EXIT_RANK=1 " + LOOM_RUN_BIN +
+                 " --backend mpi --timeout 30" + args + dir + "/exits",
+             log);
+  ms = nowMs() - t0;
+  EXPECT_NE(rc, 0) << readAll(log);
+  EXPECT_NE(readAll(log).find("rank 0: terminated by SIGTERM"),
+            std::string::npos)
+      << readAll(log);
+  EXPECT_LT(ms, 20000);
 }
 
 } // namespace

@@ -15,6 +15,7 @@
  *
  * $LOOM_TEST_STAGE_SLEEP_US=N makes every call also sleep N us (a fixed
  * compute time: the bubble test on a loaded machine).
+ * $LOOM_TEST_EXIT_RANK=R: rank R's process exits (_exit(3)) there instead.
  * $LOOM_TEST_ABORT_RANK=R: rank R fails (loom_rt_abort) at its second
  * call, mid-schedule (calls are counted per rank for the library's lifetime:
  * use it with one bundle directory per test: each is its own dlopen).
@@ -47,8 +48,11 @@ static int64_t Calls[256]; /* per rank (threads share the library) */
 static void abort_if_asked(loom_rt_ctx *ctx) {
   const char *s = getenv("LOOM_TEST_ABORT_RANK");
   int64_t r = loom_rt_rank(ctx) & 255;
+  const char *e = getenv("LOOM_TEST_EXIT_RANK");
   if (s && *s && loom_rt_rank(ctx) == atol(s) && ++Calls[r] == 2)
     loom_rt_abort(ctx, "stage gives up on purpose (mid-schedule)");
+  if (e && *e && loom_rt_rank(ctx) == atol(e) && ++Calls[r] == 2)
+    _exit(3); /* the process dies without a word (one rank per process) */
 }
 
 static float *copy2(const M2f *a) {
