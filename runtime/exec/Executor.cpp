@@ -689,17 +689,12 @@ Status checkInput(const TensorSpec &spec, const ArrayRef &a,
       return Error{where + ": a scalar has no batch dimension to split into " +
                    std::to_string(m) + " microbatches (--microbatches needs "
                    "dimension 0 on every input)"};
-    if (shape[0] % m != 0 || (spec.shape[0] >= 0 &&
-                              shape[0] != m * spec.shape[0]))
+    if (shape[0] != m * spec.shape[0])
       return Error{where + ": dimension 0 is " + std::to_string(shape[0]) +
-                   ", but " + std::to_string(m) +
-                   " microbatches need " +
-                   (spec.shape[0] >= 0
-                        ? std::to_string(m) + " x " +
-                              std::to_string(spec.shape[0]) + " = " +
-                              std::to_string(m * spec.shape[0]) +
-                              " (the compiled dimension 0 times m)"
-                        : "a multiple of " + std::to_string(m))};
+                   ", but " + std::to_string(m) + " microbatches need " +
+                   std::to_string(m) + " x " + std::to_string(spec.shape[0]) +
+                   " = " + std::to_string(m * spec.shape[0]) +
+                   " (the compiled dimension 0 times m)"};
     shape[0] /= m;
   }
   bool ok = shape.size() == spec.shape.size();
@@ -839,6 +834,14 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
         return Error{"--microbatches " + std::to_string(mb) + ": input '" +
                      t.name + "' of entry '" + e.name +
                      "' is a scalar, with no batch dimension 0 to split"};
+      // A dynamic dimension 0 (e.g. positions [?]) is not known to be the
+      // batch: splitting it could pair rows that do not belong together.
+      if (t.shape[0] < 0)
+        return Error{"--microbatches " + std::to_string(mb) + ": input '" +
+                     t.name + "' of entry '" + e.name + "' has a dynamic "
+                     "dimension 0 (" + shapeString(t.shape) +
+                     "), not a compiled batch size to split; microbatches "
+                     "need every input's dimension 0 to be the batch"};
     }
     for (const OutputSpec &o : e.outputs)
       if (o.rank == 0)

@@ -355,6 +355,23 @@ TEST(Pipeline, MicrobatchesOfAPlainEntry) {
   EXPECT_NE(st.error().message.find("input 'bias': dimension 0 is 4"),
             std::string::npos)
       << st.error().message;
+
+  // A dynamic dimension 0 is not known to be the batch.
+  std::string dyn = makePipelined("dyn-mb", mo, {"pp"}, {2}, [&](Json &m) {
+    m["entries"][0]["inputs"][0]["shape"] = {-1, mo.H};
+    m["integrity"]["entries"] = fnv(m["entries"].dump());
+  });
+  auto ex2 = Executor::open(dyn, threads());
+  ASSERT_TRUE(bool(ex2)) << ex2.error().message;
+  std::vector<float> b8 = input(8 * mo.H, 1);
+  st = (*ex2)->run({{"x", {DType::F32, {8, mo.H}, x8.data()}},
+                    {"bias", {DType::F32, {8, mo.H}, b8.data()}}},
+                   o, res);
+  ASSERT_FALSE(bool(st));
+  EXPECT_NE(st.error().message.find("input 'x' of entry 'f' has a dynamic "
+                                    "dimension 0"),
+            std::string::npos)
+      << st.error().message;
 }
 
 // Pipeline sections that do not fit are refused by name at open.
