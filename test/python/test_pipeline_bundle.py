@@ -179,6 +179,11 @@ def test_stages_bundle_and_run(tmp_path, tools, p):
             y = np.load(out / "y.npy")
             np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(y, y1, rtol=1e-5, atol=1e-6)
+        pkg = loom_paths.package()
+        if pkg is not None:  # the Python package: Bundle.run(microbatches=)
+            got = pkg.Bundle.load(tmp_path / "pp").run(
+                x=x, bias=bias, entry="f", microbatches=mb)["y"]
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 
 
 def test_stages_that_do_not_fit_are_refused(tmp_path, tools):
