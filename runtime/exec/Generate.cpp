@@ -391,7 +391,19 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
   std::fill(ResultWords.begin(), ResultWords.end(), 0);
   notOwned.insert(t);
   notOwned.insert(p);
+  int64_t c0 = loom_rt_now_ns();
   St->fn(args.data());
+  // The trace's stage calls (docs/RUNTIME.md "Pipelines"): one per step,
+  // the group of sequences in flight as the microbatch.
+  if (loom::rt::tracing(Ctx))
+    loom::rt::traceSpan(
+        Ctx,
+        "decode stage " + std::to_string(Stage) + " mb " + std::to_string(grp),
+        "pipeline", c0, loom_rt_now_ns(),
+        "{\"entry\":\"decode\",\"stage\":" + std::to_string(Stage) +
+            ",\"microbatch\":" + std::to_string(grp) +
+            ",\"position\":" + std::to_string(pos) + ",\"tokens\":" +
+            std::to_string(S) + "}");
   if (Next >= 0) {
     // Not the last stage: the results go on; the logits come from there.
     sendBoundaries();
