@@ -14,11 +14,21 @@
  *       [B, ?, D]
  *   loom_entry_decode_s1: h (boundary 0), positions, cache1; E, W1;
  *       output logits
+ * $LOOM_TEST_STAGE_SLEEP_US=N: every stage call also sleeps N us (a fixed
+ * compute time, to measure how busy the stages are).
  */
+
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "loom/runtime/abi.h"
+
+static void pause_if_asked(void) {
+  const char *s = getenv("LOOM_TEST_STAGE_SLEEP_US");
+  if (s && *s)
+    usleep((useconds_t)atol(s));
+}
 
 typedef struct {
   int64_t *allocated, *aligned;
@@ -124,6 +134,7 @@ void loom_entry_decode_s0(void **args) {
   M4f *c0 = (M4f *)args[4];
   M2f *e = (M2f *)args[5], *w0 = (M2f *)args[6];
   int64_t b, s, d;
+  pause_if_asked();
   float *h = embed(tok, e, &b, &s, &d);
   layer(h, b, s, d, pos, c0, w0);
   M3f out = {h, h, 0, {b, s, d}, {s * d, d, 1}};
@@ -137,6 +148,7 @@ void loom_entry_decode_s1(void **args) {
   M4f *c1 = (M4f *)args[4];
   M2f *e = (M2f *)args[5], *w1 = (M2f *)args[6];
   int64_t b = hin->sizes[0], s = hin->sizes[1], d = hin->sizes[2];
+  pause_if_asked();
   float *h = (float *)malloc(sizeof(float) * (size_t)(b * s * d + 1));
   for (int64_t i = 0; i < b * s * d; ++i)
     h[i] = hin->aligned[hin->offset + i]; /* contiguous from the runtime */
