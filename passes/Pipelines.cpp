@@ -3,6 +3,7 @@
 #include "passes/Pipelines.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Partition/Passes.h"
+#include "passes/Pipeline/Passes.h"
 #include "passes/Quantize/Passes.h"
 #include "passes/Raise/Passes.h"
 #include "passes/Sharding/Passes.h"
@@ -50,7 +51,7 @@ StringRef getPhaseSummary(Phase phase) {
   case Phase::Shard:
     return "choose a sharding for every value under the memory limit";
   case Phase::Pipeline:
-    return "split layers into balanced stages, schedule microbatches";
+    return "split layers into balanced stages over 'pp', one function each";
   case Phase::Partition:
     return "rewrite per rank, insert and optimise collectives";
   case Phase::Lower:
@@ -73,7 +74,7 @@ bool isPhaseBuilt(Phase phase) {
   // are built; the other phases' pass groups are added as they land.
   return phase == Phase::Import || phase == Phase::Raise ||
          phase == Phase::Quantize || phase == Phase::Shard ||
-         phase == Phase::Partition ||
+         phase == Phase::Pipeline || phase == Phase::Partition ||
          phase == Phase::Lower || phase == Phase::Bundle;
 }
 
@@ -138,6 +139,22 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     o.planFile = options.planFile;
     o.summary = options.planSummary;
     pm.addPass(createPlanShardingPass(o));
+    return success();
+  }
+  if (phase == Phase::Pipeline) {
+    // Decide (loom.stage on every op, the plan's pipeline section), then
+    // materialise (one function per stage); both leave a module without a
+    // 'pp' mesh axis (or pp = 1) as it is.
+    AssignStagesPassOptions a;
+    a.stages = options.stages;
+    a.microbatches = options.microbatches;
+    a.device = options.device;
+    a.meshJson = options.meshJson;
+    a.memoryLimitGiB = options.memoryLimitGiB;
+    a.planFile = options.planFile;
+    a.verbose = options.pipelineVerbose;
+    pm.addPass(createAssignStagesPass(a));
+    pm.addPass(createSplitStagesPass());
     return success();
   }
   if (phase == Phase::Partition) {
@@ -221,6 +238,29 @@ struct ShardOptions : PassPipelineOptions<ShardOptions> {
   }
 };
 
+struct PipelineStageOptions : PassPipelineOptions<PipelineStageOptions> {
+  Option<std::string> stages{*this, "stages",
+                             llvm::cl::desc("layer ranges, e.g. 0-9,10-19")};
+  Option<int64_t> microbatches{*this, "microbatches", llvm::cl::init(1),
+                               llvm::cl::desc("microbatches in flight")};
+  Option<std::string> device{*this, "device", llvm::cl::init("cpu"),
+                             llvm::cl::desc("device of every rank")};
+  Option<std::string> meshJson{*this, "mesh-json",
+                               llvm::cl::desc("JSON mesh spec file")};
+  Option<double> memoryLimit{*this, "memory-limit", llvm::cl::init(0),
+                             llvm::cl::desc("GiB per device (0: capacity)")};
+  Option<std::string> planFile{*this, "plan",
+                               llvm::cl::desc("plan JSON to add to")};
+  void apply(PipelineOptions &o) const {
+    o.stages = stages;
+    o.microbatches = microbatches;
+    o.device = device;
+    o.meshJson = meshJson;
+    o.memoryLimitGiB = memoryLimit;
+    o.planFile = planFile;
+  }
+};
+
 struct LowerOptions : PassPipelineOptions<LowerOptions> {
   Option<std::string> qmatmul{*this, "qmatmul",
                               llvm::cl::desc("f32, i8, i8x3 or dequant")};
@@ -270,9 +310,11 @@ void registerAllLoomPassesAndPipelines() {
   registerShardingPasses();
   registerPartitionPasses();
   registerQuantizePasses();
+  registerPipelinePasses();
   registerPhasePipeline<NoOptions>(Phase::Raise);
   registerPhasePipeline<QuantizeOptions>(Phase::Quantize);
   registerPhasePipeline<ShardOptions>(Phase::Shard);
+  registerPhasePipeline<PipelineStageOptions>(Phase::Pipeline);
   registerPhasePipeline<NoOptions>(Phase::Partition);
   registerPhasePipeline<LowerOptions>(Phase::Lower);
 }

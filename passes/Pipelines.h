@@ -61,6 +61,10 @@ struct PipelineOptions {
   bool planSummary = false;   ///< print the readable plan summary
   std::string shardPasses;    ///< pass pipeline run before the planner
                               ///< (plugins' sharding rules)
+  // The pipeline phase (passes/Pipeline, docs/PIPELINE.md).
+  std::string stages;       ///< layer ranges per stage ("0-9,10-19")
+  int64_t microbatches = 1; ///< recorded in the plan (bubble, activations)
+  bool pipelineVerbose = false; ///< report the stages as a remark
   // The lower phase (passes/Lowering).
   LowerPipelineOptions lower;
 };

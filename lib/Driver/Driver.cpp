@@ -168,8 +168,9 @@ int Compilation::checkFlags() {
     return fail("--emit=" + o.emit +
                 ": unknown; the one supported value is 'plan'");
   if (o.emit == "plan") {
-    // The plan is the output: stop after the shard phase.
-    last = loom::Phase::Shard;
+    // The plan is the output: stop after the pipeline phase (which adds
+    // the stages to the planner's JSON when the mesh has 'pp').
+    last = loom::Phase::Pipeline;
     if (o.output == "-")
       return fail("--emit=plan writes JSON to a file: give -o plan.json");
   }
@@ -293,6 +294,9 @@ int Compilation::setUpOutputs() {
   options.device = o.device;
   options.memoryLimitGiB = o.memoryLimit;
   options.shardPasses = o.shardPasses;
+  options.stages = o.stages;
+  options.microbatches = o.microbatches;
+  options.pipelineVerbose = o.verbose;
   options.lower = {o.quantInterleave, o.qmatmul,   !o.noGemm,
                    o.qmmTile,         o.qmmPrefetch, !o.noOutlineLayers};
   if (o.emit == "plan") {

@@ -44,6 +44,10 @@ struct CompileOptions {
   std::string shardPasses;
   std::string device = "cpu";
   double memoryLimit = 0; ///< GiB per device, 0: the device's
+  /// The pipeline phase (docs/PIPELINE.md): layer ranges per stage
+  /// ("0-9,10-19"; empty: balanced) and the microbatches of the schedule.
+  std::string stages;
+  int64_t microbatches = 1;
   std::string target = "cpu";
   std::string emit; ///< "" or "plan"
   bool verbose = false;

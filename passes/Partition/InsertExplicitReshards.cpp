@@ -441,8 +441,11 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
         auto s = fn.getArgAttrOfType<ShardingAttr>(
             i, LoomDialect::kShardingAttrName);
         // State (a KV cache) is allocated per rank by the runtime in its
-        // local layout: the argument keeps its sharding (local type).
-        if (!s || fn.getArgAttr(i, LoomDialect::kStateAttrName))
+        // local layout, and a pipeline stage's boundary argument is the
+        // previous stage's local shard: the argument keeps its sharding
+        // (local type).
+        if (!s || fn.getArgAttr(i, LoomDialect::kStateAttrName) ||
+            fn.getArgAttr(i, "loom.boundary"))
           continue;
         if (!checkOnly)
           fn.removeArgAttr(i, LoomDialect::kShardingAttrName);

@@ -374,12 +374,16 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   }
   // Private functions take local values (public ones take whole values:
   // the decide step resharded their sharded arguments), and so do state
-  // arguments (KV caches, allocated per rank by the runtime).
+  // arguments (KV caches, allocated per rank by the runtime) and a pipeline
+  // stage's boundary arguments (the previous stage's rank sends its local
+  // shard; docs/PIPELINE.md).
   for (BlockArgument arg : entry.getArguments()) {
     bool state =
         fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName) !=
         nullptr;
-    if (fn.isPrivate() || state) {
+    bool boundary = fn.getArgAttr(arg.getArgNumber(), "loom.boundary") !=
+                    nullptr;
+    if (fn.isPrivate() || state || boundary) {
       Layout l = Layout::of(arg);
       if (Type t = getLocalType(arg.getType(), l, mesh))
         arg.setType(t);

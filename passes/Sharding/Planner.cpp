@@ -41,6 +41,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
+/// The pipeline axis: it stages layers (passes/Pipeline) and never splits a
+/// tensor, so no strategy or storage uses it (docs/PIPELINE.md).
+constexpr llvm::StringLiteral kPipelineAxis = "pp";
 
 //===----------------------------------------------------------------------===//
 // Shardings
@@ -377,6 +380,8 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
     }
     assign[a] = -1;
     rec(a + 1);
+    if (mesh.names[a] == kPipelineAxis)
+      return;
     for (size_t l = 0; l < numLoops; ++l) {
       if (!splittable[l] || rule.loops[l].size % (prod[l] * mesh.sizes[a]))
         continue;
@@ -525,6 +530,18 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
                              << " but the planner works on @"
                              << meshOp.getSymName()
                              << "; use one mesh per module";
+    auto onPipelineAxis = [](ArrayRef<StringRef> axes) {
+      return llvm::is_contained(axes, kPipelineAxis);
+    };
+    bool pp = onPipelineAxis(s.getPartialAxes());
+    for (unsigned d = 0; d < s.getRank(); ++d)
+      pp |= onPipelineAxis(s.getDimAxes(d));
+    if (pp)
+      return at->emitError()
+             << "sharding " << s << " uses the pipeline axis '"
+             << kPipelineAxis
+             << "', which stages layers and never splits a tensor; remove '"
+             << kPipelineAxis << "' from it (docs/PIPELINE.md)";
     return success();
   };
 
@@ -835,7 +852,8 @@ int Planner::storageFor(const ValueInfo &info, int req) {
   if (auto q = dyn_cast<QTensorType>(info.value.getType()))
     granule = q.getQuant().getBlockSize();
   for (size_t a = 0; a < mesh.sizes.size(); ++a) {
-    if (used & (1u << a) || mesh.sizes[a] <= 1)
+    if (used & (1u << a) || mesh.sizes[a] <= 1 ||
+        mesh.names[a] == kPipelineAxis)
       continue;
     for (size_t d = 0; d < r.dims.size(); ++d) {
       int64_t size = info.shape[d];
@@ -1275,6 +1293,11 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   plan.device = mesh->spec.device.name;
   plan.memoryLimit = options.memoryLimit > 0 ? options.memoryLimit
                                              : mesh->spec.device.memCapacity;
+  // With pipeline stages a device holds only its stage's weights and
+  // caches: the whole model must fit the pp devices of one pipeline
+  // together (the pipeline phase checks each stage exactly).
+  int64_t stages = mesh->spec.axisSize(kPipelineAxis);
+  const double fitLimit = plan.memoryLimit * static_cast<double>(stages);
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -1294,13 +1317,13 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     auto choice = planner.search(p, 0, time, mem);
     if (failed(choice))
       return failure();
-    if (mem > plan.memoryLimit) {
+    if (mem > fitLimit) {
       double hiTime = 0, hiMem = 0;
       const double hiPrice = 1.0; // s/byte: memory above everything
       auto hi = planner.search(p, hiPrice, hiTime, hiMem);
       if (failed(hi))
         return failure();
-      if (hiMem > plan.memoryLimit) {
+      if (hiMem > fitLimit) {
         // The smallest 1-D mesh on which the most memory-saving plan fits.
         std::string smallest = "none up to 2^20 devices";
         for (int64_t n = 2 * mesh->numDevices(); n <= (1 << 20); n *= 2) {
@@ -1324,10 +1347,14 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
         }
         return func.emitError()
                << "'" << func.getSymName() << "' does not fit on mesh "
-               << plan.meshDescription << ": it needs " << gib(hiMem)
-               << " per device with the most memory-saving plan, a device "
-                  "holds "
-               << gib(plan.memoryLimit)
+               << plan.meshDescription << ": it needs "
+               << gib(hiMem / static_cast<double>(stages))
+               << " per device with the most memory-saving plan"
+               << (stages > 1 ? " (the whole model over its " +
+                                    std::to_string(stages) +
+                                    " pipeline stages)"
+                              : std::string())
+               << ", a device holds " << gib(plan.memoryLimit)
                << "; the smallest mesh that fits has " << smallest
                << ", or raise the limit (--memory-limit)";
       }
@@ -1342,7 +1369,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
           return failure();
         LDBG() << "price bisection: " << mid << " s/byte -> " << m
                << " bytes (limit " << plan.memoryLimit << ")";
-        if (m <= plan.memoryLimit) {
+        if (m <= fitLimit) {
           best = *c;
           bestPrice = mid;
           hiP = mid;

@@ -116,6 +116,19 @@ cl::opt<double, true> memoryLimit(
              "device's capacity)"),
     cl::value_desc("GiB"), cl::location(gOptions.memoryLimit),
     cl::cat(loomcCategory));
+cl::opt<std::string, true> pipelineStages(
+    "stages",
+    cl::desc("Decoder layers per pipeline stage on a mesh with 'pp': one "
+             "inclusive range per stage, e.g. 0-9,10-19,20-29 (default: "
+             "balanced by predicted time under memory; docs/PIPELINE.md)"),
+    cl::value_desc("ranges"), cl::location(gOptions.stages),
+    cl::cat(loomcCategory));
+cl::opt<int64_t, true> pipelineMicrobatches(
+    "microbatches",
+    cl::desc("Microbatches of the pipeline schedule, recorded in the plan "
+             "(bubble (p-1)/(m+p-1), activation memory)"),
+    cl::value_desc("m"), cl::location(gOptions.microbatches),
+    cl::cat(loomcCategory));
 cl::opt<std::string, true> targetName(
     "target",
     cl::desc("cpu (default), or cuda: also compile the quantized matmul "
@@ -222,7 +235,8 @@ void parseCommandLine(int argc, char **argv) {
   llvm::raw_string_ostream ov(overview);
   ov << "Loom compiler driver\n\n"
         "  loomc model.mlir --compile-to=import -o model.loom.mlir\n"
-        "  loomc model.gguf --mesh tp=2 -o out/\n\n";
+        "  loomc model.gguf --mesh tp=2 -o out/\n"
+        "  loomc model.gguf --mesh pp=2,tp=2 --emit=plan -o plan.json\n\n";
   loom::driver::printPhases(ov);
   cl::HideUnrelatedOptions(loomcCategory);
   cl::ParseCommandLineOptions(argc, argv, overview);

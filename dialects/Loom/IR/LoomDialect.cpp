@@ -80,6 +80,37 @@ static LogicalResult verifyShardingAttrOn(Operation *anchor, Attribute attr,
   return success();
 }
 
+/// The pipeline phase's attributes (docs/PIPELINE.md): `loom.pipeline =
+/// {axis = "pp", stages = p}` on the module, `loom.stage_of = {entry = "f",
+/// stage = k}` on a stage function.
+static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
+  auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+  bool module = attr.getName().getValue() == "loom.pipeline";
+  StringRef key = module ? "axis" : "entry";
+  StringRef count = module ? "stages" : "stage";
+  auto n = d ? dyn_cast_or_null<IntegerAttr>(d.get(count)) : nullptr;
+  if (!d || !isa_and_nonnull<StringAttr>(d.get(key)) || !n ||
+      n.getInt() < 0 || (module ? !isa<ModuleOp>(op)
+                                : !isa<FunctionOpInterface>(op)))
+    return op->emitOpError()
+           << "'" << attr.getName().getValue() << "' is "
+           << (module ? "{axis = \"pp\", stages = P : i64} on the module"
+                      : "{entry = \"f\", stage = K : i64} on a function");
+  return success();
+}
+
+/// `loom.boundary = j` / `loom.entry_arg = i` on a stage function's argument.
+static LogicalResult verifyStageIndexAttr(Operation *op, StringRef what,
+                                          unsigned index,
+                                          NamedAttribute attr) {
+  auto n = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!n || n.getInt() < 0)
+    return op->emitOpError() << "'" << attr.getName().getValue() << "' on "
+                             << what << " " << index
+                             << " must be a non-negative integer";
+  return success();
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -133,6 +164,8 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");
+  if (name == "loom.pipeline" || name == "loom.stage_of")
+    return verifyPipelineAttr(op, attr);
   if (name == "loom.split") {
     // Set by the partitioner on a weight loaded split: the axes per
     // dimension and the global shape.
@@ -200,6 +233,9 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
              << " must be {name = \"...\"[, source = #loom.extern<...>]}";
     return success();
   }
+  if (attr.getName().getValue() == "loom.boundary" ||
+      attr.getName().getValue() == "loom.entry_arg")
+    return verifyStageIndexAttr(op, "argument", argIndex, attr);
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom argument attribute '"
                              << attr.getName().getValue() << "'";

@@ -28,6 +28,11 @@ def Loom_Dialect : Dialect {
     - `loom.sharding`: a `#loom.sharding` (or an array of them, one per
       result) on any op, or on a function argument or result;
     - `loom.stage`: a `#loom.stage` on any op (its pipeline stage);
+    - `loom.pipeline`: `{axis = "pp", stages = P : i64}` on a pipelined
+      module; `loom.stage_of`: `{entry = "f", stage = K : i64}` on its stage
+      functions; `loom.boundary = j : i64` / `loom.entry_arg = i : i64` on
+      their arguments (a value received from the previous stage / the
+      entry's own argument i; docs/PIPELINE.md);
     - `loom.name`: a string on a function argument or result (the model's
       input or output name, used by the bundle);
     - `loom.weight`: `{name, source}` on an entry point's argument that
