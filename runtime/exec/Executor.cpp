@@ -402,7 +402,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   std::vector<Buffer> inputBufs;
   std::vector<ArrayRef> values(e.inputs.size());
   for (size_t k = 0; k < e.inputs.size(); ++k) {
-    if (e.inputs[k].boundary >= 0)
+    if (plan.prev >= 0 && e.inputs[k].boundary >= 0)
       continue;
     const ArrayRef &a = plan.inputs[k];
     values[k] = a;
@@ -428,10 +428,11 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   }
   notOwned.insert(bound.notOwned.begin(), bound.notOwned.end());
 
-  // Boundaries: where each boundary input comes from.
+  // Boundaries: where each boundary input comes from (a stage entry run
+  // alone, prev < 0, takes them as ordinary inputs).
   std::vector<size_t> boundaryInput; // boundary index -> input index
   for (size_t k = 0; k < e.inputs.size(); ++k)
-    if (e.inputs[k].boundary >= 0) {
+    if (plan.prev >= 0 && e.inputs[k].boundary >= 0) {
       size_t j = size_t(e.inputs[k].boundary);
       if (boundaryInput.size() <= j)
         boundaryInput.resize(j + 1);
@@ -601,7 +602,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       for (size_t k = 0; k < e.inputs.size(); ++k) {
         const TensorSpec &spec = e.inputs[k];
         ArrayRef a;
-        if (spec.boundary >= 0) {
+        if (plan.prev >= 0 && spec.boundary >= 0) {
           Boundaries::Slot &s = bd.slot[mb & 1];
           a = {spec.dtype, s.shape[size_t(spec.boundary)],
                s.recv[size_t(spec.boundary)].get()};
@@ -877,9 +878,12 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   }
   bool oneRank = P->localRanks.size() == 1;
   int64_t lastStage = job.stages - 1;
+  // The stage a rank runs (an ordinary entry of a pipelined bundle, e.g. a
+  // stage entry run alone: every rank, as stage 0).
+  auto stageOf = [&](int64_t r) { return pipe ? m.stageOf(r) : 0; };
   int64_t firstReturning = -1;
   for (int64_t r = 0; r < m.numRanks; ++r)
-    if (m.stageOf(r) == lastStage) {
+    if (stageOf(r) == lastStage) {
       firstReturning = r;
       break;
     }
@@ -887,7 +891,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
     RankPlan &plan = job.plans[r];
     plan.entry = entries.at(r);
     plan.fn = P->fns.at(plan.entry->name);
-    plan.stage = m.stageOf(r);
+    plan.stage = stageOf(r);
     if (pipe && plan.stage > 0)
       plan.prev = m.peerAtStage(r, plan.stage - 1);
     if (pipe && plan.stage < lastStage) {
@@ -902,7 +906,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
     const Entry &re = *plan.entry;
     for (size_t k = 0; k < re.inputs.size(); ++k) {
       const TensorSpec &spec = re.inputs[k];
-      if (spec.boundary >= 0) {
+      if (plan.prev >= 0 && spec.boundary >= 0) {
         plan.inputs.push_back({spec.dtype, {}, nullptr});
         plan.borrowed.push_back(false);
         continue;

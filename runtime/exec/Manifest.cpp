@@ -779,6 +779,21 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     }
     m.ranks.push_back(std::move(ri));
   }
+  // A stage's weights are listed on the ranks of that stage only; the pp
+  // coordinate never splits a weight, so a rank of another stage (running
+  // a stage entry alone) takes the slices of its peer in that stage.
+  for (const PipelineEntry &pe : m.pipeline.entries)
+    for (size_t k = 0; k < pe.stages.size(); ++k) {
+      const Entry *e = m.findEntry(pe.stages[k]);
+      if (e->weights.empty())
+        continue;
+      for (RankInfo &ri : m.ranks) {
+        std::vector<WeightSlice> &mine = ri.weights[e->name];
+        if (mine.empty())
+          mine = m.ranks[size_t(m.peerAtStage(ri.rank, int64_t(k)))]
+                     .weights[e->name];
+      }
+    }
   return true;
 }
 
