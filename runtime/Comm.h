@@ -66,6 +66,31 @@ struct TraceEvent {
   char phase; // 'B' or 'E'
 };
 
+/// A complete ("X") trace event with a category and arguments (the
+/// pipeline schedule's stage calls and boundary transfers, docs/RUNTIME.md
+/// "Trace").
+struct TraceSpan {
+  std::string name;
+  const char *cat; ///< "pipeline", "p2p" (string literal)
+  int64_t startNs, endNs;
+  std::string args; ///< a JSON object's text, or empty
+};
+
+/// A non-blocking point-to-point operation in flight (Comm::isend/irecv),
+/// completed by Comm::wait. Backend-specific state lives in `impl`.
+class P2PImpl {
+public:
+  virtual ~P2PImpl();
+};
+struct P2PRequest {
+  bool active = false;
+  bool isSend = false;
+  int32_t dtype = 0;
+  void *buf = nullptr; ///< receive buffer (sends: null)
+  int64_t count = 0, peer = -1, tag = -1;
+  std::unique_ptr<P2PImpl> impl;
+};
+
 } // namespace loom::rt
 
 /// The opaque per-rank context of the C ABI.
@@ -82,6 +107,7 @@ struct loom_rt_ctx {
   loom::rt::OpDesc current;
   bool tracing = false;
   std::vector<loom::rt::TraceEvent> trace;
+  std::vector<loom::rt::TraceSpan> spans;
   std::vector<char> scratch; ///< backend scratch (e.g. f16 -> f32 staging)
   /// Time spent in, and number of, communication calls (commStats()).
   int64_t commNs = 0;
@@ -124,6 +150,21 @@ public:
   virtual void sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
                         int64_t sendCount, int64_t dst, void *recvBuf,
                         int64_t recvCount, int64_t src, int64_t tag) = 0;
+
+  /// Non-blocking point to point (global ranks, FIFO per (src, dst, tag)
+  /// like send/recv): start the transfer and return; `wait` completes it
+  /// (the send buffer may be reused, the receive buffer holds the data),
+  /// failing the job on timeout, a dead peer or a size mismatch like the
+  /// blocking calls. A request is waited for exactly once. The threads
+  /// backend copies a send at once (eager) and matches a receive at its
+  /// wait; MPI uses MPI_Isend / MPI_Irecv / MPI_Wait.
+  virtual void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
+                     int64_t count, int64_t dst, int64_t tag,
+                     P2PRequest &req) = 0;
+  virtual void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
+                     int64_t count, int64_t src, int64_t tag,
+                     P2PRequest &req) = 0;
+  virtual void wait(loom_rt_ctx &ctx, P2PRequest &req) = 0;
 
   /// Called at every ABI entry: fails fast if the job is already failing.
   virtual void poll(loom_rt_ctx &ctx) = 0;
@@ -201,6 +242,23 @@ Group &getGroup(loom_rt_ctx &ctx, uint64_t mask, bool withImpl = true);
 /// Fills dims/coords/rank of a context. Returns false if the shape is bad.
 bool initContext(loom_rt_ctx &ctx, const std::vector<int64_t> &dims,
                  int64_t rank, std::string *error);
+
+/// Runtime-internal point to point for the executor's pipeline schedules
+/// (not in abi.h: generated code does not call them). Arguments are
+/// validated like loom_rt_send / loom_rt_recv; failures fail the job (never
+/// return), a wait is traced and counted as communication.
+void isend(loom_rt_ctx *ctx, int32_t dtype, const void *buf, int64_t count,
+           int64_t dst, int64_t tag, P2PRequest &req);
+void irecv(loom_rt_ctx *ctx, int32_t dtype, void *buf, int64_t count,
+           int64_t src, int64_t tag, P2PRequest &req);
+void wait(loom_rt_ctx *ctx, P2PRequest &req);
+/// Fails the job of ctx's rank with `reason` (never returns).
+[[noreturn]] void failRank(loom_rt_ctx *ctx, const std::string &reason);
+
+/// Whether ctx records a trace; adds a complete event to it.
+bool tracing(const loom_rt_ctx *ctx);
+void traceSpan(loom_rt_ctx *ctx, std::string name, const char *cat,
+               int64_t startNs, int64_t endNs, std::string args = {});
 
 /// Writes the trace of `ctxs` as Chrome JSON (pid 0, tid = rank).
 void writeTrace(const std::string &path,

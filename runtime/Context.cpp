@@ -256,6 +256,28 @@ void writeTrace(const std::string &path,
       first = false;
     }
   }
+  // Complete events (the pipeline schedule): microsecond times with
+  // three decimals, the arguments as written.
+  for (const loom_rt_ctx *c : ctxs) {
+    for (const TraceSpan &e : c->spans) {
+      os << (first ? "" : ",\n") << "{\"name\":\"";
+      for (char ch : e.name)
+        if (ch == '"' || ch == '\\')
+          os << '\\' << ch;
+        else if (unsigned(ch) >= 0x20)
+          os << ch;
+      char ts[64], dur[64];
+      std::snprintf(ts, sizeof(ts), "%.3f", double(e.startNs) / 1000.0);
+      std::snprintf(dur, sizeof(dur), "%.3f",
+                    double(e.endNs - e.startNs) / 1000.0);
+      os << "\",\"cat\":\"" << e.cat << "\",\"ph\":\"X\",\"pid\":0,\"tid\":"
+         << c->rank << ",\"ts\":" << ts << ",\"dur\":" << dur;
+      if (!e.args.empty())
+        os << ",\"args\":" << e.args;
+      os << "}";
+      first = false;
+    }
+  }
   os << "\n]}\n";
 }
 
@@ -547,3 +569,98 @@ int64_t loom_rt_now_ns(void) {
 }
 
 } // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Runtime-internal point to point and trace spans (Comm.h)
+//===----------------------------------------------------------------------===//
+
+namespace loom::rt {
+
+P2PImpl::~P2PImpl() = default;
+
+namespace {
+
+/// Like OpScope, without the B/E trace events: the executor traces its
+/// transfers as complete events with the schedule's names.
+struct P2PScope {
+  loom_rt_ctx &ctx;
+  int64_t start;
+  P2PScope(loom_rt_ctx &c, const char *name, int32_t dtype, int64_t count,
+           int64_t peer, int64_t tag)
+      : ctx(c), start(loom_rt_now_ns()) {
+    OpDesc d = desc(name, dtype, -1, count, 0, false);
+    d.peer = peer;
+    d.tag = tag;
+    ctx.current = d;
+    ctx.comm->poll(ctx);
+    checkDtype(ctx, dtype);
+    checkCount(ctx, count, "count");
+    checkPeer(ctx, peer, tag);
+  }
+  ~P2PScope() {
+    ctx.commNs += loom_rt_now_ns() - start;
+    ++ctx.commCalls;
+    ctx.current = OpDesc();
+  }
+};
+
+} // namespace
+
+void isend(loom_rt_ctx *ctx, int32_t dtype, const void *buf, int64_t count,
+           int64_t dst, int64_t tag, P2PRequest &req) {
+  P2PScope s(*ctx, "isend", dtype, count, dst, tag);
+  checkPtr(*ctx, buf, count, "send");
+  if (req.active)
+    failCurrent(*ctx, "the request is still in flight (wait for it first)");
+  req = P2PRequest();
+  req.active = true;
+  req.isSend = true;
+  req.dtype = dtype;
+  req.count = count;
+  req.peer = dst;
+  req.tag = tag;
+  ctx->comm->isend(*ctx, dtype, buf, count, dst, tag, req);
+}
+
+void irecv(loom_rt_ctx *ctx, int32_t dtype, void *buf, int64_t count,
+           int64_t src, int64_t tag, P2PRequest &req) {
+  P2PScope s(*ctx, "irecv", dtype, count, src, tag);
+  checkPtr(*ctx, buf, count, "receive");
+  if (req.active)
+    failCurrent(*ctx, "the request is still in flight (wait for it first)");
+  req = P2PRequest();
+  req.active = true;
+  req.dtype = dtype;
+  req.buf = buf;
+  req.count = count;
+  req.peer = src;
+  req.tag = tag;
+  ctx->comm->irecv(*ctx, dtype, buf, count, src, tag, req);
+}
+
+void wait(loom_rt_ctx *ctx, P2PRequest &req) {
+  if (!req.active)
+    return;
+  P2PScope s(*ctx, req.isSend ? "wait(isend)" : "wait(irecv)", req.dtype,
+             req.count, req.peer, req.tag);
+  ctx->comm->wait(*ctx, req);
+  req.active = false;
+  req.impl.reset();
+}
+
+void failRank(loom_rt_ctx *ctx, const std::string &reason) {
+  ctx->current = OpDesc();
+  ctx->comm->fail(*ctx, formatFailure(*ctx, reason));
+  __builtin_unreachable();
+}
+
+bool tracing(const loom_rt_ctx *ctx) { return ctx->tracing; }
+
+void traceSpan(loom_rt_ctx *ctx, std::string name, const char *cat,
+               int64_t startNs, int64_t endNs, std::string args) {
+  if (ctx->tracing)
+    ctx->spans.push_back(
+        {std::move(name), cat, startNs, endNs, std::move(args)});
+}
+
+} // namespace loom::rt

@@ -334,6 +334,44 @@ public:
     checkReceived(ctx, st, dtype, recvCount, src);
   }
 
+  struct MpiP2P final : P2PImpl {
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf, int64_t count,
+             int64_t dst, int64_t tag, P2PRequest &req) override {
+    checkInt(ctx, count);
+    auto impl = std::make_unique<MpiP2P>();
+    check(ctx,
+          MPI_Isend(buf, int(count), mpiType(dtype), int(dst), int(tag), World,
+                    &impl->request),
+          "MPI_Isend");
+    req.impl = std::move(impl);
+  }
+
+  void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+             int64_t src, int64_t tag, P2PRequest &req) override {
+    checkInt(ctx, count);
+    auto impl = std::make_unique<MpiP2P>();
+    check(ctx,
+          MPI_Irecv(buf, int(count), mpiType(dtype), int(src), int(tag), World,
+                    &impl->request),
+          "MPI_Irecv");
+    req.impl = std::move(impl);
+  }
+
+  void wait(loom_rt_ctx &ctx, P2PRequest &req) override {
+    auto *impl = static_cast<MpiP2P *>(req.impl.get());
+    if (!impl)
+      return;
+    // The watchdog takes the job down past the timeout (a dead peer).
+    InFlight f(*this, ctx);
+    MPI_Status st;
+    check(ctx, MPI_Wait(&impl->request, &st), "MPI_Wait");
+    if (!req.isSend)
+      checkReceived(ctx, st, req.dtype, req.count, req.peer);
+  }
+
   void poll(loom_rt_ctx &) override {}
 
   [[noreturn]] void fail(loom_rt_ctx &ctx,

@@ -499,4 +499,20 @@ void ThreadsComm::sendRecv(loom_rt_ctx &ctx, int32_t dtype,
   recv(ctx, dtype, recvBuf, recvCount, src, tag);
 }
 
+void ThreadsComm::isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
+                        int64_t count, int64_t dst, int64_t tag,
+                        P2PRequest &) {
+  send(ctx, dtype, buf, count, dst, tag); // eager: complete on return
+}
+
+void ThreadsComm::irecv(loom_rt_ctx &, int32_t, void *, int64_t, int64_t,
+                        int64_t, P2PRequest &) {
+  // Matched at the wait: the message waits in this rank's mailbox.
+}
+
+void ThreadsComm::wait(loom_rt_ctx &ctx, P2PRequest &req) {
+  if (!req.isSend)
+    recv(ctx, req.dtype, req.buf, req.count, req.peer, req.tag);
+}
+
 } // namespace loom::rt

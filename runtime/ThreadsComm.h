@@ -21,7 +21,9 @@
 //  - all_gather / reduce_scatter / all_to_all: publish; barrier; read peers
 //    directly; barrier.
 //  - send/recv: eager, the message is copied into the receiver's mailbox
-//    (send never blocks).
+//    (send never blocks). isend is send (complete at once); irecv records
+//    the receive and its wait is the blocking recv (the message waits in
+//    the mailbox meanwhile), so a rank computes while its peer sends.
 //
 // Failure: a shared abort flag. A failing rank records its message and sets
 // the flag; every waiting rank sees it within a few ms and fails too. Before
@@ -130,6 +132,11 @@ public:
   void sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
                 int64_t sendCount, int64_t dst, void *recvBuf,
                 int64_t recvCount, int64_t src, int64_t tag) override;
+  void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf, int64_t count,
+             int64_t dst, int64_t tag, P2PRequest &req) override;
+  void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+             int64_t src, int64_t tag, P2PRequest &req) override;
+  void wait(loom_rt_ctx &ctx, P2PRequest &req) override;
   void poll(loom_rt_ctx &ctx) override;
   [[noreturn]] void fail(loom_rt_ctx &ctx,
                          const std::string &message) override;

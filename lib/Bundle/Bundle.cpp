@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 using namespace mlir;
@@ -88,6 +89,21 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
             "records them; compile it with loomc or loom-lower-pipeline)";
     return false;
   }
+  // A pipelined module (docs/BUNDLE.md "pipeline"): its axis and stages.
+  auto pipeline = module->getAttrOfType<DictionaryAttr>("loom.pipeline");
+  std::string pipelineAxis;
+  int64_t pipelineStages = 0;
+  if (pipeline) {
+    auto axis = dyn_cast_or_null<StringAttr>(pipeline.get("axis"));
+    auto stages = dyn_cast_or_null<IntegerAttr>(pipeline.get("stages"));
+    if (!axis || !stages || stages.getInt() < 1) {
+      error = "the module's 'loom.pipeline' must be {axis = \"pp\", stages = "
+              "P : i64}";
+      return false;
+    }
+    pipelineAxis = axis.str();
+    pipelineStages = stages.getInt();
+  }
   for (auto fn : recorded.getAsRange<DictionaryAttr>()) {
     auto fnType = cast<FunctionType>(fn.getAs<TypeAttr>("type").getValue());
     auto argAttrs = fn.getAs<ArrayAttr>("arg_attrs");
@@ -126,6 +142,11 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         if (auto n = dyn_cast_or_null<StringAttr>(argAttr(i, "loom.name")))
           name = n.str();
         TensorInfo in{name, dtype, shapeOf(st), "", -1};
+        for (auto [key, field] :
+             {std::pair<StringRef, int64_t *>{"loom.boundary", &in.boundary},
+              {"loom.entry_arg", &in.entryArg}})
+          if (auto v = dyn_cast_or_null<IntegerAttr>(argAttr(i, key)))
+            *field = v.getInt();
         if (auto s = dyn_cast_or_null<StringAttr>(
                 argAttr(i, LoomDialect::kStateAttrName))) {
           // Verified by the dialect: "kv_cache", [B, Hkv, ?, Dh].
@@ -199,6 +220,19 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         name = n.str();
       entry.outputs.push_back({name, dtype, shapeOf(st)});
     }
+    if (pipeline) {
+      // Contract B: the stage functions of `@f` are `@f__stage<k>`.
+      StringRef name = entry.name;
+      size_t at = name.rfind("__stage");
+      unsigned k = 0;
+      if (at != StringRef::npos && at > 0 &&
+          !name.drop_front(at + 7).getAsInteger(10, k)) {
+        entry.pipelineEntry = name.take_front(at).str();
+        entry.stage = k;
+        entry.pipelineAxis = pipelineAxis;
+        entry.pipelineStages = pipelineStages;
+      }
+    }
     entries.push_back(std::move(entry));
   }
   if (entries.empty()) {
@@ -254,17 +288,79 @@ bool collectMesh(ModuleOp module, const std::string &meshFlag, MeshInfo &mesh,
   return true;
 }
 
-static json toJson(const TensorInfo &t, bool rankOnly) {
+static json toJson(const TensorInfo &t, bool rankOnly, bool stage = false) {
   json j{{"name", t.name}, {"dtype", t.dtype}};
   if (rankOnly)
     j["rank"] = t.shape.size();
-  else
+  // A stage's results carry their per-rank shape: the next stage's
+  // boundary inputs are checked against it.
+  if (!rankOnly || stage)
     j["shape"] = t.shape;
   if (!t.state.empty()) {
     j["state"] = t.state;
     j["ctx_dim"] = t.ctxDim;
   }
+  if (t.boundary >= 0)
+    j["boundary"] = t.boundary;
+  if (t.entryArg >= 0)
+    j["entry_arg"] = t.entryArg;
   return j;
+}
+
+/// manifest["pipeline"] of a pipelined module: the axis, its index in the
+/// mesh, the stage count and per pipelined entry its stage entries in
+/// order. False + error when the stages and the mesh disagree.
+static bool pipelineSection(const MeshInfo &mesh,
+                            const std::vector<EntryInfo> &entries, json &out,
+                            int64_t &axisIndex, std::string &error) {
+  std::map<std::string, std::vector<std::string>> byEntry;
+  std::string axis;
+  int64_t stages = 0;
+  for (const EntryInfo &e : entries) {
+    if (e.stage < 0)
+      continue;
+    axis = e.pipelineAxis;
+    stages = e.pipelineStages;
+    auto &list = byEntry[e.pipelineEntry];
+    if (e.stage >= stages) {
+      error = "stage function '" + e.name + "': stage " +
+              std::to_string(e.stage) + " of a pipeline of " +
+              std::to_string(stages) + " stages";
+      return false;
+    }
+    list.resize(size_t(stages));
+    list[size_t(e.stage)] = e.name;
+  }
+  if (byEntry.empty())
+    return true;
+  auto it = std::find(mesh.axes.begin(), mesh.axes.end(), axis);
+  if (it == mesh.axes.end()) {
+    error = "the module is pipelined over the mesh axis '" + axis +
+            "', which the mesh does not have";
+    return false;
+  }
+  axisIndex = it - mesh.axes.begin();
+  if (mesh.shape[size_t(axisIndex)] != stages) {
+    error = "the module has " + std::to_string(stages) +
+            " pipeline stages but the mesh axis '" + axis + "' has " +
+            std::to_string(mesh.shape[size_t(axisIndex)]) + " ranks";
+    return false;
+  }
+  json jentries = json::object();
+  for (auto &[name, list] : byEntry) {
+    for (size_t k = 0; k < list.size(); ++k)
+      if (list[k].empty()) {
+        error = "pipelined entry '" + name + "' has no stage function '" +
+                name + "__stage" + std::to_string(k) + "'";
+        return false;
+      }
+    jentries[name] = list;
+  }
+  out = {{"axis", axis},
+         {"axis_index", axisIndex},
+         {"stages", stages},
+         {"entries", jentries}};
+  return true;
 }
 
 /// An attribute of `llm.model` as JSON (strings, integers, floats, bools,
@@ -341,6 +437,12 @@ static bool addIntegrity(json &manifest, const std::string &soPath,
   manifest["integrity"] = {
       {"library", fnvString(libHash)},
       {"entries", fnvString(fnv1a64(entries.data(), entries.size()))}};
+  // The pipeline section is covered like the entries.
+  if (manifest.contains("pipeline")) {
+    std::string pipeline = manifest["pipeline"].dump();
+    manifest["integrity"]["pipeline"] =
+        fnvString(fnv1a64(pipeline.data(), pipeline.size()));
+  }
   return true;
 }
 
@@ -422,7 +524,7 @@ bool writeBundle(const std::string &outDir, const std::string &model,
       je["inputs"].push_back(toJson(t, false));
     je["outputs"] = json::array();
     for (const TensorInfo &t : e.outputs)
-      je["outputs"].push_back(toJson(t, true));
+      je["outputs"].push_back(toJson(t, true, e.stage >= 0));
     je["weights"] = json::array();
     for (const WeightInfo &w : e.weights) {
       json jw{{"name", w.name}, {"dtype", w.dtype}, {"shape", w.shape}};
@@ -437,6 +539,12 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     jentries.push_back(je);
   }
   manifest["entries"] = jentries;
+  json pipeline;
+  int64_t ppAxis = -1;
+  if (!pipelineSection(mesh, entries, pipeline, ppAxis, error))
+    return cleanup(error);
+  if (!pipeline.is_null())
+    manifest["pipeline"] = pipeline;
   // Every rank of an SPMD program reads whole weights; the partition phase
   // gives each rank its own slices.
   json ranks = json::array();
@@ -450,6 +558,9 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     json jr{{"rank", r}, {"coords", coords}, {"ir", "ir/program.mlir"}};
     json jw = json::object();
     for (const EntryInfo &e : entries) {
+      // A rank maps only the weights of its own stage.
+      if (e.stage >= 0 && ppAxis >= 0 && coords[size_t(ppAxis)] != e.stage)
+        continue;
       json list = json::array();
       for (const WeightInfo &w : e.weights) {
         const std::vector<int64_t> &full =

@@ -36,6 +36,10 @@ struct TensorInfo {
   /// `loom.state` argument attribute), else empty.
   std::string state;
   int64_t ctxDim = -1; ///< kv_cache: the context dimension (2)
+  /// Inputs of a pipeline stage function (docs/BUNDLE.md "pipeline"): the
+  /// `loom.boundary` / `loom.entry_arg` argument attributes, else -1.
+  int64_t boundary = -1;
+  int64_t entryArg = -1;
 };
 
 /// What an LLM's module says about itself (`llm.model` / `llm.tokenizer`
@@ -72,6 +76,13 @@ struct WeightInfo {
 
 struct EntryInfo {
   std::string name;
+  /// A stage function of a pipelined module (`loom.pipeline`, functions
+  /// `@f__stage<k>`): the pipelined entry `f`, the stage k, the pipeline's
+  /// mesh axis and stage count; stage -1 otherwise.
+  std::string pipelineEntry;
+  int64_t stage = -1;
+  std::string pipelineAxis;
+  int64_t pipelineStages = 0;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs; ///< shape holds -1s: only the rank counts
   std::vector<WeightInfo> weights;

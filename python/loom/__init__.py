@@ -119,9 +119,13 @@ class Bundle:
 
     def run(self, inputs: Mapping[str, Any] | None = None, /, *,
             entry: str = "", copy_inputs: bool = False, ctx: int = 0,
-            **named: Any) -> dict[str, np.ndarray]:
+            microbatches: int = 1, **named: Any) -> dict[str, np.ndarray]:
         """Runs `entry` (default: the first) on every rank and returns rank
-        0's outputs by name, the executor's buffers without a copy.
+        0's outputs by name (a pipelined entry: the last stage's first
+        rank's), the executor's buffers without a copy. `microbatches` = m:
+        every input's dimension 0 is m times the compiled one, run as m
+        microbatches (pipelined: GPipe order) and concatenated
+        (docs/RUNTIME.md, "Pipelines").
 
         Inputs are given as a dict or as keywords. C-contiguous numpy arrays
         are passed without a copy (other objects are converted to the
@@ -140,7 +144,7 @@ class Bundle:
             elif isinstance(value, np.ndarray):
                 value = np.ascontiguousarray(value)
             arrays[name] = value
-        return self._ex.run(entry, arrays, copy_inputs, ctx)
+        return self._ex.run(entry, arrays, copy_inputs, ctx, microbatches)
 
     def generate(self, prompt: str | Sequence[int], *, max_tokens: int = 256,
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,

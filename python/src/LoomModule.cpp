@@ -320,7 +320,8 @@ public:
   }
 
   nb::dict run(const std::string &entryName, nb::dict inputs, bool copyInputs,
-               int64_t ctx, std::vector<int64_t> *lastAddresses) {
+               int64_t ctx, std::vector<int64_t> *lastAddresses,
+               int microbatches = 1) {
     const run::Entry &e = entry(entryName);
     std::vector<InArray> arrays;
     std::vector<run::Input> ins;
@@ -369,6 +370,7 @@ public:
     ro.entry = e.name;
     ro.copyInputs = copyInputs;
     ro.ctx = ctx;
+    ro.microbatches = microbatches;
     run::RunResult result;
     run::Status st = run::success();
     {
@@ -579,11 +581,12 @@ NB_MODULE(_loom, m) {
       .def(
           "run",
           [](Bundle &b, const std::string &entry, nb::dict inputs,
-             bool copyInputs, int64_t ctx) {
+             bool copyInputs, int64_t ctx, int microbatches) {
             return b.run(entry, inputs, copyInputs, ctx,
-                         &b.lastInputAddresses);
+                         &b.lastInputAddresses, microbatches);
           },
           "entry"_a, "inputs"_a, "copy_inputs"_a = false, "ctx"_a = 0,
+          "microbatches"_a = 1,
           "Runs an entry on every rank (threads); returns rank 0's outputs. "
           "Raises ValueError for inputs that do not match the entry, "
           "RunError when the job fails.")

@@ -127,6 +127,20 @@ bool checkBundleIntegrity(const Manifest &m, const std::string &libPath,
              "library; recompile with loomc";
     return false;
   }
+  // The pipeline section is covered like the entries: a pipelined manifest
+  // without its hash, or with another, is refused.
+  if (m.pipelineHash != m.integrity.pipeline) {
+    *error = "manifest.json: integrity.pipeline: the pipeline section hashes "
+             "to " +
+             (m.pipelineHash.empty() ? std::string("nothing (no section)")
+                                     : m.pipelineHash) +
+             ", the manifest expects " +
+             (m.integrity.pipeline.empty() ? std::string("none (no hash)")
+                                           : m.integrity.pipeline) +
+             ": the pipeline section was added, removed or edited; "
+             "recompile with loomc";
+    return false;
+  }
   return true;
 }
 

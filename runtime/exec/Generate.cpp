@@ -12,6 +12,7 @@
 #include "loom/runtime/Generate.h"
 
 #include "Loader.h"
+#include "../Comm.h"
 #include "loom/runtime/Executor.h"
 #include "loom/runtime/State.h"
 #include "loom/runtime/Strided.h"
@@ -106,21 +107,36 @@ struct Sequence {
   std::string stop; ///< eog | max-tokens | stop-string | context
 };
 
+/// The decode entry a rank runs: `decode` itself, or, in a pipelined
+/// bundle, the stage of the rank's pipeline coordinate (docs/BUNDLE.md
+/// "pipeline"): stage 0 takes the tokens, every stage the positions it
+/// uses and its own KV caches, the last stage returns the logits.
+struct StageGen {
+  const Entry *entry = nullptr;
+  EntryFn fn = nullptr;
+  const std::map<int64_t, std::vector<PlannedWeight>> *weights = nullptr;
+  int64_t tokensArg = -1, positionsArg = -1, logitsOut = -1;
+  std::vector<StateArg> states;
+};
+
 /// One generation, shared by every rank's loop.
 struct GenJob {
   const GenerateOptions *o = nullptr;
   const GenerateCallbacks *cb = nullptr;
   const OpenOptions *open = nullptr;
   const Manifest *m = nullptr;
-  const Entry *entry = nullptr;
-  EntryFn fn = nullptr;
-  const std::map<int64_t, std::vector<PlannedWeight>> *weights = nullptr;
-  size_t tokensArg = 0, positionsArg = 0, logitsOut = 0;
-  std::vector<StateArg> states;
+  std::vector<StageGen> stages; ///< one without a pipeline
   int64_t vocab = 0; ///< 0: take the logits' width
   int64_t ctx = 0;
   int64_t batchLocal = 1;
-  uint64_t dpMask = 0, mpMask = 0;
+  /// Groups of sequences in flight (a pipelined decode with more sequences
+  /// than one call's batch): group gr holds sequences gr * dpSize * B ...;
+  /// each has its own KV caches and moves through the stages one step
+  /// behind the previous group, so every stage works on another group.
+  int64_t groups = 1;
+  /// Data-parallel axes, the others (model-parallel), the pipeline axis;
+  /// tpMask: the model-parallel axes within a stage (mpMask without pp).
+  uint64_t dpMask = 0, mpMask = 0, ppMask = 0, tpMask = 0;
   int64_t dpSize = 1;
   std::vector<Sequence> seqs; ///< global, initial state
   bool printIds = false;      ///< no tokenizer: the text is the ids
@@ -148,10 +164,13 @@ private:
   bool setUp();
   /// Calls decode with S tokens per local sequence at position pos; the
   /// last position's logits of every local sequence into Logits.
-  bool step(const std::vector<std::vector<int32_t>> &toks, int64_t pos);
+  bool step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
+            int64_t grp = 0);
   /// Samples the local sequences, exchanges the tokens with every rank and
   /// updates every sequence. False when nothing is active any more.
-  bool sampleAndAgree();
+  bool sampleAndAgree(int64_t grp = 0);
+  /// Several groups of sequences in flight through the stages.
+  bool generateInFlight();
   void process(size_t g, int32_t token);
   void emit(size_t g, bool final);
   bool interactiveLoop();
@@ -162,8 +181,36 @@ private:
     return 1;
   }
 
+  /// Receives this stage's boundary inputs from the previous stage (the
+  /// shape first: prefill and decode steps differ in length).
+  void recvBoundaries();
+  /// Sends the results of the call in ResultWords to the next stage.
+  void sendBoundaries();
+
   GenJob &J;
   loom_rt_ctx *Ctx;
+  const StageGen *St = nullptr;
+  int64_t Stage = 0, Prev = -1, Next = -1;
+  int64_t Vocab = 0; ///< the manifest's, else the logits' width once seen
+  std::vector<Buffer> RecvBufs;
+  std::vector<std::vector<int64_t>> RecvShapes;
+  /// The boundary sends of the last step, in flight until the next one
+  /// (the next stage receives them at its next call): non-blocking, so a
+  /// stage never waits in a send while its peer waits in the token
+  /// exchange.
+  struct PendingSend {
+    Buffer data;
+    std::vector<int64_t> shape;
+    loom::rt::P2PRequest header, body;
+  };
+  std::vector<PendingSend> Sends;
+  void waitSends() {
+    for (PendingSend &p : Sends) {
+      loom::rt::wait(Ctx, p.header);
+      loom::rt::wait(Ctx, p.body);
+    }
+    Sends.clear();
+  }
   int64_t Rank = 0, DpIndex = 0, MpIndex = 0, World = 1;
   BoundWeights Bound;
   std::vector<Buffer> StateBufs;
@@ -182,19 +229,29 @@ private:
 bool RankGen::setUp() {
   Rank = loom_rt_rank(Ctx);
   World = loom_rt_world_size(Ctx);
+  Vocab = J.vocab;
   DpIndex = loom_rt_group_index(Ctx, J.dpMask);
-  MpIndex = loom_rt_group_index(Ctx, J.mpMask);
+  // The sampling rank of a sequence is the first model-parallel rank of
+  // the last stage (its tensor-parallel index 0).
+  MpIndex = loom_rt_group_index(Ctx, J.tpMask);
+  Stage = J.m->stageOf(Rank);
+  St = &J.stages[size_t(Stage)];
+  if (Stage > 0)
+    Prev = J.m->peerAtStage(Rank, Stage - 1);
+  if (Stage + 1 < int64_t(J.stages.size()))
+    Next = J.m->peerAtStage(Rank, Stage + 1);
   std::string err;
-  if (!bindWeights(Ctx, *J.entry, J.weights->at(Rank), Bound, &err)) {
+  if (!bindWeights(Ctx, *St->entry, St->weights->at(Rank), Bound, &err)) {
     Failure = err;
     return false;
   }
-  for (const StateArg &s : J.states) {
+  for (int64_t grp = 0; grp < J.groups; ++grp)
+  for (const StateArg &s : St->states) {
     Buffer b = allocBuffer(s.bytes, /*zero=*/true);
     if (!b) {
       Failure = "out of memory for the KV cache (" +
                 humanBytes(double(s.bytes)) + " for '" +
-                J.entry->inputs[s.index].name + "')";
+                St->entry->inputs[s.index].name + "')";
       return false;
     }
     std::vector<int64_t> strides(s.shape.size());
@@ -204,9 +261,10 @@ bool RankGen::setUp() {
     StateBufs.push_back(std::move(b));
   }
   Seqs = J.seqs;
-  for (int64_t b = 0; b < J.batchLocal; ++b) {
+  for (int64_t i = 0; i < J.groups * J.batchLocal; ++i) {
     SamplingParams p = J.o->sampling;
-    size_t g = size_t(DpIndex * J.batchLocal + b);
+    int64_t grp = i / J.batchLocal, b = i % J.batchLocal;
+    size_t g = size_t((grp * J.dpSize + DpIndex) * J.batchLocal + b);
     p.seed = J.o->sampling.seed + g; // one stream per sequence
     Samplers.emplace_back(p);
     for (int32_t t : Seqs[g].prompt)
@@ -214,13 +272,80 @@ bool RankGen::setUp() {
   }
   Streams.resize(Seqs.size());
   int64_t words = 0;
-  for (const OutputSpec &out : J.entry->outputs)
+  for (const OutputSpec &out : St->entry->outputs)
     words += 3 + 2 * out.rank;
   ResultWords.assign(size_t(std::max<int64_t>(words, 1)), 0);
   return true;
 }
 
-bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
+/// Tags of generation's boundary messages (result j: shape, then data).
+constexpr int64_t kGenBoundaryTag = 2048;
+
+void RankGen::recvBoundaries() {
+  const Entry &e = *St->entry;
+  RecvBufs.clear();
+  RecvBufs.resize(e.inputs.size());
+  RecvShapes.assign(e.inputs.size(), {});
+  for (size_t k = 0; k < e.inputs.size(); ++k) {
+    const TensorSpec &t = e.inputs[k];
+    if (t.boundary < 0)
+      continue;
+    int64_t tag = kGenBoundaryTag + 2 * t.boundary;
+    std::vector<int64_t> shape(t.shape.size());
+    loom_rt_recv(Ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()), Prev,
+                 tag + 1);
+    int64_t n = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0 || (t.shape[d] >= 0 && shape[d] != t.shape[d]))
+        loom::rt::failRank(Ctx, "boundary input '" + t.name +
+                                    "' of '" + e.name + "' received the shape " +
+                                    shapeString(shape) + ", expected " +
+                                    shapeString(t.shape));
+      n *= shape[d];
+    }
+    RecvBufs[k] = allocBuffer(std::max<int64_t>(n * dtypeSize(t.dtype), 1));
+    if (!RecvBufs[k])
+      loom::rt::failRank(Ctx, "out of memory for the boundary input '" +
+                                  t.name + "'");
+    loom_rt_recv(Ctx, rtDtype(t.dtype), RecvBufs[k].get(), n, Prev, tag);
+    RecvShapes[k] = shape;
+  }
+}
+
+void RankGen::sendBoundaries() {
+  const Entry &e = *St->entry;
+  waitSends();
+  Sends.resize(e.outputs.size());
+  std::vector<OutputView> views = outputViews(e, ResultWords);
+  for (size_t j = 0; j < e.outputs.size(); ++j) {
+    const OutputSpec &o = e.outputs[j];
+    const OutputView &v = views[j];
+    int64_t es = dtypeSize(o.dtype), n = 1;
+    std::vector<int64_t> shape(v.sizes, v.sizes + o.rank);
+    for (int64_t d : shape)
+      n *= d;
+    Buffer b = allocBuffer(std::max<int64_t>(n * es, 1));
+    if (!b)
+      loom::rt::failRank(Ctx, "out of memory for the boundary result '" +
+                                  o.name + "'");
+    std::vector<int64_t> rowMajor(size_t(o.rank));
+    rowMajorStrides(o.rank, shape.data(), rowMajor.data());
+    if (n > 0)
+      copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
+                  v.strides, b.get(), rowMajor.data());
+    int64_t tag = kGenBoundaryTag + 2 * int64_t(j);
+    PendingSend &ps = Sends[j];
+    ps.shape = shape;
+    ps.data = std::move(b);
+    loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(),
+                    int64_t(ps.shape.size()), Next, tag + 1, ps.header);
+    loom::rt::isend(Ctx, rtDtype(o.dtype), ps.data.get(), n, Next, tag,
+                    ps.body);
+  }
+}
+
+bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
+                   int64_t grp) {
   int64_t B = J.batchLocal, S = int64_t(toks.front().size());
   if (B * S > TokCap) {
     TokCap = B * S;
@@ -238,28 +363,60 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
       t[b * S + s] = toks[size_t(b)][size_t(s)];
   for (int64_t s = 0; s < S; ++s)
     p[s] = pos + s;
-  std::vector<std::vector<int64_t>> in(J.entry->inputs.size());
-  in[J.tokensArg] = makeDescriptor(t, {B, S}, {S, 1});
-  in[J.positionsArg] = makeDescriptor(p, {S}, {1});
-  for (size_t k = 0; k < J.states.size(); ++k)
-    in[J.states[k].index] = StateDescs[k];
+  const Entry &e = *St->entry;
+  std::vector<std::vector<int64_t>> in(e.inputs.size());
+  std::set<const void *> notOwned = Bound.notOwned;
+  if (Prev >= 0) {
+    recvBoundaries();
+    for (size_t k = 0; k < e.inputs.size(); ++k)
+      if (e.inputs[k].boundary >= 0) {
+        std::vector<int64_t> strides(RecvShapes[k].size());
+        rowMajorStrides(int64_t(strides.size()), RecvShapes[k].data(),
+                        strides.data());
+        in[k] = makeDescriptor(RecvBufs[k].get(), RecvShapes[k], strides);
+        notOwned.insert(RecvBufs[k].get());
+      }
+  }
+  if (St->tokensArg >= 0)
+    in[size_t(St->tokensArg)] = makeDescriptor(t, {B, S}, {S, 1});
+  if (St->positionsArg >= 0)
+    in[size_t(St->positionsArg)] = makeDescriptor(p, {S}, {1});
+  for (size_t k = 0; k < St->states.size(); ++k)
+    in[St->states[k].index] = StateDescs[size_t(grp) * St->states.size() + k];
   std::vector<void *> args{ResultWords.data(), Ctx};
   for (auto &d : in)
     args.push_back(d.data());
   for (auto &d : Bound.descs)
     args.push_back(d.data());
   std::fill(ResultWords.begin(), ResultWords.end(), 0);
-  std::set<const void *> notOwned = Bound.notOwned;
   notOwned.insert(t);
   notOwned.insert(p);
-  J.fn(args.data());
+  int64_t c0 = loom_rt_now_ns();
+  St->fn(args.data());
+  // The trace's stage calls (docs/RUNTIME.md "Pipelines"): one per step,
+  // the group of sequences in flight as the microbatch.
+  if (loom::rt::tracing(Ctx))
+    loom::rt::traceSpan(
+        Ctx,
+        "decode stage " + std::to_string(Stage) + " mb " + std::to_string(grp),
+        "pipeline", c0, loom_rt_now_ns(),
+        "{\"entry\":\"decode\",\"stage\":" + std::to_string(Stage) +
+            ",\"microbatch\":" + std::to_string(grp) +
+            ",\"position\":" + std::to_string(pos) + ",\"tokens\":" +
+            std::to_string(S) + "}");
+  if (Next >= 0) {
+    // Not the last stage: the results go on; the logits come from there.
+    sendBoundaries();
+    freeOutputs(e, ResultWords, notOwned);
+    return true;
+  }
 
-  const OutputView v = outputViews(*J.entry, ResultWords)[J.logitsOut];
+  const OutputView v = outputViews(e, ResultWords)[size_t(St->logitsOut)];
   int64_t rows = v.sizes[0], cols = v.sizes[1];
   bool ok = rows == B && cols > 0 && v.aligned;
   std::string why;
-  int64_t vocab = J.vocab ? J.vocab : cols;
-  int64_t mpSize = loom_rt_group_size(Ctx, J.mpMask);
+  int64_t vocab = Vocab ? Vocab : cols;
+  int64_t mpSize = loom_rt_group_size(Ctx, J.tpMask);
   if (!ok)
     why = "decode returned logits of shape [" + std::to_string(rows) + ", " +
           std::to_string(cols) + "], expected [" + std::to_string(B) +
@@ -269,7 +426,7 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
           " logits per row on this rank, but the vocabulary has " +
           std::to_string(vocab) + " entries";
   if (!why.empty()) {
-    freeOutputs(*J.entry, ResultWords, notOwned);
+    freeOutputs(e, ResultWords, notOwned);
     Failure = why;
     return false;
   }
@@ -278,7 +435,7 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t c = 0; c < cols; ++c)
       local[size_t(b * cols + c)] = src[b * v.strides[0] + c * v.strides[1]];
-  freeOutputs(*J.entry, ResultWords, notOwned);
+  freeOutputs(e, ResultWords, notOwned);
   if (cols == vocab) {
     Logits = std::move(local);
   } else {
@@ -286,9 +443,9 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos) {
     // ([B][p][cols] is [B][vocab] in group order).
     Logits.assign(size_t(B * vocab), 0);
     loom_rt_all_gather(Ctx, LOOM_RT_F32, local.data(), Logits.data(), B, cols,
-                       J.mpMask);
+                       J.tpMask);
   }
-  J.vocab = vocab;
+  Vocab = vocab;
   for (float x : Logits)
     if (!std::isfinite(x)) {
       Failure = "decode produced a non-finite logit (NaN or inf) at "
@@ -367,17 +524,19 @@ void RankGen::process(size_t g, int32_t token) {
   emit(g, s.done);
 }
 
-bool RankGen::sampleAndAgree() {
+bool RankGen::sampleAndAgree(int64_t grp) {
   // Each sequence's token is drawn by the first rank of its model-parallel
-  // group and taken from there by every rank: one all_gather of B tokens
-  // per rank over the world (-1: no token).
+  // group (in the last pipeline stage) and taken from there by every rank:
+  // one all_gather of B tokens per rank over the world (-1: no token).
   int64_t B = J.batchLocal;
   std::vector<int64_t> mine(size_t(B), -1);
+  bool sampler = MpIndex == 0 && Next < 0;
+  size_t base = size_t(grp * J.dpSize * B); // the group's first sequence
   for (int64_t b = 0; b < B; ++b) {
-    size_t g = size_t(DpIndex * B + b);
-    if (MpIndex == 0 && !Seqs[g].done)
-      mine[size_t(b)] = Samplers[size_t(b)].sample(&Logits[size_t(b * J.vocab)],
-                                                   size_t(J.vocab));
+    size_t g = base + size_t(DpIndex * B + b);
+    if (sampler && !Seqs[g].done)
+      mine[size_t(b)] = Samplers[size_t(grp * B + b)].sample(
+          &Logits[size_t(b * Vocab)], size_t(Vocab));
   }
   Exchange.assign(size_t(World * B), -1);
   loom_rt_all_gather(Ctx, LOOM_RT_I64, mine.data(), Exchange.data(), 1, B,
@@ -397,23 +556,27 @@ bool RankGen::sampleAndAgree() {
     for (size_t a = 0; a < dims.size(); ++a)
       if (J.dpMask >> a & 1) {
         d = d * dims[a] + coords[a];
+      } else if (J.ppMask >> a & 1) {
+        leader = leader && coords[a] == dims[a] - 1; // the last stage
       } else if (coords[a] != 0) {
         leader = false;
       }
     if (!leader)
       continue;
     for (int64_t b = 0; b < B; ++b) {
-      size_t g = size_t(d * B + b);
+      size_t g = base + size_t(d * B + b);
       int64_t tok = Exchange[size_t(r * B + b)];
       if (Seqs[g].done)
         continue;
-      if (tok < 0 || tok >= J.vocab) {
+      // A rank before the last stage has no logits (Vocab 0): any id the
+      // sampling rank drew is taken.
+      if (tok < 0 || (Vocab && tok >= Vocab)) {
         Failure = "no valid token for sequence " + std::to_string(g);
         return false;
       }
       process(g, int32_t(tok));
-      if (int64_t(g / size_t(B)) == DpIndex && !Seqs[g].done)
-        Samplers[size_t(b)].accept(int32_t(tok));
+      if (d == DpIndex && !Seqs[g].done)
+        Samplers[size_t(grp * B + b)].accept(int32_t(tok));
       any = any || !Seqs[g].done;
     }
   }
@@ -587,10 +750,94 @@ bool RankGen::interactiveLoop() {
 #endif
 }
 
+bool RankGen::generateInFlight() {
+  // Group gr's step s (s = 0: its prefill) runs on stage k at tick
+  // s * P + gr + k, P = max(groups, stages): stage k works on group gr
+  // while stage k+1 works on group gr-1. The last stage's token of a
+  // group reaches every rank (the world all-gather) at the end of its
+  // tick, before stage 0 starts that group's next step (P >= stages).
+  int64_t G = J.groups, B = J.batchLocal, p = int64_t(J.stages.size());
+  int64_t P = std::max(G, p);
+  GenerateBench &bench = J.bench;
+  auto seqOf = [&](int64_t grp, int64_t b) -> Sequence & {
+    return Seqs[size_t((grp * J.dpSize + DpIndex) * B + b)];
+  };
+  auto groupDone = [&](int64_t grp) {
+    for (int64_t d = 0; d < J.dpSize; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        if (!Seqs[size_t((grp * J.dpSize + d) * B + b)].done)
+          return false;
+    return true;
+  };
+  loom_rt_barrier(Ctx, LOOM_RT_ALL_AXES);
+  double t0 = nowMs();
+  for (int64_t tick = 0;; ++tick) {
+    bool anyLeft = false;
+    for (int64_t grp = 0; grp < G; ++grp)
+      anyLeft = anyLeft || !groupDone(grp);
+    if (!anyLeft)
+      break;
+    // This stage's group and step at this tick.
+    int64_t rel = tick - Stage;
+    if (rel >= 0 && rel % P < G) {
+      int64_t grp = rel % P, st = rel / P;
+      // A group that finished skips its later steps (every rank knows: its
+      // last token reached every rank before its next step would start,
+      // and it cannot finish while a step of it is in flight).
+      if (!groupDone(grp)) {
+        std::vector<std::vector<int32_t>> toks(static_cast<size_t>(B));
+        int64_t pos = seqOf(grp, 0).pos;
+        for (int64_t b = 0; b < B; ++b) {
+          Sequence &s = seqOf(grp, b);
+          if (st == 0)
+            toks[size_t(b)].assign(s.prompt.begin() + s.pos, s.prompt.end());
+          else
+            toks[size_t(b)].assign(
+                1, s.generated.empty() ? 0 : s.generated.back());
+        }
+        if (!step(toks, std::min(pos, J.ctx - 1), grp))
+          return false;
+      }
+    }
+    // The last stage's group at this tick: its token reaches every rank.
+    int64_t relLast = tick - (p - 1);
+    if (relLast >= 0 && relLast % P < G) {
+      int64_t grp = relLast % P, st = relLast / P;
+      if (!groupDone(grp)) { // the last stage ran it this tick
+        bool wasPrefill = st == 0;
+        sampleAndAgree(grp);
+        if (!Failure.empty())
+          return false;
+        for (int64_t d = 0; d < J.dpSize; ++d)
+          for (int64_t b = 0; b < B; ++b) {
+            Sequence &s = Seqs[size_t((grp * J.dpSize + d) * B + b)];
+            s.pos = wasPrefill ? int64_t(s.prompt.size()) : s.pos + 1;
+          }
+        if (Rank == 0) {
+          if (wasPrefill)
+            bench.prefillTokens +=
+                int64_t(seqOf(grp, 0).prompt.size()) * B * J.dpSize;
+          else
+            ++bench.decodeSteps;
+        }
+      }
+    }
+  }
+  if (Rank == 0) {
+    bench.decodeMs += nowMs() - t0;
+    for (const Sequence &s : Seqs)
+      bench.decodeTokens += int64_t(s.generated.size());
+  }
+  return true;
+}
+
 int RankGen::run() {
   if (!setUp())
     return fail(Failure);
-  bool ok = J.o->interactive ? interactiveLoop() : generate();
+  bool ok = J.o->interactive ? interactiveLoop()
+            : J.groups > 1   ? generateInFlight()
+                             : generate();
+  waitSends();
   if (!ok)
     return fail(Failure);
   if (Rank == 0)
@@ -698,7 +945,10 @@ Status Executor::generate(const GenerateOptions &opts,
   // --- Manifest and the decode entry
   // -------------------------------------------
   const Manifest &m = P->m;
-  const Entry *entry = m.findEntry("decode");
+  // A pipelined bundle decodes through the stages of its `decode` entry.
+  const PipelineEntry *pipe = m.pipeline.find("decode");
+  const Entry *entry =
+      pipe ? m.findEntry(pipe->stages.front()) : m.findEntry("decode");
   if (!entry) {
     std::string names;
     for (const Entry &e : m.entries)
@@ -715,52 +965,65 @@ Status Executor::generate(const GenerateOptions &opts,
   job.open = &P->opts;
   job.errors.open = &P->opts;
   job.m = &m;
-  job.entry = entry;
-  bool haveTokens = false, havePositions = false;
-  for (size_t k = 0; k < entry->inputs.size(); ++k) {
-    const TensorSpec &t = entry->inputs[k];
-    std::string where = "entry 'decode' input '" + t.name + "'";
-    if (!t.state.empty()) { // kv_cache, validated by the manifest reader
-      StateArg s;
-      s.index = k;
-      s.shape = t.shape;
-      job.states.push_back(s);
-    } else if (t.name == "tokens") {
-      if (t.shape.size() != 2 || t.dtype != DType::I64)
-        return Error{where + ": expected i64 [batch, seq], got " +
-                     std::string(dtypeName(t.dtype)) + " " +
-                     shapeString(t.shape)};
-      job.tokensArg = k;
-      haveTokens = true;
-    } else if (t.name == "positions") {
-      if (t.shape.size() != 1 || t.dtype != DType::I64)
-        return Error{where + ": expected i64 [seq], got " +
-                     std::string(dtypeName(t.dtype)) + " " +
-                     shapeString(t.shape)};
-      job.positionsArg = k;
-      havePositions = true;
-    } else {
-      return Error{where + " is neither 'tokens', 'positions' nor a "
-                           "kv_cache state; generation cannot feed it"};
+  std::vector<std::string> stageNames =
+      pipe ? pipe->stages : std::vector<std::string>{"decode"};
+  for (size_t st = 0; st < stageNames.size(); ++st) {
+    StageGen sg;
+    sg.entry = m.findEntry(stageNames[st]);
+    const Entry &se = *sg.entry;
+    for (size_t k = 0; k < se.inputs.size(); ++k) {
+      const TensorSpec &t = se.inputs[k];
+      std::string where = "entry '" + se.name + "' input '" + t.name + "'";
+      if (!t.state.empty()) { // kv_cache, validated by the manifest reader
+        StateArg a;
+        a.index = k;
+        a.shape = t.shape;
+        sg.states.push_back(a);
+      } else if (t.boundary >= 0) {
+        // From the previous stage (the manifest reader checked the fit).
+      } else if (t.name == "tokens") {
+        if (t.shape.size() != 2 || t.dtype != DType::I64)
+          return Error{where + ": expected i64 [batch, seq], got " +
+                       std::string(dtypeName(t.dtype)) + " " +
+                       shapeString(t.shape)};
+        sg.tokensArg = int64_t(k);
+      } else if (t.name == "positions") {
+        if (t.shape.size() != 1 || t.dtype != DType::I64)
+          return Error{where + ": expected i64 [seq], got " +
+                       std::string(dtypeName(t.dtype)) + " " +
+                       shapeString(t.shape)};
+        sg.positionsArg = int64_t(k);
+      } else {
+        return Error{where + " is neither 'tokens', 'positions' nor a "
+                             "kv_cache state; generation cannot feed it"};
+      }
     }
+    if (st + 1 == stageNames.size()) {
+      size_t k = 0;
+      while (k < se.outputs.size() && se.outputs[k].name != "logits")
+        ++k;
+      if (k == se.outputs.size())
+        k = 0;
+      if (se.outputs.empty() || se.outputs[k].rank != 2 ||
+          se.outputs[k].dtype != DType::F32)
+        return Error{"entry '" + se.name +
+                     "' has no f32 rank-2 'logits' output"};
+      sg.logitsOut = int64_t(k);
+    }
+    job.stages.push_back(std::move(sg));
   }
-  if (!haveTokens || !havePositions)
-    return Error{"entry 'decode' lacks a 'tokens' or 'positions' input"};
-  if (job.states.empty())
+  bool havePositions = false, haveStates = false;
+  for (const StageGen &sg : job.stages) {
+    havePositions |= sg.positionsArg >= 0;
+    haveStates |= !sg.states.empty();
+  }
+  if (job.stages.front().tokensArg < 0 || !havePositions)
+    return Error{"entry '" + entry->name +
+                 "' lacks a 'tokens' or 'positions' input"};
+  if (!haveStates)
     return Error{"entry 'decode' has no kv_cache state inputs: this bundle "
                  "has the old past/present decode; recompile it with this "
                  "loomc (the runtime now owns the KV cache)"};
-  {
-    size_t k = 0;
-    while (k < entry->outputs.size() && entry->outputs[k].name != "logits")
-      ++k;
-    if (k == entry->outputs.size())
-      k = 0;
-    if (entry->outputs.empty() || entry->outputs[k].rank != 2 ||
-        entry->outputs[k].dtype != DType::F32)
-      return Error{"entry 'decode' has no f32 rank-2 'logits' output"};
-    job.logitsOut = k;
-  }
   job.vocab = m.llm.llm ? m.llm.vocabSize : 0;
   int64_t modelCtx = m.llm.llm ? m.llm.contextLength : 0;
 
@@ -779,6 +1042,9 @@ Status Executor::generate(const GenerateOptions &opts,
     job.dpSize *= m.meshShape[a];
   }
   job.mpMask = ~job.dpMask & ((uint64_t(1) << m.meshAxes.size()) - 1);
+  if (pipe)
+    job.ppMask = uint64_t(1) << m.pipeline.axisIndex;
+  job.tpMask = job.mpMask & ~job.ppMask;
 
   // --- Tokenizer and prompts
   // ----------------------------------------------------
@@ -875,12 +1141,28 @@ Status Executor::generate(const GenerateOptions &opts,
   }
   // One sequence per batch row of a dp group's ranks.
   int64_t nseq = int64_t(job.seqs.size());
-  const TensorSpec &tokSpec = entry->inputs[job.tokensArg];
+  const TensorSpec &tokSpec =
+      entry->inputs[size_t(job.stages.front().tokensArg)];
   if (tokSpec.shape[0] > 0)
     job.batchLocal = tokSpec.shape[0];
   else
     job.batchLocal = std::max<int64_t>(nseq / job.dpSize, 1);
-  if (job.batchLocal * job.dpSize != nseq)
+  // A pipelined decode keeps every stage busy with several groups of
+  // sequences in flight: the sequences beyond one call's batch form more
+  // groups (a dynamic batch is cut into up to `stages` groups).
+  if (pipe && !o.interactive) {
+    int64_t perGroup = job.batchLocal * job.dpSize;
+    if (tokSpec.shape[0] <= 0) {
+      int64_t rows = nseq / job.dpSize, g = std::min(rows, m.pipeline.stages);
+      while (g > 1 && rows % g)
+        --g;
+      job.groups = std::max<int64_t>(g, 1);
+      job.batchLocal = std::max<int64_t>(rows / job.groups, 1);
+    } else if (nseq > perGroup && nseq % perGroup == 0) {
+      job.groups = nseq / perGroup;
+    }
+  }
+  if (job.batchLocal * job.dpSize * job.groups != nseq)
     return Error{
         std::to_string(nseq) + " prompt(s) given, but the bundle (mesh " +
         m.meshString() + ", batch " +
@@ -890,7 +1172,7 @@ Status Executor::generate(const GenerateOptions &opts,
         (tokSpec.shape[0] > 0 ? std::to_string(job.batchLocal * job.dpSize)
                               : "a multiple of " + std::to_string(job.dpSize)) +
         " sequence(s): give one prompt per sequence (repeat --prompt)"};
-  for (int64_t d = 0; d < job.dpSize && !o.interactive; ++d)
+  for (int64_t d = 0; d < job.dpSize * job.groups && !o.interactive; ++d)
     for (int64_t b = 1; b < job.batchLocal; ++b)
       if (job.seqs[size_t(d * job.batchLocal + b)].prompt.size() !=
           job.seqs[size_t(d * job.batchLocal)].prompt.size())
@@ -916,12 +1198,17 @@ Status Executor::generate(const GenerateOptions &opts,
   if (!o.ctx && !modelCtx)
     return Error{"the manifest does not give the model's context_length; "
                  "pass --ctx N"};
-  // Cache bytes per position, per rank.
-  double perPosition = double(stateBytesPerPosition(*entry));
+  // Cache bytes per position, per rank (the largest stage's).
+  double perPosition = 0;
+  for (const StageGen &sg : job.stages)
+    perPosition =
+        std::max(perPosition, double(stateBytesPerPosition(*sg.entry)));
+  perPosition *= double(job.groups); // every group in flight has its caches
   double weightBytes = 0;
   std::set<std::tuple<std::string, int64_t, int64_t>> unique;
   for (int64_t r : localRanks) {
-    auto it = m.ranks[size_t(r)].weights.find(entry->name);
+    auto it = m.ranks[size_t(r)].weights.find(
+        job.stages[size_t(m.stageOf(r))].entry->name);
     if (it != m.ranks[size_t(r)].weights.end())
       for (const WeightSlice &w : it->second)
         if (unique.insert({w.file, w.offset, w.nbytes}).second)
@@ -961,13 +1248,14 @@ Status Executor::generate(const GenerateOptions &opts,
     }
   }
   job.ctx = ctx;
-  for (StateArg &s : job.states) {
-    s.shape[size_t(entry->inputs[s.index].ctxDim)] = ctx;
-    int64_t n = dtypeSize(entry->inputs[s.index].dtype);
-    for (int64_t d : s.shape)
-      n *= d;
-    s.bytes = n;
-  }
+  for (StageGen &sg : job.stages)
+    for (StateArg &s : sg.states) {
+      s.shape[size_t(sg.entry->inputs[s.index].ctxDim)] = ctx;
+      int64_t n = dtypeSize(sg.entry->inputs[s.index].dtype);
+      for (int64_t d : s.shape)
+        n *= d;
+      s.bytes = n;
+    }
   for (size_t g = 0; g < job.seqs.size() && !o.interactive; ++g)
     if (int64_t(job.seqs[g].prompt.size()) >= ctx)
       return Error{"prompt " + std::to_string(g) + " has " +
@@ -990,11 +1278,16 @@ Status Executor::generate(const GenerateOptions &opts,
 
   // --- Library and weights
   // ----------------------------------------------------
-  job.fn = P->fns.at("decode");
-  auto prepared = prepare("decode");
+  auto prepared = prepare("decode"); // each rank: its stage's weights
   if (!prepared)
     return prepared.takeError();
-  job.weights = &P->mapped.at("decode").perRank;
+  for (StageGen &sg : job.stages) {
+    sg.fn = P->fns.at(sg.entry->name);
+    // Mapped when a local rank runs this stage (under MPI: one stage).
+    auto it = P->mapped.find(sg.entry->name);
+    if (it != P->mapped.end())
+      sg.weights = &it->second.perRank;
+  }
 
   // --- Run
   // ----------------------------------------------------------------------

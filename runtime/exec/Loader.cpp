@@ -42,6 +42,29 @@ std::string humanBytes(double b) {
   return buf;
 }
 
+int32_t rtDtype(DType t) {
+  switch (t) {
+  case DType::F32:
+    return LOOM_RT_F32;
+  case DType::F16:
+    return LOOM_RT_F16;
+  case DType::BF16:
+    return LOOM_RT_BF16;
+  case DType::F64:
+    return LOOM_RT_F64;
+  case DType::I8:
+    return LOOM_RT_I8;
+  case DType::I32:
+    return LOOM_RT_I32;
+  case DType::I64:
+    return LOOM_RT_I64;
+  case DType::U8:
+  case DType::I1:
+    return LOOM_RT_U8;
+  }
+  return LOOM_RT_U8;
+}
+
 bool loadManifest(const std::string &bundle, Manifest &m, std::string *error) {
   fs::path manifestPath = fs::path(bundle) / "manifest.json";
   std::string text;

@@ -28,6 +28,10 @@ namespace loom::run {
 using EntryFn = void (*)(void **);
 
 
+/// The runtime ABI's dtype (LOOM_RT_*) of a manifest dtype (i1 travels as
+/// u8, one byte).
+int32_t rtDtype(DType t);
+
 /// Reads and validates `<bundle>/manifest.json`; false + *error (one line).
 bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <set>
 
@@ -55,6 +57,31 @@ const Entry *Manifest::findEntry(const std::string &name) const {
     if (e.name == name)
       return &e;
   return nullptr;
+}
+
+const PipelineEntry *PipelineInfo::find(const std::string &name) const {
+  for (const PipelineEntry &e : entries)
+    if (e.entry.name == name)
+      return &e;
+  return nullptr;
+}
+
+int64_t Manifest::stageOf(int64_t rank) const {
+  if (!pipeline.present)
+    return 0;
+  int64_t stride = 1;
+  for (size_t a = size_t(pipeline.axisIndex) + 1; a < meshShape.size(); ++a)
+    stride *= meshShape[a];
+  return (rank / stride) % meshShape[size_t(pipeline.axisIndex)];
+}
+
+int64_t Manifest::peerAtStage(int64_t rank, int64_t stage) const {
+  if (!pipeline.present)
+    return rank;
+  int64_t stride = 1;
+  for (size_t a = size_t(pipeline.axisIndex) + 1; a < meshShape.size(); ++a)
+    stride *= meshShape[a];
+  return rank + (stage - stageOf(rank)) * stride;
 }
 
 std::string Manifest::meshString() const {
@@ -203,6 +230,18 @@ struct Reader {
             return fail(ip + ".shape", "a state's dimensions other than "
                                        "ctx_dim must be static");
       }
+      for (const char *key : {"boundary", "entry_arg"})
+        if ((*a)[i].contains(key)) {
+          int64_t v = 0;
+          if (!integer((*a)[i], ip, key, v))
+            return false;
+          if (v < 0)
+            return fail(ip + "." + key, std::to_string(v) + " is negative");
+          (std::string(key) == "boundary" ? t.boundary : t.entryArg) = v;
+        }
+      if (t.boundary >= 0 && t.entryArg >= 0)
+        return fail(ip, "has both 'boundary' and 'entry_arg' (a stage input "
+                        "is one or the other)");
       out.push_back(std::move(t));
     }
     return true;
@@ -217,6 +256,9 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
     m.integrity.present = true;
     if (!r.str(j, "integrity", "library", m.integrity.library) ||
         !r.str(j, "integrity", "entries", m.integrity.entries))
+      return false;
+    if (j.contains("pipeline") &&
+        !r.str(j, "integrity", "pipeline", m.integrity.pipeline))
       return false;
   }
   if (root.contains("target")) {
@@ -233,6 +275,163 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
       m.target.features.push_back((*f)[i].get<std::string>());
     }
   }
+  return true;
+}
+
+/// The optional "pipeline" object (docs/BUNDLE.md): the axis, the stages,
+/// and per pipelined entry its stage entries, which must fit one another:
+/// stage k's boundary inputs are exactly stage k-1's results, same dtype,
+/// rank and (where both are known) per-rank shape.
+bool parsePipeline(const Json &root, Reader &r, Manifest &m) {
+  if (!root.contains("pipeline"))
+    return true;
+  const Json &j = root["pipeline"];
+  PipelineInfo &pl = m.pipeline;
+  pl.present = true;
+  {
+    std::string dump = j.dump();
+    m.pipelineHash = fnvString(fnv1a64(dump.data(), dump.size()));
+  }
+  if (!r.str(j, "pipeline", "axis", pl.axis) ||
+      !r.integer(j, "pipeline", "axis_index", pl.axisIndex) ||
+      !r.integer(j, "pipeline", "stages", pl.stages))
+    return false;
+  if (pl.axisIndex < 0 || pl.axisIndex >= int64_t(m.meshAxes.size()) ||
+      m.meshAxes[size_t(pl.axisIndex)] != pl.axis)
+    return r.fail("pipeline.axis_index",
+                  std::to_string(pl.axisIndex) + " does not name the axis '" +
+                      pl.axis + "' in the mesh " + m.meshString());
+  if (pl.stages != m.meshShape[size_t(pl.axisIndex)])
+    return r.fail("pipeline.stages",
+                  std::to_string(pl.stages) + " stages, but the mesh axis '" +
+                      pl.axis + "' has " +
+                      std::to_string(m.meshShape[size_t(pl.axisIndex)]) +
+                      " ranks (one stage per coordinate)");
+  const Json *je = r.get(j, "pipeline", "entries");
+  if (!je)
+    return false;
+  if (!je->is_object() || je->empty())
+    return r.fail("pipeline.entries", "expected a non-empty object (entry "
+                                      "name -> its stage entries)");
+  std::set<std::string> used;
+  for (auto it = je->begin(); it != je->end(); ++it) {
+    std::string p = "pipeline.entries." + it.key();
+    PipelineEntry pe;
+    pe.entry.name = it.key();
+    if (m.findEntry(pe.entry.name))
+      return r.fail(p, "'" + pe.entry.name +
+                           "' is also an ordinary entry; a pipelined entry "
+                           "exists only as its stages");
+    if (!it->is_array() || int64_t(it->size()) != pl.stages)
+      return r.fail(p, "expected an array of " + std::to_string(pl.stages) +
+                           " stage entry names");
+    std::vector<const Entry *> stages;
+    for (size_t k = 0; k < it->size(); ++k) {
+      std::string sp = Reader::idx(p, k);
+      if (!(*it)[k].is_string())
+        return r.fail(sp, "expected a string");
+      std::string name = (*it)[k].get<std::string>();
+      const Entry *e = m.findEntry(name);
+      if (!e)
+        return r.fail(sp, "names no entry ('" + name +
+                              "' is not in \"entries\")");
+      if (!used.insert(name).second)
+        return r.fail(sp, "'" + name + "' is the stage of more than one "
+                                       "pipelined entry or position");
+      pe.stages.push_back(name);
+      stages.push_back(e);
+    }
+    // Boundaries: stage k receives exactly stage k-1's results.
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const Entry &e = *stages[k];
+      std::string sp = Reader::idx(p, k) + " ('" + e.name + "')";
+      std::vector<int> seen(k ? stages[k - 1]->outputs.size() : 0, 0);
+      for (const TensorSpec &in : e.inputs) {
+        if (in.boundary < 0)
+          continue;
+        if (k == 0)
+          return r.fail(sp, "input '" + in.name +
+                                "' is a boundary, but stage 0 receives "
+                                "nothing");
+        const Entry &prev = *stages[k - 1];
+        if (in.boundary >= int64_t(prev.outputs.size()))
+          return r.fail(sp, "input '" + in.name + "' receives result " +
+                                std::to_string(in.boundary) + " of '" +
+                                prev.name + "', which has " +
+                                std::to_string(prev.outputs.size()) +
+                                " results");
+        if (seen[size_t(in.boundary)]++)
+          return r.fail(sp, "two inputs receive result " +
+                                std::to_string(in.boundary) + " of '" +
+                                prev.name + "'");
+        const OutputSpec &o = prev.outputs[size_t(in.boundary)];
+        bool fits = o.dtype == in.dtype && o.rank == int64_t(in.shape.size());
+        for (size_t d = 0; fits && d < o.shape.size(); ++d)
+          fits = o.shape[d] < 0 || in.shape[d] < 0 || o.shape[d] == in.shape[d];
+        if (!fits)
+          return r.fail(
+              sp, "input '" + in.name + "' (boundary " +
+                      std::to_string(in.boundary) + ") is " +
+                      dtypeName(in.dtype) + " " + shapeText(in.shape) +
+                      " per rank, but result " + std::to_string(in.boundary) +
+                      " '" + o.name + "' of stage " + std::to_string(k - 1) +
+                      " ('" + prev.name + "') is " + dtypeName(o.dtype) + " " +
+                      (o.shape.empty() && o.rank
+                           ? "of rank " + std::to_string(o.rank)
+                           : shapeText(o.shape)) +
+                      "; the stages do not fit (recompile with loomc)");
+      }
+      for (size_t j = 0; j < seen.size(); ++j)
+        if (!seen[j])
+          return r.fail(sp, "no input receives result " + std::to_string(j) +
+                                " '" + stages[k - 1]->outputs[j].name +
+                                "' of '" + stages[k - 1]->name +
+                                "' (each result of a stage is a boundary of "
+                                "the next)");
+    }
+    // The entry as callers see it: every stage's own inputs, by entry_arg.
+    std::vector<std::pair<int64_t, TensorSpec>> ins;
+    for (size_t k = 0; k < stages.size(); ++k)
+      for (const TensorSpec &in : stages[k]->inputs) {
+        if (in.boundary >= 0)
+          continue;
+        auto same = std::find_if(ins.begin(), ins.end(), [&](const auto &x) {
+          return x.second.name == in.name;
+        });
+        if (same == ins.end()) {
+          ins.push_back({in.entryArg < 0 ? INT64_MAX : in.entryArg, in});
+          continue;
+        }
+        const TensorSpec &t = same->second;
+        if (!in.state.empty() || t.dtype != in.dtype || t.shape != in.shape ||
+            t.entryArg != in.entryArg)
+          return r.fail(Reader::idx(p, k),
+                        "input '" + in.name + "' of '" + stages[k]->name +
+                            "' differs from the input of that name of an "
+                            "earlier stage (" +
+                            (in.state.empty() ? "dtype, shape or entry_arg"
+                                              : "state is owned by one "
+                                                "stage") +
+                            ")");
+      }
+    std::stable_sort(ins.begin(), ins.end(), [](const auto &a, const auto &b) {
+      return a.first < b.first;
+    });
+    for (auto &x : ins)
+      pe.entry.inputs.push_back(x.second);
+    pe.entry.outputs = stages.back()->outputs;
+    pl.entries.push_back(std::move(pe));
+  }
+  return true;
+}
+
+/// False for the stage entry of a pipeline stage other than `rank`'s (a
+/// rank maps only its own stage's weights; the manifest may omit others).
+bool stageRunsOn(const Manifest &m, const std::string &entry, int64_t rank) {
+  for (const PipelineEntry &pe : m.pipeline.entries)
+    for (size_t k = 0; k < pe.stages.size(); ++k)
+      if (pe.stages[k] == entry)
+        return int64_t(k) == m.stageOf(rank);
   return true;
 }
 
@@ -418,6 +617,15 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       if (o.rank < 0 || o.rank > 64)
         return r.fail(op + ".rank", std::to_string(o.rank) +
                                         " is not a rank in [0, 64]");
+      if ((*outs)[k].contains("shape")) {
+        if (!r.ints((*outs)[k], op, "shape", o.shape, -1))
+          return false;
+        if (int64_t(o.shape.size()) != o.rank)
+          return r.fail(op + ".shape", "has " +
+                                           std::to_string(o.shape.size()) +
+                                           " dimensions but rank is " +
+                                           std::to_string(o.rank));
+      }
       if (o.name.empty() || o.name.find('/') != std::string::npos ||
           o.name == "." || o.name == "..")
         return r.fail(op + ".name", "'" + o.name +
@@ -428,6 +636,9 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     }
     m.entries.push_back(std::move(e));
   }
+
+  if (!parsePipeline(root, r, m))
+    return false;
 
   // Ranks.
   const Json *ranks = r.array(root, "", "ranks");
@@ -475,7 +686,7 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       std::string wp = p + ".weights." + e.name;
       std::vector<WeightSlice> &slices = ri.weights[e.name];
       if (!w->contains(e.name)) {
-        if (e.weights.empty())
+        if (e.weights.empty() || !stageRunsOn(m, e.name, ri.rank))
           continue;
         return r.fail(wp, "missing (entry '" + e.name + "' has " +
                               std::to_string(e.weights.size()) + " weights)");
@@ -568,6 +779,21 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     }
     m.ranks.push_back(std::move(ri));
   }
+  // A stage's weights are listed on the ranks of that stage only; the pp
+  // coordinate never splits a weight, so a rank of another stage (running
+  // a stage entry alone) takes the slices of its peer in that stage.
+  for (const PipelineEntry &pe : m.pipeline.entries)
+    for (size_t k = 0; k < pe.stages.size(); ++k) {
+      const Entry *e = m.findEntry(pe.stages[k]);
+      if (e->weights.empty())
+        continue;
+      for (RankInfo &ri : m.ranks) {
+        std::vector<WeightSlice> &mine = ri.weights[e->name];
+        if (mine.empty())
+          mine = m.ranks[size_t(m.peerAtStage(ri.rank, int64_t(k)))]
+                     .weights[e->name];
+      }
+    }
   return true;
 }
 

@@ -66,6 +66,11 @@ OPTIONS:
   --bench                 print per-phase times (manifest+dlopen, inputs,
                           weights, run per iteration: min/median/max)
   --iterations N          run the entry N times (default 1)
+  --microbatches M        split every input's dimension 0 into M
+                          microbatches (each the compiled size), run them in
+                          turn (a pipelined bundle: GPipe order, the stages
+                          overlapping) and concatenate the outputs on
+                          dimension 0 (default 1)
   --trace FILE.json       write a Chrome trace of every rank's ops
                           (under MPI: FILE.json.<rank>)
   --threads N             threads per rank for the generated loops, the
@@ -101,6 +106,7 @@ struct Options {
   bool allRanks = false;
   bool bench = false;
   int iterations = 1;
+  int microbatches = 1;
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
   int threads = 0;     // --threads; 0: the runtime's default
@@ -188,6 +194,12 @@ int parseArgs(int argc, char **argv, Options &opts) {
         return fail("--iterations must be at least 1 (got '" + std::string(v) +
                     "')");
       opts.iterations = int(n);
+    } else if (arg == "--microbatches") {
+      const char *v = value("--microbatches");
+      if (!parseInt(v, 1, 1 << 20, n))
+        return fail("--microbatches must be at least 1 (got '" +
+                    std::string(v) + "')");
+      opts.microbatches = int(n);
     } else if (arg == "--trace") {
       opts.trace = value("--trace");
     } else if (arg == "--timeout") {
@@ -483,6 +495,7 @@ int runBundle(const Options &opts) {
   RunOptions run;
   run.entry = e.name;
   run.iterations = opts.iterations;
+  run.microbatches = opts.microbatches;
   run.barrierPerIteration = opts.bench;
   run.allRanks = opts.allRanks;
   run.ctx = opts.ctx;

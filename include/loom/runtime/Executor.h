@@ -111,6 +111,36 @@ struct RankOutputs {
   std::vector<double> iterationMs;
 };
 
+/// The order in which a pipeline stage runs its microbatches (docs/RUNTIME.md
+/// "Pipelines"). GPipe: every forward, then (training) every backward in
+/// reverse. 1F1B (PipeDream-Flush): stage k runs min(p-k-1, m) warm-up
+/// forwards, then alternates one forward and one backward, then drains the
+/// remaining backwards; it keeps at most p-k microbatches' activations
+/// instead of m. Forward-only (inference) both give forwards 0..m-1.
+enum class PipelineSchedule { GPipe, OneFOneB };
+
+/// One step of a schedule: `stage` runs microbatch `microbatch` forward or
+/// backward.
+struct PipelineStep {
+  int64_t stage = 0, microbatch = 0;
+  bool backward = false;
+  bool operator==(const PipelineStep &o) const {
+    return stage == o.stage && microbatch == o.microbatch &&
+           backward == o.backward;
+  }
+};
+
+/// Per stage (0..stages-1) its steps in order. `withBackward` false: the
+/// forward steps only, what the executor runs today. Training would still
+/// need: backward entry points per stage (the compiler emits forward stage
+/// functions only), the activation stash of each forward kept until its
+/// backward (bounded by p-k under 1F1B), gradient sends from stage k+1 to k
+/// (the boundary in reverse, same double buffers), and the weight update
+/// after the last backward (with a dp all-reduce of the gradients).
+std::vector<std::vector<PipelineStep>>
+pipelineSchedule(PipelineSchedule kind, int64_t stages, int64_t microbatches,
+                 bool withBackward);
+
 struct RunOptions {
   /// The entry point; empty: the first.
   std::string entry;
@@ -129,6 +159,16 @@ struct RunOptions {
   /// rank, or any input of a one-rank job, is passed as is (zero-copy; the
   /// entry may overwrite it).
   bool copyInputs = true;
+  /// Microbatches (docs/RUNTIME.md "Pipelines"): every non-state input's
+  /// dimension 0 is m times the compiled one; the entry runs on each of the
+  /// m row blocks in turn (a pipelined entry: GPipe order, stage k of
+  /// microbatch i overlapping stage k+1 of microbatch i-1) and each output
+  /// is the m results concatenated on dimension 0. An input or output
+  /// without dimension 0, or state, is refused by name.
+  int microbatches = 1;
+  /// The order of the microbatches on each stage (forward only: the same
+  /// order for both; see pipelineSchedule).
+  PipelineSchedule schedule = PipelineSchedule::GPipe;
   /// Called once everything is checked and mapped, just before the ranks
   /// start (loom-run creates its output directory there).
   std::function<Status()> beforeLaunch;

@@ -38,6 +38,12 @@ struct TensorSpec {
   /// context dimension (shape[ctxDim] == -1).
   std::string state;
   int64_t ctxDim = -1;
+  /// Inputs of a pipeline stage's entry (docs/BUNDLE.md "pipeline"): the
+  /// index of the previous stage's result this input receives (-1: not a
+  /// boundary), or the index of the input in the pipelined entry (-1:
+  /// unknown).
+  int64_t boundary = -1;
+  int64_t entryArg = -1;
 };
 
 /// The top-level "model" object of an LLM's bundle (docs/BUNDLE.md).
@@ -58,6 +64,9 @@ struct OutputSpec {
   std::string name;
   DType dtype = DType::F32;
   int64_t rank = 0;
+  /// The per-rank shape when the manifest gives it (stage entries of a
+  /// pipeline; -1: dynamic), else empty.
+  std::vector<int64_t> shape;
 };
 
 /// A quantized weight's interleaved layout (Strided.h); rows == 0: the
@@ -97,6 +106,27 @@ struct Integrity {
   bool present = false;
   std::string library; ///< hash of the library file's bytes
   std::string entries; ///< hash of the compact JSON of "entries"
+  std::string pipeline; ///< hash of the compact JSON of "pipeline" (or "")
+};
+
+/// One pipelined entry point: its stage entries, stage k on the ranks whose
+/// pipeline coordinate is k, and the entry as a caller sees it (`entry`:
+/// the stages' non-boundary inputs by entry_arg, the last stage's outputs,
+/// no symbol, no weights).
+struct PipelineEntry {
+  Entry entry;
+  std::vector<std::string> stages;
+};
+
+/// The top-level "pipeline" object (docs/BUNDLE.md): present when the
+/// module was split into stages over the mesh axis `axis`.
+struct PipelineInfo {
+  bool present = false;
+  std::string axis;
+  int64_t axisIndex = -1;
+  int64_t stages = 1;
+  std::vector<PipelineEntry> entries; ///< by name
+  const PipelineEntry *find(const std::string &name) const;
 };
 
 /// The CPU the library was generated for (docs/BUNDLE.md "target").
@@ -121,9 +151,17 @@ struct Manifest {
   std::vector<RankInfo> ranks;
   Integrity integrity;
   TargetInfo target;
+  PipelineInfo pipeline;
   /// fnv1a64 of the compact JSON dump of the "entries" array as read, to
-  /// compare with integrity.entries.
+  /// compare with integrity.entries; likewise of "pipeline" (empty without).
   std::string entriesHash;
+  std::string pipelineHash;
+
+  /// The pipeline stage of `rank` (its coordinate on the pipeline axis; 0
+  /// without a pipeline) and the rank with the same coordinates but stage
+  /// `stage`.
+  int64_t stageOf(int64_t rank) const;
+  int64_t peerAtStage(int64_t rank, int64_t stage) const;
 
   const Entry *findEntry(const std::string &name) const;
   /// "tp=2" / "dp=2 x tp=4".
