@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "llama"))
 sys.path.insert(0, str(HERE / "formats"))
 import llama_models as lm  # noqa: E402

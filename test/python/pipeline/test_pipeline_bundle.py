@@ -17,7 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import loom_paths
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import loom_paths  # noqa: E402
 
 H = [8, 16, 12, 16, 8]  # layer widths: stage k maps H[k] -> H[k+1]
 B = 4
