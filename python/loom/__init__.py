@@ -123,9 +123,11 @@ class Bundle:
         """Runs `entry` (default: the first) on every rank and returns rank
         0's outputs by name (a pipelined entry: the last stage's first
         rank's), the executor's buffers without a copy. `microbatches` = m:
-        every input's dimension 0 is m times the compiled one, run as m
-        microbatches (pipelined: GPipe order) and concatenated
-        (docs/RUNTIME.md, "Pipelines").
+        the batch of the inputs the bundle marks (`batch_dim`; an LLM's
+        `tokens`, else every input's dimension 0) is m times the compiled
+        one (a dynamic one: a multiple of m), run as m microbatches
+        (pipelined: GPipe order) and the outputs concatenated; other inputs
+        (`positions`) go whole to each (docs/RUNTIME.md, "Pipelines").
 
         Inputs are given as a dict or as keywords. C-contiguous numpy arrays
         are passed without a copy (other objects are converted to the

@@ -484,6 +484,11 @@ NB_MODULE(_loom, m) {
       .def_rw("shard_passes", &CompileOptions::shardPasses)
       .def_rw("device", &CompileOptions::device)
       .def_rw("memory_limit", &CompileOptions::memoryLimit)
+      .def_rw("stages", &CompileOptions::stages,
+              "--stages: layer ranges per pipeline stage (\"0-9,10-19\"; "
+              "empty: balanced).")
+      .def_rw("microbatches", &CompileOptions::microbatches,
+              "--microbatches: the microbatches the pipeline plan assumes.")
       .def_rw("target", &CompileOptions::target)
       .def_rw("emit", &CompileOptions::emit)
       .def_rw("verbose", &CompileOptions::verbose)

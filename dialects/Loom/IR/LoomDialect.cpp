@@ -111,6 +111,22 @@ static LogicalResult verifyStageIndexAttr(Operation *op, StringRef what,
   return success();
 }
 
+/// `loom.batch_dim = d` on a function's argument or result: an integer in
+/// [0, rank) of its tensor (lowered signatures, not tensors, pass).
+static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
+                                        unsigned index, Type type,
+                                        NamedAttribute attr) {
+  auto n = dyn_cast<IntegerAttr>(attr.getValue());
+  auto st = dyn_cast<ShapedType>(type);
+  int64_t rank = st && st.hasRank() ? st.getRank() : -1;
+  if (!n || n.getInt() < 0 || (rank >= 0 && n.getInt() >= rank))
+    return op->emitOpError()
+           << "'loom.batch_dim' on " << what << " " << index
+           << " must be an integer dimension of its tensor"
+           << (rank >= 0 ? " in [0, " + std::to_string(rank) + ")" : "");
+  return success();
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -236,6 +252,13 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName().getValue() == "loom.boundary" ||
       attr.getName().getValue() == "loom.entry_arg")
     return verifyStageIndexAttr(op, "argument", argIndex, attr);
+  if (attr.getName().getValue() == kBatchDimAttrName) {
+    Region &region = op->getRegion(regionIndex);
+    Type t = region.empty()
+                 ? cast<FunctionOpInterface>(op).getArgumentTypes()[argIndex]
+                 : region.getArgument(argIndex).getType();
+    return verifyBatchDimAttr(op, "argument", argIndex, t, attr);
+  }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom argument attribute '"
                              << attr.getName().getValue() << "'";
@@ -262,6 +285,12 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
       return op->emitOpError() << "'loom.name' on result " << resultIndex
                                << " must be a string";
     return success();
+  }
+  if (attr.getName().getValue() == kBatchDimAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifyBatchDimAttr(op, "result", resultIndex,
+                              fn ? fn.getResultTypes()[resultIndex] : Type(),
+                              attr);
   }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom result attribute '"
