@@ -139,9 +139,18 @@ Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
   SmallVector<Value> sizes;
   for (unsigned d = 0; d + 1 < rank; ++d)
     sizes.push_back(dim(ids, d));
-  Value n = dim(table, 0), r = dim(table, 1);
+  Value r = dim(table, 1);
   sizes.push_back(r);
   const int64_t g = il.rows, head = il.fields * il.fieldBytes;
+  // The rows in full groups: N rounded down to g.
+  Value full = tableType.isDynamicDim(0)
+                   ? arith::MulIOp::create(
+                         b, loc,
+                         arith::DivUIOp::create(b, loc, dim(table, 0),
+                                                cIndex(g)),
+                         cIndex(g))
+                         .getResult()
+                   : cIndex(tableType.getDimSize(0) / g * g);
   return generic(
       type, {ids}, {idsMap(rank)}, sizes,
       [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
@@ -182,8 +191,8 @@ Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
                                               inBlock, c(head));
         Value flat = add(groupBase,
                          arith::SelectOp::create(bb, l, isField, field, value));
-        Value grouped = arith::CmpIOp::create(
-            bb, l, arith::CmpIPredicate::ult, row, mul(div(n, g), g));
+        Value grouped =
+            arith::CmpIOp::create(bb, l, arith::CmpIPredicate::ult, row, full);
         Value at0 = arith::SelectOp::create(
             bb, l, grouped, arith::DivUIOp::create(bb, l, flat, r), row);
         Value at1 = arith::SelectOp::create(
