@@ -169,6 +169,8 @@ public:
       : ctx(ctx), b(ctx), path(path.str()), failure(failure) {}
 
   OwningOpRef<ModuleOp> run();
+  /// Upgrades a model below opset 13 in place (OnnxConvert.h).
+  bool upgradeOpset(int64_t opset);
 
   MLIRContext *ctx;
   OpBuilder b;
