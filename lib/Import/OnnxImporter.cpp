@@ -986,6 +986,7 @@ const OnnxOpTable &onnxOps() {
   static const OnnxOpTable table = [] {
     OnnxOpTable t;
     registerElementwiseOps(t);
+    registerActivationOps(t);
     registerMatmulOps(t);
     registerNormalizationOps(t);
     registerShapeOps(t);

@@ -329,6 +329,7 @@ using OnnxOpTable = llvm::StringMap<OnnxOp>;
 
 /// Each family's file adds its op types.
 void registerElementwiseOps(OnnxOpTable &table);
+void registerActivationOps(OnnxOpTable &table);
 void registerMatmulOps(OnnxOpTable &table);
 void registerNormalizationOps(OnnxOpTable &table);
 void registerShapeOps(OnnxOpTable &table);
