@@ -33,6 +33,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -40,6 +41,16 @@ namespace loom::onnx_import {
 
 /// Reads a TensorProto's elements into a host tensor (inline data only;
 /// external data is read from its file).
+/// "string (8)": an ONNX element type by name and code, for messages.
+static std::string dtName(int dt) {
+  std::string n = onnx::TensorProto_DataType_IsValid(dt)
+                      ? onnx::TensorProto_DataType_Name(dt)
+                      : std::string("unknown");
+  for (char &ch : n)
+    ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return n + " (" + std::to_string(dt) + ")";
+}
+
 bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
   h.dt = t.data_type();
   h.shape.clear();
@@ -298,7 +309,7 @@ bool Importer::readShape(const onnx::TypeProto &type, StringRef name,
   val.dt = type.tensor_type().elem_type();
   if (!elemType(val.dt))
     return fail("graph input '" + name + "' has unsupported element type " +
-                Twine(val.dt));
+                dtName(val.dt));
   for (const auto &d : type.tensor_type().shape().dim()) {
     if (d.has_dim_value()) {
       if (d.dim_value() < 0 || d.dim_value() > kMaxDim)
@@ -1180,7 +1191,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     v.dt = t.data_type();
     if (!dtBytes(v.dt)) {
       fail("initializer '" + t.name() + "' has unsupported element type " +
-           Twine(v.dt));
+           dtName(v.dt));
       return nullptr;
     }
     for (int64_t d : t.dims()) {

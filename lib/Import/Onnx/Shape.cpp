@@ -322,6 +322,79 @@ bool emitConstant(EmitContext &c) {
                                    b.getStringAttr(c.node.output(0)), src));
 }
 
+bool emitRunTimeShapeOp(EmitContext &c);
+
+/// Tile with constant repeats on a static shape: x viewed as
+/// [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1, ...] and viewed as
+/// [r0·d0, r1·d1, ...] (loom.reshape, loom.broadcast).
+bool emitTile(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  SmallVector<int64_t> reps;
+  if (!c.im.constInts(c.in[1], reps, "repeats"))
+    return false;
+  const SmallVector<Dim> &xs = c.shape(0);
+  if (int64_t(reps.size()) != c.rank(0))
+    return c.fail("Tile repeats has " + Twine(reps.size()) +
+                  " values for an input of rank " + Twine(c.rank(0)) +
+                  "; the file is corrupt");
+  SmallVector<Dim> view, wide, out;
+  for (auto [d, r] : llvm::zip(xs, reps)) {
+    if (!d.isConst())
+      return c.fail("Tile of an input with a run-time dimension is not "
+                    "supported; export with static shapes for this part of "
+                    "the graph");
+    if (r < 1 || r > (int64_t(1) << 31) || d.c > (int64_t(1) << 31))
+      return c.fail("Tile repeats " + Twine(r) + " is not supported (1 to "
+                    "2^31)");
+    view.append({Dim::of(1), d});
+    wide.append({Dim::of(r), d});
+    out.push_back(Dim::of(r * d.c));
+  }
+  OpBuilder &b = c.b();
+  Value v = c.im.reshapeTo(*c.in[0], view);
+  v = BroadcastOp::create(b, c.loc(), c.typeOf(c.dt(0), wide), v);
+  return c.result(c.dt(0), out,
+                  ReshapeOp::create(b, c.loc(), c.typeOf(c.dt(0), out), v));
+}
+
+/// A ConstantOfShape the folder left alone because its result is over
+/// 64 KiB (the generated weights of ONNX's light CNNs): a splat, emitted as
+/// a rank-0 constant broadcast to the shape. A shape with run-time dims is
+/// refused.
+bool emitConstantOfShape(EmitContext &c) {
+  SmallVector<Dim> ds;
+  if (!c.im.hostInts(c.in[0], ds, "shape"))
+    return false;
+  for (const Dim &d : ds)
+    if (!d.isConst())
+      return emitRunTimeShapeOp(c);
+  int dt = DT_F32;
+  double v = 0;
+  if (const auto *a = attr(c.node, "value")) {
+    Host h;
+    if (!c.im.load(a->t(), h, "value"))
+      return false;
+    if (h.numel() != 1)
+      return c.fail("ConstantOfShape 'value' must hold one element; the file "
+                    "is corrupt");
+    dt = h.dt;
+    v = h.f(0);
+  }
+  Type et = c.im.elemType(dt);
+  if (!et)
+    return c.fail("ConstantOfShape of element type " + Twine(dt) +
+                  " (ONNX TensorProto code) is not supported");
+  OpBuilder &b = c.b();
+  Attribute va = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, v))
+                                    : Attribute(b.getIntegerAttr(et, v));
+  Value k = ConstantOp::create(
+      b, c.loc(), DenseElementsAttr::get(RankedTensorType::get({}, et), va));
+  return c.result(dt, ds,
+                  BroadcastOp::create(b, c.loc(), c.typeOf(dt, ds), k));
+}
+
 /// Ops the importer only folds; reaching the emitter means their inputs
 /// are only known at run time.
 bool emitRunTimeShapeOp(EmitContext &c) {
@@ -352,7 +425,8 @@ void registerShapeOps(OnnxOpTable &t) {
       0};
   t["Shape"] = {emitRunTimeShapeOp, {"start", "end"}, {}, 1};
   t["Size"] = {emitRunTimeShapeOp, {}, {}, 1};
-  t["ConstantOfShape"] = {emitRunTimeShapeOp, {"value"}, {}, 1};
+  t["ConstantOfShape"] = {emitConstantOfShape, {"value"}, {}, 1};
+  t["Tile"] = {emitTile, {}, {}, 2};
   t["Range"] = {emitRunTimeShapeOp, {}, {}, 3};
   t["Trilu"] = {emitRunTimeShapeOp, {"upper"}, {}, 1};
   // Integer Mod folds (shape arithmetic); loom has no mod op.

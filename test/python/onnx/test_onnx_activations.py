@@ -115,3 +115,41 @@ def test_old_opset_torch_export(tmp_path):
     want = ort.InferenceSession(str(p)).run(None, {"x": xn})[0]
     got = run_bundle(tmp_path / "b", {"x": xn})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_tile(tmp_path):
+    r = helper.make_tensor("r", TensorProto.INT64, [3], [2, 1, 3])
+    check(tmp_path, helper.make_node("Tile", ["x", "r"], ["y"]), [r])
+
+
+def test_constant_of_shape_large(tmp_path):
+    """A ConstantOfShape over 64 KiB (the light CNNs' weights) is a splat:
+    a rank-0 constant broadcast to the shape."""
+    x = np.linspace(-1, 1, 300 * 300, dtype=np.float32).reshape(300, 300)
+    shape = helper.make_tensor("s", TensorProto.INT64, [2], [300, 300])
+    g = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["s"], ["c"],
+                          value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.5])),
+         helper.make_node("Add", ["x", "c"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [300, 300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
+    p = tmp_path / "cos.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    r = subprocess.run([str(tool("loomc")), str(p), "-o", str(tmp_path / "b")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(run_bundle(tmp_path / "b", {"x": x})["y"], x + 1.5)
+
+
+def test_tile_dynamic_refused(tmp_path):
+    r = helper.make_tensor("r", TensorProto.INT64, [2], [2, 2])
+    g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "r"], ["y"], name="t")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [r])
+    p = tmp_path / "tile.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    res = subprocess.run([str(tool("loomc")), str(p), "-o", str(tmp_path / "b")],
+                         capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "node 't' (Tile): Tile of an input with a run-time dimension is not supported" in res.stderr
