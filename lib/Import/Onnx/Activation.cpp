@@ -293,9 +293,56 @@ bool emitBatchNorm(EmitContext &c) {
                   f.add(f.mul(f.sub(x, p[2]), k), p[1]));
 }
 
+/// InstanceNormalization: per (n, c), over the spatial axes 2.. :
+/// (x - mean) / sqrt(var + epsilon) * scale + B (biased variance), the [C]
+/// parameters viewed as [C, 1, ..., 1].
+bool emitInstanceNorm(EmitContext &c) {
+  Value x = floatInput(c);
+  if (!x)
+    return false;
+  int64_t r = c.rank(0);
+  if (r < 3)
+    return c.fail("InstanceNormalization of a rank-" + Twine(r) +
+                  " input is not supported (rank 3 or more)");
+  SmallVector<Dim> ps{c.shape(0)[1]};
+  for (int64_t i = 2; i < r; ++i)
+    ps.push_back(Dim::of(1));
+  Value p[2];
+  for (int i = 1; i <= 2; ++i) {
+    if (c.rank(i) != 1 || c.shape(i)[0] != c.shape(0)[1] ||
+        c.dt(i) != c.dt(0))
+      return c.fail("InstanceNormalization input " + Twine(i) +
+                    " must have shape [C] (C = the input's dimension 1) and "
+                    "the input's element type");
+    if (!c.input(i))
+      return false;
+    p[i - 1] = c.im.reshapeTo(*c.in[i], ps);
+  }
+  float eps = attrFloat(c.node, "epsilon", 1e-5f);
+  auto xt = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> kept(xt.getShape()), axes;
+  for (int64_t i = 2; i < r; ++i) {
+    kept[i] = 1;
+    axes.push_back(i);
+  }
+  auto kt = RankedTensorType::get(kept, xt.getElementType());
+  Builder f{c, xt}, kf{c, kt};
+  OpBuilder &b = c.b();
+  Value mean =
+      ReduceOp::create(b, c.loc(), kt, ReduceKind::mean, x, axes, true);
+  Value d = f.sub(x, mean);
+  Value var = ReduceOp::create(b, c.loc(), kt, ReduceKind::mean, f.mul(d, d),
+                               axes, true);
+  Value inv = ReciprocalOp::create(
+      b, c.loc(), SqrtOp::create(b, c.loc(), kf.add(var, kf.k(eps))));
+  return c.result(c.dt(0), c.shape(0),
+                  f.add(f.mul(f.mul(d, inv), p[0]), p[1]));
+}
+
 } // namespace
 
 void registerActivationOps(OnnxOpTable &t) {
+  t["InstanceNormalization"] = {emitInstanceNorm, {"epsilon"}, {}, 3};
   t["BatchNormalization"] = {
       emitBatchNorm, {"epsilon", "training_mode"}, {"momentum"}, 5};
   t["LeakyRelu"] = {emitActivation<leakyRelu>, {"alpha"}, {}, 1};

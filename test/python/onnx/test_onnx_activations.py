@@ -153,3 +153,10 @@ def test_tile_dynamic_refused(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 1
     assert "node 't' (Tile): Tile of an input with a run-time dimension is not supported" in res.stderr
+
+
+def test_instance_norm(tmp_path):
+    ts = [helper.make_tensor("sc", TensorProto.FLOAT, [3], [1.0, 2.0, 0.5]),
+          helper.make_tensor("b", TensorProto.FLOAT, [3], [0.1, -0.2, 0.3])]
+    check(tmp_path, helper.make_node("InstanceNormalization", ["x", "sc", "b"],
+                                     ["y"], epsilon=1e-3), ts)
