@@ -160,3 +160,28 @@ def test_instance_norm(tmp_path):
           helper.make_tensor("b", TensorProto.FLOAT, [3], [0.1, -0.2, 0.3])]
     check(tmp_path, helper.make_node("InstanceNormalization", ["x", "sc", "b"],
                                      ["y"], epsilon=1e-3), ts)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad(tmp_path, mode):
+    pads = helper.make_tensor("p", TensorProto.INT64, [6], [1, 0, 2, 0, 2, 5])
+    inputs = ["x", "p"]
+    inits = [pads]
+    if mode == "constant":
+        inits.append(helper.make_tensor("v", TensorProto.FLOAT, [], [-2.5]))
+        inputs.append("v")
+    check(tmp_path, helper.make_node("Pad", inputs, ["y"], mode=mode), inits)
+
+
+def test_pad_negative_refused(tmp_path):
+    pads = helper.make_tensor("p", TensorProto.INT64, [6], [0, 0, -1, 0, 0, 0])
+    g = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [pads])
+    p = tmp_path / "pad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    res = subprocess.run([str(tool("loomc")), str(p), "-o", str(tmp_path / "b")],
+                         capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "node 'pad' (Pad): Pad with negative pads (cropping) is not supported" in res.stderr
