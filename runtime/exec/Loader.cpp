@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <atomic>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -109,6 +110,41 @@ static std::string checkBeforeDlopen(const Manifest &m,
          "run on";
 }
 
+namespace {
+/// dlopen matches an already loaded object by the name it was opened with
+/// before it looks at the file, so opening a bundle's library by its path
+/// after the bundle was rebuilt at the same place (loomc writes a new file
+/// and renames it over the old one) would return the old code. The library
+/// is therefore opened through a symlink of a name never used before; glibc
+/// then identifies it by its file (device and inode): the same unchanged
+/// file shares one handle, a rebuilt one is loaded anew. Without a writable
+/// temporary directory it is opened by its path.
+void *dlopenFresh(const fs::path &lib) {
+  static std::atomic<unsigned long> counter{0};
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  fs::path abs = fs::absolute(lib, ec);
+  if (!tmp.empty() && !abs.empty()) {
+    std::string tmpl = (tmp / "loom-dl-XXXXXX").string();
+    if (char *dir = mkdtemp(tmpl.data())) {
+      fs::path link = fs::path(dir) /
+                      (std::to_string(getpid()) + "-" +
+                       std::to_string(counter.fetch_add(1)) + "-" +
+                       lib.filename().string());
+      void *handle = nullptr;
+      if (symlink(abs.c_str(), link.c_str()) == 0) {
+        handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
+        unlink(link.c_str());
+      }
+      rmdir(dir);
+      if (handle)
+        return handle;
+    }
+  }
+  return dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+}
+} // namespace
+
 bool loadLibrary(const std::string &bundle, const Manifest &m,
                  std::map<std::string, EntryFn> &fns, std::string *error) {
   fs::path lib = resolveBundlePath(bundle, m.library);
@@ -130,7 +166,7 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
   if (dladdr(reinterpret_cast<void *>(&loom_rt_abi_version), &self) &&
       self.dli_fname)
     dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopenFresh(lib);
   if (!handle) {
     const char *why = dlerror();
     *error = "cannot load library " + lib.string() + ": " +
