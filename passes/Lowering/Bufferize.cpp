@@ -36,6 +36,7 @@ struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
     registerCollectiveBufferizationModels(registry);
+    registerKernelDialect(registry);
   }
 
   void runOnOperation() override {
