@@ -38,3 +38,19 @@ func.func @read_after_write(%x: tensor<64x256xf32>, %w: tensor<512x256xf32>) -> 
   %2 = loom.matmul %x, %w transpose_b : tensor<64x256xf32>, tensor<512x256xf32> -> tensor<64x512xf32>
   return %0, %1, %2 : tensor<64x512xf32>, tensor<64x256xf32>, tensor<64x512xf32>
 }
+
+// -----
+
+// A GEMM operand that bufferizes to a strided view (columns [0, 256) of a
+// 64x512 input) is copied into a row-major buffer for the call.
+// CHECK-LABEL: func.func @strided_input
+// CHECK: %[[V:.+]] = memref.subview %arg1[0, 0] [64, 256] [1, 1]
+// CHECK: %[[R:.+]] = memref.alloc() : memref<64x256xf32>
+// CHECK: memref.copy %[[V]], %[[R]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[R]]
+// CHECK: call @loom_rt_sgemm(
+func.func @strided_input(%x: tensor<64x512xf32>, %w: tensor<512x256xf32>) -> tensor<64x512xf32> {
+  %s = loom.slice %x starts = [0, 0] limits = [64, 256] steps = [1, 1] : tensor<64x512xf32> -> tensor<64x256xf32>
+  %0 = loom.matmul %s, %w transpose_b : tensor<64x256xf32>, tensor<512x256xf32> -> tensor<64x512xf32>
+  return %0 : tensor<64x512xf32>
+}
