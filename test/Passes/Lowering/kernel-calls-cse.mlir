@@ -1,4 +1,8 @@
 // RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --cse --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
+// The IR between the conversion and loom-bufferize parses back (loom_cpu.kernel in its generic form):
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --cse | loom-opt --split-input-file --verify-roundtrip --loom-bufferize | FileCheck %s --check-prefix=REPARSED
+// REPARSED-LABEL: func.func @twice
+// REPARSED-COUNT-2: call @loom_rt_sgemm
 
 // Two equal GEMMs (same operands, and after CSE the same tensor.empty as
 // destination): loom_cpu.kernel ops are never merged, and the bufferization
