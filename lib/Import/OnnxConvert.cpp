@@ -8,6 +8,7 @@
 
 #include "lib/Import/OnnxConvert.h"
 
+#include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
@@ -22,6 +23,10 @@ bool upgradeOnnxOpset(onnx::ModelProto &model, int target,
     // Gemm 6 -> 7, Softmax 12 -> 13) need the shapes of their inputs:
     // infer them first, on a copy.
     onnx::ModelProto in = model;
+    // The converter's graph import dereferences what a malformed model
+    // lacks (a fuzzer found a SIGSEGV in graphProtoToGraph): ONNX's checker
+    // first, which throws a ValidationError naming the problem instead.
+    onnx::checker::check_model(in);
     onnx::shape_inference::InferShapes(in);
     onnx::ModelProto out = onnx::version_conversion::ConvertVersion(in, target);
     model.Swap(&out);
