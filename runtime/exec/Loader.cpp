@@ -1,10 +1,12 @@
 //===- Loader.cpp - loading a bundle for the ranks of loom-run ------------===//
 
 #include "Loader.h"
+#include "../Comm.h"
 #include "loom/runtime/BundleCheck.h"
 
 #include "loom/runtime/Strided.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -404,6 +406,50 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
     out.notOwned.insert(p);
   }
   return true;
+}
+
+int64_t packOutput(loom_rt_ctx *ctx, const OutputSpec &o, const OutputView &v,
+                   Buffer &buf, int64_t &capacity,
+                   std::vector<int64_t> &shape) {
+  int64_t es = dtypeSize(o.dtype), n = 1;
+  shape.assign(v.sizes, v.sizes + o.rank);
+  for (int64_t d : shape)
+    n *= d;
+  if (!buf || n * es > capacity) {
+    buf = allocBuffer(std::max<int64_t>(n * es, 1));
+    if (!buf)
+      loom::rt::failRank(ctx, "out of memory for the boundary result '" +
+                                  o.name + "'");
+    capacity = n * es;
+  }
+  std::vector<int64_t> rowMajor(size_t(o.rank));
+  rowMajorStrides(o.rank, shape.data(), rowMajor.data());
+  if (n > 0)
+    copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
+                v.strides, buf.get(), rowMajor.data());
+  return n;
+}
+
+Buffer recvBoundary(loom_rt_ctx *ctx, const TensorSpec &t, int64_t src,
+                    int64_t tag, std::vector<int64_t> &shape) {
+  shape.assign(t.shape.size(), 0);
+  loom_rt_recv(ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()), src,
+               tag + 1);
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || (t.shape[d] >= 0 && shape[d] != t.shape[d]))
+      loom::rt::failRank(ctx, "boundary input '" + t.name +
+                                  "' received the shape " +
+                                  shapeString(shape) + ", expected " +
+                                  shapeString(t.shape));
+    n *= shape[d];
+  }
+  Buffer b = allocBuffer(std::max<int64_t>(n * dtypeSize(t.dtype), 1));
+  if (!b)
+    loom::rt::failRank(ctx, "out of memory for the boundary input '" +
+                                t.name + "'");
+  loom_rt_recv(ctx, rtDtype(t.dtype), b.get(), n, src, tag);
+  return b;
 }
 
 std::vector<OutputView> outputViews(const Entry &e,
