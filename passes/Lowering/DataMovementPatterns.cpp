@@ -220,14 +220,7 @@ FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
     // The table of a tied LM head, in the head's layout: the rows' bytes
     // as stored first (R bytes per id), then dequantized from them.
     Value rows = gatherInterleavedRows(table, ids, interleaveOf(quant));
-    return generic(type, {}, {}, sizes,
-                   [&](OpBuilder &bb, Location l, ValueRange) -> Value {
-                     SmallVector<Value> at;
-                     for (unsigned d = 0; d + 1 < rank; ++d)
-                       at.push_back(linalg::IndexOp::create(bb, l, d));
-                     Value k = linalg::IndexOp::create(bb, l, rank - 1);
-                     return dequantElement(bb, l, rows, at, k, quant);
-                   });
+    return dequantizeRows(type, sizes, rows, quant);
   }
   return generic(
       type, {ids}, {idsMap(rank)}, sizes,

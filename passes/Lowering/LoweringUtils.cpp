@@ -176,6 +176,19 @@ AffineMap Emitter::broadcastMap(Value input, unsigned rank) {
   return AffineMap::get(rank, 0, exprs, b.getContext());
 }
 
+Value Emitter::dequantizeRows(RankedTensorType type, ArrayRef<Value> sizes,
+                              Value bytes, QuantAttr quant) {
+  int64_t rank = type.getRank();
+  return generic(type, {}, {}, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+                   SmallVector<Value> rows;
+                   for (int64_t d = 0; d + 1 < rank; ++d)
+                     rows.push_back(linalg::IndexOp::create(bb, l, d));
+                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
+                   return dequantElement(bb, l, bytes, rows, k, quant);
+                 });
+}
+
 Value Emitter::generic(RankedTensorType type, ValueRange inputs,
                        ArrayRef<AffineMap> maps, ArrayRef<Value> sizes,
                        BodyFn body) {

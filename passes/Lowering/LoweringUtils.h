@@ -116,6 +116,10 @@ public:
                 llvm::ArrayRef<Value> sizes, BodyFn body);
   /// Elementwise with numpy broadcasting.
   Value elementwise(RankedTensorType type, ValueRange inputs, BodyFn body);
+  /// `type` (f32) dequantized from `bytes`, rows of blocks as stored (the
+  /// last dimension is K), sizes from `sizes`.
+  Value dequantizeRows(RankedTensorType type, llvm::ArrayRef<Value> sizes,
+                       Value bytes, QuantAttr quant);
   /// Reduces `input` over `axes` (sorted, normalised) with `combine`,
   /// starting from `init`; the result drops the reduced axes. `pre` maps
   /// each input element before combining (may be null).

@@ -180,16 +180,7 @@ FailureOr<Value> QuantEmitter::dequantize(Operation *op, Value original,
   SmallVector<Value> sizes;
   for (int64_t d : type.getShape())
     sizes.push_back(cIndex(d));
-  QuantAttr quant = q.getQuant();
-  int64_t rank = type.getRank();
-  return generic(type, {}, {}, sizes,
-                 [&](OpBuilder &bb, Location l, ValueRange) -> Value {
-                   SmallVector<Value> rows;
-                   for (int64_t d = 0; d + 1 < rank; ++d)
-                     rows.push_back(linalg::IndexOp::create(bb, l, d));
-                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
-                   return dequantElement(bb, l, weight, rows, k, quant);
-                 });
+  return dequantizeRows(type, sizes, weight, q.getQuant());
 }
 
 FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
