@@ -18,6 +18,9 @@
 #include <atomic>
 #include <dlfcn.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <mutex>
+#include <map>
 
 namespace fs = std::filesystem;
 
@@ -116,33 +119,47 @@ namespace {
 /// dlopen matches an already loaded object by the name it was opened with
 /// before it looks at the file, so opening a bundle's library by its path
 /// after the bundle was rebuilt at the same place (loomc writes a new file
-/// and renames it over the old one) would return the old code. The library
-/// is therefore opened through a symlink of a name never used before; glibc
-/// then identifies it by its file (device and inode): the same unchanged
-/// file shares one handle, a rebuilt one is loaded anew. Without a writable
-/// temporary directory it is opened by its path.
-void *dlopenFresh(const fs::path &lib) {
+/// and renames it over the old one) would return the old code. A path is
+/// opened by its name the first time (so debuggers and sanitizers name the
+/// library by its file); when the file under an already opened path is
+/// another one (device and inode), it is opened through a symlink of a name
+/// never used before, which glibc identifies by its file: the same file
+/// shares one handle, a rebuilt one is loaded anew.
+void *dlopenViaFreshName(const fs::path &lib) {
   static std::atomic<unsigned long> counter{0};
   std::error_code ec;
   fs::path tmp = fs::temp_directory_path(ec);
   fs::path abs = fs::absolute(lib, ec);
-  if (!tmp.empty() && !abs.empty()) {
-    std::string tmpl = (tmp / "loom-dl-XXXXXX").string();
-    if (char *dir = mkdtemp(tmpl.data())) {
-      fs::path link = fs::path(dir) /
-                      (std::to_string(getpid()) + "-" +
-                       std::to_string(counter.fetch_add(1)) + "-" +
-                       lib.filename().string());
-      void *handle = nullptr;
-      if (symlink(abs.c_str(), link.c_str()) == 0) {
-        handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
-        unlink(link.c_str());
-      }
-      rmdir(dir);
-      if (handle)
-        return handle;
-    }
+  if (tmp.empty() || abs.empty())
+    return nullptr;
+  std::string tmpl = (tmp / "loom-dl-XXXXXX").string();
+  char *dir = mkdtemp(tmpl.data());
+  if (!dir)
+    return nullptr;
+  fs::path link = fs::path(dir) / (std::to_string(getpid()) + "-" +
+                                   std::to_string(counter.fetch_add(1)) +
+                                   "-" + lib.filename().string());
+  void *handle = nullptr;
+  if (symlink(abs.c_str(), link.c_str()) == 0) {
+    handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
+    unlink(link.c_str());
   }
+  rmdir(dir);
+  return handle;
+}
+
+void *dlopenFresh(const fs::path &lib) {
+  static std::mutex mu;
+  // The file each path name was first opened as.
+  static std::map<std::string, std::pair<dev_t, ino_t>> opened;
+  struct stat st;
+  if (stat(lib.c_str(), &st) != 0)
+    return dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL); // its error
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, first] = opened.try_emplace(lib.string(), st.st_dev, st.st_ino);
+  if (!first && it->second != std::make_pair(st.st_dev, st.st_ino))
+    if (void *handle = dlopenViaFreshName(lib))
+      return handle;
   return dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
 }
 } // namespace
