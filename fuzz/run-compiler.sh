@@ -42,7 +42,7 @@ LIBS=(-Wl,--start-group "$BUILD"/lib/libLoom*.a "$BUILD"/lib/libloom_cost.a
       "$BUILD"/lib/libloom_quant.a "$BUILD"/lib/libloom_formats.a
       "$BUILD"/lib/libloom_support.a -Wl,--end-group
       -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lMLIR -lLLVM
-      -lonnx_proto -lprotobuf -lpthread)
+      -lonnx -lonnx_proto -lprotobuf -lpthread)
 
 # Generated seeds (valid models) once per work dir; fuzz/seeds/onnx/ holds
 # the inputs of past findings, replayed by every run.

@@ -606,19 +606,29 @@ struct P2PScope {
 
 } // namespace
 
+namespace {
+/// Fills a request that is not in flight (failing the rank if it is).
+void startRequest(loom_rt_ctx &ctx, P2PRequest &req, bool isSend,
+                  int32_t dtype, void *buf, int64_t count, int64_t peer,
+                  int64_t tag) {
+  if (req.active)
+    failCurrent(ctx, "the request is still in flight (wait for it first)");
+  req = P2PRequest();
+  req.active = true;
+  req.isSend = isSend;
+  req.dtype = dtype;
+  req.buf = buf;
+  req.count = count;
+  req.peer = peer;
+  req.tag = tag;
+}
+} // namespace
+
 void isend(loom_rt_ctx *ctx, int32_t dtype, const void *buf, int64_t count,
            int64_t dst, int64_t tag, P2PRequest &req) {
   P2PScope s(*ctx, "isend", dtype, count, dst, tag);
   checkPtr(*ctx, buf, count, "send");
-  if (req.active)
-    failCurrent(*ctx, "the request is still in flight (wait for it first)");
-  req = P2PRequest();
-  req.active = true;
-  req.isSend = true;
-  req.dtype = dtype;
-  req.count = count;
-  req.peer = dst;
-  req.tag = tag;
+  startRequest(*ctx, req, /*isSend=*/true, dtype, nullptr, count, dst, tag);
   ctx->comm->isend(*ctx, dtype, buf, count, dst, tag, req);
 }
 
@@ -626,15 +636,7 @@ void irecv(loom_rt_ctx *ctx, int32_t dtype, void *buf, int64_t count,
            int64_t src, int64_t tag, P2PRequest &req) {
   P2PScope s(*ctx, "irecv", dtype, count, src, tag);
   checkPtr(*ctx, buf, count, "receive");
-  if (req.active)
-    failCurrent(*ctx, "the request is still in flight (wait for it first)");
-  req = P2PRequest();
-  req.active = true;
-  req.dtype = dtype;
-  req.buf = buf;
-  req.count = count;
-  req.peer = src;
-  req.tag = tag;
+  startRequest(*ctx, req, /*isSend=*/false, dtype, buf, count, src, tag);
   ctx->comm->irecv(*ctx, dtype, buf, count, src, tag, req);
 }
 

@@ -25,6 +25,7 @@
 
 #include "lib/Import/Import.h"
 #include "lib/Import/Onnx/OnnxImporter.h"
+#include "lib/Import/OnnxConvert.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -32,6 +33,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -39,6 +41,16 @@ namespace loom::onnx_import {
 
 /// Reads a TensorProto's elements into a host tensor (inline data only;
 /// external data is read from its file).
+/// "string (8)": an ONNX element type by name and code, for messages.
+static std::string dtName(int dt) {
+  std::string n = onnx::TensorProto_DataType_IsValid(dt)
+                      ? onnx::TensorProto_DataType_Name(dt)
+                      : std::string("unknown");
+  for (char &ch : n)
+    ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return n + " (" + std::to_string(dt) + ")";
+}
+
 bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
   h.dt = t.data_type();
   h.shape.clear();
@@ -297,7 +309,7 @@ bool Importer::readShape(const onnx::TypeProto &type, StringRef name,
   val.dt = type.tensor_type().elem_type();
   if (!elemType(val.dt))
     return fail("graph input '" + name + "' has unsupported element type " +
-                Twine(val.dt));
+                dtName(val.dt));
   for (const auto &d : type.tensor_type().shape().dim()) {
     if (d.has_dim_value()) {
       if (d.dim_value() < 0 || d.dim_value() > kMaxDim)
@@ -985,6 +997,7 @@ const OnnxOpTable &onnxOps() {
   static const OnnxOpTable table = [] {
     OnnxOpTable t;
     registerElementwiseOps(t);
+    registerActivationOps(t);
     registerMatmulOps(t);
     registerNormalizationOps(t);
     registerShapeOps(t);
@@ -1087,6 +1100,47 @@ bool Importer::importNode(const onnx::NodeProto &node) {
   return true;
 }
 
+/// Models below opset 13 go through libonnx's C++ version converter (to
+/// opset 17, the newest that Debian's libonnx 1.12 knows). The weights stay
+/// where they are in the file: an initializer or Constant the converter
+/// rewrote (its raw_data no longer the file's bytes) loses its in-place
+/// reference and is inlined when small, refused when not.
+bool Importer::upgradeOpset(int64_t opset) {
+  constexpr int kTarget = 17;
+  std::string error;
+  if (!upgradeOnnxOpset(model, kTarget, error))
+    return fail("default-domain opset " + Twine(opset) +
+                " could not be upgraded to " + Twine(kTarget) +
+                " with ONNX's version converter: " + error +
+                "; export the model at opset 13 or newer");
+  StringRef bytes = file->getBuffer();
+  auto same = [&](const OnnxRawLocation &at, const std::string &raw) {
+    return at.size == raw.size() && at.offset + at.size <= bytes.size() &&
+           bytes.substr(at.offset, at.size) == raw;
+  };
+  for (const auto &t : model.graph().initializer()) {
+    auto it = rawIndex.initializers.find(t.name());
+    if (it != rawIndex.initializers.end() && !same(it->second, t.raw_data()))
+      rawIndex.initializers.erase(it);
+  }
+  for (const auto &n : model.graph().node()) {
+    if (n.op_type() != "Constant" || n.output_size() != 1)
+      continue;
+    auto it = rawIndex.constants.find(n.output(0));
+    if (it == rawIndex.constants.end())
+      continue;
+    const onnx::AttributeProto *v = nullptr;
+    for (const auto &a : n.attribute())
+      if (a.name() == "value")
+        v = &a;
+    if (!v || !same(it->second, v->t().raw_data()))
+      rawIndex.constants.erase(it);
+  }
+  llvm::errs() << path << ": note: opset " << opset << " upgraded to "
+               << kTarget << " with ONNX's version converter\n";
+  return true;
+}
+
 OwningOpRef<ModuleOp> Importer::run() {
   auto bufOr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                            /*RequiresNullTerminator=*/false);
@@ -1120,12 +1174,15 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opset = o.version();
-  if (opset < 13 || opset > 21) {
+  if (opset < 1 || opset > 21) {
     fail("default-domain opset " + Twine(opset) +
-         " is not supported (13-21 are); convert the model with "
+         " is not supported (1-21 are; below 13 through ONNX's version "
+         "converter); convert the model with "
          "onnx.version_converter.convert_version(model, 17)");
     return nullptr;
   }
+  if (opset < 13 && !upgradeOpset(opset))
+    return nullptr;
   const onnx::GraphProto &g = model.graph();
 
   // Initializers.
@@ -1134,7 +1191,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     v.dt = t.data_type();
     if (!dtBytes(v.dt)) {
       fail("initializer '" + t.name() + "' has unsupported element type " +
-           Twine(v.dt));
+           dtName(v.dt));
       return nullptr;
     }
     for (int64_t d : t.dims()) {

@@ -53,33 +53,35 @@ Value AttentionEmitter::attentionGemm(Operation *op, Value a, Value rhs,
     // filled part into a contiguous tensor).
     if (cast<RankedTensorType>(rhsCache.getType()).getDimSize(0) != 1)
       return {};
-    Value bufA = bufferOf(a), bufB = bufferOf(rhsCache);
-    Value bufC = allocLike(type, sizes);
     Value rowsA = arith::MulIOp::create(b, loc, m, k);
     Value rowsC = arith::MulIOp::create(b, loc, m, n);
     Value headB =
         arith::MulIOp::create(b, loc, dim(rhsCache, 2), dim(rhsCache, 3));
-    for (int64_t h = 0; h < heads / group; ++h) {
-      auto at = [&](Value buf, Value perHead, int64_t count) {
-        return ptrAt(buf,
-                     arith::MulIOp::create(b, loc, perHead, cIndex(h * count)));
-      };
-      callRuntime("loom_rt_sgemm_batched",
-                  ValueRange{ctx, cI32(0), cI32(tb), cI64(group), cI64(group),
-                             cI64(group), indexToI64(m), indexToI64(n),
-                             indexToI64(k), at(bufA, rowsA, group),
-                             at(bufB, headB, 1), at(bufC, rowsC, group)});
-    }
-    return toTensor(bufC, type);
+    Value mv = indexToI64(m), nv = indexToI64(n), kv = indexToI64(k);
+    Value tb32 = cI32(tb), zero = cI32(0), g = cI64(group);
+    return kernel({a, rhsCache}, type, sizes, [&](ValueRange bufs) {
+      for (int64_t h = 0; h < heads / group; ++h) {
+        auto at = [&](Value buf, Value perHead, int64_t count) {
+          return ptrAt(
+              buf, arith::MulIOp::create(b, loc, perHead, cIndex(h * count)));
+        };
+        callRuntime("loom_rt_sgemm_batched",
+                    ValueRange{ctx, zero, tb32, g, g, g, mv, nv, kv,
+                               at(bufs[0], rowsA, group), at(bufs[1], headB, 1),
+                               at(bufs[2], rowsC, group)});
+      }
+    });
   }
   Value batch = arith::MulIOp::create(b, loc, dim(a, 0), cIndex(heads));
-  Value bufA = bufferOf(a), bufB = bufferOf(rhs);
-  Value bufC = allocLike(type, sizes);
-  callRuntime("loom_rt_sgemm_batched",
-              ValueRange{ctx, cI32(0), cI32(tb), indexToI64(batch), cI64(heads),
-                         cI64(group), indexToI64(m), indexToI64(n),
-                         indexToI64(k), ptrOf(bufA), ptrOf(bufB), ptrOf(bufC)});
-  return toTensor(bufC, type);
+  SmallVector<Value> args{ctx,           cI32(0),      cI32(tb),     indexToI64(batch),
+                  cI64(heads),   cI64(group),  indexToI64(m), indexToI64(n),
+                  indexToI64(k)};
+  return kernel({a, rhs}, type, sizes, [&](ValueRange bufs) {
+    SmallVector<Value> all = args;
+    for (Value buf : bufs)
+      all.push_back(ptrOf(buf));
+    callRuntime("loom_rt_sgemm_batched", all);
+  });
 }
 
 Value AttentionEmitter::headProduct(RankedTensorType type, Value lhs, Value rhs,

@@ -3,9 +3,10 @@
 // The lowered module (linalg, tensor, arith on tensors, and the loom
 // collectives that loom-convert-loom-to-linalg left) becomes code on
 // buffers: upstream one-shot module bufferization with the options the
-// entry points need, plus the collectives' BufferizableOpInterface models
-// (CollectivePatterns.cpp), which emit their runtime calls on the buffers
-// the analysis chose. The analysis therefore sees every read and write of a
+// entry points need, plus the BufferizableOpInterface models of the
+// collectives (CollectivePatterns.cpp) and of loom_cpu.kernel (the GEMM and
+// quantized-kernel calls, KernelCall.cpp), which emit their runtime calls on
+// the buffers the analysis chose. The analysis therefore sees every read and write of a
 // call: no buffer handed to a call is overwritten before the call, and a
 // call's result is an ordinary buffer that later ops may overwrite in place.
 //
@@ -36,6 +37,7 @@ struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     Base::getDependentDialects(registry);
     registerCollectiveBufferizationModels(registry);
+    registerKernelDialect(registry);
   }
 
   void runOnOperation() override {

@@ -2,7 +2,8 @@
 //
 // Reshape, transpose, concat and slice become tensor/linalg ops; gather and
 // embedding a generic reading the table (an embedding checks its ids first
-// and dequantizes quantized tables row by row).
+// and dequantizes quantized tables row by row, reading a table in the
+// interleaved layout of a tied LM head through that layout).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,16 @@ struct MovementEmitter : Emitter {
   /// ONNX Gather), before any row is read: one unsigned compare per id.
   void checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a, bool negative);
   FailureOr<Value> quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a);
+  /// The bytes of the table's rows `ids` as stored ([ids..., R] i8), read
+  /// from `table` ([N, R] i8) in the interleaved layout `il`: row r of a
+  /// full group is lane r % 8 of group r / 8, the rows after the last full
+  /// group are as stored (interleaveOf, docs/QUANTIZE.md).
+  Value gatherInterleavedRows(Value table, Value ids, QWeightInterleave il);
+  /// Reads the ids (the leading dims) inside `rank` loops over [ids..., x].
+  AffineMap idsMap(unsigned rank) {
+    return AffineMap::getMultiDimIdentityMap(rank, b.getContext())
+        .dropResult(rank - 1);
+  }
 };
 
 } // namespace
@@ -117,6 +128,79 @@ void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
       });
 }
 
+Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
+                                             QWeightInterleave il) {
+  auto idType = cast<RankedTensorType>(ids.getType());
+  auto tableType = cast<RankedTensorType>(table.getType());
+  unsigned rank = idType.getRank() + 1;
+  SmallVector<int64_t> shape(idType.getShape());
+  shape.push_back(tableType.getShape().back());
+  auto type = RankedTensorType::get(shape, b.getI8Type());
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    sizes.push_back(dim(ids, d));
+  Value r = dim(table, 1);
+  sizes.push_back(r);
+  const int64_t g = il.rows, head = il.fields * il.fieldBytes;
+  // The rows in full groups: N rounded down to g.
+  Value full = tableType.isDynamicDim(0)
+                   ? arith::MulIOp::create(
+                         b, loc,
+                         arith::DivUIOp::create(b, loc, dim(table, 0),
+                                                cIndex(g)),
+                         cIndex(g))
+                         .getResult()
+                   : cIndex(tableType.getDimSize(0) / g * g);
+  return generic(
+      type, {ids}, {idsMap(rank)}, sizes,
+      [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
+        auto c = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(bb, l, v);
+        };
+        auto add = [&](Value x, Value y) -> Value {
+          return arith::AddIOp::create(bb, l, x, y);
+        };
+        auto mul = [&](Value x, int64_t y) -> Value {
+          return arith::MulIOp::create(bb, l, x, c(y));
+        };
+        auto div = [&](Value x, int64_t y) -> Value {
+          return arith::DivUIOp::create(bb, l, x, c(y));
+        };
+        auto rem = [&](Value x, int64_t y) -> Value {
+          return arith::RemUIOp::create(bb, l, x, c(y));
+        };
+        Value row = arith::IndexCastOp::create(bb, l, bb.getIndexType(), a[0]);
+        Value o = linalg::IndexOp::create(bb, l, rank - 1);
+        // Byte o of row `row` (ids are checked: row < n): in a full group,
+        // group row / g, block o / blockBytes; in the block, header field
+        // bytes of the g rows field by field, then the values' units.
+        Value lane = rem(row, g), inBlock = rem(o, il.blockBytes);
+        Value groupBase =
+            add(arith::MulIOp::create(bb, l, mul(div(row, g), g), r),
+                mul(div(o, il.blockBytes), g * il.blockBytes));
+        Value field =
+            add(add(mul(div(inBlock, il.fieldBytes), g * il.fieldBytes),
+                    mul(lane, il.fieldBytes)),
+                rem(inBlock, il.fieldBytes));
+        Value j = arith::SubIOp::create(
+            bb, l, arith::MaxUIOp::create(bb, l, inBlock, c(head)), c(head));
+        Value value =
+            add(add(c(g * head), mul(div(j, il.unitBytes), g * il.unitBytes)),
+                add(mul(lane, il.unitBytes), rem(j, il.unitBytes)));
+        Value isField = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::ult,
+                                              inBlock, c(head));
+        Value flat = add(groupBase,
+                         arith::SelectOp::create(bb, l, isField, field, value));
+        Value grouped =
+            arith::CmpIOp::create(bb, l, arith::CmpIPredicate::ult, row, full);
+        Value at0 = arith::SelectOp::create(
+            bb, l, grouped, arith::DivUIOp::create(bb, l, flat, r), row);
+        Value at1 = arith::SelectOp::create(
+            bb, l, grouped, arith::RemUIOp::create(bb, l, flat, r), o);
+        return tensor::ExtractOp::create(bb, l, table, ValueRange{at0, at1});
+      });
+}
+
 FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
                                                      EmbeddingOp::Adaptor a) {
   Value table = a.getTable();
@@ -124,9 +208,6 @@ FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
   if (!w)
     return op.emitOpError() << "quantized embedding tables lower to CPU "
                                "code only as entry-point weights";
-  if (w->interleaved)
-    return op.emitOpError() << "an embedding table cannot be stored in the "
-                               "interleaved layout";
   QuantAttr quant = w->type.getQuant();
   Value ids = a.getIds();
   auto type = op.getResult().getType();
@@ -135,12 +216,14 @@ FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
   for (unsigned d = 0; d + 1 < rank; ++d)
     sizes.push_back(dim(ids, d));
   sizes.push_back(cIndex(type.getShape().back()));
-  SmallVector<AffineExpr> idExprs;
-  for (unsigned d = 0; d + 1 < rank; ++d)
-    idExprs.push_back(b.getAffineDimExpr(d));
-  AffineMap idMap = AffineMap::get(rank, 0, idExprs, b.getContext());
+  if (w->interleaved) {
+    // The table of a tied LM head, in the head's layout: the rows' bytes
+    // as stored first (R bytes per id), then dequantized from them.
+    Value rows = gatherInterleavedRows(table, ids, interleaveOf(quant));
+    return dequantizeRows(type, sizes, rows, quant);
+  }
   return generic(
-      type, {ids}, {idMap}, sizes,
+      type, {ids}, {idsMap(rank)}, sizes,
       [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
         Value row = arith::IndexCastOp::create(bb, l, bb.getIndexType(), a[0]);
         Value k = linalg::IndexOp::create(bb, l, rank - 1);

@@ -31,10 +31,9 @@ void buildLowerPassPipeline(OpPassManager &pm,
   if (options.outlineLayers)
     pm.addPass(createOutlineRepeatedLayersPass());
 
-  // CSE on loom ops. Not after the lowering: the GEMM and quantized-kernel
-  // calls still take their operands through a to_buffer at each call site,
-  // which CSE would merge (LoweringUtils.cpp, bufferOf); the collectives
-  // no longer do (loom-bufferize).
+  // CSE on loom ops, and again on what they became: runtime calls are
+  // loom_cpu.kernel ops (KernelCall.h) or collectives, which CSE never
+  // merges and whose reads and writes bufferization sees.
   pm.addPass(createCSEPass());
   ConvertLoomToLinalgPassOptions lower;
   lower.qmatmul = options.qmatmul;
@@ -42,6 +41,7 @@ void buildLowerPassPipeline(OpPassManager &pm,
   lower.qmmTile = options.qmmTile;
   lower.qmmPrefetch = options.qmmPrefetch;
   pm.addPass(createConvertLoomToLinalgPass(lower));
+  pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createApproximateMathPass());

@@ -176,6 +176,19 @@ AffineMap Emitter::broadcastMap(Value input, unsigned rank) {
   return AffineMap::get(rank, 0, exprs, b.getContext());
 }
 
+Value Emitter::dequantizeRows(RankedTensorType type, ArrayRef<Value> sizes,
+                              Value bytes, QuantAttr quant) {
+  int64_t rank = type.getRank();
+  return generic(type, {}, {}, sizes,
+                 [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+                   SmallVector<Value> rows;
+                   for (int64_t d = 0; d + 1 < rank; ++d)
+                     rows.push_back(linalg::IndexOp::create(bb, l, d));
+                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
+                   return dequantElement(bb, l, bytes, rows, k, quant);
+                 });
+}
+
 Value Emitter::generic(RankedTensorType type, ValueRange inputs,
                        ArrayRef<AffineMap> maps, ArrayRef<Value> sizes,
                        BodyFn body) {
@@ -567,13 +580,13 @@ Value Emitter::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
   for (int64_t d = 0; d + 1 < type.getRank(); ++d)
     cSizes.push_back(ta ? dim(lhs, 1) : dim(lhs, d));
   cSizes.push_back(n);
-  Value bufA = bufferOf(lhs), bufB = bufferOf(rhs);
-  Value bufC = allocLike(type, cSizes);
-  callRuntime("loom_rt_sgemm",
-              ValueRange{ctx, cI32(ta), cI32(tb), indexToI64(m), indexToI64(n),
-                         indexToI64(kv), ptrOf(bufA), ptrOf(bufB),
-                         ptrOf(bufC)});
-  return toTensor(bufC, type);
+  Value mv = indexToI64(m), nv = indexToI64(n), kv64 = indexToI64(kv);
+  Value ta32 = cI32(ta), tb32 = cI32(tb);
+  return kernel({lhs, rhs}, type, cSizes, [&](ValueRange bufs) {
+    callRuntime("loom_rt_sgemm",
+                ValueRange{ctx, ta32, tb32, mv, nv, kv64, ptrOf(bufs[0]),
+                           ptrOf(bufs[1]), ptrOf(bufs[2])});
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -602,15 +615,14 @@ FailureOr<Value> loom::lowering::contextOf(Operation *op) {
             "supported)";
 }
 
-/// The buffer of `tensor` for a runtime call that reads it right after.
-/// Each call gets its own to_buffer at the call site (CSE must not merge
-/// them): the one-shot analysis sees the read there, and keeps the buffer
-/// unmodified until then.
-Value Emitter::bufferOf(Value tensor) {
-  auto t = cast<RankedTensorType>(tensor.getType());
-  auto mt = MemRefType::get(t.getShape(), t.getElementType());
-  return bufferization::ToBufferOp::create(b, loc, mt, tensor,
-                                           /*read_only=*/true);
+Value Emitter::kernel(ValueRange inputs, RankedTensorType type,
+                      ArrayRef<Value> sizes,
+                      llvm::function_ref<void(ValueRange)> body) {
+  return KernelOp::create(b, loc, inputs, ValueRange{emptyAll(type, sizes)},
+                          [&](OpBuilder &, Location, ValueRange bufs) {
+                            body(bufs);
+                          })
+      .getResult(0);
 }
 
 Value Emitter::allocLike(RankedTensorType type, ArrayRef<Value> allSizes) {
@@ -638,16 +650,6 @@ Value Emitter::ptrAt(Value memref, Value offset) {
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
-}
-
-Value Emitter::toTensor(Value memref, RankedTensorType type) {
-  // Not writable: a runtime call reads its inputs through raw pointers that
-  // the bufferization analysis cannot see, so a buffer handed to one call
-  // must never be overwritten in place by a later op (to_buffer of this
-  // tensor folds to `memref` itself).
-  return bufferization::ToTensorOp::create(b, loc, type, memref,
-                                           /*restrict=*/true,
-                                           /*writable=*/false);
 }
 
 Value Emitter::cString(StringRef text) {

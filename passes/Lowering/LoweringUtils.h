@@ -25,6 +25,7 @@
 #ifndef LOOM_PASSES_LOWERING_LOWERINGUTILS_H
 #define LOOM_PASSES_LOWERING_LOWERINGUTILS_H
 
+#include "passes/Lowering/KernelCall.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Lowering/QuantKernels.h"
 
@@ -115,6 +116,10 @@ public:
                 llvm::ArrayRef<Value> sizes, BodyFn body);
   /// Elementwise with numpy broadcasting.
   Value elementwise(RankedTensorType type, ValueRange inputs, BodyFn body);
+  /// `type` (f32) dequantized from `bytes`, rows of blocks as stored (the
+  /// last dimension is K), sizes from `sizes`.
+  Value dequantizeRows(RankedTensorType type, llvm::ArrayRef<Value> sizes,
+                       Value bytes, QuantAttr quant);
   /// Reduces `input` over `axes` (sorted, normalised) with `combine`,
   /// starting from `init`; the result drops the reduced axes. `pre` maps
   /// each input element before combining (may be null).
@@ -147,15 +152,17 @@ public:
   /// Calls the runtime function `name` (a row of RuntimeABI.h's table,
   /// declared from it on first use).
   mlir::func::CallOp callRuntime(llvm::StringRef name, ValueRange args);
-  /// The buffer of `tensor` for a runtime call that reads it right after.
-  Value bufferOf(Value tensor);
+  /// A loom_cpu.kernel (KernelCall.h) reading `inputs` and writing a fresh
+  /// tensor of `type` (all sizes given): `body` emits the runtime calls on
+  /// the buffers (inputs, then the result's), at the kernel's body.
+  Value kernel(ValueRange inputs, RankedTensorType type,
+               llvm::ArrayRef<Value> sizes,
+               llvm::function_ref<void(ValueRange)> body);
   Value allocLike(RankedTensorType type, llvm::ArrayRef<Value> allSizes);
   Value ptrOf(Value memref);
   /// The address of element `offset` (row-major) of an identity-layout
   /// buffer.
   Value ptrAt(Value memref, Value offset);
-  /// The tensor of a buffer written by a runtime call (not writable).
-  Value toTensor(Value memref, RankedTensorType type);
   /// A pointer to a NUL-terminated constant string (an LLVM global, one per
   /// distinct text).
   Value cString(llvm::StringRef text);

@@ -4,6 +4,7 @@
 #define LOOM_PASSES_LOWERING_PASSES_H
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "passes/Lowering/KernelCall.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -29,26 +29,32 @@ struct PrepareEntryPointsPass
   using Base::Base;
 
   /// Whether a quantized weight gets the interleaved layout: every use a
-  /// qmatmul kernel with int8 activations, and at least one full group of
-  /// rows. Those kernels read a group's 8 rows in the 8 lanes of their dot
-  /// products (decode: one stream; prefill: each unit unpacked once for 4
-  /// rows of x); the f32-activation kernels keep the rows as stored
-  /// (docs/QUANTIZE.md).
+  /// qmatmul kernel with int8 activations, or the table of a loom.embedding
+  /// (a tied LM head: the gather reads its rows through the layout), at
+  /// least one qmatmul, and at least one full group of rows. Those kernels
+  /// read a group's 8 rows in the 8 lanes of their dot products (decode:
+  /// one stream; prefill: each unit unpacked once for 4 rows of x); the
+  /// f32-activation kernels keep the rows as stored (docs/QUANTIZE.md).
   bool interleaves(MutableArrayRef<WeightOp> uses) const {
     auto q = dyn_cast<QTensorType>(uses.front().getType());
     if (!interleave || !q || !q.getStorageType() ||
         q.getShape().size() != 2 || q.getShape()[0] < kQWeightInterleaveRows)
       return false;
+    bool matmul = false;
     for (WeightOp w : uses)
       for (OpOperand &use : w->getUses()) {
+        if (auto emb = dyn_cast<EmbeddingOp>(use.getOwner());
+            emb && use.get() == emb.getTable())
+          continue;
         auto mm = dyn_cast<QMatmulOp>(use.getOwner());
         if (!mm || use.get() != mm.getWeight())
           return false;
         QMatmulLowering how = chooseQMatmulLowering(mm, q, qmatmul);
         if (!how.kernel || !activationLevels(how.act))
           return false;
+        matmul = true;
       }
-    return true;
+    return matmul;
   }
 
   void runOnOperation() override {

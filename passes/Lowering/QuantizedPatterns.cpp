@@ -180,16 +180,7 @@ FailureOr<Value> QuantEmitter::dequantize(Operation *op, Value original,
   SmallVector<Value> sizes;
   for (int64_t d : type.getShape())
     sizes.push_back(cIndex(d));
-  QuantAttr quant = q.getQuant();
-  int64_t rank = type.getRank();
-  return generic(type, {}, {}, sizes,
-                 [&](OpBuilder &bb, Location l, ValueRange) -> Value {
-                   SmallVector<Value> rows;
-                   for (int64_t d = 0; d + 1 < rank; ++d)
-                     rows.push_back(linalg::IndexOp::create(bb, l, d));
-                   Value k = linalg::IndexOp::create(bb, l, rank - 1);
-                   return dequantElement(bb, l, weight, rows, k, quant);
-                 });
+  return dequantizeRows(type, sizes, weight, q.getQuant());
 }
 
 FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
@@ -213,7 +204,7 @@ FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
   if (!how.kernel)
     return Value();
   int64_t k = qt.getShape()[1];
-  func::FuncOp kernel = getOrCreateQMatmulKernel(
+  func::FuncOp fn = getOrCreateQMatmulKernel(
       b, op->getParentOfType<ModuleOp>(), qt.getQuant(), k, how.act,
       how.targetIsa, interleave, opts.tuning);
   int64_t dyn = ShapedType::kDynamic;
@@ -236,27 +227,27 @@ FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
   for (int64_t d = 0; d + 1 < rank; ++d)
     ySizes.push_back(dim(x, d));
   ySizes.push_back(cIndex(qt.getShape()[0]));
-  Value xb = castTo(collapse(bufferOf(x)), {dyn, k}, b.getF32Type());
   Value wv = w->bytes;
-  auto wst = cast<RankedTensorType>(wv.getType());
-  Value wb = castTo(bufferOf(wv), {dyn, wst.getShape().back()}, b.getI8Type());
-  Value yAlloc = allocLike(type, ySizes);
-  Value yb = castTo(collapse(yAlloc), {dyn, dyn}, b.getF32Type());
-  SmallVector<Value> args{xb, wb, yb};
-  if (int64_t levels = activationLevels(how.act)) {
-    // Scratch of the int8 activations: codes, scales, offsets, sums.
-    Value m = numElements(x, 0, rank - 1);
-    int64_t nb = k / qt.getQuant().getBlockSize();
-    for (auto [cols, elt] :
-         {std::pair<int64_t, Type>{levels * k, b.getI8Type()},
-          {nb, b.getF32Type()},
-          {levels * nb, b.getI32Type()},
-          {nb, b.getF32Type()}})
-      args.push_back(memref::AllocOp::create(
-          b, loc, MemRefType::get({dyn, cols}, elt), ValueRange{m}));
-  }
-  func::CallOp::create(b, loc, kernel, args);
-  return toTensor(yAlloc, type);
+  int64_t wCols = cast<RankedTensorType>(wv.getType()).getShape().back();
+  Value m = activationLevels(how.act) ? numElements(x, 0, rank - 1) : Value();
+  return kernel({x, wv}, type, ySizes, [&](ValueRange bufs) {
+    SmallVector<Value> args{castTo(collapse(bufs[0]), {dyn, k}, b.getF32Type()),
+                            castTo(bufs[1], {dyn, wCols}, b.getI8Type()),
+                            castTo(collapse(bufs[2]), {dyn, dyn},
+                                   b.getF32Type())};
+    if (int64_t levels = activationLevels(how.act)) {
+      // Scratch of the int8 activations: codes, scales, offsets, sums.
+      int64_t nb = k / qt.getQuant().getBlockSize();
+      for (auto [cols, elt] :
+           {std::pair<int64_t, Type>{levels * k, b.getI8Type()},
+            {nb, b.getF32Type()},
+            {levels * nb, b.getI32Type()},
+            {nb, b.getF32Type()}})
+        args.push_back(memref::AllocOp::create(
+            b, loc, MemRefType::get({dyn, cols}, elt), ValueRange{m}));
+    }
+    func::CallOp::create(b, loc, fn, args);
+  });
 }
 
 namespace {

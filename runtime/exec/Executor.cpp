@@ -466,6 +466,19 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   }
   // Posts the receives of microbatch `mb` whose size is known (static
   // shapes); a dynamic one is received whole at its turn.
+  // A boundary transfer's trace event (category "p2p", docs/RUNTIME.md).
+  auto traceP2p = [&](const char *what, const char *dir, int64_t mb,
+                      int64_t peer, int64_t t0, int64_t bytes) {
+    loom::rt::traceSpan(
+        ctx,
+        std::string(what) + " " + job.name + " mb " + std::to_string(mb) +
+            " " + dir + " rank " + std::to_string(peer),
+        "p2p", t0, loom_rt_now_ns(),
+        "{\"entry\":\"" + job.name + "\",\"stage\":" +
+            std::to_string(plan.stage) + ",\"microbatch\":" +
+            std::to_string(mb) + ",\"peer\":" + std::to_string(peer) +
+            ",\"bytes\":" + std::to_string(bytes) + "}");
+  };
   auto postRecv = [&](int64_t mb) {
     Boundaries::Slot &s = bd.slot[mb & 1];
     for (size_t j = 0; j < boundaryInput.size(); ++j) {
@@ -495,39 +508,13 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       if (isStatic(spec.shape)) {
         loom::rt::wait(ctx, s.recvReq[j]);
       } else {
-        std::vector<int64_t> shape(spec.shape.size());
-        int64_t tag = kBoundaryTag + 2 * int64_t(j);
-        loom_rt_recv(ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()),
-                     plan.prev, tag + 1);
-        int64_t n = 1;
-        for (size_t d = 0; d < shape.size(); ++d) {
-          if (shape[d] < 0 || (spec.shape[d] >= 0 && shape[d] != spec.shape[d]))
-            loom::rt::failRank(ctx, "boundary input '" + spec.name +
-                                        "' received the shape " +
-                                        shapeString(shape) + ", expected " +
-                                        shapeString(spec.shape));
-          n *= shape[d];
-        }
-        s.recv[j] = allocBuffer(std::max<int64_t>(n * dtypeSize(spec.dtype), 1));
-        if (!s.recv[j])
-          loom::rt::failRank(ctx, "out of memory for the boundary input '" +
-                                      spec.name + "'");
-        loom_rt_recv(ctx, rtDtype(spec.dtype), s.recv[j].get(), n, plan.prev,
-                     tag);
-        s.shape[j] = shape;
+        s.recv[j] = recvBoundary(ctx, spec, plan.prev,
+                                 kBoundaryTag + 2 * int64_t(j), s.shape[j]);
       }
       bytes += ArrayRef{spec.dtype, s.shape[j], nullptr}.numBytes();
     }
     if (traced && !boundaryInput.empty())
-      loom::rt::traceSpan(
-          ctx,
-          "recv " + job.name + " mb " + std::to_string(mb) + " from rank " +
-              std::to_string(plan.prev),
-          "p2p", t0, loom_rt_now_ns(),
-          "{\"entry\":\"" + job.name + "\",\"stage\":" +
-              std::to_string(plan.stage) + ",\"microbatch\":" +
-              std::to_string(mb) + ",\"peer\":" + std::to_string(plan.prev) +
-              ",\"bytes\":" + std::to_string(bytes) + "}");
+      traceP2p("recv", "from", mb, plan.prev, t0, bytes);
   };
   auto waitSends = [&](Boundaries::Slot &s) {
     for (size_t j = 0; j < s.sendReq.size(); ++j) {
@@ -544,23 +531,9 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     int64_t t0 = loom_rt_now_ns(), bytes = 0;
     for (size_t j = 0; j < e.outputs.size(); ++j) {
       const OutputSpec &o = e.outputs[j];
-      const OutputView &v = views[j];
-      int64_t es = dtypeSize(o.dtype), n = 1;
-      std::vector<int64_t> shape(v.sizes, v.sizes + o.rank);
-      for (int64_t d : shape)
-        n *= d;
-      if (n * es > s.sendBytes[j]) {
-        s.send[j] = allocBuffer(std::max<int64_t>(n * es, 1));
-        if (!s.send[j])
-          loom::rt::failRank(ctx, "out of memory for the boundary result '" +
-                                      o.name + "'");
-        s.sendBytes[j] = n * es;
-      }
-      std::vector<int64_t> rowMajor(size_t(o.rank));
-      rowMajorStrides(o.rank, shape.data(), rowMajor.data());
-      if (n > 0)
-        copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
-                    v.strides, s.send[j].get(), rowMajor.data());
+      std::vector<int64_t> shape;
+      int64_t n = packOutput(ctx, o, views[j], s.send[j], s.sendBytes[j],
+                             shape);
       // The peer's input of this boundary; a dynamic one gets the shape.
       int64_t tag = kBoundaryTag + 2 * int64_t(j);
       for (const TensorSpec &in : plan.nextEntry->inputs)
@@ -572,18 +545,10 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
         }
       loom::rt::isend(ctx, rtDtype(o.dtype), s.send[j].get(), n, plan.next,
                       tag, s.sendReq[j]);
-      bytes += n * es;
+      bytes += n * dtypeSize(o.dtype);
     }
     if (traced)
-      loom::rt::traceSpan(
-          ctx,
-          "send " + job.name + " mb " + std::to_string(mb) + " to rank " +
-              std::to_string(plan.next),
-          "p2p", t0, loom_rt_now_ns(),
-          "{\"entry\":\"" + job.name + "\",\"stage\":" +
-              std::to_string(plan.stage) + ",\"microbatch\":" +
-              std::to_string(mb) + ",\"peer\":" + std::to_string(plan.next) +
-              ",\"bytes\":" + std::to_string(bytes) + "}");
+      traceP2p("send", "to", mb, plan.next, t0, bytes);
   };
 
   std::vector<Buffer> wholeBufs(e.inputs.size()); // per call, see above

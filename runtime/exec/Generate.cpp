@@ -200,6 +200,7 @@ private:
   /// exchange.
   struct PendingSend {
     Buffer data;
+    int64_t capacity = 0; ///< bytes of `data`
     std::vector<int64_t> shape;
     loom::rt::P2PRequest header, body;
   };
@@ -290,25 +291,8 @@ void RankGen::recvBoundaries() {
     const TensorSpec &t = e.inputs[k];
     if (t.boundary < 0)
       continue;
-    int64_t tag = kGenBoundaryTag + 2 * t.boundary;
-    std::vector<int64_t> shape(t.shape.size());
-    loom_rt_recv(Ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()), Prev,
-                 tag + 1);
-    int64_t n = 1;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] < 0 || (t.shape[d] >= 0 && shape[d] != t.shape[d]))
-        loom::rt::failRank(Ctx, "boundary input '" + t.name +
-                                    "' of '" + e.name + "' received the shape " +
-                                    shapeString(shape) + ", expected " +
-                                    shapeString(t.shape));
-      n *= shape[d];
-    }
-    RecvBufs[k] = allocBuffer(std::max<int64_t>(n * dtypeSize(t.dtype), 1));
-    if (!RecvBufs[k])
-      loom::rt::failRank(Ctx, "out of memory for the boundary input '" +
-                                  t.name + "'");
-    loom_rt_recv(Ctx, rtDtype(t.dtype), RecvBufs[k].get(), n, Prev, tag);
-    RecvShapes[k] = shape;
+    RecvBufs[k] = recvBoundary(Ctx, t, Prev, kGenBoundaryTag + 2 * t.boundary,
+                               RecvShapes[k]);
   }
 }
 
@@ -318,29 +302,14 @@ void RankGen::sendBoundaries() {
   Sends.resize(e.outputs.size());
   std::vector<OutputView> views = outputViews(e, ResultWords);
   for (size_t j = 0; j < e.outputs.size(); ++j) {
-    const OutputSpec &o = e.outputs[j];
-    const OutputView &v = views[j];
-    int64_t es = dtypeSize(o.dtype), n = 1;
-    std::vector<int64_t> shape(v.sizes, v.sizes + o.rank);
-    for (int64_t d : shape)
-      n *= d;
-    Buffer b = allocBuffer(std::max<int64_t>(n * es, 1));
-    if (!b)
-      loom::rt::failRank(Ctx, "out of memory for the boundary result '" +
-                                  o.name + "'");
-    std::vector<int64_t> rowMajor(size_t(o.rank));
-    rowMajorStrides(o.rank, shape.data(), rowMajor.data());
-    if (n > 0)
-      copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
-                  v.strides, b.get(), rowMajor.data());
+    PendingSend &ps = Sends[j]; // its last send is done (waitSends)
+    int64_t n = packOutput(Ctx, e.outputs[j], views[j], ps.data, ps.capacity,
+                           ps.shape);
     int64_t tag = kGenBoundaryTag + 2 * int64_t(j);
-    PendingSend &ps = Sends[j];
-    ps.shape = shape;
-    ps.data = std::move(b);
     loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(),
                     int64_t(ps.shape.size()), Next, tag + 1, ps.header);
-    loom::rt::isend(Ctx, rtDtype(o.dtype), ps.data.get(), n, Next, tag,
-                    ps.body);
+    loom::rt::isend(Ctx, rtDtype(e.outputs[j].dtype), ps.data.get(), n, Next,
+                    tag, ps.body);
   }
 }
 

@@ -1,10 +1,12 @@
 //===- Loader.cpp - loading a bundle for the ranks of loom-run ------------===//
 
 #include "Loader.h"
+#include "../Comm.h"
 #include "loom/runtime/BundleCheck.h"
 
 #include "loom/runtime/Strided.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +15,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <atomic>
 #include <dlfcn.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <mutex>
+#include <map>
 
 namespace fs = std::filesystem;
 
@@ -109,6 +115,55 @@ static std::string checkBeforeDlopen(const Manifest &m,
          "run on";
 }
 
+namespace {
+/// dlopen matches an already loaded object by the name it was opened with
+/// before it looks at the file, so opening a bundle's library by its path
+/// after the bundle was rebuilt at the same place (loomc writes a new file
+/// and renames it over the old one) would return the old code. A path is
+/// opened by its name the first time (so debuggers and sanitizers name the
+/// library by its file); when the file under an already opened path is
+/// another one (device and inode), it is opened through a symlink of a name
+/// never used before, which glibc identifies by its file: the same file
+/// shares one handle, a rebuilt one is loaded anew.
+void *dlopenViaFreshName(const fs::path &lib) {
+  static std::atomic<unsigned long> counter{0};
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  fs::path abs = fs::absolute(lib, ec);
+  if (tmp.empty() || abs.empty())
+    return nullptr;
+  std::string tmpl = (tmp / "loom-dl-XXXXXX").string();
+  char *dir = mkdtemp(tmpl.data());
+  if (!dir)
+    return nullptr;
+  fs::path link = fs::path(dir) / (std::to_string(getpid()) + "-" +
+                                   std::to_string(counter.fetch_add(1)) +
+                                   "-" + lib.filename().string());
+  void *handle = nullptr;
+  if (symlink(abs.c_str(), link.c_str()) == 0) {
+    handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
+    unlink(link.c_str());
+  }
+  rmdir(dir);
+  return handle;
+}
+
+void *dlopenFresh(const fs::path &lib) {
+  static std::mutex mu;
+  // The file each path name was first opened as.
+  static std::map<std::string, std::pair<dev_t, ino_t>> opened;
+  struct stat st;
+  if (stat(lib.c_str(), &st) != 0)
+    return dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL); // its error
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, first] = opened.try_emplace(lib.string(), st.st_dev, st.st_ino);
+  if (!first && it->second != std::make_pair(st.st_dev, st.st_ino))
+    if (void *handle = dlopenViaFreshName(lib))
+      return handle;
+  return dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+}
+} // namespace
+
 bool loadLibrary(const std::string &bundle, const Manifest &m,
                  std::map<std::string, EntryFn> &fns, std::string *error) {
   fs::path lib = resolveBundlePath(bundle, m.library);
@@ -130,7 +185,7 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
   if (dladdr(reinterpret_cast<void *>(&loom_rt_abi_version), &self) &&
       self.dli_fname)
     dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopenFresh(lib);
   if (!handle) {
     const char *why = dlerror();
     *error = "cannot load library " + lib.string() + ": " +
@@ -368,6 +423,50 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
     out.notOwned.insert(p);
   }
   return true;
+}
+
+int64_t packOutput(loom_rt_ctx *ctx, const OutputSpec &o, const OutputView &v,
+                   Buffer &buf, int64_t &capacity,
+                   std::vector<int64_t> &shape) {
+  int64_t es = dtypeSize(o.dtype), n = 1;
+  shape.assign(v.sizes, v.sizes + o.rank);
+  for (int64_t d : shape)
+    n *= d;
+  if (!buf || n * es > capacity) {
+    buf = allocBuffer(std::max<int64_t>(n * es, 1));
+    if (!buf)
+      loom::rt::failRank(ctx, "out of memory for the boundary result '" +
+                                  o.name + "'");
+    capacity = n * es;
+  }
+  std::vector<int64_t> rowMajor(size_t(o.rank));
+  rowMajorStrides(o.rank, shape.data(), rowMajor.data());
+  if (n > 0)
+    copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
+                v.strides, buf.get(), rowMajor.data());
+  return n;
+}
+
+Buffer recvBoundary(loom_rt_ctx *ctx, const TensorSpec &t, int64_t src,
+                    int64_t tag, std::vector<int64_t> &shape) {
+  shape.assign(t.shape.size(), 0);
+  loom_rt_recv(ctx, LOOM_RT_I64, shape.data(), int64_t(shape.size()), src,
+               tag + 1);
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || (t.shape[d] >= 0 && shape[d] != t.shape[d]))
+      loom::rt::failRank(ctx, "boundary input '" + t.name +
+                                  "' received the shape " +
+                                  shapeString(shape) + ", expected " +
+                                  shapeString(t.shape));
+    n *= shape[d];
+  }
+  Buffer b = allocBuffer(std::max<int64_t>(n * dtypeSize(t.dtype), 1));
+  if (!b)
+    loom::rt::failRank(ctx, "out of memory for the boundary input '" +
+                                t.name + "'");
+  loom_rt_recv(ctx, rtDtype(t.dtype), b.get(), n, src, tag);
+  return b;
 }
 
 std::vector<OutputView> outputViews(const Entry &e,

@@ -105,6 +105,18 @@ struct OutputView {
 std::vector<OutputView> outputViews(const Entry &e,
                                     const std::vector<int64_t> &words);
 
+/// Pipeline boundaries (pipelined runs and generation share them): copies
+/// output view `v` of `o` into `buf` as one contiguous row-major array,
+/// reallocating it when its `capacity` bytes are too few; sets `shape` and
+/// returns the element count. Fails the rank on out of memory.
+int64_t packOutput(loom_rt_ctx *ctx, const OutputSpec &o, const OutputView &v,
+                   Buffer &buf, int64_t &capacity, std::vector<int64_t> &shape);
+
+/// Receives boundary input `t` from rank `src`: its shape (tag + 1), checked
+/// against the manifest's, then its data (tag) into a fresh buffer.
+Buffer recvBoundary(loom_rt_ctx *ctx, const TensorSpec &t, int64_t src,
+                    int64_t tag, std::vector<int64_t> &shape);
+
 /// Frees each distinct `allocated` pointer of the outputs that is not the
 /// allocated pointer of an input or weight (BUNDLE.md). MLIR marks memory it
 /// did not allocate (constant globals) with allocated = 0xdeadbeef: never

@@ -10,6 +10,7 @@
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
+#include "passes/Lowering/KernelCall.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
@@ -56,6 +57,9 @@ int main(int argc, char **argv) {
   // the dialects above, which Loom's lowering pipeline relies on.
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // loom_cpu.kernel, the lowering's GEMM/kernel calls before bufferization,
+  // so that IR between convert-loom-to-linalg and loom-bufferize parses.
+  loom::lowering::registerKernelDialect(registry);
   mlir::registerAllPasses();
   loom::registerAllLoomPassesAndPipelines();
 #ifdef LOOM_HAVE_GPU_TARGET

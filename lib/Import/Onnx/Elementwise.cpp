@@ -24,6 +24,42 @@ template <typename OpTy> bool emitBinary(EmitContext &c) {
   return c.result(c.dt(0), s, OpTy::create(c.b(), c.loc(), rt, l, r));
 }
 
+/// Sum, Max, Min (variadic, numpy broadcasting) and Mean (their sum
+/// divided by the count, float only): a chain of binary ops.
+template <typename OpTy, bool mean = false> bool emitVariadic(EmitContext &c) {
+  int n = c.node.input_size();
+  if (mean && !(c.dt(0) == DT_F32 || c.dt(0) == DT_F16 ||
+                c.dt(0) == DT_BF16 || c.dt(0) == DT_F64))
+    return c.fail("Mean of element type " + Twine(c.dt(0)) +
+                  " (ONNX TensorProto code) is not supported (float only)");
+  Value acc = c.input(0);
+  if (!acc)
+    return false;
+  SmallVector<Dim> s = c.shape(0);
+  for (int i = 1; i < n; ++i) {
+    Value r = c.input(i);
+    if (!r)
+      return false;
+    if (c.dt(i) != c.dt(0))
+      return c.fail("inputs 0 and " + Twine(i) + " have different element "
+                    "types");
+    SmallVector<Dim> t;
+    if (!c.im.broadcast(s, c.shape(i), t))
+      return false;
+    s = std::move(t);
+    acc = OpTy::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), acc, r);
+  }
+  if (mean && n > 1) {
+    Type et = c.typeOf(c.dt(0), s).getElementType();
+    Value k = ConstantOp::create(
+        c.b(), c.loc(),
+        DenseElementsAttr::get(RankedTensorType::get({}, et),
+                               c.b().getFloatAttr(et, n)));
+    acc = DivOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), acc, k);
+  }
+  return c.result(c.dt(0), s, acc);
+}
+
 /// Pow's exponent may have another element type: cast to the base's.
 bool emitPow(EmitContext &c) {
   Value l = c.input(0), r = c.input(1);
@@ -105,9 +141,7 @@ bool emitCast(EmitContext &c) {
 } // namespace
 
 void registerElementwiseOps(OnnxOpTable &t) {
-  // Binary ops need both inputs; Max and Min are variadic in ONNX, the
-  // emitter takes exactly two (a missing second input is refused as
-  // missing).
+  // Binary ops need both inputs; Max, Min, Sum and Mean are variadic.
   static const std::pair<StringRef, Emitter> binaries[] = {
       {"Add", emitBinary<AddOp>},
       {"Sub", emitBinary<SubOp>},
@@ -123,8 +157,10 @@ void registerElementwiseOps(OnnxOpTable &t) {
       {"GreaterOrEqual", emitCompare<CompareKind::ge>}};
   for (auto [name, emit] : binaries)
     t[name] = {emit, {}, {}, 2};
-  t["Max"] = {emitBinary<MaxOp>, {}, {}, 1};
-  t["Min"] = {emitBinary<MinOp>, {}, {}, 1};
+  t["Max"] = {emitVariadic<MaxOp>, {}, {}, 1};
+  t["Min"] = {emitVariadic<MinOp>, {}, {}, 1};
+  t["Sum"] = {emitVariadic<AddOp>, {}, {}, 1};
+  t["Mean"] = {emitVariadic<AddOp, true>, {}, {}, 1};
   static const std::pair<StringRef, Emitter> unaries[] = {
       {"Neg", emitUnary<NegOp>},   {"Abs", emitUnary<AbsOp>},
       {"Exp", emitUnary<ExpOp>},   {"Log", emitUnary<LogOp>},

@@ -169,6 +169,8 @@ public:
       : ctx(ctx), b(ctx), path(path.str()), failure(failure) {}
 
   OwningOpRef<ModuleOp> run();
+  /// Upgrades a model below opset 13 in place (OnnxConvert.h).
+  bool upgradeOpset(int64_t opset);
 
   MLIRContext *ctx;
   OpBuilder b;
@@ -327,6 +329,7 @@ using OnnxOpTable = llvm::StringMap<OnnxOp>;
 
 /// Each family's file adds its op types.
 void registerElementwiseOps(OnnxOpTable &table);
+void registerActivationOps(OnnxOpTable &table);
 void registerMatmulOps(OnnxOpTable &table);
 void registerNormalizationOps(OnnxOpTable &table);
 void registerShapeOps(OnnxOpTable &table);

@@ -322,6 +322,174 @@ bool emitConstant(EmitContext &c) {
                                    b.getStringAttr(c.node.output(0)), src));
 }
 
+bool emitRunTimeShapeOp(EmitContext &c);
+
+/// Pad (constant, edge, reflect) on static padded axes, axis by axis: the
+/// pieces before and after x (a broadcast constant, the edge slice
+/// broadcast, or the reflected size-1 slices) concatenated with it.
+/// Negative pads (cropping) and the `axes` input are refused.
+bool emitPad(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  std::string mode = "constant";
+  if (const auto *a = attr(c.node, "mode"))
+    mode = a->s();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return c.fail("Pad mode '" + mode + "' is not supported (constant, "
+                  "edge, reflect)");
+  if (c.hasIn(3))
+    return c.fail("Pad with an 'axes' input is not supported; give pads for "
+                  "every axis");
+  SmallVector<int64_t> pads;
+  if (!c.im.constInts(c.in[1], pads, "pads"))
+    return false;
+  int64_t r = c.rank(0);
+  if (int64_t(pads.size()) != 2 * r)
+    return c.fail("Pad 'pads' has " + Twine(pads.size()) +
+                  " values for an input of rank " + Twine(r) +
+                  "; the file is corrupt");
+  OpBuilder &b = c.b();
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  Value k;
+  if (mode == "constant") {
+    if (c.hasIn(2)) {
+      if (c.rank(2) > 1 || (c.rank(2) == 1 && c.shape(2)[0] != Dim::of(1)))
+        return c.fail("Pad constant_value must be a scalar");
+      if (!c.input(2))
+        return false;
+      k = c.im.reshapeTo(*c.in[2], {});
+    } else {
+      Attribute z = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, 0))
+                                       : Attribute(b.getIntegerAttr(et, 0));
+      k = ConstantOp::create(
+          b, c.loc(), DenseElementsAttr::get(RankedTensorType::get({}, et), z));
+    }
+  }
+  SmallVector<Dim> cur = c.shape(0);
+  for (int64_t a = 0; a < r; ++a) {
+    int64_t before = pads[a], after = pads[a + r];
+    if (before == 0 && after == 0)
+      continue;
+    if (before < 0 || after < 0)
+      return c.fail("Pad with negative pads (cropping) is not supported");
+    if (!cur[a].isConst())
+      return c.fail("Pad of an axis with a run-time size is not supported; "
+                    "export with static shapes for this part of the graph");
+    int64_t n = cur[a].c;
+    if (n < 1 || (mode == "reflect" && (before >= n || after >= n)) ||
+        before > (int64_t(1) << 31) || after > (int64_t(1) << 31))
+      return c.fail("Pad of " + Twine(before) + " and " + Twine(after) +
+                    " in mode '" + mode + "' on an axis of size " + Twine(n) +
+                    " is not supported");
+    SmallVector<Value> pieces;
+    auto fill = [&](Value src, int64_t count) {
+      SmallVector<Dim> ps = cur;
+      ps[a] = Dim::of(count);
+      pieces.push_back(
+          BroadcastOp::create(b, c.loc(), c.typeOf(c.dt(0), ps), src));
+    };
+    auto one = [&](int64_t i) {
+      SmallVector<Dim> ss;
+      return makeSlice(c, x, cur, a, i, i + 1, 1, ss);
+    };
+    if (before) {
+      if (mode == "constant")
+        fill(k, before);
+      else if (mode == "edge")
+        fill(one(0), before);
+      else
+        for (int64_t i = before; i >= 1; --i)
+          pieces.push_back(one(i));
+    }
+    pieces.push_back(x);
+    if (after) {
+      if (mode == "constant")
+        fill(k, after);
+      else if (mode == "edge")
+        fill(one(n - 1), after);
+      else
+        for (int64_t i = n - 2; i >= n - 1 - after; --i)
+          pieces.push_back(one(i));
+    }
+    cur[a] = Dim::of(n + before + after);
+    x = ConcatOp::create(b, c.loc(), c.typeOf(c.dt(0), cur), pieces,
+                         b.getI64IntegerAttr(a));
+  }
+  return c.result(c.dt(0), cur, x);
+}
+
+/// Tile with constant repeats on a static shape: x viewed as
+/// [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1, ...] and viewed as
+/// [r0·d0, r1·d1, ...] (loom.reshape, loom.broadcast).
+bool emitTile(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  SmallVector<int64_t> reps;
+  if (!c.im.constInts(c.in[1], reps, "repeats"))
+    return false;
+  const SmallVector<Dim> &xs = c.shape(0);
+  if (int64_t(reps.size()) != c.rank(0))
+    return c.fail("Tile repeats has " + Twine(reps.size()) +
+                  " values for an input of rank " + Twine(c.rank(0)) +
+                  "; the file is corrupt");
+  SmallVector<Dim> view, wide, out;
+  for (auto [d, r] : llvm::zip(xs, reps)) {
+    if (!d.isConst())
+      return c.fail("Tile of an input with a run-time dimension is not "
+                    "supported; export with static shapes for this part of "
+                    "the graph");
+    if (r < 1 || r > (int64_t(1) << 31) || d.c > (int64_t(1) << 31))
+      return c.fail("Tile repeats " + Twine(r) + " is not supported (1 to "
+                    "2^31)");
+    view.append({Dim::of(1), d});
+    wide.append({Dim::of(r), d});
+    out.push_back(Dim::of(r * d.c));
+  }
+  OpBuilder &b = c.b();
+  Value v = c.im.reshapeTo(*c.in[0], view);
+  v = BroadcastOp::create(b, c.loc(), c.typeOf(c.dt(0), wide), v);
+  return c.result(c.dt(0), out,
+                  ReshapeOp::create(b, c.loc(), c.typeOf(c.dt(0), out), v));
+}
+
+/// A ConstantOfShape the folder left alone because its result is over
+/// 64 KiB (the generated weights of ONNX's light CNNs): a splat, emitted as
+/// a rank-0 constant broadcast to the shape. A shape with run-time dims is
+/// refused.
+bool emitConstantOfShape(EmitContext &c) {
+  SmallVector<Dim> ds;
+  if (!c.im.hostInts(c.in[0], ds, "shape"))
+    return false;
+  for (const Dim &d : ds)
+    if (!d.isConst())
+      return emitRunTimeShapeOp(c);
+  int dt = DT_F32;
+  double v = 0;
+  if (const auto *a = attr(c.node, "value")) {
+    Host h;
+    if (!c.im.load(a->t(), h, "value"))
+      return false;
+    if (h.numel() != 1)
+      return c.fail("ConstantOfShape 'value' must hold one element; the file "
+                    "is corrupt");
+    dt = h.dt;
+    v = h.f(0);
+  }
+  Type et = c.im.elemType(dt);
+  if (!et)
+    return c.fail("ConstantOfShape of element type " + Twine(dt) +
+                  " (ONNX TensorProto code) is not supported");
+  OpBuilder &b = c.b();
+  Attribute va = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, v))
+                                    : Attribute(b.getIntegerAttr(et, v));
+  Value k = ConstantOp::create(
+      b, c.loc(), DenseElementsAttr::get(RankedTensorType::get({}, et), va));
+  return c.result(dt, ds,
+                  BroadcastOp::create(b, c.loc(), c.typeOf(dt, ds), k));
+}
+
 /// Ops the importer only folds; reaching the emitter means their inputs
 /// are only known at run time.
 bool emitRunTimeShapeOp(EmitContext &c) {
@@ -352,7 +520,9 @@ void registerShapeOps(OnnxOpTable &t) {
       0};
   t["Shape"] = {emitRunTimeShapeOp, {"start", "end"}, {}, 1};
   t["Size"] = {emitRunTimeShapeOp, {}, {}, 1};
-  t["ConstantOfShape"] = {emitRunTimeShapeOp, {"value"}, {}, 1};
+  t["ConstantOfShape"] = {emitConstantOfShape, {"value"}, {}, 1};
+  t["Tile"] = {emitTile, {}, {}, 2};
+  t["Pad"] = {emitPad, {"mode"}, {}, 2};
   t["Range"] = {emitRunTimeShapeOp, {}, {}, 3};
   t["Trilu"] = {emitRunTimeShapeOp, {"upper"}, {}, 1};
   // Integer Mod folds (shape arithmetic); loom has no mod op.

@@ -220,17 +220,22 @@ func.func @layer_norm(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf3
 
 // -----
 
-// A large f32 matmul calls the runtime's GEMM (trans_b = 1) on buffers of
-// the operands, into a fresh buffer that becomes a non-writable tensor.
+// A large f32 matmul calls the runtime's GEMM (trans_b = 1) in a
+// loom_cpu.kernel: it reads the operands and writes its destination (a
+// tensor.empty), the call on their buffers (bufferized by loom-bufferize).
 // CHECK: func.func private @loom_rt_sgemm(!llvm.ptr, i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: func.func @matmul_gemm
-// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr
-// CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<?x256xf32> to memref<?x256xf32>
-// CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<512x256xf32> to memref<512x256xf32>
-// CHECK: %[[C:.+]] = memref.alloc(%{{.*}}) : memref<?x512xf32>
+// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: tensor<?x256xf32>, %[[W:[^:]+]]: tensor<512x256xf32>
 // CHECK-DAG: %[[TB:.+]] = arith.constant 1 : i32
+// CHECK: %[[E:.+]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
+// CHECK: %[[R:.+]] = "loom_cpu.kernel"(%[[X]], %[[W]], %[[E]])
+// CHECK-NEXT: ^bb0(%[[MX:.+]]: memref<?x256xf32>, %[[MW:.+]]: memref<512x256xf32>, %[[MC:.+]]: memref<?x512xf32>):
+// CHECK: memref.extract_aligned_pointer_as_index %[[MX]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[MW]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[MC]]
 // CHECK: call @loom_rt_sgemm(%[[CTX]], %{{.*}}, %[[TB]],
-// CHECK: bufferization.to_tensor %[[C]] restrict : memref<?x512xf32> to tensor<?x512xf32>
+// CHECK: {num_inputs = 2 : i64} : (tensor<?x256xf32>, tensor<512x256xf32>, tensor<?x512xf32>) -> tensor<?x512xf32>
+// CHECK: return %[[R]]
 func.func @matmul_gemm(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) -> tensor<?x512xf32> {
   %0 = loom.matmul %x, %w transpose_b : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
   return %0 : tensor<?x512xf32>

@@ -83,11 +83,25 @@ def test_unknown_op(tmp_path):
     loomc_fails(p, "node 'weird' (FooBar)", "unsupported op 'FooBar'")
 
 
-@pytest.mark.parametrize("opset", [7, 30])
+@pytest.mark.parametrize("opset", [0, 30])
 def test_unsupported_opset(tmp_path, opset):
     p = tmp_path / f"opset{opset}.onnx"
     onnx.save(model([helper.make_node("Relu", ["x"], ["y"], name="r")], opset=opset), p)
     loomc_fails(p, f"opset {opset} is not supported", "convert_version")
+
+
+def test_old_opset_conversion_fails(tmp_path):
+    """Opsets below 13 go through ONNX's version converter; what it cannot
+    adapt (here Softmax 12 -> 13 on an input of unknown shape) is an error
+    naming the op."""
+    g = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], name="sm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    p = tmp_path / "softmax11.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), p)
+    loomc_fails(p, "opset 11 could not be upgraded to 17 with ONNX's version "
+                "converter", "Softmax")
 
 
 def test_cycle(tmp_path):

@@ -144,3 +144,33 @@ def test_bundle_errors(mlp1, tmp_path):
         loom.Bundle.load(b)
     with pytest.raises(loom.BundleError, match="ranks"):
         loom.Bundle.load(mlp1.path, ranks=3)
+
+
+def _scale_program(factor):
+    return f"""\
+func.func @f(%x: tensor<4xf32> {{loom.name = "x"}}) -> (tensor<4xf32> {{loom.name = "y"}}) {{
+  %c = arith.constant dense<{factor}.0> : tensor<4xf32>
+  %0 = loom.mul %x, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}
+"""
+
+
+def test_rebuilt_bundle_at_the_same_path_runs_the_new_code(tmp_path):
+    # dlopen would hand back the first library by its name: the executor
+    # opens each library by its file, so a bundle rebuilt in place (the
+    # library renamed over the old one) runs its new code in the same process.
+    x = np.arange(4, dtype=np.float32)
+    # Same model file name, so the same library name in the bundle.
+    for name, factor in (("a", 2), ("b", 3)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "m.mlir").write_text(_scale_program(factor))
+    first = loom.compile(tmp_path / "a" / "m.mlir", out=tmp_path / "bundle")
+    np.testing.assert_array_equal(first.run(x=x)["y"], 2 * x)
+    second = loom.compile(tmp_path / "b" / "m.mlir", out=tmp_path / "bundle")
+    np.testing.assert_array_equal(second.run(x=x)["y"], 3 * x)
+    # The first bundle object still runs the code it opened.
+    np.testing.assert_array_equal(first.run(x=x)["y"], 2 * x)
+    # Opening the unchanged bundle again works (same file, same code).
+    again = loom.Bundle.load(tmp_path / "bundle")
+    np.testing.assert_array_equal(again.run(x=x)["y"], 3 * x)

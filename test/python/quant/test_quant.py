@@ -653,3 +653,43 @@ def test_interleaved_weight_split_over_ranks(loom, tmp_path, result):
     ref = xa @ wd.astype(np.float64).T
     tol = 1.001 * dx.max() * np.abs(wd).max() + 1e-5 * (np.abs(x) @ np.abs(wd).T)
     assert np.all(np.abs(y - ref) <= tol), np.abs(y - ref).max()
+
+
+@pytest.mark.parametrize("ttype", ["q8_0", "q4_1"])
+def test_tied_embedding_reads_interleaved_head(loom, tmp_path, ttype):
+    # A weight that is both an embedding table and an int8x3-activation
+    # qmatmul weight (a tied LM head) gets the head's interleaved layout;
+    # the embedding reads its rows through it: 19 rows = two full groups
+    # of 8 and 3 rows as stored. Every row equals gguf's dequantization
+    # bit for bit, the head numpy's product.
+    import gguf
+    n, k = 19, 64
+    rng = np.random.default_rng(5)
+    w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
+    blocks = gguf.quants.quantize(w, getattr(gguf.GGMLQuantizationType,
+                                             ttype.upper()))
+    (tmp_path / "w.bin").write_bytes(np.ascontiguousarray(blocks).tobytes())
+    qt = f"!loom.qtensor<{n}x{k}, #loom.quant<{ttype}>>"
+    src = tmp_path / "m.mlir"
+    src.write_text(f"""module {{
+  func.func @main(%ids: tensor<1x{n}xi64>, %x: tensor<1x{k}xf32>) -> (tensor<1x{n}x{k}xf32>, tensor<1x{n}xf32>) {{
+    %w = loom.weight "w" from <"{tmp_path / 'w.bin'}", offset = 0> : {qt}
+    %e = loom.embedding %w, %ids : {qt}, tensor<1x{n}xi64> -> tensor<1x{n}x{k}xf32>
+    %y = loom.qmatmul %x, %w {{quant_activations = "int8x3"}} : tensor<1x{k}xf32>, {qt} -> tensor<1x{n}xf32>
+    return %e, %y : tensor<1x{n}x{k}xf32>, tensor<1x{n}xf32>
+  }}
+}}
+""")
+    bundle = loom.compile(src)
+    man = json.loads((bundle / "manifest.json").read_text())
+    assert man["entries"][0]["weights"][0]["interleave"] == qref.interleave(ttype)
+    ids = rng.permutation(n).astype(np.int64)[None, :]
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    out = loom.run(bundle, {"ids": ids, "x": x})
+    wd = gguf.quants.dequantize(blocks, getattr(gguf.GGMLQuantizationType,
+                                                ttype.upper()))
+    assert np.array_equal(out["output0"], wd[ids])
+    # Three int8 levels of activations: about f32's accuracy.
+    exact = x.astype(np.float64) @ wd.astype(np.float64).T
+    rel = np.abs(out["output1"] - exact).max() / np.abs(exact).max()
+    assert rel < 2e-6, rel
