@@ -145,7 +145,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         for (auto [key, field] :
              {std::pair<StringRef, int64_t *>{"loom.boundary", &in.boundary},
               {"loom.entry_arg", &in.entryArg},
-              {LoomDialect::kBatchDimAttrName, &in.batchDim}})
+              {"loom.batch_dim", &in.batchDim}})
           if (auto v = dyn_cast_or_null<IntegerAttr>(argAttr(i, key)))
             *field = v.getInt();
         if (auto s = dyn_cast_or_null<StringAttr>(
@@ -221,7 +221,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         name = n.str();
       TensorInfo out{name, dtype, shapeOf(st), "", -1};
       if (auto v = dyn_cast_or_null<IntegerAttr>(
-              resAttr(i, LoomDialect::kBatchDimAttrName)))
+              resAttr(i, "loom.batch_dim")))
         out.batchDim = v.getInt();
       entry.outputs.push_back(std::move(out));
     }

@@ -416,11 +416,11 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       continue;
     const ArrayRef &a = plan.inputs[k];
     values[k] = a;
-    // An input every microbatch gets whole is kept unchanged here and
-    // copied afresh for each call (the callee may write its arguments).
+    // An input every microbatch gets whole is only read here: it is copied
+    // afresh for each call below (the callee may write its arguments).
     bool whole = m > 1 && e.inputs[k].state.empty() &&
                  !splitsInput(job.byBatchDim, e.inputs[k]);
-    if (e.inputs[k].state.empty() && (!plan.borrowed[k] || whole)) {
+    if (e.inputs[k].state.empty() && !plan.borrowed[k] && !whole) {
       Buffer b = allocBuffer(a.numBytes());
       if (!b && a.numBytes() > 0) {
         job.errors.report(rank, "out of memory for inputs");

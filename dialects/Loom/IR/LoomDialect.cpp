@@ -111,8 +111,14 @@ static LogicalResult verifyStageIndexAttr(Operation *op, StringRef what,
   return success();
 }
 
-/// `loom.batch_dim = d` on a function's argument or result: an integer in
-/// [0, rank) of its tensor (lowered signatures, not tensors, pass).
+/// `loom.batch_dim = d` on an entry's argument or result: the dimension that
+/// is the batch (its rows are independent sequences or samples; the runtime
+/// splits and concatenates microbatches on it; docs/BUNDLE.md "batch_dim").
+/// The name is spelled out where it is used, like `loom.boundary`.
+static constexpr llvm::StringLiteral kBatchDimAttrName = "loom.batch_dim";
+
+/// Checks `loom.batch_dim = d`: an integer in [0, rank) of its tensor
+/// (lowered signatures, not tensors, pass).
 static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
                                         unsigned index, Type type,
                                         NamedAttribute attr) {

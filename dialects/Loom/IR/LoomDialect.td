@@ -35,10 +35,6 @@ def Loom_Dialect : Dialect {
       entry's own argument i; docs/PIPELINE.md);
     - `loom.name`: a string on a function argument or result (the model's
       input or output name, used by the bundle);
-    - `loom.batch_dim = d : i64`: on an entry's argument or result, the
-      dimension that is the batch (its rows are independent sequences or
-      samples; the runtime splits and concatenates microbatches on it;
-      docs/BUNDLE.md "batch_dim");
     - `loom.weight`: `{name, source}` on an entry point's argument that
       holds an outlined weight (set by loom-prepare-entry-points);
     - `loom.entry`: a unit attribute on an entry point prepared for the
@@ -69,9 +65,6 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kLayerAttrName = "loom.layer";
     /// On function arguments and results: the name of a model input/output.
     static constexpr llvm::StringLiteral kNameAttrName = "loom.name";
-    /// On entry arguments and results: the batch dimension (an i64 in
-    /// [0, rank)); microbatches split and concatenate it.
-    static constexpr llvm::StringLiteral kBatchDimAttrName = "loom.batch_dim";
     /// On entry-point arguments: state the runtime owns and passes to every
     /// call, updated in place by the entry ("kv_cache": a KV cache whose
     /// dimension 2 is the context length; docs/DIALECT.md).

@@ -132,14 +132,16 @@ def test_microbatched_forward_equals_one_rank(tmp_path, tools, bundles,
     got = logits(run(tools, bundles(family), tmp_path / "plain", TOKENS, M),
                  tmp_path / "plain")
     assert close(got, ref) < 1e-5
+    # m microbatches of the compiled batch 1 take m sequences.
     for mesh, ranks in (("pp=2", 2), ("pp=2,tp=2", 4)):
         bundle = bundles(family, mesh)
         modes = [0] + ([ranks] if tools["mpirun"] else [])
         for mpi in modes:
-            d = tmp_path / f"{mesh}-{mpi}".replace(",", "_")
-            got = logits(run(tools, bundle, d, TOKENS, M, mpi), d)
-            err = close(got, ref)
-            assert err < 1e-5, (family, mesh, mpi, err)
+            for mb in (1, 2, M):
+                d = tmp_path / f"{mesh}-{mpi}-{mb}".replace(",", "_")
+                got = logits(run(tools, bundle, d, TOKENS[:mb], mb, mpi), d)
+                err = close(got, ref[:mb])
+                assert err < 1e-5, (family, mesh, mpi, mb, err)
     # Two microbatches of two sequences? The compiled batch is 1: refused.
     r = run(tools, bundles(family, "pp=2"), tmp_path / "two", TOKENS, 2)
     assert r.returncode != 0
@@ -155,6 +157,29 @@ def test_python_bundle_run_microbatches(tmp_path, tools, bundles):
     got = b.run(tokens=TOKENS, positions=POSITIONS, entry="forward",
                 microbatches=M)["logits"]
     assert close(got, ref) < 1e-5
+
+
+def test_python_compile_stages_microbatches(tmp_path, tools, bundles,
+                                            models):
+    """loom.compile(stages=, microbatches=): loomc's --stages and
+    --microbatches; the bundle's plan records both and runs them."""
+    pkg = loom_paths.package()
+    if pkg is None:
+        pytest.skip("the Python package is not built")
+    ref = reference(tools, bundles, "llama", tmp_path)
+    b = pkg.compile(models["llama"], mesh="pp=2", stages="0-0,1-3",
+                    microbatches=M, out=tmp_path / "pinned")
+    plan = json.loads((tmp_path / "pinned" / "plan.json").read_text())
+    pipe = plan["pipeline"]
+    assert pipe["microbatches"] == M
+    assert [s["layers"] for s in pipe["stage_list"]] == [[0, 0], [1, 3]]
+    assert abs(pipe["predicted_bubble"] - 1 / (M + 1)) < 1e-9
+    got = b.run(tokens=TOKENS, positions=POSITIONS, entry="forward",
+                microbatches=M)["logits"]
+    assert close(got, ref) < 1e-5
+    with pytest.raises(pkg.CompileError, match="give at least 1"):
+        pkg.compile(models["llama"], mesh="pp=2", microbatches=-1,
+                    out=tmp_path / "bad")
 
 
 def test_bad_microbatches_are_refused(tmp_path, tools, bundles):
