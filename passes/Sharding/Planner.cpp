@@ -1298,6 +1298,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   // together (the pipeline phase checks each stage exactly).
   int64_t stages = mesh->spec.axisSize(kPipelineAxis);
   const double fitLimit = plan.memoryLimit * static_cast<double>(stages);
+  plan.stages = stages;
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -1482,6 +1483,9 @@ std::string planSummary(const Plan &plan) {
        << " ms (compute " << llvm::format("%.4g", f.computeTime * 1e3)
        << " ms, communication " << llvm::format("%.4g", f.commTime * 1e3)
        << " ms); memory per device "
+       << (plan.stages > 1 ? "of all " + std::to_string(plan.stages) +
+                                 " pipeline stages together "
+                           : std::string())
        << gib(f.weightBytes + f.inputBytes + f.stateBytes) << " (weights "
        << gib(f.weightBytes) << ", KV cache " << gib(f.stateBytes)
        << ", unsplit "

@@ -77,6 +77,10 @@ struct Plan {
   double memoryLimit = 0;
   double price = 0; ///< the memory price that made the plan fit (s/byte)
   double planSeconds = 0;
+  /// The mesh's 'pp' stages: the functions' memory is then the whole
+  /// model's over the other axes (a device holds one stage's part; the
+  /// pipeline phase gives each stage's).
+  int64_t stages = 1;
   std::vector<FunctionPlan> functions;
 };
 
