@@ -488,7 +488,8 @@ NB_MODULE(_loom, m) {
               "--stages: layer ranges per pipeline stage (\"0-9,10-19\"; "
               "empty: balanced).")
       .def_rw("microbatches", &CompileOptions::microbatches,
-              "--microbatches: the microbatches the pipeline plan assumes.")
+              "--microbatches: the microbatches the pipeline plan assumes "
+              "(0: not given: 1, or with --devices the layout search's).")
       .def_rw("target", &CompileOptions::target)
       .def_rw("emit", &CompileOptions::emit)
       .def_rw("verbose", &CompileOptions::verbose)
