@@ -11,6 +11,7 @@
 
 #include "passes/Gpu/Passes.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "loom-gpu-host-program"
@@ -51,6 +52,53 @@ struct GpuHostProgramPass
   LogicalResult runOnFunction(func::FuncOp f);
 
   void runOnOperation() override {
+    // In kernels, math ops that NVVM would turn into calls to libdevice
+    // (__nv_fmaf, __nv_sqrtf, __nv_floorf, ...: libdevice is not linked) become
+    // one instruction each: llvm.fma, the NVPTX intrinsic of a rounded
+    // square root (in f32), a select.
+    getOperation().walk([](Operation *op) {
+      if (!op->getParentOfType<gpu::GPUModuleOp>() ||
+          !isa<math::FmaOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+               math::FloorOp, math::CeilOp, math::TruncOp>(op))
+        return;
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Type type = op->getResult(0).getType();
+      Type f32 = b.getF32Type();
+      // An f32 NVPTX intrinsic (f16 through f32: exact for these).
+      auto nvvm = [&](StringRef name, Value x) -> Value {
+        if (type != f32)
+          x = arith::ExtFOp::create(b, loc, f32, x);
+        Value r = LLVM::CallIntrinsicOp::create(b, loc, Type(f32),
+                                                b.getStringAttr(name),
+                                                ValueRange{x})
+                      .getResult(0);
+        return type == f32 ? r : arith::TruncFOp::create(b, loc, type, r);
+      };
+      Value r;
+      if (auto fma = dyn_cast<math::FmaOp>(op))
+        r = LLVM::FMAOp::create(b, loc, fma.getA(), fma.getB(), fma.getC());
+      else if (isa<math::SqrtOp>(op))
+        r = nvvm("llvm.nvvm.sqrt.rn.f", op->getOperand(0));
+      else if (isa<math::FloorOp>(op))
+        r = nvvm("llvm.nvvm.floor.f", op->getOperand(0));
+      else if (isa<math::CeilOp>(op))
+        r = nvvm("llvm.nvvm.ceil.f", op->getOperand(0));
+      else if (isa<math::TruncOp>(op))
+        r = nvvm("llvm.nvvm.trunc.f", op->getOperand(0));
+      else if (isa<math::RsqrtOp>(op))
+        r = arith::DivFOp::create(
+            b, loc, arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0)),
+            nvvm("llvm.nvvm.sqrt.rn.f", op->getOperand(0)));
+      else {
+        Value x = op->getOperand(0);
+        Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+        r = arith::SelectOp::create(b, loc, neg, arith::NegFOp::create(b, loc, x), x);
+      }
+      op->getResult(0).replaceAllUsesWith(r);
+      op->erase();
+    });
     for (auto f : getOperation().getOps<func::FuncOp>())
       if (!f.isDeclaration() && failed(runOnFunction(f)))
         return signalPassFailure();

@@ -82,10 +82,13 @@ def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
     bytes live at each point are known; the peak is recorded as
     `loom_gpu_peak_bytes` (and the uploaded input and weight bytes as
     `loom_gpu_upload_bytes`) on the function. Dynamic shapes and host code
-    reading device memory are refused by name.
+    reading device memory are refused by name. In kernels, `math.fma`,
+    `sqrt`, `rsqrt`, `absf`, `floor`, `ceil` and `trunc` become LLVM/NVPTX
+    intrinsics (NVVM would call
+    libdevice, which is not linked).
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
-                           "mlir::LLVM::LLVMDialect"];
+                           "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect"];
 }
 
 def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
