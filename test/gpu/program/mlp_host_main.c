@@ -16,8 +16,9 @@ enum { B = 8, D = 256, H = 1024 };
 typedef struct { float *alloc, *data; int64_t offset, sizes[1], strides[1]; } M1;
 typedef struct { float *alloc, *data; int64_t offset, sizes[2], strides[2]; } M2;
 
-void _mlir_ciface_mlp(M2 *result, void *ctx, M2 *x, M2 *w1, M1 *b1, M2 *w2,
-                      M1 *b2);
+/* The bundle's calling convention (docs/BUNDLE.md): results, context,
+ * then one descriptor pointer per argument. */
+void loom_entry_mlp(void **args);
 
 static uint64_t state = 42;
 static float uniform(void) { /* in [-1, 1) */
@@ -42,7 +43,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < D; ++i) b2[i] = 0.1f * uniform();
   M2 mx = mat(x, B, D), mw1 = mat(w1, H, D), mw2 = mat(w2, D, H), y;
   M1 mb1 = vec(b1, H), mb2 = vec(b2, D);
-  _mlir_ciface_mlp(&y, NULL, &mx, &mw1, &mb1, &mw2, &mb2);
+  void *args[] = {&y, NULL, &mx, &mw1, &mb1, &mw2, &mb2};
+  loom_entry_mlp(args);
   if (!check) {
     printf("ran (no check)\n");
     return 0;
