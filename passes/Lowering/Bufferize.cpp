@@ -41,8 +41,10 @@ namespace {
 /// then passes inputs without copying them.
 /// The conversion to linalg drops argument attributes, so an argument is
 /// known to be state from the entry's signature that
-/// loom-record-entry-points kept (or from the argument itself).
-void markInputsReadOnly(ModuleOp module) {
+/// loom-record-entry-points kept (or from the argument itself). A recorded
+/// signature that does not fit the function fails: guessing could make a
+/// KV cache read-only (its updates lost) or an input writable.
+LogicalResult markInputsReadOnly(ModuleOp module) {
   auto readOnly = BoolAttr::get(module.getContext(), false);
   llvm::StringMap<ArrayAttr> recorded; // entry name -> its arg_attrs
   if (auto entries = module->getAttrOfType<ArrayAttr>(
@@ -54,18 +56,24 @@ void markInputsReadOnly(ModuleOp module) {
     if (fn.isExternal() || !fn->hasAttr(LoomDialect::kEntryAttrName))
       continue;
     ArrayAttr argAttrs = recorded.lookup(fn.getSymName());
+    if (argAttrs && argAttrs.size() != fn.getNumArguments())
+      return fn.emitOpError()
+             << "has " << fn.getNumArguments()
+             << " arguments but its recorded signature (loom.entry_points) "
+             << argAttrs.size()
+             << "; run loom-record-entry-points after "
+                "loom-prepare-entry-points";
     auto isState = [&](unsigned i) {
       if (fn.getArgAttr(i, LoomDialect::kStateAttrName))
         return true;
-      if (!argAttrs || argAttrs.size() != fn.getNumArguments())
-        return false;
-      auto d = dyn_cast<DictionaryAttr>(argAttrs[i]);
+      auto d = argAttrs ? dyn_cast<DictionaryAttr>(argAttrs[i]) : nullptr;
       return d && d.get(LoomDialect::kStateAttrName);
     };
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
       if (isa<TensorType>(fn.getArgument(i).getType()) && !isState(i))
         fn.setArgAttr(i, BufferizationDialect::kWritableAttrName, readOnly);
   }
+  return success();
 }
 
 struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
@@ -83,7 +91,8 @@ struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
     options.bufferizeFunctionBoundaries = true;
     options.setFunctionBoundaryTypeConversion(
         LayoutMapOption::IdentityLayoutMap);
-    markInputsReadOnly(module);
+    if (failed(markInputsReadOnly(module)))
+      return signalPassFailure();
 
     // An all_reduce reduces in place; where the analysis finds that its
     // operand must not be overwritten (read later, or not writable), it
