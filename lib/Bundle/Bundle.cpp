@@ -523,6 +523,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
   manifest["mesh"] = {{"axes", mesh.axes}, {"shape", mesh.shape}};
   manifest["num_ranks"] = mesh.numRanks();
   manifest["library"] = lib;
+  // loom-bufferize never writes an entry's non-state arguments in place.
+  manifest["inputs_read_only"] = true;
   json jentries = json::array();
   for (const EntryInfo &e : entries) {
     json je{{"name", e.name}, {"symbol", "loom_entry_" + e.name}};

@@ -54,6 +54,7 @@ loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
   launch.tracePath = o.tracePath;
   launch.quiet = o.quiet;
   launch.onFailure = loom::rt::OnFailure::Return;
+  launch.finalizeMpi = o.finalizeMpi;
   return launch;
 }
 
@@ -909,7 +910,6 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       return Error{"input '" + in.name + "' given twice"};
     slot = &in;
   }
-  bool oneRank = P->localRanks.size() == 1;
   int64_t lastStage = job.stages - 1;
   // The stage a rank runs (an ordinary entry of a pipelined bundle, e.g. a
   // stage entry run alone: every rank, as stage 0).
@@ -949,8 +949,9 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
         ++ek;
       auto it = own.find({r, ek});
       const Input *in = it != own.end() ? it->second : shared[ek];
-      plan.borrowed.push_back(in && !opts.copyInputs &&
-                              (oneRank || it != own.end()));
+      // Only a bundle whose code never writes its inputs (manifest
+      // inputs_read_only) may read the caller's memory directly.
+      plan.borrowed.push_back(in && !opts.copyInputs && m.inputsReadOnly);
       if (!in) {
         if (spec.state.empty())
           return Error{"missing input '" + spec.name + "' (" +

@@ -533,6 +533,11 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     return false;
   if (m.library.empty())
     return r.fail("library", "empty");
+  if (root.contains("inputs_read_only")) {
+    if (!root["inputs_read_only"].is_boolean())
+      return r.fail("inputs_read_only", "expected true or false");
+    m.inputsReadOnly = root["inputs_read_only"].get<bool>();
+  }
 
   const Json *mesh = r.get(root, "", "mesh");
   if (!mesh)

@@ -186,6 +186,27 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");
+  if (name == "loom.sharding_candidates") {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || list.empty())
+      return op->emitOpError()
+             << "'loom.sharding_candidates' is a non-empty array of result "
+                "shardings (a #loom.sharding, or an array of them per "
+                "candidate)";
+    for (auto [k, candidate] : llvm::enumerate(list))
+      if (failed(verifyShardingAttrOn(
+              op, candidate, op->getResultTypes(),
+              "candidate #" + std::to_string(k) + " of the op's results")))
+        return failure();
+    return success();
+  }
+  if (name == "loom.sharding_rule") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'loom.sharding_rule' is a string (the "
+                                  "name of the rule that offered "
+                                  "'loom.sharding_candidates')";
+    return success();
+  }
   if (name == "loom.pipeline" || name == "loom.stage_of")
     return verifyPipelineAttr(op, attr);
   if (name == "loom.split") {

@@ -157,6 +157,10 @@ struct Manifest {
   Integrity integrity;
   TargetInfo target;
   PipelineInfo pipeline;
+  /// The entries never write their inputs (non-state arguments) in place
+  /// (loom-bufferize marks them read-only): the executor may hand them the
+  /// caller's memory (RunOptions::copyInputs = false).
+  bool inputsReadOnly = false;
   /// fnv1a64 of the compact JSON dump of the "entries" array as read, to
   /// compare with integrity.entries; likewise of "pipeline" (empty without).
   std::string entriesHash;
