@@ -223,6 +223,16 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                 "...>} on a loom.weight, one axes list per dimension";
     return success();
   }
+  if (name == "loom.arg_slots") {
+    // Set by loom-loop-repeated-layers on an entry point: each argument's
+    // slot in the launcher's argument array, -1 for the array itself.
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'loom.arg_slots' is an array<i64: ...> attribute of an "
+                "entry point, one slot per argument";
+    return success();
+  }
   if (name == "loom.parallel_grain") {
     // Set by the quantized kernels on their scf.parallel: the fewest
     // iterations worth a thread (loom-outline-parallel-loops).
