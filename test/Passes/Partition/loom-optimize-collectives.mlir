@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-optimize-collectives | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-optimize-collectives | FileCheck %s --enable-var-scope
 // loom-optimize-collectives on per-rank programs.
 
 // all_reduce -> local_slice of one dimension over the same axes: reduce_scatter.
