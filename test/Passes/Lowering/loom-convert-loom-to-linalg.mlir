@@ -228,13 +228,13 @@ func.func @layer_norm(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf3
 // CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: tensor<?x256xf32>, %[[W:[^:]+]]: tensor<512x256xf32>
 // CHECK-DAG: %[[TB:.+]] = arith.constant 1 : i32
 // CHECK: %[[E:.+]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
-// CHECK: %[[R:.+]] = "loom_cpu.kernel"(%[[X]], %[[W]], %[[E]])
+// CHECK: %[[R:.+]] = loom_cpu.kernel ins(%[[X]], %[[W]] : tensor<?x256xf32>, tensor<512x256xf32>) outs(%[[E]] : tensor<?x512xf32>)
 // CHECK-NEXT: ^bb0(%[[MX:.+]]: memref<?x256xf32>, %[[MW:.+]]: memref<512x256xf32>, %[[MC:.+]]: memref<?x512xf32>):
 // CHECK: memref.extract_aligned_pointer_as_index %[[MX]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[MW]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[MC]]
 // CHECK: call @loom_rt_sgemm(%[[CTX]], %{{.*}}, %[[TB]],
-// CHECK: {num_inputs = 2 : i64} : (tensor<?x256xf32>, tensor<512x256xf32>, tensor<?x512xf32>) -> tensor<?x512xf32>
+// CHECK: } -> tensor<?x512xf32>
 // CHECK: return %[[R]]
 func.func @matmul_gemm(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) -> tensor<?x512xf32> {
   %0 = loom.matmul %x, %w transpose_b : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
