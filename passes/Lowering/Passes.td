@@ -114,7 +114,7 @@ def ConvertLoomToLinalgPass
     "mlir::bufferization::BufferizationDialect",
     "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect",
     "mlir::func::FuncDialect", "mlir::scf::SCFDialect",
-    "mlir::vector::VectorDialect", "loom::lowering::LoweringDialect"
+    "mlir::vector::VectorDialect", "loom::lowering::LoomCpuDialect"
   ];
 }
 

@@ -19,6 +19,7 @@
 
 #include "passes/Partition/Passes.h"
 #include "passes/Partition/ShardingUtils.h"
+#include "loom/Support/Axis.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -49,12 +50,6 @@ struct OpLayouts {
   /// The global types of the operands.
   SmallVector<Type> inTypes;
 };
-
-/// An axis attribute (stored as unsigned 64 bits) normalised to [0, rank).
-int64_t normAxis(uint64_t raw, int64_t rank) {
-  int64_t a = static_cast<int64_t>(raw);
-  return a < 0 ? a + rank : a;
-}
 
 class Materializer {
 public:

@@ -133,6 +133,37 @@ static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
   return success();
 }
 
+/// The value of `loom.split` (and of the `split` of a `loom.weight`
+/// argument): {axes = [[mesh axis names] per dimension], shape = array<i64:
+/// the global shape>}.
+static bool isSplitDesc(Attribute attr) {
+  auto d = dyn_cast<DictionaryAttr>(attr);
+  auto axes = d ? dyn_cast_or_null<ArrayAttr>(d.get("axes")) : ArrayAttr();
+  auto shape = d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
+  if (!axes || !shape || d.size() != 2 ||
+      axes.size() != static_cast<size_t>(shape.size()))
+    return false;
+  return llvm::all_of(axes, [](Attribute dim) {
+    auto names = dyn_cast<ArrayAttr>(dim);
+    return names && llvm::all_of(names, llvm::IsaPred<StringAttr>);
+  });
+}
+
+/// The `interleave` of a `loom.weight` argument (loom-prepare-entry-points,
+/// docs/QUANTIZE.md): the five positive sizes of the interleaved layout.
+static bool isInterleaveDesc(Attribute attr) {
+  auto d = dyn_cast<DictionaryAttr>(attr);
+  if (!d || d.size() != 5)
+    return false;
+  for (StringRef key :
+       {"rows", "block_bytes", "fields", "field_bytes", "unit_bytes"}) {
+    auto n = dyn_cast_or_null<IntegerAttr>(d.get(key));
+    if (!n || n.getInt() < 1)
+      return false;
+  }
+  return true;
+}
+
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -212,12 +243,7 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   if (name == "loom.split") {
     // Set by the partitioner on a weight loaded split: the axes per
     // dimension and the global shape.
-    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
-    auto axes = d ? dyn_cast_or_null<ArrayAttr>(d.get("axes")) : ArrayAttr();
-    auto shape =
-        d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
-    if (!isa<WeightOp>(op) || !axes || !shape ||
-        axes.size() != static_cast<size_t>(shape.size()))
+    if (!isa<WeightOp>(op) || !isSplitDesc(attr.getValue()))
       return op->emitOpError()
              << "'loom.split' is {axes = [[...], ...], shape = array<i64: "
                 "...>} on a loom.weight, one axes list per dimension";
@@ -279,11 +305,21 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName().getValue() == kWeightAttrName) {
     // Set by loom-prepare-entry-points on outlined weights.
     auto desc = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!desc || !isa_and_nonnull<StringAttr>(desc.get("name")) ||
-        (desc.get("source") && !isa<ExternAttr>(desc.get("source"))))
+    bool ok = desc && isa_and_nonnull<StringAttr>(desc.get("name"));
+    for (NamedAttribute field : desc ? desc.getValue()
+                                     : ArrayRef<NamedAttribute>()) {
+      StringRef key = field.getName().getValue();
+      Attribute v = field.getValue();
+      ok &= key == "name" || (key == "source" && isa<ExternAttr>(v)) ||
+            (key == "split" && isSplitDesc(v)) ||
+            (key == "interleave" && isInterleaveDesc(v));
+    }
+    if (!ok)
       return op->emitOpError()
              << "'loom.weight' on argument " << argIndex
-             << " must be {name = \"...\"[, source = #loom.extern<...>]}";
+             << " must be {name = \"...\"[, source = #loom.extern<...>]}, "
+                "plus optionally split = {axes, shape} and interleave = "
+                "{rows, block_bytes, fields, field_bytes, unit_bytes}";
     return success();
   }
   if (attr.getName().getValue() == "loom.boundary" ||

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/Axis.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -71,15 +72,15 @@ LogicalResult checkShape(Operation *op, StringRef what,
 
 /// Normalises a possibly negative axis; fails with a diagnostic when out of
 /// range.
-FailureOr<int64_t> normAxis(Operation *op, StringRef what, int64_t axis,
-                            int64_t rank) {
-  if (axis < -rank || axis >= rank) {
+FailureOr<int64_t> verifyAxis(Operation *op, StringRef what, int64_t axis,
+                              int64_t rank) {
+  if (!isValidAxis(axis, rank)) {
     op->emitOpError() << what << " " << axis << " is out of range for rank "
                       << rank << " (valid: " << -rank << " to " << rank - 1
                       << ")";
     return failure();
   }
-  return axis < 0 ? axis + rank : axis;
+  return loom::normAxis(axis, rank);
 }
 
 LogicalResult sameElementType(Operation *op, ArrayRef<Type> types) {
@@ -372,7 +373,7 @@ LogicalResult MatmulOp::verify() {
 }
 
 LogicalResult SoftmaxOp::verify() {
-  return normAxis(*this, "axis", getAxis(), getInput().getType().getRank());
+  return verifyAxis(*this, "axis", getAxis(), getInput().getType().getRank());
 }
 
 LogicalResult ReduceOp::verify() {
@@ -384,7 +385,7 @@ LogicalResult ReduceOp::verify() {
   int64_t rank = in.getRank();
   llvm::SmallDenseSet<int64_t> reduced;
   for (int64_t axis : getAxes()) {
-    FailureOr<int64_t> a = normAxis(*this, "reduction axis", axis, rank);
+    FailureOr<int64_t> a = verifyAxis(*this, "reduction axis", axis, rank);
     if (failed(a))
       return failure();
     if (!reduced.insert(*a).second)
@@ -417,7 +418,7 @@ LogicalResult RmsNormOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   auto in = getInput().getType();
-  FailureOr<int64_t> axis = normAxis(*this, "axis", getAxis(), in.getRank());
+  FailureOr<int64_t> axis = verifyAxis(*this, "axis", getAxis(), in.getRank());
   if (failed(axis))
     return failure();
   if (!(getEpsilon().convertToFloat() >= 0))
@@ -619,7 +620,7 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult GatherOp::verify() {
   auto in = getInput().getType();
-  FailureOr<int64_t> axis = normAxis(*this, "axis", getAxis(), in.getRank());
+  FailureOr<int64_t> axis = verifyAxis(*this, "axis", getAxis(), in.getRank());
   if (failed(axis))
     return failure();
   if (failed(sameElementType(*this, {in, getResult().getType()})))
@@ -683,7 +684,7 @@ LogicalResult ConcatOp::verify() {
     return emitOpError() << "needs at least one input";
   auto first = cast<RankedTensorType>(getInputs().front().getType());
   FailureOr<int64_t> axis =
-      normAxis(*this, "axis", getAxis(), first.getRank());
+      verifyAxis(*this, "axis", getAxis(), first.getRank());
   if (failed(axis))
     return failure();
   SmallVector<Type> types(getInputs().getTypes());
@@ -934,7 +935,7 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
   FailureOr<int64_t> dim =
-      normAxis(*this, "gather_dim", getGatherDim(), in.getRank());
+      verifyAxis(*this, "gather_dim", getGatherDim(), in.getRank());
   if (failed(dim) ||
       failed(sameElementType(*this, {in, getResult().getType()})))
     return failure();
@@ -959,7 +960,7 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
   FailureOr<int64_t> dim =
-      normAxis(*this, "scatter_dim", getScatterDim(), in.getRank());
+      verifyAxis(*this, "scatter_dim", getScatterDim(), in.getRank());
   if (failed(dim) ||
       failed(sameElementType(*this, {in, getResult().getType()})))
     return failure();
@@ -983,11 +984,11 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
   FailureOr<int64_t> split =
-      normAxis(*this, "split_dim", getSplitDim(), in.getRank());
+      verifyAxis(*this, "split_dim", getSplitDim(), in.getRank());
   if (failed(split))
     return failure();
   FailureOr<int64_t> concat =
-      normAxis(*this, "concat_dim", getConcatDim(), in.getRank());
+      verifyAxis(*this, "concat_dim", getConcatDim(), in.getRank());
   if (failed(concat) ||
       failed(sameElementType(*this, {in, getResult().getType()})))
     return failure();

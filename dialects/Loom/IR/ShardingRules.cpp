@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/Axis.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -192,10 +193,6 @@ static FailureOr<ShardingRule> wholeFromRule(Operation *op, int64_t from,
   rule.results.push_back(identity(loops));
   rule.flops = 5.0 * static_cast<double>(numElements(*s));
   return rule;
-}
-
-static int64_t normAxis(int64_t axis, size_t rank) {
-  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
 static FailureOr<ShardingRule> reduceRule(ReduceOp op) {

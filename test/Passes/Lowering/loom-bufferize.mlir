@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-bufferize | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-bufferize | FileCheck %s --enable-var-scope
 
 // An all_reduce whose operand may be overwritten reduces in place (here
 // the argument of a layer outlined from an entry point: a buffer of its

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-plan-sharding | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-plan-sharding | FileCheck %s
 
 // An MLP on tp=4 with no hints: the Megatron layout (first weight split by
 // columns, second by rows, one all-reduce of the partial result).

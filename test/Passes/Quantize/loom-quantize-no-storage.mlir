@@ -1,5 +1,5 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: loom-opt %s --loom-quantize="scheme=int4:32 output=%t/q.bin report=%t/r.json" | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-quantize="scheme=int4:32 output=%t/q.bin report=%t/r.json" | FileCheck %s
 // RUN: not test -e %t/q.bin
 // RUN: %python -c "import json; d = json.load(open('%t/r.json')); print([(t['name'], t['nbytes'], t['storage']) for t in d['tensors']])" | FileCheck %s --check-prefix=REPORT
 

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-plan-sharding | FileCheck %s
-// RUN: loom-opt %s --split-input-file --loom-plan-sharding --loom-insert-explicit-reshards --loom-partition | FileCheck %s --check-prefix=LOCAL
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-plan-sharding | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-plan-sharding --loom-insert-explicit-reshards --loom-partition | FileCheck %s --check-prefix=LOCAL
 
 // KV caches (entry arguments marked loom.state) take the layout of the
 // attention that writes them: on tp=3 with 3 KV heads the attention splits

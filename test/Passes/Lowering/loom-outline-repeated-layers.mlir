@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-outline-repeated-layers | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-outline-repeated-layers | FileCheck %s --enable-var-scope
 
 // Four identical layers (an MLP block of 7 ops: norm, gate, up, SiLU,
 // product, down, residual) become one private function called four times

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-plan-sharding | FileCheck %s
-// RUN: loom-opt %s --loom-plan-sharding="vector-width=1" | FileCheck %s --check-prefix=ANY
+// RUN: loom-opt %s --verify-roundtrip --loom-plan-sharding | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-plan-sharding="vector-width=1" | FileCheck %s --check-prefix=ANY
 
 // Vector widths hold: the input arrives split 8 ways on its 32-wide
 // innermost dimension (kept as annotated); computing on those 4-element

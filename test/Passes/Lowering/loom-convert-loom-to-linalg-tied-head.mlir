@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefix=LOWER
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefix=LOWER
 
 // A tied LM head: one quantized weight is the embedding's table and the
 // weight of an int8-activation qmatmul. It gets the head's interleaved

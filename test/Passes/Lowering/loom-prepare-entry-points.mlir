@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points | FileCheck %s --enable-var-scope
 
 // The context comes first, weights last (one argument per distinct name),
 // and the entry is marked for the C interface.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
 
 // loom.local_slice lowers to the rank's block index from the runtime (one
 // loom_rt_group_index when the axes are in mesh order, as the runtime

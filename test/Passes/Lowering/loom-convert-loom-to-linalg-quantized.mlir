@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="qmatmul=dequant" --loom-convert-loom-to-linalg="qmatmul=dequant" | FileCheck %s --check-prefix=DEQ
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points="qmatmul=dequant" --loom-convert-loom-to-linalg="qmatmul=dequant" | FileCheck %s --check-prefix=DEQ
 
 // Loom's int4 blocks (block 64, min, bf16 scales) travel as their bytes:
 // 8 rows of 2 blocks of 2 + 2 + 32 bytes. The kernel loads the bf16 scale

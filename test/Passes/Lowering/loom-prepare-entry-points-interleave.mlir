@@ -1,7 +1,7 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points | FileCheck %s
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="interleave=false" | FileCheck %s --check-prefix=OFF
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefixes=KERNEL,VNNI
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points="qmatmul=dequant" | FileCheck %s --check-prefix=DEQ
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points="interleave=false" | FileCheck %s --check-prefix=OFF
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --check-prefixes=KERNEL,VNNI
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points="qmatmul=dequant" | FileCheck %s --check-prefix=DEQ
 
 // The kernels' instructions come from the module's loom.target, never from
 // the host: the input pins an AVX512-VNNI CPU; the same input for an AVX2

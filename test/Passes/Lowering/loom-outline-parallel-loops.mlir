@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-outline-parallel-loops | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s --split-input-file --loom-outline-parallel-loops --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-outline-parallel-loops | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-outline-parallel-loops --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 
 // A 2-D elementwise loop: the outer dimension is split over the threads
 // (the closure carries both memrefs and the bounds), the inner one stays a

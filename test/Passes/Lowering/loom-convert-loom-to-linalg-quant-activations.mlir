@@ -2,7 +2,7 @@
 // levels of activations where the module's target has integer dot products
 // (AVX2, AVX512-VNNI), f32 activations where the kernels would be generic
 // vector code (no target, or a target without them); an explicit mark wins.
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s
 
 // CHECK-LABEL: func.func @avx2_target
 // CHECK: call @__loom_qmm_q4_0_b32_zero_point_f16_k64_i8x3_r8_avx2(

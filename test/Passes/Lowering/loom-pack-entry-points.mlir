@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --loom-prepare-entry-points --loom-convert-loom-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts --loom-pack-entry-points | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-convert-loom-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts --loom-pack-entry-points | FileCheck %s
 
 // The launcher calls loom_entry_main(void **args): args[0] results,
 // args[1] context, args[2] the input's descriptor. Only the wrapper is

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
 // The 2-layer MLP y = gelu(x W1) W2 (x: 4x8, W1: 8x16, W2: 16x8) with every
 // part of it annotated in turn. Unannotated values are replicated; where an
 // op's operands are not laid out as it needs, the variant says so with a

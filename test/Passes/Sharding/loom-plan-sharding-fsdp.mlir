@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-plan-sharding="memory-limit=0.0081" | FileCheck %s
-// RUN: loom-opt %s --loom-plan-sharding | FileCheck %s --check-prefix=FREE
+// RUN: loom-opt %s --verify-roundtrip --loom-plan-sharding="memory-limit=0.0081" | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-plan-sharding | FileCheck %s --check-prefix=FREE
 
 // Where Megatron's layout is the wrong tool: a large batch on dp=4 wants
 // data parallelism, and the replicated weights do not fit 8.3 MiB next to

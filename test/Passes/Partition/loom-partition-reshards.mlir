@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
 // Each reshard kind, on 1-D, 2x2 and 2x2x2 meshes. Arguments of private
 // functions are local values laid out as their loom.sharding says.
 

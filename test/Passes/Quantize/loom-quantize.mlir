@@ -1,11 +1,11 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python -c "import numpy as np; r = np.random.default_rng(0); r.standard_normal(32*64 + 64*16 + 100*64 + 64*64, dtype=np.float32).tofile('%t/w.bin')"
-// RUN: loom-opt %s --loom-quantize="scheme=int4:32 output=%t/q.bin report=%t/r.json base-dir=%t" | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-quantize="scheme=int4:32 output=%t/q.bin report=%t/r.json base-dir=%t" | FileCheck %s
 // RUN: %python -c "import json; d = json.load(open('%t/r.json')); print(sorted(t['name'] for t in d['tensors'])); print(sorted(k['name'] + ': ' + k['reason'] for k in d['kept']))" | FileCheck %s --check-prefix=REPORT
 // RUN: %python -c "import json; print(json.load(open('%t/r.json'))['file'])" | FileCheck %s --check-prefix=FILE
-// RUN: loom-opt %s --loom-quantize="scheme=int4:32 output=%t/q2.bin report=%t/r2.json output-name=weights/quant.bin base-dir=%t" -o /dev/null
+// RUN: loom-opt %s --verify-roundtrip --loom-quantize="scheme=int4:32 output=%t/q2.bin report=%t/r2.json output-name=weights/quant.bin base-dir=%t" -o /dev/null
 // RUN: %python -c "import json; print(json.load(open('%t/r2.json'))['file'])" | FileCheck %s --check-prefix=NAMED
-// RUN: loom-opt %s --loom-quantize="scheme=int8:64:min output=%t/q8.bin rules=blk.0.*=int4:64:sym:f32;*.ffn_up=skip skip=none base-dir=%t" | FileCheck %s --check-prefix=RULES
+// RUN: loom-opt %s --verify-roundtrip --loom-quantize="scheme=int8:64:min output=%t/q8.bin rules=blk.0.*=int4:64:sym:f32;*.ffn_up=skip skip=none base-dir=%t" | FileCheck %s --check-prefix=RULES
 
 // A [N, K] weight read through transpose_b becomes a qtensor in the new
 // file; the matmul becomes loom.qmatmul.

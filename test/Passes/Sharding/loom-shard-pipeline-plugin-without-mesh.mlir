@@ -8,7 +8,7 @@
 // RUN: loomc %s --mesh tp=2 --plugin %loom_lib_dir/LoomPinAttentionHeads.so --shard-passes='loom-pin-attention-heads{axis=tp}' --emit=plan -o %t/plan.json
 // RUN: FileCheck %s --check-prefix=PLAN < %t/plan.json
 // The same through the registered shard pipeline.
-// RUN: loom-opt %s --load-pass-plugin=%loom_lib_dir/LoomPinAttentionHeads.so --loom-shard-pipeline='mesh=tp=2 shard-passes=loom-pin-attention-heads{axis=tp}' | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --load-pass-plugin=%loom_lib_dir/LoomPinAttentionHeads.so --loom-shard-pipeline='mesh=tp=2 shard-passes=loom-pin-attention-heads{axis=tp}' | FileCheck %s
 // Without --mesh the plugin names the fix.
 // RUN: not loomc %s --plugin %loom_lib_dir/LoomPinAttentionHeads.so --shard-passes='loom-pin-attention-heads{axis=tp}' --compile-to=shard -o %t/none.mlir 2>&1 | FileCheck %s --check-prefix=NOMESH
 
