@@ -1001,6 +1001,7 @@ const OnnxOpTable &onnxOps() {
     registerMatmulOps(t);
     registerNormalizationOps(t);
     registerShapeOps(t);
+    registerConvOps(t);
     return t;
   }();
   return table;
