@@ -64,6 +64,15 @@ def _loomc_flags(flags: dict) -> list:
     return out
 
 
+def run_ok(cmd, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Runs a command (paths allowed) and fails the test with its command
+    line, stdout and stderr unless it exits 0."""
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                       timeout=timeout)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
 def _loomc(args: list) -> subprocess.CompletedProcess:
     r = subprocess.run([str(tool("loomc")), *map(str, args)],
                        capture_output=True, text=True, timeout=600)

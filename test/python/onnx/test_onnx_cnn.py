@@ -18,18 +18,13 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
+from loom_paths import run_ok as run  # noqa: E402
 
 BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
 LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
-
-
-def run(cmd):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
-    return r
 
 
 class SmallCNN(torch.nn.Module):

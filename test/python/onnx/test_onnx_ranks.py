@@ -5,7 +5,6 @@ ranks with both backends: `--mesh tp=N` plans and partitions the program
 returns the whole output, which must match ONNX Runtime."""
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,18 +16,11 @@ ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip)")
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
-from loom_paths import compile_bundle  # noqa: E402
+from loom_paths import run_ok as run, compile_bundle  # noqa: E402
 
 BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
 LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
-
-
-def run(cmd):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
-    return r
 
 
 @pytest.fixture(scope="module")
