@@ -539,14 +539,21 @@ FailureOr<int64_t> verifyConvWeights(Operation *op, RankedTensorType in,
 
 } // namespace
 
+/// The checks conv and conv_transpose share: the window attributes and the
+/// weights against the input; returns the output channel count.
+template <typename ConvLikeOp>
+static FailureOr<int64_t> verifyConvLike(ConvLikeOp op, bool transposed) {
+  auto in = op.getInput().getType();
+  if (failed(verifyWindow(op, in, {}, op.getStrides(), op.getDilations(),
+                          op.getPads())))
+    return failure();
+  return verifyConvWeights(op, in, op.getWeight().getType(), op.getBias(),
+                           static_cast<int64_t>(op.getGroups()), transposed);
+}
+
 LogicalResult ConvOp::verify() {
   auto in = getInput().getType(), w = getWeight().getType();
-  if (failed(verifyWindow(*this, in, {}, getStrides(), getDilations(),
-                          getPads())))
-    return failure();
-  int64_t groups = static_cast<int64_t>(getGroups());
-  FailureOr<int64_t> m =
-      verifyConvWeights(*this, in, w, getBias(), groups, false);
+  FailureOr<int64_t> m = verifyConvLike(*this, /*transposed=*/false);
   if (failed(m))
     return failure();
   int64_t k = in.getRank() - 2;
@@ -567,12 +574,7 @@ LogicalResult ConvOp::verify() {
 
 LogicalResult ConvTransposeOp::verify() {
   auto in = getInput().getType(), w = getWeight().getType();
-  if (failed(verifyWindow(*this, in, {}, getStrides(), getDilations(),
-                          getPads())))
-    return failure();
-  int64_t groups = static_cast<int64_t>(getGroups());
-  FailureOr<int64_t> m =
-      verifyConvWeights(*this, in, w, getBias(), groups, true);
+  FailureOr<int64_t> m = verifyConvLike(*this, /*transposed=*/true);
   if (failed(m))
     return failure();
   int64_t k = in.getRank() - 2;

@@ -152,14 +152,32 @@ bool checkWeights(EmitContext &c, int64_t groups, bool transposed,
   return true;
 }
 
-bool emitConv(EmitContext &c) {
-  Value x = c.input(0), wv = c.input(1);
-  if (!x || !wv)
-    return false;
+/// What Conv and ConvTranspose read alike: the input and weight values, the
+/// group count, the weights checked against the input (`outChannels`) and the
+/// window attributes.
+struct ConvOperands {
+  Value x, weight;
   Window w;
-  int64_t groups = attrInt(c.node, "group", 1), m = 0;
-  if (!checkWeights(c, groups, false, m) || !readWindow(c, w, false))
+  int64_t groups = 1, outChannels = 0;
+};
+
+bool readConvOperands(EmitContext &c, bool transposed, ConvOperands &o) {
+  o.x = c.input(0);
+  o.weight = c.input(1);
+  if (!o.x || !o.weight)
     return false;
+  o.groups = attrInt(c.node, "group", 1);
+  return checkWeights(c, o.groups, transposed, o.outChannels) &&
+         readWindow(c, o.w, false);
+}
+
+bool emitConv(EmitContext &c) {
+  ConvOperands co;
+  if (!readConvOperands(c, /*transposed=*/false, co))
+    return false;
+  Value x = co.x, wv = co.weight;
+  Window &w = co.w;
+  int64_t groups = co.groups, m = co.outChannels;
   resolveAutoPad(w);
   SmallVector<Dim> s = {c.shape(0)[0], Dim::of(m)};
   for (int64_t i = 0; i < w.k; ++i) {
@@ -181,13 +199,12 @@ bool emitConv(EmitContext &c) {
 }
 
 bool emitConvTranspose(EmitContext &c) {
-  Value x = c.input(0), wv = c.input(1);
-  if (!x || !wv)
+  ConvOperands co;
+  if (!readConvOperands(c, /*transposed=*/true, co))
     return false;
-  Window w;
-  int64_t groups = attrInt(c.node, "group", 1), m = 0;
-  if (!checkWeights(c, groups, true, m) || !readWindow(c, w, false))
-    return false;
+  Value x = co.x, wv = co.weight;
+  Window &w = co.w;
+  int64_t groups = co.groups, m = co.outChannels;
   SmallVector<int64_t> outPad(w.k, 0), outShape;
   if (auto v = attrInts(c.node, "output_padding"))
     outPad = *v;
