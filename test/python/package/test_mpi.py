@@ -2,8 +2,13 @@
 one rank (Bundle.load(..., backend="mpi") or "auto" under mpirun), the
 process of rank 0 gets the outputs, equal bit for bit to the thread ranks
 and to loom-run under mpirun; MPI stays up for a second run in the same
-process; a job of the wrong size is a BundleError naming both sizes."""
+process; a job of the wrong size is a BundleError naming both sizes.
+Bundle.generate under mpirun: the process of rank 0 streams the text, the
+others take part and yield nothing; the same pieces and token ids as the
+thread ranks and as `loom-run --prompt` under mpirun (greedy, and sampled
+with a seed and the chat template, in one process)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,6 +20,9 @@ import pytest
 
 import loom
 from conftest import run_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "generate"))
+import toy_model as tm  # noqa: E402
 
 SCRIPT = """\
 import sys
@@ -95,3 +103,78 @@ def test_mpirun_of_the_wrong_size(tmp_path, mlp, mlp_tp2):
 def test_bad_backend(mlp_tp2):
     with pytest.raises(ValueError, match="backend 'nccl': expected 'auto'"):
         loom.Bundle.load(mlp_tp2, backend="nccl")
+
+
+GEN_SCRIPT = """\
+import json, sys
+import loom
+bundle, out = sys.argv[1:3]
+calls = json.loads(sys.argv[3])
+b = loom.Bundle.load(bundle, backend="mpi")
+assert b.backend == "mpi", b.backend
+(rank,) = b.local_ranks
+results = []
+for kw in calls:
+    g = b.generate(**kw)
+    pieces = list(g)
+    results.append({"pieces": pieces, "text": g.text, "tokens": g.tokens,
+                    "stop": g.stop})
+if rank == 0:
+    with open(out, "w") as f:
+        json.dump(results, f)
+else:
+    # The other ranks take part and get nothing (as loom-run prints only
+    # on rank 0).
+    assert all(r == {"pieces": [], "text": "", "tokens": [], "stop": ""}
+               for r in results), results
+print(f"rank {rank} done")
+"""
+
+# A greedy text and a sampled chat, one after the other in one process.
+GEN_CALLS = [
+    dict(prompt="h\u00e9llo", max_tokens=12),
+    dict(prompt="hi", max_tokens=12, chat=True, system="be brief",
+         temperature=0.8, top_k=40, top_p=0.9, seed=7),
+]
+GEN_FLAGS = [
+    ["--prompt", "h\u00e9llo", "--max-tokens", 12],
+    ["--prompt", "hi", "--max-tokens", 12, "--chat", "--system", "be brief",
+     "--temp", 0.8, "--top-k", 40, "--top-p", 0.9, "--seed", 7],
+]
+
+
+@pytest.fixture(scope="module")
+def tok_bundle(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mpigen")
+    t = tm.write_tokenizer(d / "tok.gguf")
+    return tm.toy_bundle(d / "tb", {"tp": 2}, tokenizer=t, context=256)
+
+
+def test_mpirun_python_generate(tmp_path, tok_bundle, loom_run):
+    script = tmp_path / "gen.py"
+    script.write_text(GEN_SCRIPT)
+    env = dict(os.environ,
+               PYTHONPATH=str(Path(loom.__file__).resolve().parent.parent))
+    out = tmp_path / "rank0.json"
+    r = subprocess.run(
+        [*_mpirun(), "-np", "2", sys.executable, str(script), str(tok_bundle),
+         str(out), json.dumps(GEN_CALLS)],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0 done" in r.stdout and "rank 1 done" in r.stdout
+    got = json.loads(out.read_text())
+    threads = loom.Bundle.load(tok_bundle, backend="threads")
+    assert threads.local_ranks == [0, 1]
+    for mpi, kw, flags in zip(got, GEN_CALLS, GEN_FLAGS):
+        assert mpi["pieces"] and mpi["text"] == "".join(mpi["pieces"])
+        # The thread ranks of this process.
+        g = threads.generate(**kw)
+        assert mpi["pieces"] == list(g)
+        assert (mpi["tokens"], mpi["stop"]) == (g.tokens, g.stop)
+        # loom-run under mpirun: its stdout and result file.
+        res = tmp_path / "cli.json"
+        cli = run_cli(*_mpirun(), "-np", "2", loom_run, tok_bundle, *flags,
+                      "--result", res)
+        want = json.loads(res.read_text())["sequences"][0]
+        assert mpi["text"] + "\n" == cli.stdout
+        assert (mpi["tokens"], mpi["stop"]) == (want["ids"], want["stop"])
