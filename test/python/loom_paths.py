@@ -54,13 +54,18 @@ def _loomc_flags(flags: dict) -> list:
     short = {"opt_level": "-O", "jobs": "-j"}  # loomc's short-only flags
     out = []
     for key, value in flags.items():
-        if value is None or value is False:
+        if value is None:
             continue
         if key in short:
             out += [short[key], str(value)]
             continue
         flag = "--" + key.replace("_", "-")
-        out += [flag] if value is True else [f"{flag}={value}"]
+        if isinstance(value, bool):
+            # False matters for the flags that default on
+            # (quant_interleave=False: --quant-interleave=false).
+            out += [flag if value else f"{flag}=false"]
+        else:
+            out += [f"{flag}={value}"]
     return out
 
 

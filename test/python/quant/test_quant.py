@@ -178,14 +178,15 @@ def act_int8(x, block):
     return (q.astype(np.float64) * d).reshape(x.shape), d
 
 
-def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
+def qmatmul_case(loom, tmp_path, scheme, act8=False, flags=None,
                  decode=False, act8x3=False):
     """Two weights (odd N: remainder tiles) quantized by the quantize
     phase, products on a dynamic [M, K] input and a [2, 3, K] input. With
     act8 the kernel quantizes activations to int8 per block: the reference
     uses the same int8 activations (one code may round the other way).
     With int8 activations the weights with at least 8 rows are read in the
-    interleaved layout (groups of 8 rows, then the remaining rows). decode:
+    interleaved layout (groups of 8 rows, then the remaining rows). flags:
+    other compile options (loomc's flags in snake_case). decode:
     static [1, K] and [1, 3, K] inputs and N = 13 and 19 (both weights
     interleaved with int8 activations)."""
     block = qref.parse(scheme)[1]
@@ -204,16 +205,16 @@ def qmatmul_case(loom, tmp_path, scheme, env=None, act8=False, flags=(),
          ("x3", f"tensor<{x3dims[0]}x3x{k}xf32>")],
         [("x", 0, f"tensor<{xdims}x{n1}xf32>"),
          ("x3", 1, f"tensor<{x3dims[0]}x3x19xf32>")]))
-    if not any(f.startswith(("--quant-act", "--qmatmul")) for f in flags) \
-            and not (act8 or act8x3):
+    flags = dict(flags or {})
+    if not {"quant_act", "qmatmul"} & flags.keys() and not (act8 or act8x3):
         # The f32-activation kernels (the default, --quant-act auto, takes
         # int8x3 on AVX2 hosts: test_qmatmul_default_activations).
-        flags = ("--quant-act", "f32", *flags)
-    bundle = loom.compile(src, "--quant", scheme, *flags, env=env)
+        flags["quant_act"] = "f32"
+    bundle = loom.compile(src, quant=scheme, **flags)
     man = json.loads((bundle / "manifest.json").read_text())
     layouts = {w["name"]: w.get("interleave")
                for w in man["entries"][0]["weights"]}
-    interleaved = (act8 or act8x3) and "--quant-interleave=0" not in flags
+    interleaved = (act8 or act8x3) and flags.get("quant_interleave", True)
     expect = qref.interleave(scheme) if interleaved else None
     assert layouts == {"blk.0.a": expect if n1 >= 8 else None,
                        "blk.0.b": expect}, layouts
@@ -259,7 +260,7 @@ def test_qmatmul_int8_activations(loom, tmp_path, scheme):
     # loomc --quant-act int8: activations quantized to int8 per block,
     # integer dot products (AVX512-VNNI when the host has it).
     qmatmul_case(loom, tmp_path, scheme, act8=True,
-                 flags=("--quant-act", "int8"))
+                 flags=dict(quant_act="int8"))
 
 
 @pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min", "int8:32",
@@ -268,7 +269,7 @@ def test_qmatmul_int8_decode_interleaved(loom, tmp_path, scheme):
     # Decode GEMVs with int8 activations on weights in the interleaved
     # layout that loom-run makes at load (prefill batches: the test above).
     qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
-                 flags=("--quant-act", "int8"))
+                 flags=dict(quant_act="int8"))
 
 
 @pytest.mark.parametrize("scheme", ["int4:32", "int4:64:min", "int8:32",
@@ -278,7 +279,7 @@ def test_qmatmul_int8x3_activations(loom, tmp_path, scheme):
     # integer dots, the f32 path's tolerance (and 2e-6 of max |y|).
     decode = scheme == "q_decode"
     qmatmul_case(loom, tmp_path, "int4:128:sym:bf16" if decode else scheme,
-                 act8x3=True, decode=decode, flags=("--quant-act", "int8x3"))
+                 act8x3=True, decode=decode, flags=dict(quant_act="int8x3"))
 
 
 def test_qmatmul_default_activations(loom, tmp_path):
@@ -288,12 +289,12 @@ def test_qmatmul_default_activations(loom, tmp_path):
     integer_dots = host_has("avx2") or (host_has("avx512vnni")
                                         and host_has("avx512vl"))
     for decode in (True, False):
-        for flags in [(), ("--quant-act", "auto")]:
+        for flags in [{}, dict(quant_act="auto")]:
             qmatmul_case(loom, tmp_path, "int4:32", act8x3=integer_dots,
                          decode=decode, flags=flags)
     # --portable (x86-64-v2: no AVX2): f32 activations, rows as stored.
     qmatmul_case(loom, tmp_path, "int4:32", decode=True,
-                 flags=("--quant-act", "auto", "--portable"))
+                 flags=dict(quant_act="auto", portable=True))
 
 
 def host_has(feature):
@@ -308,7 +309,7 @@ def host_has(feature):
 
 # The kernel's instructions follow the target CPU (loomc --cpu): x86-64-v3
 # has AVX2 but no VNNI, --portable (x86-64-v2) neither.
-WITHOUT_VNNI = {"1": ("--cpu=x86-64-v3",), "0": ("--portable",)}
+WITHOUT_VNNI = {"1": dict(cpu="x86-64-v3"), "0": dict(portable=True)}
 
 
 def target_without_vnni(avx2):
@@ -320,8 +321,8 @@ def target_without_vnni(avx2):
 def test_qmatmul_int8x3_without_vnni(loom, tmp_path):
     for avx2 in ("1", "0") if host_has("avx2") else ("0",):
         qmatmul_case(loom, tmp_path, "int4:32", act8x3=True,
-                     flags=("--quant-act", "int8x3",
-                            *target_without_vnni(avx2)))
+                     flags=dict(quant_act="int8x3",
+                                **target_without_vnni(avx2)))
 
 
 def test_qmatmul_rows_as_stored(loom, tmp_path):
@@ -330,7 +331,7 @@ def test_qmatmul_rows_as_stored(loom, tmp_path):
     qmatmul_case(loom, tmp_path, "int4:32", decode=True)
     for decode in (True, False):
         qmatmul_case(loom, tmp_path, "int4:64:min", act8=True, decode=decode,
-                     flags=("--quant-act", "int8", "--quant-interleave=0"))
+                     flags=dict(quant_act="int8", quant_interleave=False))
 
 
 @pytest.mark.parametrize("avx2", ["1", "0"])
@@ -340,18 +341,18 @@ def test_qmatmul_int8_activations_without_vnni(loom, tmp_path, avx2):
     # take AVX2's sign trick, unsigned ones a split into nibbles.
     cpu = target_without_vnni(avx2)
     qmatmul_case(loom, tmp_path, "int4:32", act8=True,
-                 flags=("--qmatmul=i8", *cpu))
+                 flags=dict(qmatmul="i8", **cpu))
     for scheme in ["int4:64:min", "int8:32", "int8:64:min"]:
         qmatmul_case(loom, tmp_path, scheme, act8=True, decode=True,
-                     flags=("--quant-act", "int8", *cpu))
+                     flags=dict(quant_act="int8", **cpu))
     qmatmul_case(loom, tmp_path, "int8:128", act8=True,
-                 flags=("--quant-act", "int8", "--quant-interleave=0", *cpu))
+                 flags=dict(quant_act="int8", quant_interleave=False, **cpu))
 
 
 def test_qmatmul_dequant_fallback(loom, tmp_path):
     # The accurate fallback (dequantize, then the f32 GEMM) gives the same
     # numbers.
-    qmatmul_case(loom, tmp_path, "int4:64:min", flags=("--qmatmul=dequant",))
+    qmatmul_case(loom, tmp_path, "int4:64:min", flags=dict(qmatmul="dequant"))
 
 
 GGUF_TYPES = ["q4_0", "q4_1", "q8_0"]
@@ -429,8 +430,8 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
     tol = 1.001 * dx.max() * np.abs(ref_w).max() + 1e-5 * (
         np.abs(x) @ np.abs(ref_w).T)
     # --portable: no instruction of the compiling host (no VNNI).
-    for flags in [(), ("--portable",)]:
-        y = loom.run(loom.compile(src, "--quant-act", "int8", *flags),
+    for flags in [{}, dict(portable=True)]:
+        y = loom.run(loom.compile(src, quant_act="int8", **flags),
                      {"x": x})["output0"]
         assert np.all(np.abs(y - ref) <= tol), flags
     r = loom.loomc_run(src, "--quant-act", "int4", "-o", tmp_path / "b",
@@ -532,8 +533,7 @@ def test_bundle_with_explicit_quant_file(loom, tmp_path):
     qfile = tmp_path / "keep" / "q.bin"
     qfile.parent.mkdir()
     bundle = tmp_path / "b"
-    loom.loomc_run(src, "--quant", "int8:32", "--quant-file", qfile,
-                   "-o", bundle)
+    loom.compile(src, bundle, quant="int8:32", quant_file=qfile)
     assert qfile.exists() and Path(str(qfile) + ".report.json").exists()
     assert not (bundle / "weights").exists()
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -543,8 +543,7 @@ def test_bundle_with_explicit_quant_file(loom, tmp_path):
     assert loom.run(bundle, {"x": x})["output0"].shape == (1, 5)
 
     report = tmp_path / "r.json"
-    loom.loomc_run(src, "--quant", "int8:32", "--quant-report", report,
-                   "-o", bundle)
+    loom.compile(src, bundle, quant="int8:32", quant_report=report)
     assert json.loads(report.read_text())["file"] == \
         str(bundle / "weights" / "quant.bin")
     assert (bundle / "weights" / "quant.bin").exists()
@@ -585,7 +584,7 @@ def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
                          arch="llama")
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    loom.loomc_run(path, "--quant", scheme, "-o", out_dir / "bundle")
+    loom.compile(path, out_dir / "bundle", quant=scheme)
     assert [p.name for p in out_dir.iterdir()] == ["bundle"]
     bundle = loom.fresh("moved")
     shutil.move(str(out_dir / "bundle"), bundle)
@@ -609,17 +608,8 @@ def test_llama_quantized_end_to_end(loom, tmp_path, scheme, ttype):
                                      else 0.01)
     tokens = np.array([[5, 17, 3, 90, 44, 2, 8]], dtype=np.int64)
     positions = np.arange(tokens.shape[1], dtype=np.int64)
-    d = loom.fresh("run")
-    d.mkdir()
-    np.save(d / "t.npy", tokens)
-    np.save(d / "p.npy", positions)
-    import subprocess
-    r = subprocess.run([str(loom.loom_run), str(bundle), "--input",
-                        f"tokens={d / 't.npy'}", "--input",
-                        f"positions={d / 'p.npy'}", "--output",
-                        str(d / "res")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    logits = np.load(d / "res" / "logits.npy")
+    logits = loom.run(bundle, {"tokens": tokens,
+                               "positions": positions})["logits"]
     ref = lm.llama_forward_gguf(cfg, weights, tokens, positions,
                                 arch="llama")
     err = np.abs(logits - ref).max() / np.abs(ref).max()
