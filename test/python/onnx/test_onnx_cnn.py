@@ -3,7 +3,9 @@ depthwise Conv2d + AvgPool + Linear) compiled by loomc and run by loom-run
 on 1 rank, on dp=2 (batch split) and on tp=2 (output channels split),
 against ONNX Runtime; and single Conv/ConvTranspose/Pool nodes with the
 attributes torch does not export (auto_pad, ceil_mode, count_include_pad,
-output_shape, 1-D and 3-D) against ONNX Runtime (docs/IMPORT-ONNX.md)."""
+output_shape, 1-D and 3-D) compiled and run through the package
+(loom_paths) against ONNX Runtime (docs/IMPORT-ONNX.md). The CNN keeps
+loom-run for every rank's output (--all-ranks)."""
 import os
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from onnx import TensorProto, helper  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
-from loom_paths import run_ok as run  # noqa: E402
+from loom_paths import compile_bundle, run_bundle, run_ok as run  # noqa: E402
 
 BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
 LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
@@ -166,13 +168,10 @@ def test_node(tmp_path, case):
     op, xs, ws, bias, attrs = CASES[case]
     path = tmp_path / f"{case}.onnx"
     _node_model(path, op, list(xs), ws, bias, **attrs)
-    run([LOOMC, path, "-o", tmp_path / "out"])
+    compile_bundle(path, tmp_path / "out")
     x = np.random.default_rng(2).standard_normal(xs).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    run([LOOM_RUN, tmp_path / "out", "--input", f"x={tmp_path}/x.npy",
-         "--output", tmp_path / "res"])
     want = ort.InferenceSession(str(path)).run(None, {"x": x})[0]
-    got = np.load(tmp_path / "res" / "y.npy")
+    got = run_bundle(tmp_path / "out", {"x": x})["y"]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 

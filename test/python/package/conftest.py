@@ -41,9 +41,9 @@ def mlp(tmp_path_factory) -> Path:
     return d
 
 
-def run_cli(*cmd, ok=True) -> subprocess.CompletedProcess:
+def run_cli(*cmd, ok=True, env=None) -> subprocess.CompletedProcess:
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                       timeout=600)
+                       timeout=600, env=env)
     if ok:
         assert r.returncode == 0, r.stderr
     return r

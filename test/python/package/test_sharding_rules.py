@@ -4,6 +4,7 @@ examples/sharding-plugin; a rule that raises or returns an illegal
 sharding fails the compile naming the op, its location and the rule."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -67,6 +68,12 @@ def test_same_plan_as_the_cpp_plugin(tmp_path, llama, loomc, plugin):
     via = loom.plan(model, plugins=[plugin],
                     shard_passes="loom-pin-attention-heads{axis=tp}")
     assert _no_time(via.to_json()) == want
+    # The example as a script (its --mesh declared before the rule runs).
+    env = dict(os.environ,
+               PYTHONPATH=str(Path(loom.__file__).resolve().parent.parent))
+    run_cli(sys.executable, SRC / "examples/python/pin_attention_heads.py",
+            model, "--mesh", "tp=2", "-o", tmp_path / "script.json", env=env)
+    assert _no_time((tmp_path / "script.json").read_text()) == want
 
 
 def test_rule_on_a_model_without_a_mesh(llama):
