@@ -182,7 +182,10 @@ class Bundle:
         pieces as they are made (token ids for a bundle without a
         tokenizer, whose prompt is a list of ids); after it ends, `.text`,
         `.tokens` and `.stop` hold the whole result. The ranks run on a
-        worker thread, without the GIL."""
+        worker thread, without the GIL. Under MPI every process calls
+        `generate` with the same arguments; the process of rank 0 gets the
+        pieces and the result, the others take part and yield nothing
+        (empty `.text` and `.tokens`)."""
         return self._ex.generate(prompt if isinstance(prompt, str)
                                  else [int(t) for t in prompt],
                                  max_tokens, temperature, top_k, top_p, min_p,
