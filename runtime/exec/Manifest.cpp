@@ -485,10 +485,11 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
   if (m.version != kBundleVersion)
     return r.fail("version",
                   "bundle format version " + std::to_string(m.version) +
-                      " is not supported: this loom-run reads version " +
+                      " is not supported: this Loom runtime (loom-run, the "
+                      "loom Python package) reads version " +
                       std::to_string(kBundleVersion) +
                       "; rebuild the bundle with a loomc of the same release "
-                      "as this loom-run");
+                      "as this runtime");
   if (!r.integer(root, "", "abi_version", m.abiVersion))
     return false;
   // The runtime ABI is additive (abi.h): code generated against an older
@@ -497,7 +498,7 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     return r.fail("abi_version",
                   "the bundle's code was generated against runtime ABI "
                   "version " + std::to_string(m.abiVersion) +
-                      ", but this loom-run's runtime has ABI version " +
+                      ", but this Loom runtime has ABI version " +
                       std::to_string(runtimeAbi) + " (runs versions 1 to " +
                       std::to_string(runtimeAbi) +
                       "); recompile the model with a matching loomc");

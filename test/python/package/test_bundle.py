@@ -214,11 +214,18 @@ def test_bundle_errors(mlp1, tmp_path):
     with pytest.raises(loom.BundleError):
         loom.Bundle.load(tmp_path / "missing")
     b = _edit_manifest(mlp1.path, tmp_path / "v", version=99)
-    with pytest.raises(loom.BundleError, match="bundle format version 99 is "
-                       "not supported"):
+    # A bundle of another release: what is wrong and the fix.
+    with pytest.raises(loom.BundleError, match=r"manifest.json: version: "
+                       r"bundle format version 99 is not supported: this Loom "
+                       r"runtime \(loom-run, the loom Python package\) reads "
+                       r"version 1; rebuild the bundle with a loomc of the "
+                       r"same release as this runtime$"):
         loom.Bundle.load(b)
     b = _edit_manifest(mlp1.path, tmp_path / "abi", abi_version=99)
-    with pytest.raises(loom.BundleError, match="ABI version"):
+    with pytest.raises(loom.BundleError, match=r"generated against runtime "
+                       r"ABI version 99, but this Loom runtime has ABI "
+                       r"version \d+ \(runs versions 1 to \d+\); recompile "
+                       r"the model with a matching loomc$"):
         loom.Bundle.load(b)
     b = tmp_path / "t"
     shutil.copytree(mlp1.path, b)

@@ -90,11 +90,12 @@ TEST(Manifest, Interleave) {
 TEST(Manifest, Versions) {
   EXPECT_NE(parseError(replaced(kGood, "\"version\": 1", "\"version\": 2"))
                 .find("bundle format version 2 is not supported: this "
-                      "loom-run reads version 1"),
+                      "Loom runtime (loom-run, the loom Python package) "
+                      "reads version 1"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, "\"abi_version\": 1",
                                 "\"abi_version\": 7"))
-                .find("ABI version 7, but this loom-run's runtime has ABI "
+                .find("ABI version 7, but this Loom runtime has ABI "
                       "version 1"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, "loom-bundle", "other"))
