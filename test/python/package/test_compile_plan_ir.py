@@ -4,6 +4,7 @@ after a phase, the same bundle outputs; compile errors are CompileError
 carrying loomc's diagnostic text with its location."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -108,6 +109,34 @@ def test_compile_run_equals_loom_run(tmp_path, mlp, loomc, loom_run):
     manifest = lambda d: json.loads((d / "manifest.json").read_text())
     assert manifest(tmp_path / "c")["integrity"]["entries"] == \
         manifest(tmp_path / "py")["integrity"]["entries"]
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_compile_quant_target_equals_loomc(tmp_path, mlp, loomc, loom_run,
+                                           target):
+    """compile's quant= and target= are loomc's --quant and --target: the
+    same entries (hash), the same cubins for cuda (compiled, not run: the
+    bundle runs its CPU program, docs/GPU.md), the same outputs bit for bit
+    as loom-run's."""
+    if target == "cuda" and not shutil.which("ptxas"):
+        pytest.skip("no CUDA toolkit (ptxas) to build the kernels")
+    model, x = mlp / "mlp-plain.mlir", mlp / "x.npy"
+    b = loom.compile(model, mesh="tp=2", quant="int8:32", target=target,
+                     out=tmp_path / "py")
+    run_cli(loomc, model, "--mesh", "tp=2", "--quant", "int8:32",
+            "--target", target, "-o", tmp_path / "c")
+    manifest = lambda d: json.loads((d / "manifest.json").read_text())
+    assert manifest(tmp_path / "c")["integrity"]["entries"] == \
+        manifest(tmp_path / "py")["integrity"]["entries"]
+    cubins = lambda d: {f.name: f.read_bytes()
+                        for f in sorted((d / "cuda").glob("*.cubin"))}
+    assert cubins(tmp_path / "py") == cubins(tmp_path / "c")
+    assert bool(cubins(tmp_path / "py")) == (target == "cuda")
+    y = b.run(x=np.load(x))["y"]
+    run_cli(loom_run, tmp_path / "c", "--input", f"x={x}", "--output",
+            tmp_path / "res")
+    assert y.tobytes() == np.load(tmp_path / "res" / "y.npy").tobytes()
+    np.testing.assert_allclose(y, np.load(mlp / "reference.npy"), atol=0.05)
 
 
 def test_compile_to_temporary_bundle(mlp):
