@@ -29,11 +29,10 @@ def onnx_bytes(model: Any, example_inputs: Sequence[Any] | None) -> bytes | None
         return bytes(model)
     if hasattr(model, "SerializeToString"):  # onnx.ModelProto
         return model.SerializeToString()
-    try:
-        import torch  # noqa: F401 (only when a module is given)
+    try:  # an optional dependency (only for a torch.nn.Module)
+        import torch  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
-    import torch
     if isinstance(model, torch.nn.Module):
         if example_inputs is None:
             raise TypeError("a torch.nn.Module needs example_inputs=(...) "

@@ -71,7 +71,7 @@ def _dims(sharding: Sharding, what: str) -> list[list[str]]:
     if isinstance(sharding, (str, bytes)) or not isinstance(sharding, Sequence):
         raise TypeError(f"{what}: expected a list with the axes of each "
                         f"dimension (e.g. [None, 'tp']), got {sharding!r}")
-    out = []
+    out: list[list[str]] = []
     for d in sharding:
         if d is None or d == "":
             out.append([])
