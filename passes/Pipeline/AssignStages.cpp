@@ -15,6 +15,7 @@
 #include "passes/Pipeline/Passes.h"
 #include "passes/Pipeline/StageUtils.h"
 #include "passes/Sharding/DeclareMesh.h"
+#include "passes/Sharding/OpCost.h"
 
 #include "dialects/Loom/IR/ShardingRule.h"
 #include "loom/Cost/CostModel.h"
@@ -115,7 +116,8 @@ private:
   mutable std::vector<std::array<double, 3>> memo; ///< memory(a, b)
 
   LogicalResult setUpCost();
-  double localBytes(Value v) const;
+  LocalTensor local(Value v) const;
+  double localBytes(Value v) const { return local(v).bytes; }
   double opTime(Operation *op) const;
   LogicalResult classify(FunctionUnits &f);
   void measure(FunctionUnits &f, bool costed);
@@ -159,12 +161,12 @@ LogicalResult StageAssigner::setUpCost() {
   return success();
 }
 
-/// Bytes of `v` on one device: its type (dynamic dimensions at the assumed
-/// size, a KV cache's context at the model's length) over its sharding.
-double StageAssigner::localBytes(Value v) const {
+/// `v` on one device: its type (dynamic dimensions at the assumed size, a
+/// KV cache's context at the model's length) over its sharding.
+LocalTensor StageAssigner::local(Value v) const {
   auto shape = getTensorShape(v.getType());
   if (!shape)
-    return 0;
+    return {};
   int64_t context = o.dynamicSize;
   bool state = false;
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -188,13 +190,17 @@ double StageAssigner::localBytes(Value v) const {
     bytes = n * std::max<unsigned>(1, t.getElementTypeBitWidth() / 8);
   if (ShardingAttr s = shardingOf(v))
     for (unsigned d = 0; d < s.getRank(); ++d)
-      for (StringRef a : s.getDimAxes(d))
+      for (StringRef a : s.getDimAxes(d)) {
         bytes /= static_cast<double>(spec.axisSize(a));
-  return bytes;
+        n /= static_cast<double>(spec.axisSize(a));
+      }
+  return {bytes, n};
 }
 
-/// The planner's price of one op (Planner::computeTime): the roofline of
-/// its FLOPs over the devices that split it and the bytes it moves locally.
+/// The planner's price of one op (loom::opTime, shared with the sharding
+/// planner) on the shardings the planner chose: its FLOPs over the devices
+/// that split it (its results' split and partial axes), the local bytes it
+/// moves.
 double StageAssigner::opTime(Operation *op) const {
   if (isa<ShardOp, WeightOp>(op) || op->getNumResults() == 0)
     return 0;
@@ -210,32 +216,19 @@ double StageAssigner::opTime(Operation *op) const {
   double split = 1;
   for (StringRef a : axes)
     split *= static_cast<double>(spec.axisSize(a));
-  double bytes = 0;
+  SmallVector<LocalTensor, 4> operands, results;
   for (Value v : op->getOperands())
-    bytes += localBytes(v);
+    operands.push_back(local(v));
   for (Value v : op->getResults())
-    bytes += localBytes(v);
-  Value r0 = op->getResult(0);
-  double flops = 0;
-  if (auto shape = getTensorShape(r0.getType())) {
-    flops = 1;
-    for (int64_t d : *shape)
-      flops *= static_cast<double>(ShapedType::isDynamic(d) ? o.dynamicSize
-                                                            : d);
-  }
+    results.push_back(local(v));
+  std::optional<ShardingRule> rule;
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op)) {
-    FailureOr<ShardingRule> rule = iface.getShardingRule();
-    if (succeeded(rule) && rule->flops > 0)
-      flops = rule->flops;
+    FailureOr<ShardingRule> r = iface.getShardingRule();
+    if (succeeded(r))
+      rule = std::move(*r);
   }
-  cost::ElemType elem = cost::ElemType::F32;
-  if (auto t = dyn_cast<ShapedType>(r0.getType())) {
-    if (t.getElementType().isBF16())
-      elem = cost::ElemType::BF16;
-    else if (t.getElementType().isF16())
-      elem = cost::ElemType::F16;
-  }
-  return cost::rooflineTime(spec.device, elem, flops / split, bytes);
+  return loom::opTime(spec.device, op, rule ? &*rule : nullptr, operands,
+                      results, split, o.dynamicSize);
 }
 
 /// The weights an op reads directly, or through reshards or other floating
@@ -699,6 +692,19 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
          << llvm::format("%.4g", stageTime(a, b) * 1e3) << " ms, "
          << gib(m[0] + m[1] + m[2]);
     }
+    // What the split was balanced on: the predicted time of each unit.
+    double lo = kInf, hi = 0, sum = 0;
+    for (int64_t u = 1; u < units.post(); ++u) {
+      lo = std::min(lo, units.time[u]);
+      hi = std::max(hi, units.time[u]);
+      sum += units.time[u];
+    }
+    auto ms = [](double t) { return llvm::format("%.4g ms", t * 1e3); };
+    os << "; units: before the layers " << ms(units.time[0])
+       << (units.embedding[0] ? " (embedding)" : "") << ", a layer "
+       << ms(lo) << " to " << ms(hi) << " (mean "
+       << ms(sum / static_cast<double>(units.layers.size()))
+       << "), after the layers " << ms(units.time[units.post()]);
     module.emitRemark() << text;
   }
   if (o.summary) {

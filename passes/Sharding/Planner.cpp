@@ -10,6 +10,7 @@
 
 #include "passes/Sharding/Planner.h"
 #include "passes/Sharding/DeclareMesh.h"
+#include "passes/Sharding/OpCost.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/Cost/CostModel.h"
@@ -116,6 +117,7 @@ struct ValueInfo {
   Value value;
   unsigned rank = 0;
   double bytes = 0;     ///< global bytes (dynamic dims at the assumed size)
+  double elements = 0;  ///< global elements (likewise)
   SmallVector<int64_t> shape; ///< static sizes, kDynamic kept
   cost::ElemType elem = cost::ElemType::F32;
   int fixed = -1;       ///< sharding id when no choice changes it
@@ -198,6 +200,8 @@ private:
   ShardingAttr toAttr(int id);
   void enumerate(Step &step, const ShardingRule &rule,
                  std::optional<SmallVector<SmallVector<int>>> want);
+  /// Devices a value with sharding `sh` is split over.
+  double localFactor(int sh) const;
   double localBytes(const ValueInfo &v, int sh) const;
   double computeTime(const Problem &p, const Step &step, const Strategy &s,
                      const ShardingRule *rule) const;
@@ -275,13 +279,17 @@ std::string Planner::shToString(int id) const {
   return out;
 }
 
-double Planner::localBytes(const ValueInfo &v, int sh) const {
+double Planner::localFactor(int sh) const {
   const Sh &s = table.get(sh);
   double f = 1;
   for (auto &d : s.dims)
     for (uint8_t a : d)
       f *= static_cast<double>(mesh.sizes[a]);
-  return v.bytes / f;
+  return f;
+}
+
+double Planner::localBytes(const ValueInfo &v, int sh) const {
+  return v.bytes / localFactor(sh);
 }
 
 /// Every assignment of mesh axes to the op's splittable loops that keeps
@@ -405,20 +413,17 @@ double Planner::computeTime(const Problem &p, const Step &step,
   for (size_t a = 0; a < s.axisLoop.size(); ++a)
     if (s.axisLoop[a] >= 0)
       split *= static_cast<double>(mesh.sizes[a]);
-  double bytes = 0, flops = 0;
-  cost::ElemType elem = cost::ElemType::F32;
+  auto local = [&](const ValueInfo &v, int sh) {
+    double f = localFactor(sh);
+    return LocalTensor{v.bytes / f, v.elements / f};
+  };
+  SmallVector<LocalTensor, 4> operands, results;
   for (auto [i, v] : llvm::enumerate(step.operands))
-    bytes += localBytes(p.values[v], s.operands[i]);
-  for (auto [i, v] : llvm::enumerate(step.results)) {
-    bytes += localBytes(p.values[v], s.results[i]);
-    if (i == 0) {
-      elem = p.values[v].elem;
-      flops = p.values[v].bytes / 4;
-    }
-  }
-  if (rule && rule->flops > 0)
-    flops = rule->flops;
-  return cost::rooflineTime(mesh.spec.device, elem, flops / split, bytes);
+    operands.push_back(local(p.values[v], s.operands[i]));
+  for (auto [i, v] : llvm::enumerate(step.results))
+    results.push_back(local(p.values[v], s.results[i]));
+  return opTime(mesh.spec.device, step.op, rule, operands, results, split,
+                options.dynamicSize);
 }
 
 
@@ -504,6 +509,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
       for (int64_t d : *shape)
         n *= ShapedType::isDynamic(d) ? static_cast<double>(options.dynamicSize)
                                       : static_cast<double>(d);
+      info.elements = n;
       if (auto q = dyn_cast<QTensorType>(v.getType()))
         info.bytes = n / static_cast<double>(q.getQuant().getBlockSize()) *
                      static_cast<double>(q.getQuant().getBlockBytes());

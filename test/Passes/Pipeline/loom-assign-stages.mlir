@@ -144,14 +144,14 @@ func.func @odd(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
 
 // -----
 
-// An embedding-heavy model (a 1024-row table, read as the cost model
-// prices a gather: the table's bytes): stage 0 holds the embedding and so
-// fewer layers (the head is small here). The embedding floats: it has no
-// layer of its own and sits with its first user.
+// An embedding-heavy model (a 1024-row table): the gather reads the 8 rows
+// its ids name, not the table (loom::opTime, docs/COST-MODEL.md), so stage 0
+// is not lighter for it: 6/6. The embedding floats: it has no layer of its
+// own and sits with its first user.
 // CHECK-LABEL: func.func @embedding_heavy
 // CHECK: loom.embedding {{.*}}loom.stage = #loom.stage<0>
-// CHECK: "layers.3.w" {loom.stage = #loom.stage<0>}
-// CHECK: "layers.4.w" {loom.stage = #loom.stage<1>}
+// CHECK: "layers.5.w" {loom.stage = #loom.stage<0>}
+// CHECK: "layers.6.w" {loom.stage = #loom.stage<1>}
 // CHECK: "layers.11.w" {loom.stage = #loom.stage<1>}
 loom.mesh @mesh = <pp = 2>
 func.func @embedding_heavy(%tok: tensor<8xi64>) -> tensor<8x256xf32> {
@@ -194,6 +194,64 @@ func.func @embedding_heavy(%tok: tensor<8xi64>) -> tensor<8x256xf32> {
   %m11 = loom.matmul %h10, %w11 : tensor<8x256xf32>, tensor<256x256xf32> -> tensor<8x256xf32>
   %h11 = loom.add %h10, %m11 : tensor<8x256xf32>, tensor<8x256xf32> -> tensor<8x256xf32>
   return %h11 : tensor<8x256xf32>
+}
+
+// -----
+
+// The same table tied to the LM head, tokens dynamic (priced at
+// dynamic-size = 128): the head reads the whole 1024 x 256 table and does
+// 2 x 128 x 256 x 1024 FLOPs, four layers' worth, so the split moves to
+// 8/4 + head (with the head priced at one token and the gather at the
+// whole table it was 6/6). The table is a weight of both stages.
+// CHECK-LABEL: func.func @tied_head
+// CHECK: "embed_tokens.weight" {loom.stage = #loom.stage<0>}
+// CHECK: loom.embedding {{.*}}loom.stage = #loom.stage<0>
+// CHECK: "layers.7.w" {loom.stage = #loom.stage<0>}
+// CHECK: "layers.8.w" {loom.stage = #loom.stage<1>}
+// CHECK: "layers.11.w" {loom.stage = #loom.stage<1>}
+// CHECK: loom.matmul {{.*}}transpose_b {loom.stage = #loom.stage<1>}
+loom.mesh @mesh = <pp = 2>
+func.func @tied_head(%tok: tensor<?xi64>) -> tensor<?x1024xf32> {
+  %table = loom.weight "embed_tokens.weight" : tensor<1024x256xf32>
+  %e = loom.embedding %table, %tok : tensor<1024x256xf32>, tensor<?xi64> -> tensor<?x256xf32>
+  %w0 = loom.weight "layers.0.w" : tensor<256x256xf32>
+  %m0 = loom.matmul %e, %w0 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h0 = loom.add %e, %m0 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w1 = loom.weight "layers.1.w" : tensor<256x256xf32>
+  %m1 = loom.matmul %h0, %w1 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h1 = loom.add %h0, %m1 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w2 = loom.weight "layers.2.w" : tensor<256x256xf32>
+  %m2 = loom.matmul %h1, %w2 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h2 = loom.add %h1, %m2 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w3 = loom.weight "layers.3.w" : tensor<256x256xf32>
+  %m3 = loom.matmul %h2, %w3 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h3 = loom.add %h2, %m3 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w4 = loom.weight "layers.4.w" : tensor<256x256xf32>
+  %m4 = loom.matmul %h3, %w4 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h4 = loom.add %h3, %m4 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w5 = loom.weight "layers.5.w" : tensor<256x256xf32>
+  %m5 = loom.matmul %h4, %w5 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h5 = loom.add %h4, %m5 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w6 = loom.weight "layers.6.w" : tensor<256x256xf32>
+  %m6 = loom.matmul %h5, %w6 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h6 = loom.add %h5, %m6 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w7 = loom.weight "layers.7.w" : tensor<256x256xf32>
+  %m7 = loom.matmul %h6, %w7 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h7 = loom.add %h6, %m7 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w8 = loom.weight "layers.8.w" : tensor<256x256xf32>
+  %m8 = loom.matmul %h7, %w8 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h8 = loom.add %h7, %m8 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w9 = loom.weight "layers.9.w" : tensor<256x256xf32>
+  %m9 = loom.matmul %h8, %w9 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h9 = loom.add %h8, %m9 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w10 = loom.weight "layers.10.w" : tensor<256x256xf32>
+  %m10 = loom.matmul %h9, %w10 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h10 = loom.add %h9, %m10 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %w11 = loom.weight "layers.11.w" : tensor<256x256xf32>
+  %m11 = loom.matmul %h10, %w11 : tensor<?x256xf32>, tensor<256x256xf32> -> tensor<?x256xf32>
+  %h11 = loom.add %h10, %m11 : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  %y = loom.matmul %h11, %table transpose_b : tensor<?x256xf32>, tensor<1024x256xf32> -> tensor<?x1024xf32>
+  return %y : tensor<?x1024xf32>
 }
 
 // -----

@@ -75,7 +75,8 @@ def ranks_of(mesh: str) -> int:
 
 
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
-@pytest.mark.parametrize("mesh", ["pp=2", "pp=4", "pp=2,tp=2", "dp=2,pp=2"])
+@pytest.mark.parametrize("mesh", ["pp=2", "pp=4", "pp=2,tp=2", "pp=4,tp=2",
+                                  "dp=2,pp=2", "dp=2,pp=2,tp=2"])
 def test_forward_stages_match_one_rank(tmp_path, tools, models, family, mesh):
     ref = forward(tools, compile_(tools, models[family], tmp_path / "one"),
                   tmp_path / "r1")
@@ -86,7 +87,7 @@ def test_forward_stages_match_one_rank(tmp_path, tools, models, family, mesh):
     assert m["pipeline"]["entries"]["forward"] == [
         f"forward__stage{k}" for k in range(p)]
     modes = [0]
-    if tools["mpirun"] and mesh in ("pp=2", "pp=2,tp=2"):
+    if tools["mpirun"]:
         modes.append(ranks_of(mesh))
     for mpi in modes:
         got = forward(tools, bundle, tmp_path / f"run{mpi}", mpi)
