@@ -4,6 +4,7 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/runtime/Fnv.h"
+#include "loom/runtime/NpyName.h"
 #include "loom/runtime/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -225,6 +226,12 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         out.batchDim = v.getInt();
       entry.outputs.push_back(std::move(out));
     }
+    // loom-run writes each output to <stem>.npy (NpyName.h).
+    std::vector<std::string> outNames;
+    for (const TensorInfo &o : entry.outputs)
+      outNames.push_back(o.name);
+    if (std::string clash = npyStemClash(outNames); !clash.empty())
+      return fail(clash);
     if (pipeline) {
       // Contract B: the stage functions of `@f` are `@f__stage<k>`.
       StringRef name = entry.name;

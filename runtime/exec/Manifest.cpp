@@ -8,6 +8,7 @@
 #include "loom/runtime/Manifest.h"
 
 #include "loom/runtime/Fnv.h"
+#include "loom/runtime/NpyName.h"
 
 #include <nlohmann/json.hpp>
 
@@ -649,14 +650,18 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       if ((*outs)[k].contains("batch_dim") &&
           !r.batchDim((*outs)[k], op, o.rank, o.batchDim))
         return false;
-      if (o.name.empty() || o.name.find('/') != std::string::npos ||
-          o.name == "." || o.name == "..")
-        return r.fail(op + ".name", "'" + o.name +
-                                        "' cannot be used as a file name");
+      if (o.name.empty())
+        return r.fail(op + ".name", "is empty");
       if (!seen.insert(o.name).second)
         return r.fail(op + ".name", "duplicate output '" + o.name + "'");
       e.outputs.push_back(std::move(o));
     }
+    // Each output is written to <stem>.npy (NpyName.h): distinct stems.
+    std::vector<std::string> names;
+    for (const OutputSpec &o : e.outputs)
+      names.push_back(o.name);
+    if (std::string clash = npyStemClash(names); !clash.empty())
+      return r.fail(p + ".outputs", clash);
     m.entries.push_back(std::move(e));
   }
 

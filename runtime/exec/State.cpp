@@ -1,6 +1,7 @@
 //===- State.cpp - runtime-owned state of an entry (KV caches) -----------===//
 
 #include "loom/runtime/State.h"
+#include "loom/runtime/NpyName.h"
 
 #include <cstring>
 #include <fstream>
@@ -178,8 +179,9 @@ int64_t availableMemory() {
 
 std::string stateFileName(const TensorSpec &spec, int64_t rank,
                           bool allRanks) {
-  return allRanks ? spec.name + ".rank" + std::to_string(rank) + ".npy"
-                  : spec.name + ".npy";
+  std::string stem = npyFileStem(spec.name);
+  return allRanks ? stem + ".rank" + std::to_string(rank) + ".npy"
+                  : stem + ".npy";
 }
 
 } // namespace loom::run

@@ -17,10 +17,12 @@
 #include "loom/runtime/Executor.h"
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/Npy.h"
+#include "loom/runtime/NpyName.h"
 #include "loom/runtime/State.h"
 #include "loom/runtime/Runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -260,16 +262,22 @@ Status bindInputFiles(const Entry &e, const std::vector<std::string> &args,
   spec.assign(e.inputs.size(), "");
   std::vector<std::string> positional;
   for (const std::string &a : args) {
-    size_t eq = a.find('=');
-    std::string name = eq == std::string::npos ? "" : a.substr(0, eq);
-    if (name.empty() || name.find_first_of("/.") != std::string::npos) {
-      positional.push_back(a);
-      continue;
+    // NAME=FILE with the longest input name the argument starts with: a
+    // name may hold '=', '/' or '.' (ONNX's `gpu_0/data_0`).
+    size_t k = e.inputs.size(), eq = std::string::npos;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const std::string &n = e.inputs[i].name;
+      if (a.size() > n.size() && a.compare(0, n.size(), n) == 0 &&
+          a[n.size()] == '=' && (eq == std::string::npos || n.size() > eq))
+        k = i, eq = n.size();
     }
-    size_t k = 0;
-    while (k < e.inputs.size() && e.inputs[k].name != name)
-      ++k;
     if (k == e.inputs.size()) {
+      eq = a.find('=');
+      std::string name = eq == std::string::npos ? "" : a.substr(0, eq);
+      if (name.empty() || name.find_first_of("/.") != std::string::npos) {
+        positional.push_back(a);
+        continue;
+      }
       std::string names;
       for (const TensorSpec &t : e.inputs)
         names += (names.empty() ? "" : ", ") + t.name;
@@ -277,6 +285,7 @@ Status bindInputFiles(const Entry &e, const std::vector<std::string> &args,
                    name + "' (inputs: " + (names.empty() ? "none" : names) +
                    ")"};
     }
+    const std::string &name = e.inputs[k].name;
     if (!spec[k].empty())
       return Error{"input '" + name + "' given twice"};
     spec[k] = a.substr(eq + 1);
@@ -364,7 +373,24 @@ public:
           ::unlink(mine[j].tmp.c_str());
         return why.empty() ? success() : Status(Error{why});
       }
+    if (!mine.empty())
+      Wrote = true;
     return success();
+  }
+
+  /// Whether this process wrote outputs (then it names the files of the
+  /// outputs whose name is not a file name, NpyName.h).
+  bool wrote() const { return Wrote; }
+  void printMappedNames() const {
+    for (const OutputSpec &o : E.outputs)
+      if (loom::npyFileStem(o.name) != o.name)
+        std::fprintf(stderr, "loom-run: note: output '%s' is written to "
+                     "'%s'\n", o.name.c_str(),
+                     (fs::path(O.outputDir) /
+                      (loom::npyFileStem(o.name) +
+                       (O.allRanks ? ".rank<R>.npy" : ".npy")))
+                         .string()
+                         .c_str());
   }
 
 private:
@@ -373,8 +399,9 @@ private:
   };
 
   std::string file(const std::string &name, int64_t rank) const {
-    std::string f = O.allRanks ? name + ".rank" + std::to_string(rank) + ".npy"
-                               : name + ".npy";
+    std::string stem = loom::npyFileStem(name);
+    std::string f = O.allRanks ? stem + ".rank" + std::to_string(rank) + ".npy"
+                               : stem + ".npy";
     return (fs::path(O.outputDir) / f).string();
   }
 
@@ -418,6 +445,7 @@ private:
   const Options &O;
   const Entry &E;
   std::mutex Mu;
+  std::atomic<bool> Wrote{false};
   std::map<int64_t, std::vector<Pending>> Pend;
 };
 
@@ -521,6 +549,8 @@ int runBundle(const Options &opts) {
                   " backend, " + std::to_string((*ex)->manifest().numRanks) +
                   " ranks)");
   t[3] = nowMs();
+  if (out.wrote())
+    out.printMappedNames();
   if (opts.bench && (!(*ex)->usesMpi() || (*ex)->localRanks().front() == 0))
     printBench(opts, **ex, e, res.prepared, res, t);
   return 0;

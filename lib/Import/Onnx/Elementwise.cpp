@@ -94,12 +94,46 @@ bool emitIdentity(EmitContext &c) {
   return c.result(c.dt(0), c.shape(0), x);
 }
 
+/// Whether a node of the graph reads `name` or the graph returns it.
+bool isRead(const onnx::GraphProto &g, const std::string &name) {
+  for (const auto &n : g.node())
+    if (llvm::is_contained(n.input(), name))
+      return true;
+  return llvm::any_of(g.output(),
+                      [&](const auto &o) { return o.name() == name; });
+}
+
+/// Dropout's mask at inference: every element kept (all true, x's shape).
+/// Nothing reads it: a placeholder that is never materialised. A graph
+/// output: a broadcast true, for a static shape only.
+bool emitDropoutMask(EmitContext &c) {
+  const std::string &mask = c.node.output(1);
+  if (!isRead(c.im.model.graph(), mask)) {
+    Val unused;
+    unused.dt = DT_BOOL;
+    unused.shape = c.shape(0);
+    unused.present = false;
+    c.out.push_back(std::move(unused));
+    return true;
+  }
+  for (const Dim &d : c.shape(0))
+    if (!d.isConst())
+      return c.fail("Dropout's mask output '" + mask +
+                    "' of a dynamic shape is not supported (inference "
+                    "only); use only the output");
+  OpBuilder &b = c.b();
+  Value t = ConstantOp::create(
+      b, c.loc(),
+      DenseElementsAttr::get(RankedTensorType::get({}, b.getI1Type()),
+                             b.getBoolAttr(true)));
+  return c.result(DT_BOOL, c.shape(0),
+                  BroadcastOp::create(b, c.loc(),
+                                      c.typeOf(DT_BOOL, c.shape(0)), t));
+}
+
 /// Dropout at inference is the identity; training_mode must be absent or a
-/// constant false, and the mask output is refused.
+/// constant false. Its mask (output 1) is all true.
 bool emitDropout(EmitContext &c) {
-  if (c.node.output_size() > 1 && !c.node.output(1).empty())
-    return c.fail("Dropout's mask output is not supported (inference "
-                  "only); use only the output");
   if (c.hasIn(2)) {
     SmallVector<int64_t> mode;
     if (!c.im.constInts(c.in[2], mode, "training_mode"))
@@ -108,7 +142,11 @@ bool emitDropout(EmitContext &c) {
       return c.fail("Dropout with training_mode true is not supported "
                     "(inference only)");
   }
-  return emitIdentity(c);
+  if (!emitIdentity(c))
+    return false;
+  if (c.node.output_size() > 1 && !c.node.output(1).empty())
+    return emitDropoutMask(c);
+  return true;
 }
 
 /// Gelu (opset 20): `approximate` is "none" or "tanh"; anything else is

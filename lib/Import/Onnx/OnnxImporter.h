@@ -334,6 +334,7 @@ void registerMatmulOps(OnnxOpTable &table);
 void registerNormalizationOps(OnnxOpTable &table);
 void registerShapeOps(OnnxOpTable &table);
 void registerConvOps(OnnxOpTable &table);
+void registerLrnOps(OnnxOpTable &table);
 
 /// All of them (built once).
 const OnnxOpTable &onnxOps();

@@ -144,7 +144,6 @@ _REFUSAL = re.compile(
     r"only known at run time|known at import time|refused|"
     r"is too large to inline|cannot))"
     r"|(unsupported op '[A-Za-z0-9_.]+')"
-    r"|(graph output '[^']*' is not supported as an output name)"
     r"|(opset \d+ could not be upgraded .* with ONNX's version converter)"
     r"|(has unsupported element type)"
     r"|(type .* is not supported)")
@@ -181,14 +180,24 @@ def _run_bundle(bundle: Path, feeds: dict) -> dict:
         d = Path(d)
         cmd = [str(build_dir() / "bin" / "loom-run"), str(bundle),
                "--output", str(d / "res")]
-        for name, value in feeds.items():
-            np.save(d / f"{name}.npy", value)
-            cmd += ["--input", f"{name}={d / (name + '.npy')}"]
+        for k, (name, value) in enumerate(feeds.items()):
+            np.save(d / f"input{k}.npy", value)
+            cmd += ["--input", f"{name}={d / f'input{k}.npy'}"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise RuntimeError(f"loom-run exit {r.returncode}: "
                                f"{r.stderr.strip()[-300:]}")
-        return {f.stem: np.load(f) for f in (d / "res").glob("*.npy")}
+        # loom-run's file names (NpyName.h), back to the manifest's names.
+        outs = json.loads((bundle / "manifest.json").read_text())
+        names = [o["name"] for o in outs["entries"][0]["outputs"]]
+        return {n: np.load(d / "res" / f"{_npy_stem(n)}.npy") for n in names}
+
+
+def _npy_stem(name: str) -> str:
+    """loom-run's file name stem of an output (include/loom/runtime/NpyName.h)."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_"
+                   for c in name.encode().decode("latin-1"))
+    return "_" + stem if not stem or stem[0] == "." else stem
 
 
 def run_case(case: Case, workdir: Path) -> tuple[str, str]:

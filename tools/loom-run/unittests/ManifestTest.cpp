@@ -2,6 +2,7 @@
 
 #include "ManifestTestUtil.h"
 #include "loom/runtime/Manifest.h"
+#include "loom/runtime/NpyName.h"
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,32 @@ TEST(Manifest, MissingKeysAndWrongTypes) {
   EXPECT_EQ(parseError("[1, 2]"),
             "manifest.json: expected a JSON object at the top level");
   EXPECT_EQ(parseError("{"), "manifest.json: not valid JSON");
+}
+
+// Output names need not be file names (ONNX's gpu_0/softmax_1): they map
+// to .npy stems (NpyName.h); two that map to one file are refused.
+TEST(Manifest, OutputNamesMapToDistinctFileNames) {
+  EXPECT_EQ(loom::npyFileStem("gpu_0/softmax_1"), "gpu_0_softmax_1");
+  EXPECT_EQ(loom::npyFileStem("out:0"), "out_0");
+  EXPECT_EQ(loom::npyFileStem("y.rank-1"), "y.rank-1");
+  EXPECT_EQ(loom::npyFileStem(".."), "_..");
+  EXPECT_EQ(loom::npyFileStem(""), "_");
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(parseManifest(replaced(kGood, "\"name\": \"y\"",
+                                     "\"name\": \"gpu_0/y\""),
+                            1, m, &err))
+      << err;
+  EXPECT_EQ(m.entries[0].outputs[0].name, "gpu_0/y");
+  std::string two = replaced(
+      kGood, R"("outputs": [{"name": "y", "dtype": "f32", "rank": 2}])",
+      R"("outputs": [{"name": "a/b", "dtype": "f32", "rank": 2},
+                     {"name": "a_b", "dtype": "f32", "rank": 2}])");
+  EXPECT_EQ(parseError(two),
+            "manifest.json: entries[0].outputs: outputs 'a/b' and 'a_b' "
+            "would both be written to 'a_b.npy' (names are mapped to file "
+            "names: bytes outside [A-Za-z0-9._-] become '_'); rename one of "
+            "them in the model");
 }
 
 TEST(Manifest, RanksAndMesh) {
