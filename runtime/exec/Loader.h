@@ -40,6 +40,19 @@ bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);
 bool loadLibrary(const std::string &bundle, const Manifest &m,
                  std::map<std::string, EntryFn> &fns, std::string *error);
 
+/// The checks of a run that depend on the bundle's target: a CUDA bundle
+/// needs one rank on the threads backend, the CUDA runtime in this process
+/// (the mgpu* functions that its library calls; loom-run links it when
+/// built with CUDA) and a device of one of its chips with memory for its
+/// plan; it becomes the default device of the generated host code. A CPU
+/// bundle refuses the CUDA options. False + *error (one line).
+bool checkTarget(const std::string &bundle, const Manifest &m,
+                 const OpenOptions &options, std::string *error);
+
+/// After a CUDA bundle's entry ran: the device copies of its weights stay
+/// (loom_cuda_mgpu_resident); freed when the executor closes.
+void releaseCudaResident();
+
 /// The rank and world size of this process as told by mpirun (before MPI is
 /// initialised); singleton (0, 1) otherwise.
 void mpiEnvRank(int64_t &rank, int64_t &size);
