@@ -58,6 +58,27 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
   if (options.threadsPerRank > 0)
     return failWith("--threads sets the CPU threads of a CPU bundle; this "
                     "bundle runs on a CUDA device (drop --threads)");
+  // The device copies of the weights are keyed by their host address, so
+  // every weight must be the mapped file itself: no per-run copy (a
+  // strided slice or an interleaved layout; loomc --target=cuda makes
+  // neither).
+  for (const RankInfo &rank : m.ranks)
+    for (const auto &[entry, slices] : rank.weights)
+      for (const WeightSlice &w : slices) {
+        std::vector<int64_t> contiguous(w.shape.size());
+        rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
+                        contiguous.data());
+        if (w.strides != contiguous)
+          return failWith("weight '" + w.name +
+                          "' is a strided slice, which a CUDA bundle does "
+                          "not take (recompile with loomc --target=cuda)");
+      }
+  for (const Entry &e : m.entries)
+    for (size_t k = 0; k < e.interleave.size(); ++k)
+      if (e.interleave[k].rows)
+        return failWith("weight '" + e.weights[k].name +
+                        "' has the interleaved layout, which a CUDA bundle "
+                        "does not take (recompile with loomc --target=cuda)");
   auto count = LOOM_CUDA_FN(loom_cuda_device_count);
   auto open = LOOM_CUDA_FN(loom_cuda_open);
   auto info = LOOM_CUDA_FN(loom_cuda_info);
