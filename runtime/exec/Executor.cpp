@@ -159,6 +159,9 @@ Expected<PreparedEntry> Executor::prepare(const std::string &name) {
       std::string err;
       if (!mapWeights(P->bundle, P->m, *re, ranks, P->opts.progress, w, &err))
         return Error{err};
+      // A CUDA bundle's weights go to the device once, here.
+      if (P->m.target.isCuda() && !uploadCudaWeights(w, &err))
+        return Error{err};
       it = P->mapped.emplace(re->name, std::move(w)).first;
     }
     out.weightBytes += it->second.bytes;

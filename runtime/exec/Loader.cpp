@@ -123,6 +123,28 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
   return true;
 }
 
+bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
+  auto resident = LOOM_CUDA_FN(loom_cuda_mgpu_resident);
+  if (!resident) {
+    *error = "this process has no CUDA runtime";
+    return false;
+  }
+  for (const auto &[rank, slices] : weights.perRank)
+    for (const PlannedWeight &w : slices) {
+      std::shared_ptr<const MappedFile> f = loom::rt::mapFile(w.path, error);
+      if (!f)
+        return false;
+      auto p = f->slice(w.offset, w.nbytes);
+      if (!p) {
+        *error = p.error().message;
+        return false;
+      }
+      // Fatal (with its message) when the device refuses.
+      resident(const_cast<void *>(static_cast<const void *>(*p)), w.nbytes);
+    }
+  return true;
+}
+
 void releaseCudaResident() {
   if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_resident))
     release();

@@ -86,6 +86,11 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
                 const Entry &entry, const std::vector<int64_t> &localRanks,
                 bool progress, MappedWeights &out, std::string *error);
 
+/// A CUDA bundle's weights, mapped: uploaded to the device now (the
+/// runtime's resident copies, keyed by host address, that the generated
+/// host code then finds), so that no entry call uploads them.
+bool uploadCudaWeights(const MappedWeights &weights, std::string *error);
+
 /// A memref descriptor {allocated, aligned, offset, sizes, strides} as words.
 std::vector<int64_t> makeDescriptor(const void *data,
                                     const std::vector<int64_t> &shape,

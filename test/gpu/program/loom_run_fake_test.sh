@@ -2,7 +2,8 @@
 # loomc --target=cuda + loom-run against the recording fake driver (call
 # order and sizes only, never numerics): the weights are uploaded once
 # (cuMemcpyHtoD, through loom_cuda_mgpu_resident) however many times the
-# entry runs, the input in and the result out once per run (cuMemcpy of 256
+# entry runs, before the first call (when loom-run maps the weights; the
+# host program's first driver call is cuStreamCreate), the input in and the result out once per run (cuMemcpy of 256
 # bytes, the fake does not tell the direction), and the resident copies are
 # freed when the bundle closes.
 # usage: loom_run_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <small-mlp.mlir>
@@ -36,4 +37,7 @@ echo "weights uploaded: $htod bytes (expected $weights); input/result copies: $c
 [ "$htod" -eq "$weights" ] || { echo "FAIL: weights uploaded $htod bytes over 3 runs, not once ($weights)"; exit 1; }
 [ "$copies" -eq 6 ] || { echo "FAIL: expected the input in and the result out once per run"; exit 1; }
 [ "$allocs" -eq "$frees" ] || { echo "FAIL: $allocs device allocations, $frees frees"; exit 1; }
+last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
+first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
+[ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
 echo "PASS"
