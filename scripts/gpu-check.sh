@@ -5,8 +5,11 @@
 #                                    (ptxas) and the build's dependencies:
 #                                    builds loom-gpu-bench, loom-cuda-rt-tests
 #                                    and loom-gpu-kernels, compiles the
-#                                    kernels for sm_80 and sm_90 and stages
-#                                    everything in out/gpu-check/
+#                                    kernels for sm_80 and sm_90, the MLP
+#                                    demo's bundles (loomc --target=cuda and
+#                                    the CPU one, run here for the
+#                                    reference) and stages everything in
+#                                    out/gpu-check/
 #   scripts/gpu-check.sh             on a machine with an NVIDIA GPU: runs
 #                                    the staged binaries (preparing first if
 #                                    out/gpu-check/ is missing) and writes
@@ -50,6 +53,39 @@ SPECS=(
   "perf q4_0 --act=f16 4096 4096"
 )
 
+# The MLP demo (examples/mlp, batch 8) as bundles: loomc --target=cuda with
+# cuBLAS products and with generated ones (--no-gemm), and for the CPU,
+# whose output (run here) the device run compares with (1e-3 of max |y|).
+# Weight files are named relative to each bundle so that the folder can be
+# copied to the device machine.
+prepare_bundles() {
+  local py=$ROOT/.venv/bin/python mlp=$STAGE/mlp
+  [[ -x $py ]] || py=python3
+  "$py" "$ROOT/examples/mlp/make_model.py" "$mlp" --ranks 1 || return 1
+  "$BUILD/bin/loomc" "$mlp/mlp-plain.mlir" -o "$mlp/cpu" || return 1
+  "$BUILD/bin/loomc" "$mlp/mlp-plain.mlir" --target=cuda -v -o "$mlp/cuda" \
+    2>&1 | grep 'memory plan' || return 1
+  "$BUILD/bin/loomc" "$mlp/mlp-plain.mlir" --target=cuda --no-gemm \
+    -o "$mlp/cuda-kernels" || return 1
+  local b
+  for b in cpu cuda cuda-kernels; do
+    python3 - "$mlp/$b/manifest.json" "$mlp" <<'PY' || return 1
+import json, os, sys
+path, model = sys.argv[1], sys.argv[2]
+m = json.load(open(path))
+for rank in m["ranks"]:
+    for slices in rank["weights"].values():
+        for w in slices:
+            if os.path.isabs(w["file"]):
+                w["file"] = os.path.relpath(w["file"], os.path.dirname(path))
+json.dump(m, open(path, "w"), indent=2)
+PY
+  done
+  "$BUILD/bin/loom-run" "$mlp/cpu" --input "x=$mlp/x.npy" \
+    --output "$mlp/cpu-res" || return 1
+  log "staged the MLP bundles (cpu, cuda, cuda-kernels) and the CPU output"
+}
+
 prepare() {
   command -v ptxas >/dev/null || {
     log "ptxas not found: --prepare needs the CUDA toolkit (CUDA_HOME)"
@@ -64,12 +100,15 @@ prepare() {
       -DLOOM_ENABLE_CUDA=ON || return 1
   fi
   ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests \
-    loom-gpu-mlir-host loom-gpu-mlp-cublas loom-gpu-mlp-kernels || return 1
+    loom-gpu-mlir-host loom-gpu-mlp-cublas loom-gpu-mlp-kernels loomc \
+    loom-run || return 1
   rm -rf "$STAGE"
   mkdir -p "$STAGE/bin" "$STAGE/cubins" "$STAGE/cubins-scalar"
   cp "$BUILD/bin/loom-gpu-bench" "$BUILD/bin/loom-cuda-rt-tests" \
     "$BUILD/bin/loom-gpu-mlir-host" "$BUILD/bin/loom-gpu-mlp-cublas" \
-    "$BUILD/bin/loom-gpu-mlp-kernels" "$STAGE/bin/" || return 1
+    "$BUILD/bin/loom-gpu-mlp-kernels" "$BUILD/bin/loom-run" "$STAGE/bin/" ||
+    return 1
+  prepare_bundles || return 1
   # cubins/: the default kernels, every spec; cubins-scalar/: the perf
   # specs with the first GEMV generator (--gemv-dequant=scalar), for the
   # A/B of the packed f16x2 dequantisation (docs/GPU.md).
@@ -153,6 +192,41 @@ step mlp-kernels "$STAGE/bin/loom-gpu-mlp-kernels"
   done
   echo "}"
 } >"$OUT/program.json"
+# loomc --target=cuda bundles of the same MLP run by loom-run (weights
+# device-resident, uploaded once), compared with the CPU bundle's output
+# and the numpy reference: max |y - y_cpu| / max |y_cpu| <= 1e-3.
+compare_npy() { # got want tolerance
+  python3 - "$@" <<'PY'
+import ast, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + n].decode())
+    assert h["descr"] == "<f4", h
+    d = b[10 + n:]
+    return h["shape"], struct.unpack("<%df" % (len(d) // 4), d)
+(sa, a), (sb, b) = load(sys.argv[1]), load(sys.argv[2])
+if sa != sb:
+    sys.exit("shape %s != %s" % (sa, sb))
+err = max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+print("max |got - want| / max |want| = %.3g (tolerance %s)" % (err, sys.argv[3]))
+sys.exit(0 if err <= float(sys.argv[3]) else 1)
+PY
+}
+run_bundle() { # bundle
+  local mlp=$STAGE/mlp
+  "$STAGE/bin/loom-run" "$mlp/$1" --input "x=$mlp/x.npy" \
+    --output "$OUT/$1-res" --iterations 3 --bench &&
+    compare_npy "$OUT/$1-res/y.npy" "$mlp/cpu-res/y.npy" 1e-3 &&
+    compare_npy "$OUT/$1-res/y.npy" "$mlp/reference.npy" 1e-3
+}
+if [[ -d "$STAGE/mlp/cuda" ]]; then
+  # (step runs its command under timeout: the functions go through bash.)
+  export -f compare_npy run_bundle
+  export STAGE OUT
+  step bundle-cuda bash -c 'run_bundle cuda'
+  step bundle-cuda-kernels bash -c 'run_bundle cuda-kernels'
+fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 # The same shapes with the scalar GEMV dequantisation (A/B); its tables go
@@ -170,6 +244,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   echo "|---|---|---|"
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
+    bundle-cuda.log bundle-cuda-kernels.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

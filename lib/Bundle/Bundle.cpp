@@ -460,12 +460,26 @@ static bool addIntegrity(json &manifest, const std::string &soPath,
   return true;
 }
 
-/// manifest["target"]: the CPU and the x86 features the code may use.
-static void addTarget(json &manifest, const CpuTargetInfo *target) {
+/// manifest["target"]: the CPU and the x86 features the code may use; for
+/// a GPU program also the device, its chips and the memory plan.
+static void addTarget(json &manifest, const CpuTargetInfo *target,
+                      const GpuTargetInfo *gpu) {
   if (!target || target->cpu.empty())
     return;
   manifest["target"] = {{"cpu", target->cpu},
                         {"features", target->features}};
+  if (!gpu || gpu->device.empty())
+    return;
+  json &t = manifest["target"];
+  t["device"] = gpu->device;
+  t["chips"] = gpu->chips;
+  t["format"] = gpu->format;
+  json plan = json::object();
+  for (const GpuTargetInfo::Plan &p : gpu->memoryPlan)
+    plan[p.entry] = {{"peak_bytes", p.peakBytes},
+                     {"upload_bytes", p.uploadBytes},
+                     {"resident_bytes", p.residentBytes}};
+  t["memory_plan"] = plan;
 }
 
 bool writeBundle(const std::string &outDir, const std::string &model,
@@ -474,7 +488,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
                  const std::function<bool(const std::string &,
                                           std::string &)> &emitLibrary,
                  const std::string &stagedDir, std::string &error,
-                 const CpuTargetInfo *target, const LlmInfo &llm) {
+                 const CpuTargetInfo *target, const LlmInfo &llm,
+                 const GpuTargetInfo *gpu) {
   // Weight files under `stagedDir` move into the bundle with it.
   SmallString<256> staged(stagedDir);
   if (!staged.empty()) {
@@ -618,7 +633,7 @@ bool writeBundle(const std::string &outDir, const std::string &model,
     ranks.push_back(jr);
   }
   manifest["ranks"] = ranks;
-  addTarget(manifest, target);
+  addTarget(manifest, target, gpu);
   // Last: the hashes cover the entries exactly as written.
   if (!addIntegrity(manifest, tmp + "/" + lib, error))
     return cleanup(error);

@@ -91,6 +91,19 @@ struct EntryInfo {
   std::vector<WeightInfo> weights;
 };
 
+/// The device of a GPU program (`loomc --target=cuda`), recorded in the
+/// manifest's "target" beside the host CPU (docs/BUNDLE.md "target").
+struct GpuTargetInfo {
+  std::string device;             ///< "cuda"
+  std::vector<std::string> chips; ///< the fatbin's cubins, e.g. sm_80
+  std::string format;             ///< fatbin, bin or isa (PTX)
+  struct Plan {
+    std::string entry;
+    int64_t peakBytes = 0, uploadBytes = 0, residentBytes = 0;
+  };
+  std::vector<Plan> memoryPlan; ///< per entry point
+};
+
 struct MeshInfo {
   std::vector<std::string> axes;
   std::vector<int64_t> shape;
@@ -119,7 +132,8 @@ bool collectMesh(mlir::ModuleOp module, const std::string &meshFlag,
 /// stays); the caller removes `stagedDir` either way. The manifest ties
 /// itself to the library ("integrity": hashes of the library and of the
 /// entry signatures) and, with `target` (filled by `emitLibrary`), records
-/// the CPU and features the code was generated for ("target").
+/// the CPU and features the code was generated for ("target"), with
+/// `gpu` the device, its chips and the memory plan.
 bool writeBundle(const std::string &outDir, const std::string &model,
                  const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
                  const std::string &programIR,
@@ -127,7 +141,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
                                           std::string &error)> &emitLibrary,
                  const std::string &stagedDir, std::string &error,
                  const CpuTargetInfo *target = nullptr,
-                 const LlmInfo &llm = {});
+                 const LlmInfo &llm = {},
+                 const GpuTargetInfo *gpu = nullptr);
 
 } // namespace loom
 

@@ -21,6 +21,7 @@
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
+#include "passes/Gpu/Passes.h"
 #endif
 
 #include "mlir/IR/AsmState.h"
@@ -113,6 +114,8 @@ private:
   int setUpOutputs();
   void noteWeightsWithoutStorage();
   bool beginLowering();
+  bool checkCudaProgram();
+  bool lowerForCuda(TimingScope &timing);
   bool emitBundle(TimingScope &timing);
   bool runPhase(loom::Phase p, TimingScope &root);
   LogicalResult writeAtomically(StringRef path,
@@ -129,6 +132,7 @@ private:
   std::string stageDir;  ///< files for the bundle, moved in by writeBundle
   std::string programIR; ///< ir/program.mlir: the IR entering lower
   loom::CpuTargetAttr cpuTarget; ///< set on the module by the lower phase
+  loom::GpuTargetInfo gpuTarget; ///< --target=cuda: chips, memory plan
 };
 
 /// Writes `text` to `path` through a temporary file renamed into place.
@@ -208,11 +212,13 @@ int Compilation::checkFlags() {
                   "--compile-from=" +
                   o.compileFrom + " resumes after it");
   }
-  if (o.target != "cpu" && o.target != "cuda")
-    return fail("--target=" + o.target + ": unknown; expected cpu or cuda");
+  if (o.target != "cpu" && o.target != "cuda" && o.target != "cuda-kernels")
+    return fail("--target=" + o.target +
+                ": unknown; expected cpu, cuda or cuda-kernels");
 #ifndef LOOM_HAVE_GPU_TARGET
-  if (o.target == "cuda")
-    return fail("--target=cuda: this loomc was built without CUDA (configure "
+  if (o.target != "cpu")
+    return fail("--target=" + o.target +
+                ": this loomc was built without CUDA (configure "
                 "with nvcc on PATH or -DLOOM_ENABLE_CUDA=ON)");
 #endif
   loom::QKernelTuning tuning;
@@ -428,12 +434,104 @@ int Compilation::setUpOutputs() {
   return 0;
 }
 
+/// --target=cuda: what the whole-program GPU lowering does not build yet,
+/// refused by name before it runs (docs/GPU.md, "loomc --target=cuda").
+bool Compilation::checkCudaProgram() {
+  auto refuse = [&](Operation *op, const Twine &what) {
+    op->emitError() << "--target=cuda: " << what
+                    << "; compile this program for the CPU (--target=cpu)"
+                    << (isa<loom::QMatmulOp>(op)
+                            ? ", or with --target=cuda-kernels (the CPU "
+                              "program plus the quantized matmuls' cubins)"
+                            : "");
+    return false;
+  };
+  loom::MeshInfo mesh;
+  std::string error;
+  if (!loom::collectMesh(*module, o.mesh, mesh, error))
+    return fail(o.input + ": " + error), false;
+  if (mesh.numRanks() > 1)
+    return fail("--target=cuda: the program runs on " +
+                Twine(mesh.numRanks()) +
+                " ranks; GPU programs run on one device (collectives "
+                "through NCCL are not built yet); compile without a mesh "
+                "or for the CPU (--target=cpu)"),
+           false;
+  WalkResult walk = module->walk([&](Operation *op) {
+    if (isa<loom::QMatmulOp>(op))
+      return refuse(op, "'loom.qmatmul' (quantized matmul) is not in the "
+                        "whole-program GPU lowering yet"),
+             WalkResult::interrupt();
+    if (isa<loom::EmbeddingOp, loom::GatherOp>(op))
+      return refuse(op, "'" + op->getName().getStringRef() +
+                            "' (an index gather) is not built for CUDA "
+                            "yet (its index check runs on the host)"),
+             WalkResult::interrupt();
+    if (isa<loom::CollectiveOpInterface>(op))
+      return refuse(op, "the collective '" + op->getName().getStringRef() +
+                            "' is not built for CUDA yet (NCCL lowering)"),
+             WalkResult::interrupt();
+    if (auto f = dyn_cast<func::FuncOp>(op))
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (f.getArgAttr(i, "loom.state"))
+          return refuse(op, "entry '" + f.getName() +
+                                "' has a state input (a KV cache); the "
+                                "device KV cache is not built yet"),
+                 WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// --target=cuda: the lower phase for one CUDA device instead of the CPU's
+/// (passes/Gpu), then its memory plan per entry (printed with -v and
+/// recorded in the manifest).
+bool Compilation::lowerForCuda(TimingScope &timing) {
+#ifdef LOOM_HAVE_GPU_TARGET
+  if (!checkCudaProgram())
+    return false;
+  loom::GpuLowerPipelineOptions gpu;
+  gpu.cublas = !o.noGemm;
+  PassManager pm(module->getContext());
+  loom::buildGpuLowerPassPipeline(pm, gpu);
+  pm.enableTiming(timing);
+  if (failed(pm.run(*module)))
+    return false;
+  gpuTarget.device = "cuda";
+  gpuTarget.chips = gpu.chips;
+  gpuTarget.format = gpu.format;
+  for (auto f : module->getOps<LLVM::LLVMFuncOp>()) {
+    auto peak = f->getAttrOfType<IntegerAttr>(loom::kGpuPeakBytesAttr);
+    // (The C interface wrapper inherits the attributes.)
+    if (!peak || f.getName().starts_with("_mlir_ciface_"))
+      continue;
+    auto attr = [&](StringRef name) {
+      auto a = f->getAttrOfType<IntegerAttr>(name);
+      return a ? a.getInt() : int64_t(0);
+    };
+    loom::GpuTargetInfo::Plan plan{
+        f.getName().str(), peak.getInt(), attr(loom::kGpuUploadBytesAttr),
+        attr(loom::kGpuResidentBytesAttr)};
+    if (o.verbose)
+      diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
+           << "': peak " << plan.peakBytes << " device bytes ("
+           << plan.residentBytes << " weights resident, "
+           << plan.uploadBytes << " inputs uploaded per call), chips "
+           << llvm::join(gpu.chips, ",") << "\n";
+    gpuTarget.memoryPlan.push_back(std::move(plan));
+  }
+  return true;
+#else
+  return fail("--target=cuda: this loomc was built without CUDA"), false;
+#endif
+}
+
 /// What the lower phase needs from the driver first: the quantized
-/// matmuls' GPU kernels (--target=cuda), the CPU in loom.target, and
-/// ir/program.mlir, the loom program as it enters the phase.
+/// matmuls' GPU kernels (--target=cuda-kernels), the CPU in loom.target,
+/// and ir/program.mlir, the loom program as it enters the phase.
 bool Compilation::beginLowering() {
 #ifdef LOOM_HAVE_GPU_TARGET
-  if (o.target == "cuda" && last == loom::Phase::Bundle) {
+  if (o.target == "cuda-kernels" && last == loom::Phase::Bundle) {
     // Staged for the bundle's cuda/ folder.
     std::string error, cubinDir = stageDir + "/cuda";
     if (llvm::sys::fs::create_directories(cubinDir))
@@ -441,9 +539,9 @@ bool Compilation::beginLowering() {
     auto cubins = loom::gpu::emitQMatmulCubins(*module, {"sm_80", "sm_90"},
                                                cubinDir, &error);
     if (!cubins)
-      return fail("--target=cuda: " + error), false;
+      return fail("--target=cuda-kernels: " + error), false;
     if (o.verbose || cubins->empty())
-      diag << o.toolName << ": --target=cuda: " << cubins->size()
+      diag << o.toolName << ": --target=cuda-kernels: " << cubins->size()
            << " cubin(s)"
            << (cubins->empty() ? " (no quantized matmuls)" : "") << "\n";
   }
@@ -482,7 +580,8 @@ bool Compilation::emitBundle(TimingScope &timing) {
       [&](const std::string &soPath, std::string &err) {
         return loom::emitSharedLibrary(*module, soPath, emit, err, &target);
       },
-      stageDir, error, &target, llm);
+      stageDir, error, &target, llm,
+      gpuTarget.device.empty() ? nullptr : &gpuTarget);
   if (!ok)
     return fail(error), false;
   if (o.verbose)
@@ -512,6 +611,8 @@ bool Compilation::runPhase(loom::Phase p, TimingScope &root) {
     return false;
   if (p == loom::Phase::Bundle)
     return emitBundle(timing);
+  if (p == loom::Phase::Lower && o.target == "cuda")
+    return lowerForCuda(timing);
   if (!loom::isPassPhase(p))
     return true;
   if (p == loom::Phase::Shard && o.beforeShard &&

@@ -2,7 +2,8 @@
 //
 // After kernel outlining an entry point is host code: allocations, launches
 // and cuBLAS calls on buffers. This pass puts the buffers on the device
-// (inputs and weights copied in, results copied out), chains every device
+// (inputs copied in per call, weights and constants made device-resident
+// once through the runtime, results copied out), chains every device
 // operation on one stream and computes the peak of device bytes live,
 // which is known here because buffers are allocated and freed in program
 // order with static sizes.
@@ -10,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Gpu/Passes.h"
+#include "passes/Lowering/Passes.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -42,9 +44,31 @@ bool isHostSafe(Operation *op) {
           memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op))
     return true;
   if (auto call = dyn_cast<func::CallOp>(op))
-    return call.getCallee() == loom::kGpuGemmFn;
+    return call.getCallee() == loom::kGpuGemmFn ||
+           call.getCallee() == loom::kGpuResidentFn;
   // Scalar arithmetic (launch sizes, pointers) has no memory effects.
   return isMemoryEffectFree(op) && op->getNumRegions() == 0;
+}
+
+/// Whether argument `i` of `f` is a weight: its `loom.weight` attribute, or
+/// (bufferization drops argument attributes) the one that
+/// loom-record-entry-points kept in the module's `loom.entry_points`.
+bool isWeightArg(func::FuncOp f, unsigned i) {
+  if (f.getArgAttr(i, loom::kWeightArgAttrName))
+    return true;
+  auto m = f->getParentOfType<ModuleOp>();
+  auto entries = m ? m->getAttrOfType<ArrayAttr>("loom.entry_points") : nullptr;
+  if (!entries)
+    return false;
+  for (auto entry : entries.getAsRange<DictionaryAttr>()) {
+    auto name = entry.getAs<StringAttr>("name");
+    auto args = entry.getAs<ArrayAttr>("arg_attrs");
+    if (!name || name.getValue() != f.getName() || !args || i >= args.size())
+      continue;
+    auto attrs = dyn_cast<DictionaryAttr>(args[i]);
+    return attrs && attrs.get(loom::kWeightArgAttrName);
+  }
+  return false;
 }
 
 struct GpuHostProgramPass
@@ -128,7 +152,7 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   OpBuilder b(ctx);
   Type tokenType = gpu::AsyncTokenType::get(ctx);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  int64_t live = 0, peak = 0, uploaded = 0;
+  int64_t live = 0, peak = 0, uploaded = 0, residentBytes = 0;
   auto grow = [&](int64_t bytes) {
     live += bytes;
     peak = std::max(peak, live);
@@ -158,17 +182,81 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     uploaded += bytes;
     return success();
   };
-  for (BlockArgument arg : f.getArguments())
-    if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
-        failed(upload(arg, f.getLoc())))
+  // Memory that is the same at every call (weights, constants): a device
+  // copy made once by the runtime (loom_cuda_mgpu_resident, keyed by the
+  // host address) and never freed here, as a memref descriptor over the
+  // returned device address.
+  Type i64 = b.getI64Type();
+  auto residentFn = [&]() {
+    ModuleOp m = f->getParentOfType<ModuleOp>();
+    if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuResidentFn))
+      return fn;
+    OpBuilder mb(m.getBodyRegion());
+    mb.setInsertionPointToEnd(m.getBody());
+    auto fn = func::FuncOp::create(mb, m.getLoc(), loom::kGpuResidentFn,
+                                   mb.getFunctionType({ptr, i64}, {ptr}));
+    fn.setPrivate();
+    return fn;
+  };
+  auto makeResident = [&](Value host, Location loc) -> LogicalResult {
+    int64_t bytes = bytesOf(host.getType());
+    auto type = cast<MemRefType>(host.getType());
+    if (bytes < 0 || !type.getLayout().isIdentity())
+      return emitError(loc) << "buffer of type " << host.getType()
+                            << " has a dynamic shape or a strided layout: the "
+                               "GPU lowering needs static shapes";
+    auto aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host);
+    Value asInt = arith::IndexCastOp::create(b, loc, i64, aligned);
+    Value address = LLVM::IntToPtrOp::create(b, loc, ptr, asInt);
+    Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
+    Value device = func::CallOp::create(b, loc, residentFn(),
+                                        ValueRange{address, size})
+                       .getResult(0);
+    // {allocated, aligned, offset, sizes, strides} as the memref's LLVM type.
+    int64_t rank = type.getRank();
+    SmallVector<Type> fields = {ptr, ptr, i64};
+    if (rank > 0) {
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    }
+    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value desc = LLVM::PoisonOp::create(b, loc, descType);
+    auto set = [&](Value v, ArrayRef<int64_t> at) {
+      desc = LLVM::InsertValueOp::create(b, loc, desc, v, at);
+    };
+    auto i64c = [&](int64_t v) -> Value {
+      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+    };
+    set(device, {0});
+    set(device, {1});
+    set(i64c(0), {2});
+    SmallVector<int64_t> strides = type.getStridesAndOffset().first;
+    for (int64_t i = 0; i < rank; ++i) {
+      set(i64c(type.getDimSize(i)), {3, i});
+      set(i64c(strides[i]), {4, i});
+    }
+    Value view =
+        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    host.replaceAllUsesExcept(view, aligned);
+    grow(bytes);
+    residentBytes += bytes;
+    return success();
+  };
+  for (BlockArgument arg : f.getArguments()) {
+    if (!isa<MemRefType>(arg.getType()) || arg.use_empty())
+      continue;
+    bool weight = isWeightArg(f, arg.getArgNumber());
+    if (failed(weight ? makeResident(arg, f.getLoc())
+                      : upload(arg, f.getLoc())))
       return failure();
+  }
 
   for (Operation &op : llvm::make_early_inc_range(body)) {
     Location loc = op.getLoc();
     b.setInsertionPoint(&op);
     if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
       b.setInsertionPointAfter(&op);
-      if (failed(upload(global.getResult(), loc)))
+      if (failed(makeResident(global.getResult(), loc)))
         return failure();
     } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
       int64_t bytes = bytesOf(alloc.getType());
@@ -206,7 +294,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
           tokenType, {token});
       token = async.getAsyncToken();
       launch.erase();
-    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+    } else if (auto call = dyn_cast<func::CallOp>(op);
+               call && call.getCallee() == loom::kGpuGemmFn) {
       // The cuBLAS call goes on the program's stream: gpu-to-llvm lowers
       // the token to that stream, and the cast to it.
       Value stream =
@@ -243,6 +332,7 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   }
   f->setAttr(loom::kGpuPeakBytesAttr, b.getI64IntegerAttr(peak));
   f->setAttr(loom::kGpuUploadBytesAttr, b.getI64IntegerAttr(uploaded));
+  f->setAttr(loom::kGpuResidentBytesAttr, b.getI64IntegerAttr(residentBytes));
   return success();
 }
 

@@ -38,6 +38,10 @@ constexpr llvm::StringLiteral kGpuGemmFn = "loom_cuda_mgpu_gemm";
 /// Function attributes of the memory plan (loom-gpu-host-program).
 constexpr llvm::StringLiteral kGpuPeakBytesAttr = "loom_gpu_peak_bytes";
 constexpr llvm::StringLiteral kGpuUploadBytesAttr = "loom_gpu_upload_bytes";
+constexpr llvm::StringLiteral kGpuResidentBytesAttr = "loom_gpu_resident_bytes";
+/// The runtime function that makes a weight device-resident: uploaded on
+/// first use, the same device copy on every later call (runtime/cuda/Mgpu.cpp).
+constexpr llvm::StringLiteral kGpuResidentFn = "loom_cuda_mgpu_resident";
 
 /// Options of the GPU lower phase (loomc --target=cuda).
 struct GpuLowerPipelineOptions {

@@ -224,7 +224,8 @@ def compile(model: ModelLike, mesh: str | dict | None = None,
     model: a path (.onnx, .gguf, .mlir, a Hugging Face folder), an
     onnx.ModelProto or its bytes, or a torch.nn.Module with
     `example_inputs` (exported to ONNX). mesh: "tp=2", {"dp": 2, "tp": 4}
-    or a JSON mesh file. quant: "int4:32", ... target: "cpu" or "cuda".
+    or a JSON mesh file. quant: "int4:32", ... target: "cpu", "cuda" (the
+    whole program on one GPU) or "cuda-kernels".
     out: the bundle directory (default: a temporary one that lives as long
     as the returned Bundle). sharding_rules: Python functions that pin the
     shardings of some ops before the planner (loom.Op -> loom.Pin | None).

@@ -20,8 +20,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 using namespace loom::cuda;
 
@@ -225,6 +227,49 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count,
   check("mgpuMemset16",
         d->drv->cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
                                  count, cs(stream)));
+}
+
+namespace {
+/// Device copies of host buffers that do not change between calls (weights,
+/// constants), by host address and size, on the default device.
+std::mutex residentMu;
+std::map<std::pair<const void *, uint64_t>, CUdeviceptr> resident;
+int64_t residentBytes = 0;
+} // namespace
+
+void *loom_cuda_mgpu_resident(void *host, int64_t bytes) {
+  loom_cuda_device *d = dev("loom_cuda_mgpu_resident");
+  if (bytes <= 0)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(residentMu);
+  auto key = std::make_pair(static_cast<const void *>(host), uint64_t(bytes));
+  auto it = resident.find(key);
+  if (it != resident.end())
+    return reinterpret_cast<void *>(it->second);
+  loom_cuda_ptr p = 0;
+  if (loom_cuda_malloc(d, bytes, &p) != 0 ||
+      loom_cuda_copy_to_device(d, p, host, bytes, nullptr) != 0)
+    fatal("loom_cuda_mgpu_resident",
+          std::to_string(bytes) + " bytes: " + lastErrorMessage());
+  resident.emplace(key, p);
+  residentBytes += bytes;
+  return reinterpret_cast<void *>(p);
+}
+
+int64_t loom_cuda_mgpu_resident_bytes(void) {
+  std::lock_guard<std::mutex> lock(residentMu);
+  return residentBytes;
+}
+
+void loom_cuda_mgpu_release_resident(void) {
+  std::lock_guard<std::mutex> lock(residentMu);
+  if (!resident.empty()) {
+    loom_cuda_device *d = dev("loom_cuda_mgpu_release_resident");
+    for (auto &[key, p] : resident)
+      loom_cuda_free(d, p);
+  }
+  resident.clear();
+  residentBytes = 0;
 }
 
 void loom_cuda_mgpu_gemm(void *stream, int32_t dtype, int32_t transA,

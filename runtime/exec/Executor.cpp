@@ -68,7 +68,12 @@ std::shared_ptr<void> share(Buffer b) {
 } // namespace
 
 Executor::Executor(std::unique_ptr<Impl> impl) : P(std::move(impl)) {}
-Executor::~Executor() = default;
+Executor::~Executor() {
+  // A CUDA bundle's weights stay on the device between runs, keyed by their
+  // host address: gone with the mappings.
+  if (P && P->m.target.isCuda())
+    releaseCudaResident();
+}
 const std::string &Executor::bundleDir() const { return P->bundle; }
 const Manifest &Executor::manifest() const { return P->m; }
 bool Executor::usesMpi() const { return P->useMpi; }
@@ -84,6 +89,8 @@ Expected<std::unique_ptr<Executor>> Executor::open(const std::string &bundleDir,
   impl->opts = options;
   std::string err;
   if (!loadManifest(bundleDir, impl->m, &err))
+    return Error{err};
+  if (!checkTarget(bundleDir, impl->m, options, &err))
     return Error{err};
   bool given = options.backend != Backend::Auto;
   std::string backend = options.backend == Backend::Mpi ? "mpi" : "threads";
@@ -151,6 +158,9 @@ Expected<PreparedEntry> Executor::prepare(const std::string &name) {
       MappedWeights w;
       std::string err;
       if (!mapWeights(P->bundle, P->m, *re, ranks, P->opts.progress, w, &err))
+        return Error{err};
+      // A CUDA bundle's weights go to the device once, here.
+      if (P->m.target.isCuda() && !uploadCudaWeights(w, &err))
         return Error{err};
       it = P->mapped.emplace(re->name, std::move(w)).first;
     }

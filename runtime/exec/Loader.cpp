@@ -5,6 +5,7 @@
 #include "loom/runtime/BundleCheck.h"
 
 #include "loom/runtime/Strided.h"
+#include "loom/runtime/cuda.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -25,6 +26,130 @@
 namespace fs = std::filesystem;
 
 namespace loom::run {
+
+namespace {
+/// A function of the CUDA runtime (runtime/cuda) if this process has it:
+/// loom-run exports it when built with CUDA; the Python package does not.
+template <typename Fn> Fn cudaFn(Fn, const char *name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+#define LOOM_CUDA_FN(name) cudaFn(&name, #name)
+} // namespace
+
+bool checkTarget(const std::string &bundle, const Manifest &m,
+                 const OpenOptions &options, std::string *error) {
+  auto failWith = [&](const std::string &what) {
+    *error = bundle + ": " + what;
+    return false;
+  };
+  if (!m.target.isCuda()) {
+    if (options.cudaDevice >= 0)
+      return failWith("--device selects the CUDA device of a CUDA bundle; "
+                      "this bundle is for the CPU (compile it with loomc "
+                      "--target=cuda, or drop --device)");
+    return true;
+  }
+  std::string chips;
+  for (const std::string &c : m.target.chips)
+    chips += (chips.empty() ? "" : ", ") + c;
+  if (options.backend == Backend::Mpi)
+    return failWith("a CUDA bundle runs on one device in one process; "
+                    "--backend mpi (and mpirun) apply to CPU bundles");
+  if (options.threadsPerRank > 0)
+    return failWith("--threads sets the CPU threads of a CPU bundle; this "
+                    "bundle runs on a CUDA device (drop --threads)");
+  // The device copies of the weights are keyed by their host address, so
+  // every weight must be the mapped file itself: no per-run copy (a
+  // strided slice or an interleaved layout; loomc --target=cuda makes
+  // neither).
+  for (const RankInfo &rank : m.ranks)
+    for (const auto &[entry, slices] : rank.weights)
+      for (const WeightSlice &w : slices) {
+        std::vector<int64_t> contiguous(w.shape.size());
+        rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
+                        contiguous.data());
+        if (w.strides != contiguous)
+          return failWith("weight '" + w.name +
+                          "' is a strided slice, which a CUDA bundle does "
+                          "not take (recompile with loomc --target=cuda)");
+      }
+  for (const Entry &e : m.entries)
+    for (size_t k = 0; k < e.interleave.size(); ++k)
+      if (e.interleave[k].rows)
+        return failWith("weight '" + e.weights[k].name +
+                        "' has the interleaved layout, which a CUDA bundle "
+                        "does not take (recompile with loomc --target=cuda)");
+  auto count = LOOM_CUDA_FN(loom_cuda_device_count);
+  auto open = LOOM_CUDA_FN(loom_cuda_open);
+  auto info = LOOM_CUDA_FN(loom_cuda_info);
+  auto lastError = LOOM_CUDA_FN(loom_cuda_last_error);
+  auto setDefault = LOOM_CUDA_FN(mgpuSetDefaultDevice);
+  if (!count || !open || !info || !lastError || !setDefault)
+    return failWith("a CUDA bundle (chips " + chips +
+                    "), and this process has no CUDA runtime: run it with a "
+                    "loom-run built with CUDA (nvcc on PATH or "
+                    "-DLOOM_ENABLE_CUDA=ON)");
+  int32_t devices = 0;
+  if (count(&devices) != 0)
+    return failWith("a CUDA bundle needs a CUDA device: " +
+                    std::string(lastError()));
+  int32_t ordinal = options.cudaDevice < 0 ? 0 : options.cudaDevice;
+  if (ordinal >= devices)
+    return failWith("--device " + std::to_string(ordinal) + ": this host has " +
+                    std::to_string(devices) + " CUDA device(s)");
+  loom_cuda_device *dev = nullptr;
+  loom_cuda_device_info di{};
+  if (open(ordinal, &dev) != 0 || info(dev, &di) != 0)
+    return failWith("a CUDA bundle needs a CUDA device: " +
+                    std::string(lastError()));
+  // A cubin runs on its own major architecture, at its minor or above.
+  bool fits = false;
+  for (const std::string &c : m.target.chips) {
+    int sm = c.rfind("sm_", 0) == 0 ? std::atoi(c.c_str() + 3) : -1;
+    if (sm / 10 == di.sm / 10 && sm % 10 <= di.sm % 10)
+      fits = true;
+  }
+  if (!fits)
+    return failWith("compiled for " + chips + ", and device " +
+                    std::to_string(ordinal) + " (" + di.name + ") is sm_" +
+                    std::to_string(di.sm) + "; recompile for it");
+  for (const auto &[entry, peak] : m.target.peakBytes)
+    if (peak > di.total_memory)
+      return failWith("entry '" + entry + "' needs " + std::to_string(peak) +
+                      " device bytes (its memory plan) and device " +
+                      std::to_string(ordinal) + " has " +
+                      std::to_string(di.total_memory));
+  setDefault(ordinal);
+  return true;
+}
+
+bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
+  auto resident = LOOM_CUDA_FN(loom_cuda_mgpu_resident);
+  if (!resident) {
+    *error = "this process has no CUDA runtime";
+    return false;
+  }
+  for (const auto &[rank, slices] : weights.perRank)
+    for (const PlannedWeight &w : slices) {
+      std::shared_ptr<const MappedFile> f = loom::rt::mapFile(w.path, error);
+      if (!f)
+        return false;
+      auto p = f->slice(w.offset, w.nbytes);
+      if (!p) {
+        *error = p.error().message;
+        return false;
+      }
+      // Fatal (with its message) when the device refuses.
+      resident(const_cast<void *>(static_cast<const void *>(*p)), w.nbytes);
+    }
+  return true;
+}
+
+void releaseCudaResident() {
+  if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_resident))
+    release();
+}
+
 
 double nowMs() { return double(loom_rt_now_ns()) / 1e6; }
 

@@ -40,6 +40,19 @@ bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);
 bool loadLibrary(const std::string &bundle, const Manifest &m,
                  std::map<std::string, EntryFn> &fns, std::string *error);
 
+/// The checks of a run that depend on the bundle's target: a CUDA bundle
+/// needs one rank on the threads backend, the CUDA runtime in this process
+/// (the mgpu* functions that its library calls; loom-run links it when
+/// built with CUDA) and a device of one of its chips with memory for its
+/// plan; it becomes the default device of the generated host code. A CPU
+/// bundle refuses the CUDA options. False + *error (one line).
+bool checkTarget(const std::string &bundle, const Manifest &m,
+                 const OpenOptions &options, std::string *error);
+
+/// After a CUDA bundle's entry ran: the device copies of its weights stay
+/// (loom_cuda_mgpu_resident); freed when the executor closes.
+void releaseCudaResident();
+
 /// The rank and world size of this process as told by mpirun (before MPI is
 /// initialised); singleton (0, 1) otherwise.
 void mpiEnvRank(int64_t &rank, int64_t &size);
@@ -72,6 +85,11 @@ struct MappedWeights {
 bool mapWeights(const std::string &bundle, const Manifest &m,
                 const Entry &entry, const std::vector<int64_t> &localRanks,
                 bool progress, MappedWeights &out, std::string *error);
+
+/// A CUDA bundle's weights, mapped: uploaded to the device now (the
+/// runtime's resident copies, keyed by host address, that the generated
+/// host code then finds), so that no entry call uploads them.
+bool uploadCudaWeights(const MappedWeights &weights, std::string *error);
 
 /// A memref descriptor {allocated, aligned, offset, sizes, strides} as words.
 std::vector<int64_t> makeDescriptor(const void *data,

@@ -289,6 +289,27 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
         return r.fail(Reader::idx("target.features", i), "expected a string");
       m.target.features.push_back((*f)[i].get<std::string>());
     }
+    // A GPU program: the device, the chips of its kernels, the memory plan.
+    if (j.contains("device")) {
+      if (!r.str(j, "target", "device", m.target.device))
+        return false;
+      if (m.target.device != "cuda")
+        return r.fail("target.device", "unknown device '" + m.target.device +
+                                           "' (this loom-run knows cuda)");
+      const Json *c = r.array(j, "target", "chips");
+      if (!c)
+        return false;
+      for (size_t i = 0; i < c->size(); ++i) {
+        if (!(*c)[i].is_string())
+          return r.fail(Reader::idx("target.chips", i), "expected a string");
+        m.target.chips.push_back((*c)[i].get<std::string>());
+      }
+      if (j.contains("memory_plan") && j["memory_plan"].is_object())
+        for (auto &[entry, plan] : j["memory_plan"].items())
+          if (plan.is_object() && plan.contains("peak_bytes") &&
+              plan["peak_bytes"].is_number_integer())
+            m.target.peakBytes[entry] = plan["peak_bytes"].get<int64_t>();
+    }
   }
   return true;
 }

@@ -88,6 +88,9 @@ OPTIONS:
                           collective call (LOOM_CHECK_COLLECTIVES=1; one
                           small extra exchange per call; always on for
                           threads)
+  --device N              the CUDA device a CUDA bundle (loomc
+                          --target=cuda) runs on (default 0; refused for
+                          a CPU bundle)
   --progress              show a progress bar while weights map (default:
                           only when stderr is a terminal)
   --help                  this text
@@ -114,6 +117,7 @@ struct Options {
   double timeout = 0; // <= 0: the runtime's default
   int threads = 0;     // --threads; 0: the runtime's default
   bool progress = false;
+  int device = -1; // --device; -1: not given
   GenerateFlags gen;
 };
 
@@ -232,6 +236,12 @@ int parseArgs(int argc, char **argv, Options &opts) {
         opts.threads = cores;
       }
 #endif
+    } else if (arg == "--device") {
+      const char *v = value("--device");
+      if (!parseInt(v, 0, 1023, n))
+        return fail("--device takes a CUDA device number (0, 1, ...), got '" +
+                    std::string(v) + "'");
+      opts.device = int(n);
     } else if (arg == "--progress") {
       opts.progress = true;
     } else if (arg == "--check-collectives") {
@@ -494,6 +504,7 @@ OpenOptions openOptions(const Options &o) {
   x.threadsPerRank = o.threads;
   x.tracePath = o.trace;
   x.progress = o.progress || isatty(2);
+  x.cudaDevice = o.device;
   x.onRankError = [](const std::string &m) {
     std::fprintf(stderr, "loom-run: %s\n", m.c_str());
   };

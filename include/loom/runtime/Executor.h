@@ -93,6 +93,9 @@ struct OpenOptions {
   std::string tracePath;
   /// A progress bar on stderr while weights are mapped.
   bool progress = false;
+  /// The CUDA device a GPU bundle (`loomc --target=cuda`) runs on; -1: not
+  /// given (device 0). Refused for a CPU bundle.
+  int cudaDevice = -1;
   /// Do not print the runtime's failure messages on stderr (they are in the
   /// returned Error either way).
   bool quiet = false;

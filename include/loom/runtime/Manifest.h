@@ -139,6 +139,12 @@ struct TargetInfo {
   bool present = false;
   std::string cpu;
   std::vector<std::string> features; ///< x86 features the code may use
+  /// A GPU program (`loomc --target=cuda`): "cuda", else empty (the CPU).
+  std::string device;
+  std::vector<std::string> chips; ///< e.g. sm_80, sm_90
+  /// Per entry: peak device bytes of the compile-time memory plan.
+  std::map<std::string, int64_t> peakBytes;
+  bool isCuda() const { return device == "cuda"; }
 };
 
 struct Manifest {

@@ -284,6 +284,17 @@ LOOM_CUDA_EXPORT void mgpuMemset16(void *dst, unsigned short value,
 /* loom_cuda_gemm on the default device and `stream` (a stream of the mgpu*
  * functions), for generated host code (passes/Gpu: loom-gpu-matmuls-to-cublas):
  * fatal on failure like the mgpu* functions. Pointers are device addresses. */
+/* A device copy of `bytes` at `host` that stays for the process: uploaded
+ * (synchronously) on the first call for that address and size, the same
+ * device address on every later one. What the GPU host program passes its
+ * weights and constants through, so that they are uploaded once, not per
+ * call (the host memory must not change while the copy is in use).
+ * Fatal on failure like the mgpu* functions. */
+LOOM_CUDA_EXPORT void *loom_cuda_mgpu_resident(void *host, int64_t bytes);
+/* Bytes held by loom_cuda_mgpu_resident's copies. */
+LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_resident_bytes(void);
+/* Frees every resident copy (a bundle closed; no program may run). */
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_resident(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_gemm(void *stream, int32_t dtype,
                                           int32_t trans_a, int32_t trans_b,
                                           int64_t m, int64_t n, int64_t k,

@@ -65,6 +65,9 @@ void registerGpuTargetDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
+  // #gpu.select_object: how a gpu.binary becomes a global and its module
+  // load in the host's LLVM IR (loomc --target=cuda's bundle library).
+  mlir::gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
 namespace {

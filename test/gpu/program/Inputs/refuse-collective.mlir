@@ -1,0 +1,6 @@
+// loomc --target=cuda refuses a collective, even on one rank (loomc-cuda.test).
+loom.mesh @mesh = <dp = 1>
+func.func @sum(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = loom.all_reduce %x on @mesh axes = ["dp"] : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}

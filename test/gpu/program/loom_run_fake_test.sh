@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# loomc --target=cuda + loom-run against the recording fake driver (call
+# order and sizes only, never numerics): the weights are uploaded once
+# (cuMemcpyHtoD, through loom_cuda_mgpu_resident) however many times the
+# entry runs, before the first call (when loom-run maps the weights; the
+# host program's first driver call is cuStreamCreate), the input in and the result out once per run (cuMemcpy of 256
+# bytes, the fake does not tell the direction), and the resident copies are
+# freed when the bundle closes.
+# usage: loom_run_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <small-mlp.mlir>
+set -euo pipefail
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp "$4" mlp.mlir
+head -c 2048 /dev/zero > fc1.bin
+head -c 128 /dev/zero > fc1_bias.bin
+head -c 2048 /dev/zero > fc2.bin
+# Generated products (the fake has no cuBLAS behind it).
+"$1" mlp.mlir --target=cuda --no-gemm -o bundle
+python3 - <<'PY'
+import struct
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 16), }"
+hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+with open("x.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<64f", *[0.5] * 64))
+PY
+LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$work/log" \
+  "$2" bundle --input x=x.npy --output res --iterations 3
+test -f res/y.npy
+weights=$((2048 + 128 + 2048))
+htod=$(awk '$1 == "cuMemcpyHtoD" { s += $2 } END { print s + 0 }' log)
+copies=$(grep -c '^cuMemcpy 256$' log || true)
+allocs=$(grep -c '^cuMemAlloc' log)
+frees=$(grep -c '^cuMemFree' log)
+echo "weights uploaded: $htod bytes (expected $weights); input/result copies: $copies (expected 6); allocs $allocs, frees $frees"
+[ "$htod" -eq "$weights" ] || { echo "FAIL: weights uploaded $htod bytes over 3 runs, not once ($weights)"; exit 1; }
+[ "$copies" -eq 6 ] || { echo "FAIL: expected the input in and the result out once per run"; exit 1; }
+[ "$allocs" -eq "$frees" ] || { echo "FAIL: $allocs device allocations, $frees frees"; exit 1; }
+last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
+first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
+[ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
+echo "PASS"
