@@ -13,10 +13,17 @@
 // with AVX512-BF16), AVX2+FMA -> Haswell (Zen on AMD), AVX -> SandyBridge.
 // `loom-run --bench` prints the result (gemmBackend()).
 //
+// Products whose right operand is a weight (a slice of a mapped weight file
+// of the calling rank) do not go to OpenBLAS: the weight is packed once per
+// process into panels (GemmPacked.cpp) and the micro-kernel chosen from
+// cpuid runs on the rank's thread pool, so no call repacks the weight or
+// zeroes C ($LOOM_GEMM=openblas turns this off, for measurements).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
 
+#include "loom/runtime/Gemm.h"
 #include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"
 
@@ -25,7 +32,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -153,6 +163,91 @@ void configureThreads(const OpenBlas &blas, loom_rt_ctx *ctx) {
 }
 #endif
 
+/// The packed kernel for weight products, from cpuid; None when the CPU
+/// has none or $LOOM_GEMM=openblas.
+loom::rt::GemmKernel weightKernel() {
+  static const loom::rt::GemmKernel k = [] {
+    const char *v = std::getenv("LOOM_GEMM");
+    if (v && std::string(v) == "openblas")
+      return loom::rt::GemmKernel::None;
+    return loom::rt::bestGemmKernel();
+  }();
+  return k;
+}
+
+/// Packed weights of the process, keyed by the mapping they lie in and
+/// their place and use in it. An entry lives while its mapping does (a
+/// weak pointer: an address reused by a later mapping never hits a stale
+/// entry); expired ones are dropped when a weight is packed.
+struct PackedCache {
+  using Key = std::tuple<const loom::MappedFile *, const float *, bool,
+                         int64_t, int64_t>;
+  struct Value {
+    std::weak_ptr<const loom::MappedFile> file;
+    std::shared_ptr<const loom::rt::PackedB> packed;
+  };
+  std::mutex mu;
+  std::map<Key, Value> entries;
+};
+
+PackedCache &packedCache() {
+  static PackedCache *c = new PackedCache; // outlives every rank
+  return *c;
+}
+
+/// B packed, when B (`tb`: [N, K], else [K, N]) lies inside one of ctx's
+/// weight mappings; null otherwise (an activation, or a weight copied at
+/// load because it is strided in its file).
+std::shared_ptr<const loom::rt::PackedB>
+packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n,
+             const float *b) {
+  if (!ctx)
+    ctx = loom::rt::threadContext();
+  if (!ctx || ctx->mappings.empty())
+    return nullptr;
+  const char *lo = reinterpret_cast<const char *>(b);
+  const char *hi = lo + sizeof(float) * size_t(k) * size_t(n);
+  const std::shared_ptr<const loom::MappedFile> *file = nullptr;
+  for (const auto &f : ctx->mappings) {
+    const char *d = static_cast<const char *>(f->data());
+    if (lo >= d && hi <= d + f->size()) {
+      file = &f;
+      break;
+    }
+  }
+  if (!file)
+    return nullptr;
+  PackedCache &cache = packedCache();
+  PackedCache::Key key{file->get(), b, tb, k, n};
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.entries.find(key);
+  if (it != cache.entries.end() && it->second.file.lock() == *file)
+    return it->second.packed;
+  std::erase_if(cache.entries,
+                [](const auto &e) { return e.second.file.expired(); });
+  auto packed = std::make_shared<loom::rt::PackedB>(
+      loom::rt::packGemmB(tb, k, n, b));
+  if (!packed->data)
+    return nullptr; // out of memory: the unpacked path needs none
+  cache.entries[key] = {*file, packed};
+  return packed;
+}
+
+/// C = A B through the packed kernel, A transposed into a scratch copy
+/// when `ta` ([K, M]).
+void packedSgemm(loom_rt_ctx *ctx, bool ta, int64_t m, int64_t k,
+                 const float *a, const loom::rt::PackedB &b, float *c) {
+  std::vector<float> at;
+  if (ta) {
+    at.resize(size_t(m) * size_t(k));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < m; ++i)
+        at[size_t(i * k + p)] = a[p * m + i];
+    a = at.data();
+  }
+  loom::rt::gemmPacked(ctx, weightKernel(), m, a, k, b, c, b.n);
+}
+
 /// C[m,n] = sum_k A[m,k] B[k,n] with optional transposes, row-major.
 void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c) {
@@ -184,6 +279,11 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
     std::memset(c, 0, sizeof(float) * size_t(m) * size_t(n));
     return;
   }
+  if (weightKernel() != loom::rt::GemmKernel::None)
+    if (auto packed = packedWeight(ctx, trans_b != 0, k, n, b)) {
+      packedSgemm(ctx, trans_a != 0, m, k, a, *packed, c);
+      return;
+    }
 #ifdef LOOM_RT_HAVE_OPENBLAS
   const OpenBlas &blas = openBlas();
   if (blas.sgemm) {
@@ -229,10 +329,19 @@ void startGemm() {
 
 std::string gemmBackend() {
 #ifdef LOOM_RT_HAVE_OPENBLAS
-  return openBlas().description;
+  std::string other = openBlas().description;
 #else
-  return "blocked loop (built without OpenBLAS)";
+  std::string other = "blocked loop (built without OpenBLAS)";
 #endif
+  GemmKernel k = weightKernel();
+  if (k == GemmKernel::None)
+    return other + "; weights not packed (" +
+           (bestGemmKernel() == GemmKernel::None
+                ? "no packed kernel for this CPU's features"
+                : "LOOM_GEMM=openblas") +
+           ")";
+  return std::string("weights packed once, kernel ") + gemmKernelName(k) +
+         " (chosen from CPU features); other products: " + other;
 }
 
 } // namespace loom::rt
