@@ -17,7 +17,8 @@
 // of the calling rank) do not go to OpenBLAS: the weight is packed once per
 // process into panels (GemmPacked.cpp) and the micro-kernel chosen from
 // cpuid runs on the rank's thread pool, so no call repacks the weight or
-// zeroes C ($LOOM_GEMM=openblas turns this off, for measurements).
+// zeroes C ($LOOM_GEMM=openblas|avx2|avx512 overrides the choice, for
+// measurements).
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,17 +164,43 @@ void configureThreads(const OpenBlas &blas, loom_rt_ctx *ctx) {
 }
 #endif
 
-/// The packed kernel for weight products, from cpuid; None when the CPU
-/// has none or $LOOM_GEMM=openblas.
-loom::rt::GemmKernel weightKernel() {
-  static const loom::rt::GemmKernel k = [] {
+/// The packed kernel for weight products: the best one this CPU's features
+/// allow, or the one $LOOM_GEMM names (measurements): "openblas" (None:
+/// weights through OpenBLAS, unpacked), "avx2", "avx512". `note` says why
+/// when the choice is not the default.
+struct WeightKernel {
+  loom::rt::GemmKernel kernel = loom::rt::GemmKernel::None;
+  std::string note;
+};
+
+const WeightKernel &weightKernelChoice() {
+  using loom::rt::GemmKernel;
+  static const WeightKernel k = [] {
+    WeightKernel w;
+    w.kernel = loom::rt::bestGemmKernel();
     const char *v = std::getenv("LOOM_GEMM");
-    if (v && std::string(v) == "openblas")
-      return loom::rt::GemmKernel::None;
-    return loom::rt::bestGemmKernel();
+    std::string want = v ? v : "";
+    if (want.empty())
+      return w;
+    bool known = want == "openblas" || want == "avx2" || want == "avx512";
+    GemmKernel asked = want == "avx2"     ? GemmKernel::Avx2Fma
+                       : want == "avx512" ? GemmKernel::Avx512
+                                          : GemmKernel::None;
+    if (!known)
+      w.note = "LOOM_GEMM=" + want +
+               " ignored: not one of openblas, avx2, avx512";
+    else if (!loom::rt::gemmKernelSupported(asked))
+      w.note = "LOOM_GEMM=" + want + " ignored: this CPU lacks its features";
+    else {
+      w.kernel = asked;
+      w.note = "LOOM_GEMM=" + want;
+    }
+    return w;
   }();
   return k;
 }
+
+loom::rt::GemmKernel weightKernel() { return weightKernelChoice().kernel; }
 
 /// Packed weights of the process, keyed by the mapping they lie in and
 /// their place and use in it. An entry lives while its mapping does (a
@@ -333,15 +360,16 @@ std::string gemmBackend() {
 #else
   std::string other = "blocked loop (built without OpenBLAS)";
 #endif
-  GemmKernel k = weightKernel();
-  if (k == GemmKernel::None)
+  const WeightKernel &w = weightKernelChoice();
+  std::string why = w.note.empty() ? "chosen from CPU features" : w.note;
+  if (w.kernel == GemmKernel::None)
     return other + "; weights not packed (" +
-           (bestGemmKernel() == GemmKernel::None
-                ? "no packed kernel for this CPU's features"
-                : "LOOM_GEMM=openblas") +
+           (w.note.empty() ? "no packed kernel for this CPU's features"
+                           : w.note) +
            ")";
-  return std::string("weights packed once, kernel ") + gemmKernelName(k) +
-         " (chosen from CPU features); other products: " + other;
+  return std::string("weights packed once, kernel ") +
+         gemmKernelName(w.kernel) + " (" + why +
+         "); other products: " + other;
 }
 
 } // namespace loom::rt

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <unistd.h>
@@ -41,8 +42,15 @@ TEST(Gemm, BackendIsNamed) {
 #ifdef __x86_64__
   // With OpenBLAS on an x86 host with AVX, the core was chosen from the
   // features (or OPENBLAS_CORETYPE was given).
-  if (b.rfind("OpenBLAS", 0) == 0 && __builtin_cpu_supports("avx"))
+  if (b.find("OpenBLAS") != std::string::npos &&
+      __builtin_cpu_supports("avx"))
     EXPECT_NE(b.find("core "), std::string::npos) << b;
+  // The packed kernel for weights is named when the CPU has one.
+  if (loom::rt::bestGemmKernel() != loom::rt::GemmKernel::None &&
+      !std::getenv("LOOM_GEMM"))
+    EXPECT_NE(b.find(loom::rt::gemmKernelName(loom::rt::bestGemmKernel())),
+              std::string::npos)
+        << b;
 #endif
 }
 
