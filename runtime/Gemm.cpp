@@ -260,6 +260,30 @@ packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n,
   return packed;
 }
 
+/// Rows of A from which a product of two activations packs B for the
+/// call and runs on the packed kernel (fewer: OpenBLAS, whose small-M
+/// paths are faster than packing B for a GEMV; measured in
+/// docs/BENCHMARKS.md).
+constexpr int64_t kMinRowsToPackPerCall = 16;
+
+/// This thread's 64-byte-aligned scratch of at least `floats` floats (kept
+/// and grown; null when out of memory).
+float *packScratch(int64_t floats) {
+  struct Scratch {
+    float *p = nullptr;
+    int64_t size = 0;
+    ~Scratch() { std::free(p); }
+  };
+  thread_local Scratch s;
+  if (s.size < floats) {
+    std::free(s.p);
+    size_t bytes = (size_t(floats) * sizeof(float) + 63) / 64 * 64;
+    s.p = static_cast<float *>(std::aligned_alloc(64, bytes));
+    s.size = s.p ? floats : 0;
+  }
+  return s.p;
+}
+
 /// C = A B through the packed kernel, A transposed into a scratch copy
 /// when `ta` ([K, M]).
 void packedSgemm(loom_rt_ctx *ctx, bool ta, int64_t m, int64_t k,
@@ -306,11 +330,23 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
     std::memset(c, 0, sizeof(float) * size_t(m) * size_t(n));
     return;
   }
-  if (weightKernel() != loom::rt::GemmKernel::None)
+  if (weightKernel() != loom::rt::GemmKernel::None) {
     if (auto packed = packedWeight(ctx, trans_b != 0, k, n, b)) {
       packedSgemm(ctx, trans_a != 0, m, k, a, *packed, c);
       return;
     }
+    // Two activations (attention's products): B packed for this call into
+    // the thread's scratch when A has rows enough to repay it.
+    if (m >= kMinRowsToPackPerCall) {
+      float *scratch = packScratch(loom::rt::packedGemmBFloats(k, n));
+      if (scratch) {
+        loom::rt::PackedB packed =
+            loom::rt::packGemmBInto(trans_b != 0, k, n, b, scratch);
+        packedSgemm(ctx, trans_a != 0, m, k, a, packed, c);
+        return;
+      }
+    }
+  }
 #ifdef LOOM_RT_HAVE_OPENBLAS
   const OpenBlas &blas = openBlas();
   if (blas.sgemm) {

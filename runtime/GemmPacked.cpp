@@ -37,6 +37,7 @@ constexpr int64_t kKc = 256;
 constexpr int64_t kRowsPerTask = 96;
 
 void freeFloats(float *p) { std::free(p); }
+void keepFloats(float *) {}
 
 // The row loops fully unrolled, so that the accumulators live in registers
 // (GCC spills an array of vectors indexed in a loop it has not unrolled).
@@ -227,20 +228,18 @@ const char *gemmKernelName(GemmKernel k) {
   return "none";
 }
 
-PackedB packGemmB(bool transB, int64_t k, int64_t n, const float *b) {
+int64_t packedGemmBFloats(int64_t k, int64_t n) {
+  return (n + kGemmPanel - 1) / kGemmPanel * k * kGemmPanel;
+}
+
+PackedB packGemmBInto(bool transB, int64_t k, int64_t n, const float *b,
+                      float *dst) {
   PackedB out;
   out.k = k;
   out.n = n;
-  int64_t panels = out.panels();
-  size_t bytes = size_t(panels * k * kGemmPanel) * sizeof(float);
-  // 64-byte aligned: the kernels load whole panel rows aligned.
-  auto *d = static_cast<float *>(
-      std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
-  if (!d)
-    return out;
-  out.data = {d, &freeFloats};
-  for (int64_t p = 0; p < panels; ++p) {
-    float *dp = d + p * k * kGemmPanel;
+  out.data = {dst, &keepFloats};
+  for (int64_t p = 0, panels = out.panels(); p < panels; ++p) {
+    float *dp = dst + p * k * kGemmPanel;
     int64_t j0 = p * kGemmPanel;
     int64_t nc = std::min(kGemmPanel, n - j0);
     for (int64_t q = 0; q < k; ++q) {
@@ -251,6 +250,22 @@ PackedB packGemmB(bool transB, int64_t k, int64_t n, const float *b) {
         row[j] = 0.0f;
     }
   }
+  return out;
+}
+
+PackedB packGemmB(bool transB, int64_t k, int64_t n, const float *b) {
+  size_t bytes = size_t(packedGemmBFloats(k, n)) * sizeof(float);
+  // 64-byte aligned: the kernels load whole panel rows aligned.
+  auto *d = static_cast<float *>(
+      std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
+  if (!d) {
+    PackedB none;
+    none.k = k;
+    none.n = n;
+    return none;
+  }
+  PackedB out = packGemmBInto(transB, k, n, b, d);
+  out.data = {out.data.release(), &freeFloats};
   return out;
 }
 

@@ -47,6 +47,13 @@ struct PackedB {
 /// out of memory.
 PackedB packGemmB(bool transB, int64_t k, int64_t n, const float *b);
 
+/// The floats a packed B [K, N] takes.
+int64_t packedGemmBFloats(int64_t k, int64_t n);
+/// Packs B as packGemmB does into `dst` (packedGemmBFloats(k, n) floats,
+/// 64-byte aligned) and returns a PackedB that borrows it.
+PackedB packGemmBInto(bool transB, int64_t k, int64_t n, const float *b,
+                      float *dst);
+
 /// C[m, n] = A[m, k] B with A row-major (leading dimension `lda`) and C
 /// row-major (`ldc`), on kernel `kernel` (not None, supported by this CPU),
 /// split over ctx's thread pool (null: the calling rank's, or serial).
