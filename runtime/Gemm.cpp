@@ -299,6 +299,32 @@ void packedSgemm(loom_rt_ctx *ctx, bool ta, int64_t m, int64_t k,
   loom::rt::gemmPacked(ctx, weightKernel(), m, a, k, b, c, b.n);
 }
 
+/// Products [begin, end) of a batched GEMM on the packed kernel, B packed
+/// per product (loom_rt_sgemm_batched's grouped-query indexing).
+struct BatchJob {
+  loom_rt_ctx *ctx;
+  bool ta, tb;
+  int64_t heads, group, kvHeads, m, n, k;
+  const float *a, *b;
+  float *c;
+};
+
+void runBatch(void *closure, int64_t begin, int64_t end) {
+  const BatchJob &j = *static_cast<const BatchJob *>(closure);
+  float *scratch = packScratch(loom::rt::packedGemmBFloats(j.k, j.n));
+  if (!scratch)
+    loom_rt_abort(j.ctx, "loom_rt_sgemm_batched: out of memory for the "
+                         "packed right operand");
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t r = (i / j.heads) * j.kvHeads + (i % j.heads) / j.group;
+    loom::rt::PackedB packed = loom::rt::packGemmBInto(
+        j.tb, j.k, j.n, j.b + r * j.k * j.n, scratch);
+    // Inside a pool task the product's own split runs serially.
+    packedSgemm(j.ctx, j.ta, j.m, j.k, j.a + i * j.m * j.k, packed,
+                j.c + i * j.m * j.n);
+  }
+}
+
 /// C[m,n] = sum_k A[m,k] B[k,n] with optional transposes, row-major.
 void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c) {
@@ -373,6 +399,17 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
     loom_rt_abort(ctx, "loom_rt_sgemm_batched: heads must be a positive "
                        "multiple of group");
   int64_t kvHeads = heads / group;
+  if (weightKernel() != loom::rt::GemmKernel::None &&
+      m >= kMinRowsToPackPerCall) {
+    // Packed products, one per pool task (each on one thread, its B packed
+    // into that thread's scratch): the heads split over the threads rather
+    // than each small product over them.
+    BatchJob job{ctx,  trans_a != 0, trans_b != 0, heads, group, kvHeads,
+                 m,    n,            k,            a,     b,     c};
+    int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / (m * n * k));
+    loom_rt_parallel_for(ctx, batch, grain, &runBatch, &job);
+    return;
+  }
   for (int64_t i = 0; i < batch; ++i) {
     // Grouped-query: product i reads right operand (i / heads) * kvHeads +
     // (i % heads) / group.
