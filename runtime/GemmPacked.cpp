@@ -161,6 +161,18 @@ struct Job {
   float *c;
 };
 
+/// Rows of the next tile when `left` rows remain: MR, except that the
+/// last MR + r rows with a short remainder r (r < 2 MR / 3) make two tiles
+/// of about half each: a tile of few rows has too few independent
+/// accumulators to hide the FMA latency (2 rows: 4 chains for 2 FMA units
+/// of latency 4). Depends on the rows alone, never on the threads.
+int64_t tileRows(int64_t left, int64_t mr) {
+  int64_t rem = left % mr;
+  if (left > mr && left < 2 * mr && rem > 0 && 3 * rem < 2 * mr)
+    return (left + 1) / 2;
+  return std::min(left, mr);
+}
+
 /// Runs tasks [begin, end): task t is rows [96 (t / panels), ...) x panel
 /// t % panels, so a chunk of consecutive tasks shares its rows of A.
 void runTasks(void *closure, int64_t begin, int64_t end) {
@@ -177,8 +189,8 @@ void runTasks(void *closure, int64_t begin, int64_t end) {
       for (int64_t p = p0; p < p1; ++p) {
         const float *bp = j.b + p * j.k * kGemmPanel + k0 * kGemmPanel;
         int64_t nc = std::min(kGemmPanel, j.n - p * kGemmPanel);
-        for (int64_t i = r0; i < r1; i += mr) {
-          int64_t rows = std::min<int64_t>(mr, r1 - i);
+        for (int64_t i = r0, rows; i < r1; i += rows) {
+          rows = tileRows(r1 - i, mr);
           j.tiles->fn[rows - 1](kc, j.a + i * j.lda + k0, j.lda, bp,
                                 j.c + i * j.ldc + p * kGemmPanel, j.ldc, nc,
                                 k0 > 0);
