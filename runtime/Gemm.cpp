@@ -13,10 +13,18 @@
 // with AVX512-BF16), AVX2+FMA -> Haswell (Zen on AMD), AVX -> SandyBridge.
 // `loom-run --bench` prints the result (gemmBackend()).
 //
+// Products whose right operand is a weight (a slice of a mapped weight file
+// of the calling rank) do not go to OpenBLAS: the weight is packed once per
+// process into panels (GemmPacked.cpp) and the micro-kernel chosen from
+// cpuid runs on the rank's thread pool, so no call repacks the weight or
+// zeroes C ($LOOM_GEMM=openblas|avx2|avx512 overrides the choice, for
+// measurements).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
 
+#include "loom/runtime/Gemm.h"
 #include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"
 
@@ -25,7 +33,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #ifdef LOOM_RT_HAVE_OPENBLAS
 #include <cblas.h>
@@ -153,6 +164,167 @@ void configureThreads(const OpenBlas &blas, loom_rt_ctx *ctx) {
 }
 #endif
 
+/// The packed kernel for weight products: the best one this CPU's features
+/// allow, or the one $LOOM_GEMM names (measurements): "openblas" (None:
+/// weights through OpenBLAS, unpacked), "avx2", "avx512". `note` says why
+/// when the choice is not the default.
+struct WeightKernel {
+  loom::rt::GemmKernel kernel = loom::rt::GemmKernel::None;
+  std::string note;
+};
+
+const WeightKernel &weightKernelChoice() {
+  using loom::rt::GemmKernel;
+  static const WeightKernel k = [] {
+    WeightKernel w;
+    w.kernel = loom::rt::bestGemmKernel();
+    const char *v = std::getenv("LOOM_GEMM");
+    std::string want = v ? v : "";
+    if (want.empty())
+      return w;
+    bool known = want == "openblas" || want == "avx2" || want == "avx512";
+    GemmKernel asked = want == "avx2"     ? GemmKernel::Avx2Fma
+                       : want == "avx512" ? GemmKernel::Avx512
+                                          : GemmKernel::None;
+    if (!known)
+      w.note = "LOOM_GEMM=" + want +
+               " ignored: not one of openblas, avx2, avx512";
+    else if (!loom::rt::gemmKernelSupported(asked))
+      w.note = "LOOM_GEMM=" + want + " ignored: this CPU lacks its features";
+    else {
+      w.kernel = asked;
+      w.note = "LOOM_GEMM=" + want;
+    }
+    return w;
+  }();
+  return k;
+}
+
+loom::rt::GemmKernel weightKernel() { return weightKernelChoice().kernel; }
+
+/// Packed weights of the process, keyed by the mapping they lie in and
+/// their place and use in it. An entry lives while its mapping does (a
+/// weak pointer: an address reused by a later mapping never hits a stale
+/// entry); expired ones are dropped when a weight is packed.
+struct PackedCache {
+  using Key = std::tuple<const loom::MappedFile *, const float *, bool,
+                         int64_t, int64_t>;
+  struct Value {
+    std::weak_ptr<const loom::MappedFile> file;
+    std::shared_ptr<const loom::rt::PackedB> packed;
+  };
+  std::mutex mu;
+  std::map<Key, Value> entries;
+};
+
+PackedCache &packedCache() {
+  static PackedCache *c = new PackedCache; // outlives every rank
+  return *c;
+}
+
+/// B packed, when B (`tb`: [N, K], else [K, N]) lies inside one of ctx's
+/// weight mappings; null otherwise (an activation, or a weight copied at
+/// load because it is strided in its file).
+std::shared_ptr<const loom::rt::PackedB>
+packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n,
+             const float *b) {
+  if (!ctx)
+    ctx = loom::rt::threadContext();
+  if (!ctx || ctx->mappings.empty())
+    return nullptr;
+  const char *lo = reinterpret_cast<const char *>(b);
+  const char *hi = lo + sizeof(float) * size_t(k) * size_t(n);
+  const std::shared_ptr<const loom::MappedFile> *file = nullptr;
+  for (const auto &f : ctx->mappings) {
+    const char *d = static_cast<const char *>(f->data());
+    if (lo >= d && hi <= d + f->size()) {
+      file = &f;
+      break;
+    }
+  }
+  if (!file)
+    return nullptr;
+  PackedCache &cache = packedCache();
+  PackedCache::Key key{file->get(), b, tb, k, n};
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.entries.find(key);
+  if (it != cache.entries.end() && it->second.file.lock() == *file)
+    return it->second.packed;
+  std::erase_if(cache.entries,
+                [](const auto &e) { return e.second.file.expired(); });
+  auto packed = std::make_shared<loom::rt::PackedB>(
+      loom::rt::packGemmB(tb, k, n, b));
+  if (!packed->data)
+    return nullptr; // out of memory: the unpacked path needs none
+  cache.entries[key] = {*file, packed};
+  return packed;
+}
+
+/// Rows of A from which a product of two activations packs B for the
+/// call and runs on the packed kernel (fewer: OpenBLAS, whose small-M
+/// paths are faster than packing B for a GEMV; measured in
+/// docs/BENCHMARKS.md).
+constexpr int64_t kMinRowsToPackPerCall = 16;
+
+/// This thread's 64-byte-aligned scratch of at least `floats` floats (kept
+/// and grown; null when out of memory).
+float *packScratch(int64_t floats) {
+  struct Scratch {
+    float *p = nullptr;
+    int64_t size = 0;
+    ~Scratch() { std::free(p); }
+  };
+  thread_local Scratch s;
+  if (s.size < floats) {
+    std::free(s.p);
+    size_t bytes = (size_t(floats) * sizeof(float) + 63) / 64 * 64;
+    s.p = static_cast<float *>(std::aligned_alloc(64, bytes));
+    s.size = s.p ? floats : 0;
+  }
+  return s.p;
+}
+
+/// C = A B through the packed kernel, A transposed into a scratch copy
+/// when `ta` ([K, M]).
+void packedSgemm(loom_rt_ctx *ctx, bool ta, int64_t m, int64_t k,
+                 const float *a, const loom::rt::PackedB &b, float *c) {
+  std::vector<float> at;
+  if (ta) {
+    at.resize(size_t(m) * size_t(k));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < m; ++i)
+        at[size_t(i * k + p)] = a[p * m + i];
+    a = at.data();
+  }
+  loom::rt::gemmPacked(ctx, weightKernel(), m, a, k, b, c, b.n);
+}
+
+/// Products [begin, end) of a batched GEMM on the packed kernel, B packed
+/// per product (loom_rt_sgemm_batched's grouped-query indexing).
+struct BatchJob {
+  loom_rt_ctx *ctx;
+  bool ta, tb;
+  int64_t heads, group, kvHeads, m, n, k;
+  const float *a, *b;
+  float *c;
+};
+
+void runBatch(void *closure, int64_t begin, int64_t end) {
+  const BatchJob &j = *static_cast<const BatchJob *>(closure);
+  float *scratch = packScratch(loom::rt::packedGemmBFloats(j.k, j.n));
+  if (!scratch)
+    loom_rt_abort(j.ctx, "loom_rt_sgemm_batched: out of memory for the "
+                         "packed right operand");
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t r = (i / j.heads) * j.kvHeads + (i % j.heads) / j.group;
+    loom::rt::PackedB packed = loom::rt::packGemmBInto(
+        j.tb, j.k, j.n, j.b + r * j.k * j.n, scratch);
+    // Inside a pool task the product's own split runs serially.
+    packedSgemm(j.ctx, j.ta, j.m, j.k, j.a + i * j.m * j.k, packed,
+                j.c + i * j.m * j.n);
+  }
+}
+
 /// C[m,n] = sum_k A[m,k] B[k,n] with optional transposes, row-major.
 void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c) {
@@ -184,6 +356,23 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
     std::memset(c, 0, sizeof(float) * size_t(m) * size_t(n));
     return;
   }
+  if (weightKernel() != loom::rt::GemmKernel::None) {
+    if (auto packed = packedWeight(ctx, trans_b != 0, k, n, b)) {
+      packedSgemm(ctx, trans_a != 0, m, k, a, *packed, c);
+      return;
+    }
+    // Two activations (attention's products): B packed for this call into
+    // the thread's scratch when A has rows enough to repay it.
+    if (m >= kMinRowsToPackPerCall) {
+      float *scratch = packScratch(loom::rt::packedGemmBFloats(k, n));
+      if (scratch) {
+        loom::rt::PackedB packed =
+            loom::rt::packGemmBInto(trans_b != 0, k, n, b, scratch);
+        packedSgemm(ctx, trans_a != 0, m, k, a, packed, c);
+        return;
+      }
+    }
+  }
 #ifdef LOOM_RT_HAVE_OPENBLAS
   const OpenBlas &blas = openBlas();
   if (blas.sgemm) {
@@ -210,6 +399,17 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
     loom_rt_abort(ctx, "loom_rt_sgemm_batched: heads must be a positive "
                        "multiple of group");
   int64_t kvHeads = heads / group;
+  if (weightKernel() != loom::rt::GemmKernel::None &&
+      m >= kMinRowsToPackPerCall) {
+    // Packed products, one per pool task (each on one thread, its B packed
+    // into that thread's scratch): the heads split over the threads rather
+    // than each small product over them.
+    BatchJob job{ctx,  trans_a != 0, trans_b != 0, heads, group, kvHeads,
+                 m,    n,            k,            a,     b,     c};
+    int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / (m * n * k));
+    loom_rt_parallel_for(ctx, batch, grain, &runBatch, &job);
+    return;
+  }
   for (int64_t i = 0; i < batch; ++i) {
     // Grouped-query: product i reads right operand (i / heads) * kvHeads +
     // (i % heads) / group.
@@ -229,10 +429,20 @@ void startGemm() {
 
 std::string gemmBackend() {
 #ifdef LOOM_RT_HAVE_OPENBLAS
-  return openBlas().description;
+  std::string other = openBlas().description;
 #else
-  return "blocked loop (built without OpenBLAS)";
+  std::string other = "blocked loop (built without OpenBLAS)";
 #endif
+  const WeightKernel &w = weightKernelChoice();
+  std::string why = w.note.empty() ? "chosen from CPU features" : w.note;
+  if (w.kernel == GemmKernel::None)
+    return other + "; weights not packed (" +
+           (w.note.empty() ? "no packed kernel for this CPU's features"
+                           : w.note) +
+           ")";
+  return std::string("weights packed once, kernel ") +
+         gemmKernelName(w.kernel) + " (" + why +
+         "); other products: " + other;
 }
 
 } // namespace loom::rt

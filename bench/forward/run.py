@@ -3,12 +3,14 @@
 loom.compile + Bundle.run, loomc's and loom-run's code in process) against
 ONNX Runtime on the same ONNX file, the same input and the same number of
 threads, measured in the same run and the same way (each call timed in
-Python).
+Python, the two alternating call by call).
 
     .venv/bin/python bench/forward/run.py [--layers 4] [--d 256] [--seq 128]
         [--threads 1] [--iterations 20]
 
-Prints the median time of each and the ratio Loom / ORT (target <= 1.5).
+Prints the load average, the median time of each and the ratio Loom / ORT
+(target <= 1.0, issue 14; LOOM_GEMM=openblas: weight GEMMs through OpenBLAS
+as before the packed kernels).
 """
 import argparse
 import os
@@ -58,27 +60,41 @@ def main():
                                 providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     ref = sess.run(None, {name: xn})[0]
-    times = []
-    for _ in range(args.iterations):
-        t = time.perf_counter()
-        sess.run(None, {name: xn})
-        times.append(time.perf_counter() - t)
-    ort_ms = 1e3 * float(np.median(times))
 
     # Loom, 1 rank, the same threads (threads per rank: the generated
-    # loops and OpenBLAS).
+    # loops and the GEMMs).
     os.environ.pop("LOOM_BLAS_THREADS", None)
     sys.path.insert(0, str(Path(args.build) / "python"))
     import loom
     bundle = loom.compile(onnx_path, out=tmp / "bundle",
                           threads=args.threads)
     (got,) = bundle.run({name: xn}).values()  # warm: weights, first buffers
-    times = []
-    for _ in range(args.iterations):
-        t = time.perf_counter()
-        bundle.run({name: xn})
-        times.append(time.perf_counter() - t)
-    loom_ms = 1e3 * float(np.median(times))
+
+    # Alternating, one call of each per iteration (which goes first
+    # alternates too), so that a shared host's load hits both alike.
+    # Wall time, and the process's CPU time (all threads: on a loaded host
+    # it counts what the call computed, not the time it waited for a core;
+    # idle pool threads spinning count too).
+    ort_times, loom_times, ort_cpu, loom_cpu = [], [], [], []
+
+    def timed(call, wall, cpu):
+        c, t = time.process_time(), time.perf_counter()
+        call()
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+
+    def time_ort():
+        timed(lambda: sess.run(None, {name: xn}), ort_times, ort_cpu)
+
+    def time_loom():
+        timed(lambda: bundle.run({name: xn}), loom_times, loom_cpu)
+
+    for i in range(args.iterations):
+        for f in ((time_ort, time_loom) if i % 2 == 0 else
+                  (time_loom, time_ort)):
+            f()
+    ort_ms = 1e3 * float(np.median(ort_times))
+    loom_ms = 1e3 * float(np.median(loom_times))
     err = np.abs(got - ref).max() / np.abs(ref).max()
     flops = args.layers * (2 * args.seq * args.d * 12 * args.d +
                            4 * args.seq * args.seq * args.d)
@@ -86,10 +102,17 @@ def main():
           f" seq={args.seq}, batch 1, {flops / 1e9:.2f} GFLOP; "
           f"threads={args.threads}")
     print(f"max relative error vs ORT: {err:.2e}")
-    print(f"{'':12}{'median ms':>12}{'GFLOP/s':>10}")
-    print(f"{'onnxruntime':12}{ort_ms:12.2f}{flops / ort_ms / 1e6:10.1f}")
-    print(f"{'loom':12}{loom_ms:12.2f}{flops / loom_ms / 1e6:10.1f}")
-    print(f"ratio loom/ort: {loom_ms / ort_ms:.2f} (target <= 1.5)")
+    print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
+          f"{args.iterations} alternating iterations")
+    print(f"{'':12}{'median ms':>12}{'GFLOP/s':>10}{'min ms':>10}"
+          f"{'CPU ms':>10}")
+    for label, ms, wall, cpu in (("onnxruntime", ort_ms, ort_times, ort_cpu),
+                                 ("loom", loom_ms, loom_times, loom_cpu)):
+        print(f"{label:12}{ms:12.2f}{flops / ms / 1e6:10.1f}"
+              f"{1e3 * min(wall):10.2f}{1e3 * float(np.median(cpu)):10.2f}")
+    print(f"ratio loom/ort: {loom_ms / ort_ms:.2f} (target <= 1.0, issue 14); "
+          f"min {min(loom_times) / min(ort_times):.2f}; "
+          f"CPU {np.median(loom_cpu) / np.median(ort_cpu):.2f}")
 
 
 if __name__ == "__main__":

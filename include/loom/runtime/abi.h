@@ -157,10 +157,14 @@ LOOM_RT_EXPORT int32_t loom_rt_ctx_map_weight(loom_rt_ctx *ctx, int64_t index,
 
 /* --- Compute called from generated code -----------------------------------
  * c[m,n] = a[m,k] x b[k,n], f32, row-major and contiguous; `trans_a` means a
- * is stored [k,m], `trans_b` that b is stored [n,k]. OpenBLAS when the
- * runtime was built with it (with the rank's thread count, see
- * loom_rt_num_threads; $LOOM_BLAS_THREADS overrides it), a blocked loop
- * otherwise. Added in ABI version 1 (additive). */
+ * is stored [k,m], `trans_b` that b is stored [n,k]. A b inside one of the
+ * rank's weight mappings is packed once per process and multiplied by the
+ * runtime's micro-kernel chosen from cpuid features (so is a b of
+ * activations when m >= 16, packed per call), split over the rank's pool;
+ * otherwise OpenBLAS when the runtime was built with it (with the rank's
+ * thread count, see loom_rt_num_threads; $LOOM_BLAS_THREADS overrides it),
+ * a blocked loop otherwise (docs/RUNTIME.md, "Weight GEMMs packed once").
+ * Added in ABI version 1 (additive; the call is unchanged). */
 LOOM_RT_EXPORT void loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a,
                                   int32_t trans_b, int64_t m, int64_t n,
                                   int64_t k, const float *a, const float *b,
