@@ -11,5 +11,16 @@ if git -C "$ROOT" grep -nE '#\s*include\s*[<"](llvm|mlir)/' -- runtime include/l
   echo "error: the runtime must not include llvm/ or mlir/ headers (see above)" >&2
   exit 1
 fi
+# The layering (docs/ARCHITECTURE.md): nothing under lib/ includes passes/
+# (driver/ is the one library above both), and code generation never reads
+# the environment (targets are data: pass options and #loom.cpu_target).
+if git -C "$ROOT" grep -nE '#\s*include\s*[<"]passes/' -- lib; then
+  echo "error: lib/ must not include passes/ (see above); driver/ is the layer above both" >&2
+  exit 1
+fi
+if git -C "$ROOT" grep -nE '\bgetenv\s*\(' -- passes lib/Target; then
+  echo "error: passes/ and lib/Target must not read the environment (see above): make it a pass option or a target attribute" >&2
+  exit 1
+fi
 cd "$BUILD"
 ctest --output-on-failure -j"$(nproc)" "$@"

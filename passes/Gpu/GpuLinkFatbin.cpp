@@ -50,13 +50,12 @@ struct GpuLinkFatbinPass
     : loom::impl::GpuLinkFatbinPassBase<GpuLinkFatbinPass> {
   using Base::Base;
 
-  /// `fatbinary` from the toolkit option, $CUDA_HOME/bin or PATH.
+  /// `fatbinary` from the toolkit option, else PATH (the pass never reads
+  /// the environment; loomc passes $CUDA_HOME as `toolkit`).
   FailureOr<std::string> findFatbinary() {
     SmallVector<std::string> dirs;
     if (!toolkit.empty())
       dirs.push_back(toolkit + "/bin");
-    if (const char *home = std::getenv("CUDA_HOME"))
-      dirs.push_back(std::string(home) + "/bin");
     SmallVector<StringRef> paths(dirs.begin(), dirs.end());
     if (auto p = llvm::sys::findProgramByName("fatbinary", paths))
       return *p;

@@ -97,14 +97,14 @@ def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
     gpu-module-to-binary{format=bin} leaves one cubin object per
     `#nvvm.target` in each gpu.binary; the host code loads one object.
     This pass runs `fatbinary` (the CUDA toolkit's, from `toolkit` or
-    `$CUDA_HOME/bin` or PATH, as gpu-module-to-binary finds ptxas) to put
+    PATH; loomc gives $CUDA_HOME as `toolkit`) to put
     them into one fatbin, which the driver loads choosing the cubin of the
     device's architecture (a chip that is not there: the load fails with
     the runtime's message).
   }];
   let options = [
     Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
-           "CUDA toolkit folder (empty: $CUDA_HOME, then PATH)">,
+           "CUDA toolkit folder (empty: fatbinary from PATH; loomc gives $CUDA_HOME)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

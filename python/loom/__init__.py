@@ -9,7 +9,7 @@ mpirun job (docs/PYTHON.md).
     p = loom.plan("model.gguf", mesh="tp=4")           # -> loom.Plan
     print(loom.ir("model.onnx", phase="shard"))
 
-The compiler is loomc's own driver (lib/Driver) and the runtime is
+The compiler is loomc's own driver (driver) and the runtime is
 loom-run's executor, both called in process (no subprocess); errors are
 exceptions carrying the compiler's diagnostics with their locations.
 """

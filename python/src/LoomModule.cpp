@@ -1,7 +1,7 @@
 //===- LoomModule.cpp - loom._loom: the compiler and runtime for Python ---===//
 //
 // The nanobind extension under python/loom (docs/PYTHON.md): the compile
-// driver of lib/Driver in process (the same code as loomc), and the
+// driver of driver in process (the same code as loomc), and the
 // runtime's executor (include/loom/runtime/Executor.h, loom-run's engine)
 // for bundles. Errors are values on the C++ side and exceptions here:
 // CompileError carries the driver's and MLIR's diagnostics with their
@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Driver/Driver.h"
-#include "lib/Driver/PlanHtml.h"
+#include "driver/Driver.h"
+#include "driver/PlanHtml.h"
 #include "loom/runtime/Executor.h"
 #include "python/src/ShardingRules.h"
 

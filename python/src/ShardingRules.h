@@ -1,6 +1,6 @@
 //===- ShardingRules.h - custom sharding rules written in Python -*- C++ -*-===//
 //
-// The shard phase's hook of the Python package (lib/Driver's
+// The shard phase's hook of the Python package (driver's
 // CompileOptions::beforeShard): Python functions pin shardings of ops
 // before the planner chooses the rest (docs/PYTHON.md).
 //

@@ -1,14 +1,14 @@
 //===- loomc.cpp - the Loom compiler driver -------------------------------===//
 //
-// The command line of the compile driver (lib/Driver): flags into
+// The command line of the compile driver (driver): flags into
 // loom::driver::CompileOptions, then one loom::driver::compile call, whose
 // messages and MLIR diagnostics go to stderr. The Python package calls the
 // same driver in process (python/loom, docs/PYTHON.md).
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Driver/Driver.h"
-#include "lib/Driver/TempCleanup.h"
+#include "driver/Driver.h"
+#include "driver/TempCleanup.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"

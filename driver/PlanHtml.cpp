@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Driver/PlanHtml.h"
+#include "driver/PlanHtml.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

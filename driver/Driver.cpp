@@ -7,13 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Driver/Driver.h"
+#include "driver/Driver.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "lib/Bundle/Bundle.h"
-#include "lib/Driver/LayoutChoice.h"
-#include "lib/Driver/PlanHtml.h"
-#include "lib/Driver/TempCleanup.h"
+#include "driver/LayoutChoice.h"
+#include "driver/PlanHtml.h"
+#include "driver/TempCleanup.h"
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
@@ -492,6 +492,10 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
     return false;
   loom::GpuLowerPipelineOptions gpu;
   gpu.cublas = !o.noGemm;
+  // The toolkit folder is the driver's to find (the passes never read the
+  // environment): $CUDA_HOME when set, else `fatbinary` on PATH.
+  if (const char *home = std::getenv("CUDA_HOME"))
+    gpu.toolkit = home;
   PassManager pm(module->getContext());
   loom::buildGpuLowerPassPipeline(pm, gpu);
   pm.enableTiming(timing);

@@ -12,7 +12,7 @@
 #ifndef LOOM_LIB_DRIVER_LAYOUTCHOICE_H
 #define LOOM_LIB_DRIVER_LAYOUTCHOICE_H
 
-#include "lib/Driver/Driver.h"
+#include "driver/Driver.h"
 
 #include <string>
 

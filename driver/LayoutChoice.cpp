@@ -1,6 +1,6 @@
 //===- LayoutChoice.cpp - --devices N: the planner picks dp x pp x tp -----===//
 
-#include "lib/Driver/LayoutChoice.h"
+#include "driver/LayoutChoice.h"
 
 #include "lib/Import/Import.h"
 #include "loom/Cost/Transformer.h"

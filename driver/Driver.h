@@ -38,7 +38,7 @@ struct CompileOptions {
   std::string compileFrom;
   std::string mesh; ///< "dp=2,tp=4" or a .json mesh spec
   /// --devices N (no --mesh): the cost model picks dp x pp x tp for an LLM
-  /// input (lib/Driver/LayoutChoice.h); --plan-batch sequences per step.
+  /// input (driver/LayoutChoice.h); --plan-batch sequences per step.
   int64_t devices = 0;
   int64_t planBatch = 1;
   std::string quant, quantSkip = "default", quantRules, quantAct = "auto";
@@ -56,7 +56,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string emit; ///< "", "plan" or "plan-html"
   /// --trace-overlay: a run's Chrome trace drawn beside the predicted
-  /// schedule of --emit=plan-html (lib/Driver/PlanHtml.h).
+  /// schedule of --emit=plan-html (driver/PlanHtml.h).
   std::string traceOverlay;
   bool verbose = false;
   unsigned optLevel = 3;
