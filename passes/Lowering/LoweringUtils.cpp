@@ -265,9 +265,11 @@ Value Emitter::reduce(
 /// cannot hold two dynamic sizes). Returns false when no split exists.
 static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                          int64_t &prefix, int64_t &suffix) {
+  // Only equal static sizes are kept: two dynamic sizes in the same place
+  // need not be equal ([S*B, E] -> [S, B, E] has ? first on both sides).
   int64_t maxP = 0;
   while (maxP < (int64_t)std::min(in.size(), out.size()) &&
-         in[maxP] == out[maxP]) // equal static sizes, or both dynamic
+         !isDyn(in[maxP]) && in[maxP] == out[maxP])
     ++maxP;
   for (int64_t p = maxP; p >= 0; --p) {
     int64_t q = 0;
@@ -301,11 +303,38 @@ static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
 }
 
 FailureOr<Value> Emitter::reshapeTo(Operation *op, Value input,
-                                    RankedTensorType type) {
-  if (input.getType() == type)
-    return input;
+                                    RankedTensorType type, ValueRange sizes) {
   auto in = cast<RankedTensorType>(input.getType());
   Type et = in.getElementType();
+  if (!sizes.empty() && in.getRank() > 0 && type.getRank() > 0) {
+    // Every size is known: a view as one dimension, expanded to the result.
+    SmallVector<OpFoldResult> outShape;
+    unsigned next = 0;
+    for (int64_t d : type.getShape())
+      outShape.push_back(isDyn(d) ? OpFoldResult(sizes[next++])
+                                  : OpFoldResult(b.getIndexAttr(d)));
+    Value flat = input;
+    if (in.getRank() != 1) {
+      std::optional<int64_t> n = 1;
+      for (int64_t d : in.getShape())
+        n = isDyn(d) || !n ? std::nullopt : std::optional<int64_t>(*n * d);
+      ReassociationIndices all;
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        all.push_back(d);
+      flat = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({n ? *n : ShapedType::kDynamic}, et),
+          input, ArrayRef<ReassociationIndices>{all});
+    }
+    ReassociationIndices group;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      group.push_back(d);
+    return tensor::ExpandShapeOp::create(b, loc, type, flat,
+                                         ArrayRef<ReassociationIndices>{group},
+                                         outShape)
+        .getResult();
+  }
+  if (input.getType() == type)
+    return input;
   int64_t p = 0, q = 0;
   bool split = splitReshape(in.getShape(), type.getShape(), p, q);
   if (!split && llvm::count_if(type.getShape(), isDyn) <= 1) {
