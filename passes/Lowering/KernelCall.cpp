@@ -1,6 +1,6 @@
 //===- KernelCall.cpp - loom_cpu.kernel and its bufferization -------------===//
 //
-// See KernelCall.h. The model: inputs are read, destinations written (not
+// See KernelCall.td. The model: inputs are read, destinations written (not
 // read) and equivalent to the results; bufferize inlines the body on the
 // operands' buffers, through a contiguous copy where a buffer is a strided
 // view (a destination's copy is written back after the body).
@@ -16,10 +16,16 @@ using namespace mlir;
 using namespace mlir::bufferization;
 using namespace loom::lowering;
 
-LoweringDialect::LoweringDialect(MLIRContext *ctx)
-    : Dialect(getDialectNamespace(), ctx, TypeID::get<LoweringDialect>()) {
-  getContext()->loadDialect<memref::MemRefDialect>();
-  addOperations<KernelOp>();
+#include "passes/Lowering/KernelCallDialect.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "passes/Lowering/KernelCall.cpp.inc"
+
+void LoomCpuDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "passes/Lowering/KernelCall.cpp.inc"
+      >();
 }
 
 /// The identity-layout buffer type of a tensor.
@@ -28,55 +34,33 @@ static MemRefType bufferTypeOf(Type tensor) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
-KernelOp KernelOp::create(OpBuilder &b, Location loc, ValueRange inputs,
-                          ValueRange inits, KernelBodyFn body) {
-  OperationState state(loc, getOperationName());
-  state.addOperands(inputs);
-  state.addOperands(inits);
-  state.addTypes(inits.getTypes());
-  state.addAttribute(kNumInputs, b.getI64IntegerAttr(inputs.size()));
-  state.addRegion();
-  auto op = cast<KernelOp>(b.create(state));
+void KernelOp::build(OpBuilder &b, OperationState &state, ValueRange inputs,
+                     ValueRange inits, KernelBodyFn body) {
+  build(b, state, inits.getTypes(), inputs, inits);
   SmallVector<Type> types;
   SmallVector<Location> locs;
-  for (Value v : op->getOperands()) {
+  for (Value v : state.operands) {
     types.push_back(bufferTypeOf(v.getType()));
-    locs.push_back(loc);
+    locs.push_back(state.location);
   }
   OpBuilder::InsertionGuard guard(b);
-  Block *block = b.createBlock(&op->getRegion(0), {}, types, locs);
-  body(b, loc, block->getArguments());
-  return op;
-}
-
-unsigned KernelOp::getNumInputs() {
-  auto n = (*this)->getAttrOfType<IntegerAttr>(kNumInputs);
-  return n ? n.getInt() : 0;
-}
-
-MutableOperandRange KernelOp::getDpsInitsMutable() {
-  unsigned in = std::min<unsigned>(getNumInputs(), getNumOperands());
-  return MutableOperandRange(getOperation(), in, getNumOperands() - in);
+  Block *block = b.createBlock(state.regions.front().get(), {}, types, locs);
+  body(b, state.location, block->getArguments());
 }
 
 LogicalResult KernelOp::verify() {
-  auto n = (*this)->getAttrOfType<IntegerAttr>(kNumInputs);
-  if (!n || n.getInt() < 0 || n.getInt() > getNumOperands())
-    return emitOpError() << "needs an integer `num_inputs` of at most the "
-                            "operand count";
-  if (getNumResults() != getNumOperands() - getNumInputs())
+  if (getNumResults() != getInits().size())
     return emitOpError() << "needs one result per destination";
-  for (auto [init, r] : llvm::zip(getDpsInits(), getResults()))
+  for (auto [init, r] : llvm::zip(getInits(), getResults()))
     if (init.getType() != r.getType())
       return emitOpError() << "results must have their destinations' types";
-  Block &body = getBody();
+  Block &body = *getBody();
   if (body.getNumArguments() != getNumOperands())
     return emitOpError() << "needs one body argument per operand";
   for (auto [v, arg] : llvm::zip(getOperands(), body.getArguments()))
-    if (!isa<RankedTensorType>(v.getType()) ||
-        arg.getType() != bufferTypeOf(v.getType()))
-      return emitOpError() << "operands must be ranked tensors and body "
-                              "arguments their identity-layout memrefs";
+    if (arg.getType() != bufferTypeOf(v.getType()))
+      return emitOpError() << "body arguments must be the operands' "
+                              "identity-layout memrefs";
   return success();
 }
 
@@ -85,7 +69,7 @@ namespace {
 struct KernelModel
     : BufferizableOpInterface::ExternalModel<KernelModel, KernelOp> {
   static bool isInit(Operation *op, OpOperand &o) {
-    return o.getOperandNumber() >= cast<KernelOp>(op).getNumInputs();
+    return cast<KernelOp>(op).isDpsInit(&o);
   }
   bool bufferizesToMemoryRead(Operation *op, OpOperand &o,
                               const AnalysisState &) const {
@@ -99,8 +83,7 @@ struct KernelModel
                                       const AnalysisState &) const {
     if (!isInit(op, o))
       return {};
-    unsigned i = o.getOperandNumber() - cast<KernelOp>(op).getNumInputs();
-    return {{op->getResult(i), BufferRelation::Equivalent,
+    return {{cast<KernelOp>(op).getTiedOpResult(&o), BufferRelation::Equivalent,
              /*isDefinite=*/true}};
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
@@ -116,7 +99,7 @@ struct KernelModel
       if (failed(buf))
         return failure();
       Value v = *buf;
-      Type want = k.getBody().getArgument(o.getOperandNumber()).getType();
+      Type want = k.getBody()->getArgument(o.getOperandNumber()).getType();
       if (v.getType() != want) {
         // A strided view: the calls take row-major buffers.
         auto mt = cast<MemRefType>(want);
@@ -135,7 +118,7 @@ struct KernelModel
         results.push_back(*buf);
       bufs.push_back(v);
     }
-    rewriter.inlineBlockBefore(&k.getBody(), op, bufs);
+    rewriter.inlineBlockBefore(k.getBody(), op, bufs);
     for (auto [tmp, buf] : writeBack)
       memref::CopyOp::create(rewriter, loc, tmp, buf);
     replaceOpWithBufferizedValues(rewriter, op, results);
@@ -146,8 +129,8 @@ struct KernelModel
 } // namespace
 
 void loom::lowering::registerKernelDialect(DialectRegistry &registry) {
-  registry.insert<LoweringDialect>();
-  registry.addExtension(+[](MLIRContext *ctx, LoweringDialect *) {
+  registry.insert<LoomCpuDialect>();
+  registry.addExtension(+[](MLIRContext *ctx, LoomCpuDialect *) {
     KernelOp::attachInterface<KernelModel>(*ctx);
   });
 }

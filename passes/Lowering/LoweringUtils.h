@@ -10,6 +10,7 @@
 //   DataMovementPatterns.cpp  reshape, transpose, concat, slice, gather,
 //                             embedding
 //   AttentionPatterns.cpp     attention, rotary, rotary_table
+//   ConvPatterns.cpp          conv, conv_transpose, pool
 //   QuantizedPatterns.cpp     qmatmul, dequantize (and the quantize refusal)
 //   CollectivePatterns.cpp    collectives (checks, all_to_all's contiguous
 //                             form, their bufferization models), local_slice,
@@ -28,6 +29,7 @@
 #include "passes/Lowering/KernelCall.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Lowering/QuantKernels.h"
+#include "loom/Support/Axis.h"
 
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
@@ -59,12 +61,7 @@ using BodyFn = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 inline bool isDyn(int64_t d) { return mlir::ShapedType::isDynamic(d); }
 inline bool isFloat(Type t) { return llvm::isa<mlir::FloatType>(t); }
-/// Axis attributes are stored as unsigned 64-bit values: reinterpret them
-/// as signed, then count negative axes from the end.
-inline int64_t normAxis(uint64_t raw, int64_t rank) {
-  int64_t a = static_cast<int64_t>(raw);
-  return a < 0 ? a + rank : a;
-}
+using loom::normAxis;
 /// A scalar conversion between int/float element types (numpy casting;
 /// to i1 is `!= 0`).
 Value scalarCast(OpBuilder &b, Location loc, Value x, Type to);
@@ -250,6 +247,9 @@ void populateDataMovementPatterns(mlir::TypeConverter &converter,
 void populateAttentionPatterns(mlir::TypeConverter &converter,
                                mlir::RewritePatternSet &patterns,
                                const LoweringOptions &opts);
+void populateConvPatterns(mlir::TypeConverter &converter,
+                          mlir::RewritePatternSet &patterns,
+                          const LoweringOptions &opts);
 void populateQuantizedPatterns(mlir::TypeConverter &converter,
                                mlir::RewritePatternSet &patterns,
                                const LoweringOptions &opts);

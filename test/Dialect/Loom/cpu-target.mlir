@@ -1,6 +1,6 @@
-// RUN: loom-opt %s | FileCheck %s
-// RUN: loom-opt %s | loom-opt | FileCheck %s
-// RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip | loom-opt | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --mlir-print-op-generic | loom-opt | FileCheck %s
 
 // The module's loom.target: LLVM's CPU name and the features of
 // include/loom/runtime/CpuFeatures.h the code may use (docs/DIALECT.md).

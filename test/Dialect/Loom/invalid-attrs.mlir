@@ -600,3 +600,22 @@ func.func private @target_on_func() attributes {loom.target = #loom.cpu_target<c
 // expected-error @+1 {{'loom.target' is a #loom.cpu_target attribute of the module}}
 module attributes {loom.target = "znver4"} {
 }
+
+// -----
+
+// The interleaved layout recorded on a weight argument is five positive
+// sizes (loom-prepare-entry-points writes it, loom-run repacks by it).
+// expected-error @+1 {{'loom.weight' on argument 0 must be {name = "..."[, source = #loom.extern<...>]}, plus optionally split = {axes, shape} and interleave = {rows, block_bytes, fields, field_bytes, unit_bytes}}}
+func.func @weight_arg_bad_interleave(%w: tensor<4x34xi8> {loom.weight = {name = "w", interleave = {rows = 8 : i64}}}) {
+  return
+}
+
+// -----
+
+// The axes of a weight loaded split are lists of mesh axis names, one per
+// dimension of its global shape.
+func.func @split_axes_not_names() {
+  // expected-error @+1 {{'loom.split' is {axes = [[...], ...], shape = array<i64: ...>} on a loom.weight, one axes list per dimension}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = {axes = [[1], []], shape = array<i64: 8, 4>}} : tensor<4x4xf32>
+  return
+}

@@ -1,6 +1,6 @@
-// RUN: loom-opt %s | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s | loom-opt | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip | loom-opt | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --mlir-print-op-generic | loom-opt | FileCheck %s --enable-var-scope
 
 // Every loom op and attribute prints and parses back to itself.
 

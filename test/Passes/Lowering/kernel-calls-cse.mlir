@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --cse --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
-// The IR between the conversion and loom-bufferize parses back (loom_cpu.kernel in its generic form):
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --cse --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
+// The IR between the conversion and loom-bufferize parses back (loom_cpu.kernel in its custom form):
 // RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg --cse | loom-opt --split-input-file --verify-roundtrip --loom-bufferize | FileCheck %s --check-prefix=REPARSED
 // REPARSED-LABEL: func.func @twice
 // REPARSED-COUNT-2: call @loom_rt_sgemm

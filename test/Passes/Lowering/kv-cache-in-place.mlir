@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize | FileCheck %s --check-prefix=LINALG
-// RUN: loom-opt %s --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize | FileCheck %s --check-prefix=LINALG
+// RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-record-entry-points --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s
 
 // The cache form of loom.attention on entry arguments marked loom.state
 // (%arg4, %arg5 after the context argument): the new rows are inserted at
@@ -15,7 +15,7 @@
 // LINALG: %[[UV:.+]] = tensor.insert_slice %arg2 into %arg5[0, 0, %[[P0]], 0] [1, 3, %[[S]], 8] [1, 1, 1, 1]
 // LINALG: %[[C:.+]] = tensor.dim %arg4, %{{.+}} : tensor<1x3x?x8xf32>
 // LINALG: %[[N:.+]] = arith.index_cast %[[END]] : index to i64
-// LINALG: "loom_cpu.kernel"(%{{.+}}, %[[UK]], %{{.+}})
+// LINALG: loom_cpu.kernel ins(%{{.+}}, %[[UK]] : {{.+}}) outs(%{{.+}} : {{.+}})
 // LINALG-NEXT: ^bb0(%{{.+}}: memref<1x9x?x8xf32>, %[[BK:.+]]: memref<1x3x?x8xf32>, %{{.+}}: memref<1x9x?x?xf32>):
 // LINALG: memref.extract_aligned_pointer_as_index %[[BK]]
 // LINALG: call @loom_rt_sgemm_batched(%arg0, %{{.+}}, %c1_i32, %c3_i64, %c3_i64, %c3_i64, %{{.+}}, %[[N]], %c8_i64,
@@ -24,7 +24,7 @@
 // LINALG: arith.addi %[[I1]], %[[H1]] : index
 // LINALG: call @loom_rt_sgemm_batched
 // LINALG: call @loom_rt_sgemm_batched
-// LINALG: "loom_cpu.kernel"(%{{.+}}, %[[UV]], %{{.+}})
+// LINALG: loom_cpu.kernel ins(%{{.+}}, %[[UV]] : {{.+}}) outs(%{{.+}} : {{.+}})
 // LINALG-COUNT-3: call @loom_rt_sgemm_batched
 
 // Bufferized: the caches are the caller's buffers. The only writes are

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
 
 // Elementwise ops with broadcasting become one linalg.generic whose maps
 // broadcast the bias; the dynamic size comes from the input.
@@ -228,13 +228,13 @@ func.func @layer_norm(%x: tensor<?x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf3
 // CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: tensor<?x256xf32>, %[[W:[^:]+]]: tensor<512x256xf32>
 // CHECK-DAG: %[[TB:.+]] = arith.constant 1 : i32
 // CHECK: %[[E:.+]] = tensor.empty(%{{.*}}) : tensor<?x512xf32>
-// CHECK: %[[R:.+]] = "loom_cpu.kernel"(%[[X]], %[[W]], %[[E]])
+// CHECK: %[[R:.+]] = loom_cpu.kernel ins(%[[X]], %[[W]] : tensor<?x256xf32>, tensor<512x256xf32>) outs(%[[E]] : tensor<?x512xf32>)
 // CHECK-NEXT: ^bb0(%[[MX:.+]]: memref<?x256xf32>, %[[MW:.+]]: memref<512x256xf32>, %[[MC:.+]]: memref<?x512xf32>):
 // CHECK: memref.extract_aligned_pointer_as_index %[[MX]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[MW]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[MC]]
 // CHECK: call @loom_rt_sgemm(%[[CTX]], %{{.*}}, %[[TB]],
-// CHECK: {num_inputs = 2 : i64} : (tensor<?x256xf32>, tensor<512x256xf32>, tensor<?x512xf32>) -> tensor<?x512xf32>
+// CHECK: } -> tensor<?x512xf32>
 // CHECK: return %[[R]]
 func.func @matmul_gemm(%x: tensor<?x256xf32>, %w: tensor<512x256xf32>) -> tensor<?x512xf32> {
   %0 = loom.matmul %x, %w transpose_b : tensor<?x256xf32>, tensor<512x256xf32> -> tensor<?x512xf32>
@@ -399,4 +399,113 @@ loom.mesh @mesh = <dp = 2, tp = 4>
 func.func @shard(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %0 = loom.shard %x to <@mesh, [{dp, tp}, {}]> : tensor<8x64xf32>
   return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+// Every binary op of the elementwise family is one linalg.generic whose body
+// is its scalar op: the float forms.
+// CHECK-LABEL: func.func @binary_float
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = arith.subf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = math.powf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = arith.maximumf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: linalg.generic
+// CHECK: %[[R:.+]] = arith.minimumf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @binary_float(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = loom.sub %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = loom.mul %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %2 = loom.div %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %3 = loom.pow %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %4 = loom.max %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %5 = loom.min %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The integer forms are signed (numpy on int tensors); and/or/not act on i1.
+// CHECK-LABEL: func.func @binary_int
+// CHECK: %[[R:.+]] = arith.subi %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.muli %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.divsi %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.maxsi %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.minsi %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.absi %{{.+}} : i32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.andi %{{.+}}, %{{.+}} : i1
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.ori %{{.+}}, %{{.+}} : i1
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.xori %{{.+}}, %{{.+}} : i1
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @binary_int(%a: tensor<4xi32>, %b: tensor<4xi32>, %p: tensor<4xi1>, %q: tensor<4xi1>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = loom.sub %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %1 = loom.mul %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %2 = loom.div %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %3 = loom.max %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %4 = loom.min %a, %b : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %5 = loom.abs %a : tensor<4xi32>
+  %6 = loom.and %p, %q : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  %7 = loom.or %p, %q : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  %8 = loom.not %p : tensor<4xi1>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi1>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// The float unary ops: one generic each, on the math op (reciprocal is
+// 1 / x; silu is x * sigmoid(x), sigmoid as 1 / (1 + exp(-x))).
+// CHECK-LABEL: func.func @unary_float
+// CHECK: %[[R:.+]] = math.absf %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.log %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.sqrt %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.rsqrt %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.sin %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.cos %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: %[[R:.+]] = math.erf %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: ^bb0(%[[X:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK: %[[N:.+]] = arith.negf %[[X]] : f32
+// CHECK-NEXT: %[[E:.+]] = math.exp %[[N]] : f32
+// CHECK-NEXT: %[[D:.+]] = arith.addf %{{.+}}, %[[E]] : f32
+// CHECK-NEXT: %[[S:.+]] = arith.divf %{{.+}}, %[[D]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.mulf %[[X]], %[[S]] : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @unary_float(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = loom.abs %x : tensor<4xf32>
+  %1 = loom.log %x : tensor<4xf32>
+  %2 = loom.sqrt %x : tensor<4xf32>
+  %3 = loom.rsqrt %x : tensor<4xf32>
+  %4 = loom.reciprocal %x : tensor<4xf32>
+  %5 = loom.sin %x : tensor<4xf32>
+  %6 = loom.cos %x : tensor<4xf32>
+  %7 = loom.erf %x : tensor<4xf32>
+  %8 = loom.silu %x : tensor<4xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-lower-pipeline | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s --loom-lower-pipeline="gemm=false qmatmul=dequant" | FileCheck %s --check-prefix=NOGEMM
+// RUN: loom-opt %s --verify-roundtrip --loom-lower-pipeline | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --loom-lower-pipeline="gemm=false qmatmul=dequant" | FileCheck %s --check-prefix=NOGEMM
 
 // The lower phase as one registered pipeline: a loom program becomes the
 // LLVM dialect with loom_entry_<name> wrappers and checked allocations; the

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-insert-explicit-reshards | FileCheck %s --enable-var-scope
 // The decide step alone (loom-insert-explicit-reshards): every implicit change of
 // sharding becomes a loom.shard, the program stays global.
 

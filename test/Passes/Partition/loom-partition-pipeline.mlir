@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --loom-partition-pipeline | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --loom-partition-pipeline | FileCheck %s --enable-var-scope
 
 // The partition phase as one registered pipeline: a column split then a
 // row split (plan form) become local slices and one all-reduce.

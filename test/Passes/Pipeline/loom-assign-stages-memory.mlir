@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-assign-stages | FileCheck %s --check-prefix=FREE
-// RUN: loom-opt %s --loom-assign-stages="memory-limit=0.0035" | FileCheck %s --check-prefix=LIMIT
+// RUN: loom-opt %s --verify-roundtrip --loom-assign-stages | FileCheck %s --check-prefix=FREE
+// RUN: loom-opt %s --verify-roundtrip --loom-assign-stages="memory-limit=0.0035" | FileCheck %s --check-prefix=LIMIT
 
 // Balance under memory: layers 0-2 are compute-heavy with small weights,
 // layers 3-5 add a 512 KiB weight each (about as slow, 32x the memory).

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-assign-stages="stages=0-1,2-5" | FileCheck %s --check-prefix=RANGES
-// RUN: loom-opt %s --loom-assign-stages | FileCheck %s --check-prefix=BALANCED
+// RUN: loom-opt %s --verify-roundtrip --loom-assign-stages="stages=0-1,2-5" | FileCheck %s --check-prefix=RANGES
+// RUN: loom-opt %s --verify-roundtrip --loom-assign-stages | FileCheck %s --check-prefix=BALANCED
 
 // Pinned layer ranges are taken as given (balanced would be 3/3).
 // RANGES-LABEL: func.func @ranges

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-assign-stages | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-assign-stages | FileCheck %s
 
 // 30 equal layers (one matmul + residual add each) on pp=4: balanced by
 // predicted time, none dropped or padded; the head's matmul makes the last

@@ -1,5 +1,5 @@
-// RUN: loom-opt %s --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-partition-pipeline | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-pipeline-pipeline | FileCheck %s --check-prefix=TWICE
+// RUN: loom-opt %s --verify-roundtrip --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-partition-pipeline | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --loom-shard-pipeline="mesh=pp=2,tp=2" --loom-pipeline-pipeline --loom-pipeline-pipeline | FileCheck %s --check-prefix=TWICE
 
 // A staged module is not staged again.
 // TWICE-COUNT-2: func.func @forward__stage

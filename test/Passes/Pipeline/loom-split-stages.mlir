@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-split-stages | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-split-stages | FileCheck %s --enable-var-scope
 
 // Three stages. %a (stage 0) is used by stages 1 and 2, so stage 1 receives
 // it and returns it again; %c (stage 1) goes to stage 2. The embedding

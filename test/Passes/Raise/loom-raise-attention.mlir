@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-attention | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-attention | FileCheck %s --enable-var-scope
 
 // GPT-2 style: (q @ k^T) / sqrt(d) + mask, softmax, @ v.
 // CHECK-LABEL: func.func @sdpa

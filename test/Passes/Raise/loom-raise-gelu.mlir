@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-gelu | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-gelu | FileCheck %s --enable-var-scope
 
 // torch's erf GELU: (x * (erf(x / sqrt 2) + 1)) * 0.5.
 // CHECK-LABEL: func.func @gelu_erf

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-norms | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-norms | FileCheck %s --enable-var-scope
 
 // torch's LayerNorm at opset 14, then the scale and the bias, folded in.
 // CHECK-LABEL: func.func @layer_norm

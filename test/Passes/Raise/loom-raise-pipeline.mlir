@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --loom-raise-pipeline | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --loom-raise-pipeline | FileCheck %s --enable-var-scope
 
 // The raise phase as one registered pipeline: the spelled-out softmax and
 // GELU of an exporter become loom.softmax and loom.gelu.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-norms --loom-raise-attention --loom-raise-rotary --loom-raise-gelu --loom-raise-silu --loom-raise-softmax | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-norms --loom-raise-attention --loom-raise-rotary --loom-raise-gelu --loom-raise-silu --loom-raise-softmax | FileCheck %s
 
 // Every raise pattern checks ranks before it indexes a shape: a scale of a
 // 1-D value by a 0-D constant crashed FoldScale (isLastDimVector read the

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-rotary | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-rotary | FileCheck %s --enable-var-scope
 
 // Hugging Face rotate_half: x * cos + cat(-x[..., 8:], x[..., :8]) * sin.
 // CHECK-LABEL: func.func @rotary

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-silu | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-silu | FileCheck %s --enable-var-scope
 
 // x * sigmoid(x), either operand order, becomes one loom.silu.
 // CHECK-LABEL: func.func @silu

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-raise-softmax | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-raise-softmax | FileCheck %s --enable-var-scope
 
 // The stable spelled-out softmax over the last axis.
 // CHECK-LABEL: func.func @softmax

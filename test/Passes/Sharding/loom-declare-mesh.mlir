@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-declare-mesh="mesh=dp=2,tp=4" | FileCheck %s --enable-var-scope
-// RUN: loom-opt %s --split-input-file --loom-declare-mesh | FileCheck %s --check-prefix=NONE
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-declare-mesh | FileCheck %s --check-prefix=NONE
 // RUN: echo '{"device": "h100", "axes": [{"name": "dp", "size": 2}, {"name": "tp", "size": 4}]}' > %t.json
 // RUN: not loom-opt %s --split-input-file --loom-declare-mesh="mesh-json=%t.json" 2> %t.err | FileCheck %s --check-prefix=JSON
 // RUN: FileCheck %s --check-prefix=JSONERR < %t.err

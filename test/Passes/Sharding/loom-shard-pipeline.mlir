@@ -1,7 +1,7 @@
-// RUN: loom-opt %s --loom-shard-pipeline | FileCheck %s
-// RUN: loom-opt %s --loom-shard-pipeline="mesh=tp=4 device=cpu" | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-shard-pipeline | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-shard-pipeline="mesh=tp=4 device=cpu" | FileCheck %s
 // RUN: not loom-opt %s --loom-shard-pipeline="mesh=tp=2" 2>&1 | FileCheck %s --check-prefix=MESH
-// RUN: loom-opt %s --loom-shard-pipeline --loom-partition-pipeline | FileCheck %s --check-prefix=PART
+// RUN: loom-opt %s --verify-roundtrip --loom-shard-pipeline --loom-partition-pipeline | FileCheck %s --check-prefix=PART
 
 // The shard phase as one registered pipeline, with its options: an MLP on
 // tp=4 gets Megatron's layout; the partition phase after it gives each rank
