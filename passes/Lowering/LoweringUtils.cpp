@@ -265,11 +265,22 @@ Value Emitter::reduce(
 /// cannot hold two dynamic sizes). Returns false when no split exists.
 static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                          int64_t &prefix, int64_t &suffix) {
-  // Only equal static sizes are kept: two dynamic sizes in the same place
-  // need not be equal ([S*B, E] -> [S, B, E] has ? first on both sides).
+  // Equal static sizes are kept; two dynamic sizes in the same place need
+  // not be equal ([S*B, E] -> [S, B, E] has ? first on both sides), unless
+  // each side has only that one and the static sizes have the same product
+  // (the element count then makes them equal: [1, S, 576] -> [1, S, 9, 64]).
+  auto staticProduct = [](ArrayRef<int64_t> s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      n *= isDyn(d) ? 1 : d;
+    return n;
+  };
+  bool oneSameDyn = llvm::count_if(in, isDyn) == 1 &&
+                    llvm::count_if(out, isDyn) == 1 &&
+                    staticProduct(in) == staticProduct(out);
   int64_t maxP = 0;
   while (maxP < (int64_t)std::min(in.size(), out.size()) &&
-         !isDyn(in[maxP]) && in[maxP] == out[maxP])
+         (!isDyn(in[maxP]) || oneSameDyn) && in[maxP] == out[maxP])
     ++maxP;
   for (int64_t p = maxP; p >= 0; --p) {
     int64_t q = 0;
