@@ -318,12 +318,14 @@ FailureOr<Value> Emitter::reshapeTo(Operation *op, Value input,
   auto in = cast<RankedTensorType>(input.getType());
   Type et = in.getElementType();
   if (!sizes.empty() && in.getRank() > 0 && type.getRank() > 0) {
-    // Every size is known: a view as one dimension, expanded to the result.
-    SmallVector<OpFoldResult> outShape;
+    // Every size is known: the input viewed as one dimension, copied into
+    // the result element by element (row-major index). Not an expand_shape:
+    // one group with two dynamic sizes ([S*B] -> [S, B]) crashes MLIR 22's
+    // expand-strided-metadata (upstream bug, also in Debian's mlir-opt).
+    SmallVector<Value> shape;
     unsigned next = 0;
     for (int64_t d : type.getShape())
-      outShape.push_back(isDyn(d) ? OpFoldResult(sizes[next++])
-                                  : OpFoldResult(b.getIndexAttr(d)));
+      shape.push_back(isDyn(d) ? sizes[next++] : cIndex(d));
     Value flat = input;
     if (in.getRank() != 1) {
       std::optional<int64_t> n = 1;
@@ -336,13 +338,20 @@ FailureOr<Value> Emitter::reshapeTo(Operation *op, Value input,
           b, loc, RankedTensorType::get({n ? *n : ShapedType::kDynamic}, et),
           input, ArrayRef<ReassociationIndices>{all});
     }
-    ReassociationIndices group;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      group.push_back(d);
-    return tensor::ExpandShapeOp::create(b, loc, type, flat,
-                                         ArrayRef<ReassociationIndices>{group},
-                                         outShape)
-        .getResult();
+    return generic(
+        type, {}, {}, shape,
+        [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+          Value lin;
+          for (int64_t d = 0; d < type.getRank(); ++d) {
+            Value i = linalg::IndexOp::create(bb, l, d);
+            lin = lin ? arith::AddIOp::create(
+                            bb, l, arith::MulIOp::create(bb, l, lin, shape[d]),
+                            i)
+                            .getResult()
+                      : i;
+          }
+          return tensor::ExtractOp::create(bb, l, flat, ValueRange{lin});
+        });
   }
   if (input.getType() == type)
     return input;
