@@ -99,11 +99,24 @@ Value reshape4(PatternRewriter &rw, Location loc, Value v) {
 std::optional<int64_t> headsOf(Value v) {
   double unused = 1.0;
   v = peelScale(v, unused);
+  // Through one or more transposes (k^T written as two), following where
+  // v's dims 0 (B*H) and 2 (D) come from: the reshape's dims 1 and 2.
+  int64_t bhDim = 0, dDim = 2;
   auto tr = v.getDefiningOp<TransposeOp>();
   if (!tr)
     return std::nullopt;
-  auto rs = tr.getInput().getDefiningOp<ReshapeOp>();
-  if (!rs)
+  ReshapeOp rs;
+  while (tr) {
+    ArrayRef<int64_t> perm = tr.getPermutation();
+    if (perm.size() != 3)
+      return std::nullopt;
+    bhDim = perm[bhDim];
+    dDim = perm[dDim];
+    Value in = tr.getInput();
+    rs = in.getDefiningOp<ReshapeOp>();
+    tr = in.getDefiningOp<TransposeOp>();
+  }
+  if (!rs || bhDim != 1 || dDim != 2)
     return std::nullopt;
   auto in = rs.getInput().getType(), out = rs.getType();
   if (in.getRank() != 3 || out.getRank() != 3)
