@@ -27,7 +27,9 @@
 #include "lib/Import/Onnx/OnnxImporter.h"
 #include "lib/Import/OnnxConvert.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
@@ -383,12 +385,50 @@ bool Importer::constInts(Val *v, SmallVector<int64_t> &out, StringRef what) {
   return true;
 }
 
+Value Importer::dimValue(const Dim &d) {
+  Value v;
+  if (d.c != 1 || d.syms.empty())
+    v = arith::ConstantIndexOp::create(b, loc, d.c);
+  for (int sym : d.syms) {
+    auto it = symSources.find(sym);
+    if (it == symSources.end()) {
+      fail("a dimension computed at run time has no value to read it from "
+           "(it came from a shape the importer could not follow); export "
+           "with static shapes for this part of the graph");
+      return {};
+    }
+    Value size = tensor::DimOp::create(b, loc, it->second.first,
+                                       it->second.second);
+    v = v ? arith::MulIOp::create(b, loc, v, size).getResult() : size;
+  }
+  return v;
+}
+
+bool Importer::dynamicSizes(ArrayRef<Dim> shape, SmallVector<Value> &out) {
+  out.clear();
+  for (const Dim &d : shape) {
+    if (d.isConst())
+      continue;
+    Value v = dimValue(d);
+    if (!v)
+      return false;
+    out.push_back(v);
+  }
+  return true;
+}
+
 Value Importer::reshapeTo(Val &x, ArrayRef<Dim> shape) {
   Value in = x.v;
   RankedTensorType t = typeOf(x.dt, shape);
-  if (in.getType() == t)
+  if (in.getType() == t &&
+      (t.getNumDynamicDims() <= 1 || ArrayRef<Dim>(x.shape) == shape))
     return in;
-  return ReshapeOp::create(b, loc, t, in);
+  // One dynamic size follows from the element count; with two or more the
+  // run-time sizes go with the op ([S*B, E] -> [S, B, E]).
+  SmallVector<Value> sizes;
+  if (t.getNumDynamicDims() > 1 && !dynamicSizes(shape, sizes))
+    return {};
+  return ReshapeOp::create(b, loc, t, in, sizes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -806,6 +846,7 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   if (op == "Expand") {
     Host &x = H(0);
     SmallVector<int64_t> s;
+    if (!H(1).allConst()) return true; // a run-time shape: emitted
     if (!constInts(in[1], s, "shape")) return false;
     if (llvm::any_of(s, [](int64_t d) { return d < 0; }))
       return fail("Expand to a negative dimension; the file is corrupt");
@@ -1230,6 +1271,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   Block *body = fn.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     vals[name].v = body->getArgument(i);
+    noteSources(body->getArgument(i), vals[name].shape);
     fn.setArgAttr(i, "loom.name", b.getStringAttr(name));
   }
   b.setInsertionPointToEnd(body);
@@ -1313,6 +1355,10 @@ OwningOpRef<ModuleOp> importOnnx(MLIRContext *context, StringRef path,
                                  ImportFailure &failure) {
   context->getOrLoadDialect<LoomDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
+  // Run-time dims (tensor.dim, index arithmetic) for the sizes of ops on
+  // shapes computed from dynamic dims.
+  context->getOrLoadDialect<arith::ArithDialect>();
+  context->getOrLoadDialect<tensor::TensorDialect>();
   onnx_import::Importer importer(context, path, failure);
   OwningOpRef<ModuleOp> module = importer.run();
   if (!module && !failure)

@@ -1,9 +1,9 @@
 //===- DataMovementPatterns.cpp - reshapes, slices, gathers ---------------===//
 //
-// Reshape, transpose, concat and slice become tensor/linalg ops; gather and
-// embedding a generic reading the table (an embedding checks its ids first
-// and dequantizes quantized tables row by row, reading a table in the
-// interleaved layout of a tied LM head through that layout).
+// Reshape, broadcast, iota, transpose, concat and slice become tensor/linalg
+// ops; gather and embedding a generic reading the table (an embedding
+// checks its ids first and dequantizes quantized tables row by row, reading
+// a table in the interleaved layout of a tied LM head through that layout).
 //
 //===----------------------------------------------------------------------===//
 
@@ -241,7 +241,68 @@ struct ReshapeLowering : LoomPattern<ReshapeOp> {
     return replaceOrFail(
         rewriter, op,
         emitter(rewriter, op)
-            .reshapeTo(op, a.getInput(), op.getResult().getType()));
+            .reshapeTo(op, a.getInput(), op.getResult().getType(),
+                       a.getSizes()));
+  }
+};
+
+/// A broadcast generic; each dynamic result size is the given size, else
+/// the input's (a dynamic input dimension there), else the op is refused:
+/// a size-1 input dimension says nothing about the result's size.
+struct BroadcastLowering : LoomPattern<BroadcastOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitter(rewriter, op);
+    auto type = op.getResult().getType();
+    auto inType = op.getInput().getType();
+    int64_t off = type.getRank() - inType.getRank();
+    SmallVector<Value> sizes;
+    unsigned next = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        sizes.push_back(e.cIndex(type.getDimSize(d)));
+      } else if (!a.getSizes().empty()) {
+        sizes.push_back(a.getSizes()[next++]);
+      } else if (d >= off && inType.isDynamicDim(d - off)) {
+        sizes.push_back(e.dim(a.getInput(), d - off));
+      } else {
+        return op.emitOpError()
+               << "cannot lower this broadcast: the size of dynamic result "
+                  "dimension "
+               << d << " is not known (give its run-time size)";
+      }
+    }
+    Value in = a.getInput();
+    rewriter.replaceOp(
+        op, e.generic(type, {in}, {e.broadcastMap(in, type.getRank())}, sizes,
+                      [](OpBuilder &, Location, ValueRange v) -> Value {
+                        return v[0];
+                      }));
+    return success();
+  }
+};
+
+/// 0, 1, 2, ... converted to the element type.
+struct IotaLowering : LoomPattern<IotaOp> {
+  using LoomPattern::LoomPattern;
+  LogicalResult
+  matchAndRewrite(IotaOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Emitter e = emitter(rewriter, op);
+    auto type = op.getResult().getType();
+    Value n = a.getSize() ? a.getSize() : e.cIndex(type.getDimSize(0));
+    Type et = type.getElementType();
+    rewriter.replaceOp(
+        op, e.generic(type, {}, {}, {n},
+                      [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+                        Value i = linalg::IndexOp::create(bb, l, 0);
+                        Value w = arith::IndexCastOp::create(
+                            bb, l, bb.getI64Type(), i);
+                        return scalarCast(bb, l, w, et);
+                      }));
+    return success();
   }
 };
 
@@ -315,7 +376,8 @@ void loom::lowering::populateDataMovementPatterns(TypeConverter &converter,
                                                   RewritePatternSet &patterns,
                                                   const LoweringOptions &opts) {
   patterns.add<
-      ReshapeLowering, TransposeLowering, ConcatLowering,
+      ReshapeLowering, BroadcastLowering, IotaLowering, TransposeLowering,
+      ConcatLowering,
       EmitterPattern<SliceOp, MovementEmitter, &MovementEmitter::lowerSlice>,
       GatherLowering, EmbeddingLowering>(converter, patterns.getContext(),
                                          opts);

@@ -1,6 +1,6 @@
 //===- ElementwisePatterns.cpp - elementwise loom ops to linalg -----------===//
 //
-// Unary, binary, compare, select, cast and broadcast ops become one
+// Unary, binary, compare, select and cast ops become one
 // linalg.generic with numpy broadcasting; loom.constant an arith.constant.
 //
 //===----------------------------------------------------------------------===//
@@ -185,12 +185,6 @@ struct CastBody {
     return scalarCast(b, l, a[0], op.getResult().getType().getElementType());
   }
 };
-struct CopyBody {
-  static Value build(Operation *, OpBuilder &, Location, ValueRange a) {
-    return a[0];
-  }
-};
-
 struct ConstantLowering : LoomPattern<ConstantOp> {
   using LoomPattern::LoomPattern;
   LogicalResult
@@ -223,6 +217,5 @@ void loom::lowering::populateElementwisePatterns(TypeConverter &converter,
   addAll<CompareBody, CompareOp>(patterns, converter, opts);
   addAll<SelectBody, SelectOp>(patterns, converter, opts);
   addAll<CastBody, CastOp>(patterns, converter, opts);
-  addAll<CopyBody, BroadcastOp>(patterns, converter, opts);
   patterns.add<ConstantLowering>(converter, patterns.getContext(), opts);
 }

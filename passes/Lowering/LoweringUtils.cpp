@@ -265,9 +265,22 @@ Value Emitter::reduce(
 /// cannot hold two dynamic sizes). Returns false when no split exists.
 static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                          int64_t &prefix, int64_t &suffix) {
+  // Equal static sizes are kept; two dynamic sizes in the same place need
+  // not be equal ([S*B, E] -> [S, B, E] has ? first on both sides), unless
+  // each side has only that one and the static sizes have the same product
+  // (the element count then makes them equal: [1, S, 576] -> [1, S, 9, 64]).
+  auto staticProduct = [](ArrayRef<int64_t> s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      n *= isDyn(d) ? 1 : d;
+    return n;
+  };
+  bool oneSameDyn = llvm::count_if(in, isDyn) == 1 &&
+                    llvm::count_if(out, isDyn) == 1 &&
+                    staticProduct(in) == staticProduct(out);
   int64_t maxP = 0;
   while (maxP < (int64_t)std::min(in.size(), out.size()) &&
-         in[maxP] == out[maxP]) // equal static sizes, or both dynamic
+         (!isDyn(in[maxP]) || oneSameDyn) && in[maxP] == out[maxP])
     ++maxP;
   for (int64_t p = maxP; p >= 0; --p) {
     int64_t q = 0;
@@ -301,11 +314,47 @@ static bool splitReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
 }
 
 FailureOr<Value> Emitter::reshapeTo(Operation *op, Value input,
-                                    RankedTensorType type) {
-  if (input.getType() == type)
-    return input;
+                                    RankedTensorType type, ValueRange sizes) {
   auto in = cast<RankedTensorType>(input.getType());
   Type et = in.getElementType();
+  if (!sizes.empty() && in.getRank() > 0 && type.getRank() > 0) {
+    // Every size is known: the input viewed as one dimension, copied into
+    // the result element by element (row-major index). Not an expand_shape:
+    // one group with two dynamic sizes ([S*B] -> [S, B]) crashes MLIR 22's
+    // expand-strided-metadata (upstream bug, also in Debian's mlir-opt).
+    SmallVector<Value> shape;
+    unsigned next = 0;
+    for (int64_t d : type.getShape())
+      shape.push_back(isDyn(d) ? sizes[next++] : cIndex(d));
+    Value flat = input;
+    if (in.getRank() != 1) {
+      std::optional<int64_t> n = 1;
+      for (int64_t d : in.getShape())
+        n = isDyn(d) || !n ? std::nullopt : std::optional<int64_t>(*n * d);
+      ReassociationIndices all;
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        all.push_back(d);
+      flat = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({n ? *n : ShapedType::kDynamic}, et),
+          input, ArrayRef<ReassociationIndices>{all});
+    }
+    return generic(
+        type, {}, {}, shape,
+        [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+          Value lin;
+          for (int64_t d = 0; d < type.getRank(); ++d) {
+            Value i = linalg::IndexOp::create(bb, l, d);
+            lin = lin ? arith::AddIOp::create(
+                            bb, l, arith::MulIOp::create(bb, l, lin, shape[d]),
+                            i)
+                            .getResult()
+                      : i;
+          }
+          return tensor::ExtractOp::create(bb, l, flat, ValueRange{lin});
+        });
+  }
+  if (input.getType() == type)
+    return input;
   int64_t p = 0, q = 0;
   bool split = splitReshape(in.getShape(), type.getShape(), p, q);
   if (!split && llvm::count_if(type.getShape(), isDyn) <= 1) {

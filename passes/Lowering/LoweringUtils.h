@@ -131,8 +131,11 @@ public:
   Value reshape(Value input, RankedTensorType type);
   /// Reshape with sizes inferred from the input; fails on `op` when the
   /// dynamic sizes cannot be inferred.
+  /// `sizes`: the run-time sizes of `type`'s dynamic dims (none: inferred
+  /// from the element count where that is unambiguous, else `op` fails).
   mlir::FailureOr<Value> reshapeTo(Operation *op, Value input,
-                                   RankedTensorType type);
+                                   RankedTensorType type,
+                                   ValueRange sizes = {});
   Value transpose(Value input, llvm::ArrayRef<int64_t> perm);
   Value concat(ValueRange inputs, int64_t axis, RankedTensorType type);
   Value softmax(Value input, int64_t axis);

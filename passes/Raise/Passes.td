@@ -59,8 +59,12 @@ def RaiseAttentionPass : Pass<"loom-raise-attention", "mlir::func::FuncOp"> {
     with `q` optionally pre-scaled, `k^T` as a transpose or `transpose_b`,
     and grouped KV heads written as reshape(broadcast(reshape(k))) (torch
     `repeat_interleave`/`expand`); rank-3 `[B*H, S, D]` operands (torch
-    MultiheadAttention) are viewed as `[1, B*H, S, D]`.
+    MultiheadAttention) are viewed as `[1, B*H, S, D]`, or as
+    `[B, H, S, D]` when B*H is dynamic and H is known from the reshape
+    `[S, B, H*D] -> [S, B*H, D]` that made the heads.
   }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 #endif // LOOM_PASSES_RAISE_PASSES_TD

@@ -6,13 +6,17 @@
 // (Unsqueeze, Expand, Reshape), which loom.attention does natively, so the
 // repetition is dropped and the op reads the KV heads directly. Rank-3
 // operands (torch MultiheadAttention's [B*H, S, D]) are viewed as one batch
-// of B*H heads.
+// of B*H heads, or, when B*H is only known at run time, as [B, H, S, D]
+// with H read from the reshape that made the heads (the CPU lowering needs
+// a static head count).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Raise/Passes.h"
 #include "passes/Raise/RaiseUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "loom-raise-attention"
@@ -89,6 +93,62 @@ Value reshape4(PatternRewriter &rw, Location loc, Value v) {
                            v);
 }
 
+/// The head count of a rank-3 [B*H, S, D] operand as torch MHA builds it:
+/// transpose([S, B*H, D] = reshape([S, B, H*D])) (scales looked through);
+/// nullopt when the producer does not say.
+std::optional<int64_t> headsOf(Value v) {
+  double unused = 1.0;
+  v = peelScale(v, unused);
+  // Through one or more transposes (k^T written as two), following where
+  // v's dims 0 (B*H) and 2 (D) come from: the reshape's dims 1 and 2.
+  int64_t bhDim = 0, dDim = 2;
+  auto tr = v.getDefiningOp<TransposeOp>();
+  if (!tr)
+    return std::nullopt;
+  ReshapeOp rs;
+  while (tr) {
+    ArrayRef<int64_t> perm = tr.getPermutation();
+    if (perm.size() != 3)
+      return std::nullopt;
+    bhDim = perm[bhDim];
+    dDim = perm[dDim];
+    Value in = tr.getInput();
+    rs = in.getDefiningOp<ReshapeOp>();
+    tr = in.getDefiningOp<TransposeOp>();
+  }
+  if (!rs || bhDim != 1 || dDim != 2)
+    return std::nullopt;
+  auto in = rs.getInput().getType(), out = rs.getType();
+  if (in.getRank() != 3 || out.getRank() != 3)
+    return std::nullopt;
+  int64_t e = in.getDimSize(2), d = out.getDimSize(2);
+  if (ShapedType::isDynamic(e) || ShapedType::isDynamic(d) || d <= 0 ||
+      e % d != 0)
+    return std::nullopt;
+  return e / d;
+}
+
+/// [B*H, S, D] viewed as [B, H, S, D] for a known H; the dynamic sizes
+/// (B = dim 0 / H, S) are computed at run time.
+Value splitHeads(PatternRewriter &rw, Location loc, Value v, int64_t heads) {
+  auto t = cast<RankedTensorType>(v.getType()); // rank 3, checked
+  int64_t bh = t.getDimSize(0);
+  SmallVector<int64_t> s{ShapedType::isDynamic(bh) ? bh : bh / heads, heads,
+                         t.getDimSize(1), t.getDimSize(2)};
+  SmallVector<Value> sizes;
+  if (ShapedType::isDynamic(s[0]))
+    sizes.push_back(arith::DivUIOp::create(
+        rw, loc, tensor::DimOp::create(rw, loc, v, 0),
+        arith::ConstantIndexOp::create(rw, loc, heads)));
+  for (int64_t d = 1; d < 3; ++d)
+    if (t.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(rw, loc, v, d));
+  auto type = RankedTensorType::get(s, t.getElementType());
+  if (sizes.size() < 2)
+    sizes.clear(); // one dynamic size follows from the element count
+  return ReshapeOp::create(rw, loc, type, v, sizes);
+}
+
 struct AttentionPattern : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rw) const override {
@@ -148,6 +208,41 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
       v = ungroup(v);
     }
     Type outType = op.getType();
+    // Rank 3 with a run-time B*H: the head count from the producers, so
+    // that the op's head dimension is static (the CPU lowering needs it).
+    std::optional<int64_t> heads;
+    if (rank == 3 && cast<RankedTensorType>(q.getType()).isDynamicDim(0)) {
+      heads = headsOf(q);
+      if (!heads || headsOf(k) != heads || headsOf(v) != heads ||
+          (mask && *rankOf(mask) == 3))
+        heads.reset();
+    }
+    if (heads) {
+      Value q3 = q;
+      q = splitHeads(rw, loc, q, *heads);
+      k = splitHeads(rw, loc, k, *heads);
+      v = splitHeads(rw, loc, v, *heads);
+      auto t = cast<RankedTensorType>(outType);
+      auto qt = cast<RankedTensorType>(q.getType());
+      auto vt = cast<RankedTensorType>(v.getType());
+      auto out4 = RankedTensorType::get(
+          {qt.getDimSize(0), *heads, qt.getDimSize(2), vt.getDimSize(3)},
+          t.getElementType());
+      Value out = AttentionOp::create(rw, loc, TypeRange{out4}, q, k, v, mask,
+                                      Value(), Value(), Value(), Value(),
+                                      Value(), UnitAttr(),
+                                      rw.getF32FloatAttr(float(scale)))
+                      .getOutput();
+      // Back to [B*H, S, Dv]: sizes from q's [B*H, S].
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < 2; ++d)
+        if (t.isDynamicDim(d))
+          sizes.push_back(tensor::DimOp::create(rw, loc, q3, d));
+      if (sizes.size() < 2)
+        sizes.clear();
+      rw.replaceOp(op, ReshapeOp::create(rw, loc, t, out, sizes));
+      return success();
+    }
     if (rank == 3) {
       q = reshape4(rw, loc, q);
       k = reshape4(rw, loc, k);

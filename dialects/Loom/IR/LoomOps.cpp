@@ -826,9 +826,21 @@ LogicalResult GatherOp::verify() {
                     expected);
 }
 
+/// `sizes` of a reshape or broadcast: none, or one per dynamic result dim.
+static LogicalResult checkSizes(Operation *op, RankedTensorType out,
+                                ValueRange sizes) {
+  if (sizes.empty() ||
+      static_cast<int64_t>(sizes.size()) == out.getNumDynamicDims())
+    return success();
+  return op->emitOpError() << "has " << sizes.size()
+                           << " sizes for a result with "
+                           << out.getNumDynamicDims() << " dynamic dimensions";
+}
+
 LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
-  if (failed(sameElementType(*this, {in, out})))
+  if (failed(sameElementType(*this, {in, out})) ||
+      failed(checkSizes(*this, out, getSizes())))
     return failure();
   if (!in.hasStaticShape() || !out.hasStaticShape())
     return success();
@@ -847,7 +859,9 @@ LogicalResult ReshapeOp::verify() {
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getResult().getType())
+  // With sizes, [?, ?] -> [?, ?] may exchange the two sizes: kept.
+  if (getInput().getType() == getResult().getType() &&
+      (getSizes().empty() || getResult().getType().getNumDynamicDims() <= 1))
     return getInput();
   return {};
 }
@@ -949,7 +963,8 @@ LogicalResult SliceOp::verify() {
 
 LogicalResult BroadcastOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
-  if (failed(sameElementType(*this, {in, out})))
+  if (failed(sameElementType(*this, {in, out})) ||
+      failed(checkSizes(*this, out, getSizes())))
     return failure();
   if (in.getRank() > out.getRank())
     return emitOpError() << "cannot broadcast rank " << in.getRank()
@@ -960,6 +975,16 @@ LogicalResult BroadcastOp::verify() {
                          << " does not broadcast to "
                          << shapeStr(out.getShape());
   return checkShape(*this, "result", out.getShape(), *b);
+}
+
+LogicalResult IotaOp::verify() {
+  auto t = getResult().getType();
+  if (t.getRank() != 1)
+    return emitOpError() << "result must be rank 1, got rank " << t.getRank();
+  if (t.isDynamicDim(0) != static_cast<bool>(getSize()))
+    return emitOpError() << (getSize() ? "has a size for a static length"
+                                       : "needs a size for a dynamic length");
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

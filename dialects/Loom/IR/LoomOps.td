@@ -555,13 +555,30 @@ def Loom_GatherOp : Loom_Op<"gather", [Pure]> {
 def Loom_ReshapeOp : Loom_Op<"reshape", [Pure]> {
   let summary = "reinterpret the shape, keeping the row-major element order";
   let description = [{
+    `sizes`, when given, are the run-time sizes of the result's dynamic
+    dimensions, in order (an ONNX shape computed from run-time dims,
+    `[S*B, E] -> [S, B, E]`); without them the lowering infers each dynamic
+    size from the element count, and refuses a reshape where that is
+    ambiguous (two dynamic sizes changed in one group).
+
     ```mlir
     %0 = loom.reshape %x : tensor<?x576xf32> -> tensor<?x9x64xf32>
+    %1 = loom.reshape %y sizes(%s, %b) : tensor<?x64xf32> -> tensor<?x?x64xf32>
     ```
+
+    **Constraints:** no sizes, or one per dynamic result dimension.
   }];
-  let arguments = (ins Loom_Tensor:$input);
+  let arguments = (ins Loom_Tensor:$input, Variadic<Index>:$sizes);
   let results = (outs Loom_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`sizes` `(` $sizes^ `)`)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input), [{
+      build($_builder, $_state, result, input, ::mlir::ValueRange{});
+    }]>
+  ];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
@@ -622,13 +639,48 @@ def Loom_SliceOp : Loom_Op<"slice", [Pure]> {
 def Loom_BroadcastOp : Loom_Op<"broadcast", [Pure]> {
   let summary = "broadcast to a shape with numpy rules (ONNX Expand)";
   let description = [{
+    `sizes`, when given, are the run-time sizes of the result's dynamic
+    dimensions, in order (ConstantOfShape or Expand to a shape computed
+    from run-time dims); without them a dynamic result dimension takes the
+    input's size there, which must then be dynamic too.
+
     ```mlir
     %0 = loom.broadcast %x : tensor<1x4xf32> -> tensor<8x4xf32>
+    %1 = loom.broadcast %c sizes(%s, %s) : tensor<f32> -> tensor<?x?xf32>
     ```
+
+    **Constraints:** no sizes, or one per dynamic result dimension.
   }];
-  let arguments = (ins Loom_Tensor:$input);
+  let arguments = (ins Loom_Tensor:$input, Variadic<Index>:$sizes);
   let results = (outs Loom_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`sizes` `(` $sizes^ `)`)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input), [{
+      build($_builder, $_state, result, input, ::mlir::ValueRange{});
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Loom_IotaOp : Loom_Op<"iota", [Pure]> {
+  let summary = "0, 1, 2, ... along a 1-D result (ONNX Range)";
+  let description = [{
+    `result[i] = i`, integer or float; `size` gives the length when the
+    result is dynamic (a range up to a run-time sequence length).
+
+    ```mlir
+    %0 = loom.iota size(%s) : tensor<?xi64>
+    %1 = loom.iota : tensor<8xf32>
+    ```
+
+    **Constraints:** rank 1; `size` exactly when the length is dynamic.
+  }];
+  let arguments = (ins Optional<Index>:$size);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "(`size` `(` $size^ `)`)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

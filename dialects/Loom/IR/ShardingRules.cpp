@@ -365,7 +365,9 @@ static FailureOr<ShardingRule> transposeRule(TransposeOp op) {
 static FailureOr<ShardingRule> reshapeRule(ReshapeOp op) {
   auto in = shapeOf(op.getInput().getType()),
        out = shapeOf(op.getResult().getType());
-  if (!in || !out)
+  // Run-time sizes say a dynamic dim is not what the types suggest (and
+  // would be global sizes on a shard): such a reshape runs replicated.
+  if (!in || !out || !op.getSizes().empty())
     return failure();
   ShardingRule rule;
   TensorLoops ti, to;

@@ -228,6 +228,22 @@ public:
   }
   /// A fresh dynamic dimension.
   Dim freshDim() { return Dim{1, {nextSym++}}; }
+  /// Where each symbol can be read at run time: the first value seen with
+  /// the symbol alone as a dimension (a graph input, or the result of an
+  /// emitter that made a fresh dim), and that dimension.
+  std::map<int, std::pair<Value, int64_t>> symSources;
+  /// Records `v`'s dims that are one symbol as those symbols' sources.
+  void noteSources(Value v, ArrayRef<Dim> shape) {
+    for (auto [i, d] : llvm::enumerate(shape))
+      if (v && d.c == 1 && d.syms.size() == 1)
+        symSources.try_emplace(d.syms[0], v, int64_t(i));
+  }
+  /// `d` as a run-time index (tensor.dim of its symbols' sources times the
+  /// constant); null, with a failure recorded, when a symbol has no source.
+  Value dimValue(const Dim &d);
+  /// The run-time sizes of `shape`'s dynamic dims, in order; false (a
+  /// failure recorded) when one cannot be computed.
+  bool dynamicSizes(ArrayRef<Dim> shape, SmallVector<Value> &out);
 
   bool load(const onnx::TensorProto &t, Host &h, StringRef what);
   bool initHost(StringRef name, Val &val);
@@ -298,6 +314,7 @@ struct EmitContext {
   }
   /// Appends a result; false when `v` is null (a failure was recorded).
   bool result(int dt, SmallVector<Dim> shape, Value v) {
+    im.noteSources(v, shape);
     Val r;
     r.dt = dt;
     r.shape = std::move(shape);

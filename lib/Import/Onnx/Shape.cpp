@@ -10,12 +10,17 @@
 
 #include "lib/Import/Onnx/OnnxImporter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include <limits>
 
 namespace loom::onnx_import {
 namespace {
 
 constexpr int64_t kOpenEnd = std::numeric_limits<int32_t>::max();
+
+Value iota(EmitContext &c, const Dim &n);
 
 /// Reshape's target shape: 0 copies the input's dimension (unless
 /// `allowzero`), one -1 is inferred, symbolically when it can be.
@@ -217,15 +222,55 @@ bool emitSplit(EmitContext &c) {
   return true;
 }
 
+/// x[:n] along `axis` (of shape `s`, updated) for a run-time `n`: the rows
+/// iota(n) through loom.embedding, whose ids are checked at run time (an
+/// end past the axis fails the job instead of reading past it), with the
+/// axis moved to the front of a 2-D float tensor. Other ranks and types
+/// are refused.
+Value sliceToRunTimeEnd(EmitContext &c, Value x, SmallVector<Dim> &s,
+                        int64_t axis, const Dim &n) {
+  if (s.size() != 2 || !isFloatDT(c.dt(0))) {
+    c.fail("Slice to a run-time end is supported on 2-D float tensors only "
+           "(a position table or a mask); export with static bounds for it");
+    return {};
+  }
+  Value ids = iota(c, n);
+  if (!ids)
+    return {};
+  OpBuilder &b = c.b();
+  auto transposed = [&](Value v, ArrayRef<Dim> shape) -> Value {
+    SmallVector<Dim> t{shape[1], shape[0]};
+    return TransposeOp::create(b, c.loc(), c.typeOf(c.dt(0), t), v,
+                               ArrayRef<int64_t>{1, 0});
+  };
+  SmallVector<Dim> table = s;
+  if (axis == 1) {
+    x = transposed(x, s);
+    std::swap(table[0], table[1]);
+  }
+  SmallVector<Dim> rows{n, table[1]};
+  Value v =
+      EmbeddingOp::create(b, c.loc(), c.typeOf(c.dt(0), rows), x, ids);
+  if (axis == 1)
+    v = transposed(v, rows);
+  s[axis] = n;
+  return v;
+}
+
 bool emitSlice(EmitContext &c) {
   Value x = c.input(0);
   if (!x)
     return false;
   int64_t r = c.rank(0);
   SmallVector<int64_t> st, en, ax, sp;
+  SmallVector<Dim> ends;
   if (!c.im.constInts(c.in[1], st, "starts") ||
-      !c.im.constInts(c.in[2], en, "ends"))
+      !c.im.hostInts(c.in[2], ends, "ends"))
     return false;
+  // An end that is a run-time dim (x[:seq]) is taken by gathering rows
+  // iota(end); the others are static bounds.
+  for (const Dim &d : ends)
+    en.push_back(d.isConst() ? d.c : 0);
   if (c.hasIn(3) && !c.im.constInts(c.in[3], ax, "axes"))
     return false;
   if (c.hasIn(4) && !c.im.constInts(c.in[4], sp, "steps"))
@@ -240,6 +285,21 @@ bool emitSlice(EmitContext &c) {
     int64_t step = sp.empty() ? 1 : sp[k];
     if (step <= 0)
       return c.fail("Slice with a non-positive step is not supported");
+    if (k >= ends.size() || k >= st.size())
+      return c.fail("Slice has " + Twine(st.size()) + " starts and " +
+                    Twine(ends.size()) + " ends for " + Twine(ax.size()) +
+                    " axes; the file is corrupt");
+    if (!ends[k].isConst()) {
+      if (st[k] != 0 || step != 1)
+        return c.fail("Slice to a run-time end needs start 0 and step 1 "
+                      "(x[:n]); export with static bounds for it");
+      if (s[axis] == ends[k])
+        continue; // x[:n] of a dim that is n
+      v = sliceToRunTimeEnd(c, v, s, axis, ends[k]);
+      if (!v)
+        return false;
+      continue;
+    }
     int64_t start = st[k], limit = en[k];
     if (s[axis].isConst()) {
       int64_t n = s[axis].c;
@@ -300,7 +360,36 @@ bool emitExpand(EmitContext &c) {
   RankedTensorType rt = c.typeOf(c.dt(0), s);
   if (rt == x.getType())
     return c.result(c.dt(0), s, x);
-  return c.result(c.dt(0), s, BroadcastOp::create(c.b(), c.loc(), rt, x));
+  // A dynamic result dim where x has 1 (or no dim) takes its size from the
+  // shape, computed at run time.
+  SmallVector<Value> sizes;
+  int64_t off = int64_t(s.size()) - c.rank(0);
+  for (int64_t d = 0; d < int64_t(s.size()); ++d)
+    if (!s[d].isConst() && (d < off || c.shape(0)[d - off].isConst())) {
+      if (!c.im.dynamicSizes(s, sizes))
+        return false;
+      break;
+    }
+  return c.result(c.dt(0), s,
+                  BroadcastOp::create(c.b(), c.loc(), rt, x, sizes));
+}
+
+/// A rank-0 constant of element type `dt` holding `v`.
+Value scalarConstant(EmitContext &c, int dt, double v) {
+  Type et = c.im.elemType(dt);
+  OpBuilder &b = c.b();
+  Attribute va = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, v))
+                                    : Attribute(b.getIntegerAttr(et, v));
+  return ConstantOp::create(
+      b, c.loc(), DenseElementsAttr::get(RankedTensorType::get({}, et), va));
+}
+
+/// 0, 1, ..., n-1 as a 1-D i64 tensor of length `n` (a dim, maybe dynamic).
+Value iota(EmitContext &c, const Dim &n) {
+  Value size;
+  if (!n.isConst() && !(size = c.im.dimValue(n)))
+    return {};
+  return IotaOp::create(c.b(), c.loc(), c.typeOf(DT_I64, {n}), size);
 }
 
 /// A Constant the folder left alone: over 64 KiB and stored in raw_data in
@@ -463,8 +552,9 @@ bool emitConstantOfShape(EmitContext &c) {
   if (!c.im.hostInts(c.in[0], ds, "shape"))
     return false;
   for (const Dim &d : ds)
-    if (!d.isConst())
-      return emitRunTimeShapeOp(c);
+    if (d.isConst() && d.c < 0)
+      return c.fail("ConstantOfShape with a negative dimension " + Twine(d.c) +
+                    "; the file is corrupt");
   int dt = DT_F32;
   double v = 0;
   if (const auto *a = attr(c.node, "value")) {
@@ -481,13 +571,106 @@ bool emitConstantOfShape(EmitContext &c) {
   if (!et)
     return c.fail("ConstantOfShape of element type " + Twine(dt) +
                   " (ONNX TensorProto code) is not supported");
-  OpBuilder &b = c.b();
-  Attribute va = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, v))
-                                    : Attribute(b.getIntegerAttr(et, v));
-  Value k = ConstantOp::create(
-      b, c.loc(), DenseElementsAttr::get(RankedTensorType::get({}, et), va));
+  // Dynamic dims (a mask [S, S] of a run-time sequence length): their
+  // sizes are computed at run time.
+  SmallVector<Value> sizes;
+  if (!c.im.dynamicSizes(ds, sizes))
+    return false;
+  Value k = scalarConstant(c, dt, v);
   return c.result(dt, ds,
-                  BroadcastOp::create(b, c.loc(), c.typeOf(dt, ds), k));
+                  BroadcastOp::create(c.b(), c.loc(), c.typeOf(dt, ds), k,
+                                      sizes));
+}
+
+/// Range with a run-time limit (arange(seq)): start and delta constants,
+/// the limit a dimension known at import time up to its run-time symbols.
+/// start + delta * iota(count), count = max(0, ceil((limit - start) /
+/// delta)) computed at run time; for start 0 and delta 1 the length is the
+/// limit itself.
+bool emitRange(EmitContext &c) {
+  SmallVector<Dim> st, li, de;
+  if (isFloatDT(c.dt(0)))
+    return c.fail("float Range with a run-time limit is not supported; "
+                  "export it as an integer Range and a Cast");
+  if (!c.im.hostInts(c.in[0], st, "start") ||
+      !c.im.hostInts(c.in[1], li, "limit") ||
+      !c.im.hostInts(c.in[2], de, "delta"))
+    return false;
+  if (st.size() != 1 || li.size() != 1 || de.size() != 1 ||
+      !st[0].isConst() || !de[0].isConst())
+    return c.fail("Range needs scalar start, limit and delta, start and "
+                  "delta constants");
+  int64_t start = st[0].c, delta = de[0].c;
+  if (delta == 0)
+    return c.fail("Range with a zero step");
+  if (start == 0 && delta == 1) {
+    Value v = iota(c, li[0]);
+    if (v && c.dt(0) != DT_I64)
+      v = CastOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), {li[0]}), v);
+    return c.result(c.dt(0), {li[0]}, v);
+  }
+  OpBuilder &b = c.b();
+  Location loc = c.loc();
+  Value limit = c.im.dimValue(li[0]);
+  if (!limit)
+    return false;
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value span = arith::SubIOp::create(b, loc, limit, idx(start));
+  Value n = arith::MaxSIOp::create(
+      b, loc, arith::CeilDivSIOp::create(b, loc, span, idx(delta)), idx(0));
+  Dim len = c.im.freshDim();
+  RankedTensorType t = c.typeOf(DT_I64, {len});
+  Value v = IotaOp::create(b, loc, t, n);
+  v = MulOp::create(b, loc, t, v, scalarConstant(c, DT_I64, double(delta)));
+  v = AddOp::create(b, loc, t, v, scalarConstant(c, DT_I64, double(start)));
+  if (c.dt(0) != DT_I64)
+    v = CastOp::create(b, loc, c.typeOf(c.dt(0), {len}), v);
+  return c.result(c.dt(0), {len}, v);
+}
+
+/// Trilu of a run-time tensor (a causal mask of a run-time length): x where
+/// j - i >= k (upper) or j - i <= k (lower) over its last two dims, else 0;
+/// i and j from iota, compared as a [R, C] mask broadcast over x.
+bool emitTrilu(EmitContext &c) {
+  Value x = c.input(0);
+  if (!x)
+    return false;
+  int64_t r = c.rank(0);
+  if (r < 2)
+    return c.fail("Trilu needs an input of rank >= 2; the file is corrupt");
+  SmallVector<int64_t> kk{0};
+  if (c.hasIn(1) && !c.im.constInts(c.in[1], kk, "k"))
+    return false;
+  if (kk.size() != 1)
+    return c.fail("Trilu 'k' must be a scalar");
+  bool upper = attrInt(c.node, "upper", 1);
+  const Dim &rows = c.shape(0)[r - 2], &cols = c.shape(0)[r - 1];
+  // Sizes read from x itself, so any dim (even one the importer made
+  // fresh) works.
+  auto length = [&](const Dim &d, int64_t axis) -> Value {
+    if (d.isConst())
+      return {};
+    return tensor::DimOp::create(c.b(), c.loc(), x, axis);
+  };
+  OpBuilder &b = c.b();
+  Location loc = c.loc();
+  Value i = IotaOp::create(b, loc, c.typeOf(DT_I64, {rows}),
+                           length(rows, r - 2));
+  Value j = IotaOp::create(b, loc, c.typeOf(DT_I64, {cols}),
+                           length(cols, r - 1));
+  i = ReshapeOp::create(b, loc, c.typeOf(DT_I64, {rows, Dim::of(1)}), i);
+  RankedTensorType diffT = c.typeOf(DT_I64, {rows, cols});
+  Value diff = SubOp::create(b, loc, diffT, j, i);
+  Value keep = CompareOp::create(
+      b, loc, c.typeOf(DT_BOOL, {rows, cols}),
+      upper ? CompareKind::ge : CompareKind::le, diff,
+      scalarConstant(c, DT_I64, double(std::clamp<int64_t>(kk[0], -kMaxDim,
+                                                           kMaxDim))));
+  return c.result(c.dt(0), c.shape(0),
+                  SelectOp::create(b, loc, x.getType(), keep, x,
+                                   scalarConstant(c, c.dt(0), 0)));
 }
 
 /// Ops the importer only folds; reaching the emitter means their inputs
@@ -523,8 +706,8 @@ void registerShapeOps(OnnxOpTable &t) {
   t["ConstantOfShape"] = {emitConstantOfShape, {"value"}, {}, 1};
   t["Tile"] = {emitTile, {}, {}, 2};
   t["Pad"] = {emitPad, {"mode"}, {}, 2};
-  t["Range"] = {emitRunTimeShapeOp, {}, {}, 3};
-  t["Trilu"] = {emitRunTimeShapeOp, {"upper"}, {}, 1};
+  t["Range"] = {emitRange, {}, {}, 3};
+  t["Trilu"] = {emitTrilu, {"upper"}, {}, 1};
   // Integer Mod folds (shape arithmetic); loom has no mod op.
   t["Mod"] = {emitRunTimeShapeOp, {"fmod"}, {}, 2};
 }

@@ -2,7 +2,7 @@
 this directory (nothing binary is committed).
 
   make_bad.py onnx-unknown-op|onnx-attribute|onnx-gelu|onnx-raw-size|
-              onnx-cast-saturate|onnx-mod OUT.onnx
+              onnx-cast-saturate|onnx-mod|onnx-runtime-dims OUT.onnx
   make_bad.py safetensors-offsets OUT_DIR    config.json + a tensor past the end
   make_bad.py config-value OUT_DIR           config.json with num_attention_heads 0
 """
@@ -50,6 +50,31 @@ def write_onnx(case, out):
                       helper.make_tensor_value_info("f", TensorProto.INT64, [2])],
             [a, b])
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    elif case == "onnx-runtime-dims":
+        # Not bad: x [s, b, 8] viewed as [s*b, 8] and back to [s, b, 8],
+        # arange(s), and a [s, s] ConstantOfShape: run-time sizes.
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["s", "b", 8])
+        i64 = lambda n, v: helper.make_tensor(n, TensorProto.INT64, [len(v)], v)  # noqa: E731
+        nodes = [
+            helper.make_node("Shape", ["x"], ["sh"]),
+            helper.make_node("Gather", ["sh", "zero"], ["s"], axis=0),
+            helper.make_node("Slice", ["sh", "i0", "i2"], ["sb"]),
+            helper.make_node("Reshape", ["x", "flat"], ["f"], name="flat"),
+            helper.make_node("Concat", ["sb", "eight"], ["shp"], axis=0),
+            helper.make_node("Reshape", ["f", "shp"], ["y"], name="back"),
+            helper.make_node("Range", ["zero", "s", "one"], ["pos"], name="range"),
+            helper.make_node("Unsqueeze", ["s", "i0"], ["s1"]),
+            helper.make_node("Concat", ["s1", "s1"], ["ss"], axis=0),
+            helper.make_node("ConstantOfShape", ["ss"], ["mask"], name="cos"),
+        ]
+        inits = [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                 helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                 i64("i0", [0]), i64("i2", [2]), i64("flat", [-1, 8]), i64("eight", [8])]
+        g = helper.make_graph(nodes, "g", [x], [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["s", "b", 8]),
+            helper.make_tensor_value_info("pos", TensorProto.INT64, ["s"]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["s", "s"])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     elif case == "onnx-raw-size":
         w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4],
                         raw_data=b"\0" * 16)

@@ -50,3 +50,23 @@ func.func @recv(%n: tensor<?xf32>) -> tensor<?xf32> {
   %0 = loom.recv from @mesh axes = ["pp"] shift = -1 channel = 0 : tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// A broadcast from size 1 to a dynamic size needs that size (given as an
+// operand): it is not taken to be 1.
+func.func @bcast(%x: tensor<1x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{cannot lower this broadcast: the size of dynamic result dimension 0 is not known}}
+  %0 = loom.broadcast %x : tensor<1x4xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Two dynamic dims in the same place are not assumed to be the same
+// ([S*B, E] -> [S, B, E] without sizes).
+func.func @merge(%x: tensor<?x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{cannot lower this reshape: its dynamic sizes cannot be inferred}}
+  %0 = loom.reshape %x : tensor<?x64xf32> -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}

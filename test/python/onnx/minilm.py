@@ -48,18 +48,23 @@ class Layer(nn.Module):
         self.fc, self.out = nn.Linear(d, f), nn.Linear(f, d)
         self.ln2 = nn.LayerNorm(d, eps=c["layer_norm_eps"])
 
-    def forward(self, x):
+    def forward(self, x, ext=None):
         b, s, d = x.shape
         q, k, v = (t(x).view(b, s, self.h, self.dh).transpose(1, 2)
                    for t in (self.q, self.k, self.v))
         att = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
+        if ext is not None:
+            att = att + ext
         y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
         x = self.ln1(x + self.o(y))
         return self.ln2(x + self.out(nn.functional.gelu(self.fc(x))))
 
 
 class Bert(nn.Module):
-    """BertModel's last_hidden_state for token_type_ids = 0 and no padding."""
+    """BertModel's last_hidden_state for token_type_ids = 0; with an
+    attention_mask as HF's BertModel takes it ([B, S], 1 = token, 0 =
+    padding), the additive mask (1 - mask) * finfo.min broadcast over heads
+    and query rows."""
 
     def __init__(self, c):
         super().__init__()
@@ -70,12 +75,15 @@ class Bert(nn.Module):
         self.ln = nn.LayerNorm(d, eps=c["layer_norm_eps"])
         self.layers = nn.ModuleList(Layer(c) for _ in range(c["num_hidden_layers"]))
 
-    def forward(self, ids):
+    def forward(self, ids, mask=None):
         s = ids.shape[1]
         x = self.word(ids) + self.pos.weight[:s] + self.typ.weight[0]
         x = self.ln(x)
+        ext = None
+        if mask is not None:
+            ext = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
         for layer in self.layers:
-            x = layer(x)
+            x = layer(x, ext)
         return x
 
 
@@ -104,13 +112,20 @@ def load(d: Path) -> Bert:
     return m.eval()
 
 
-def export(path, seq=16, d=None):
-    """Dynamic batch, static sequence: the importer refuses a Slice of the
-    position table whose end is the run-time sequence length."""
+def export(path, seq=16, d=None, dynamic_seq=False, mask=False):
+    """Dynamic batch; `dynamic_seq`: dynamic sequence too (the position
+    table is sliced to the run-time length); `mask`: `attention_mask` is a
+    second input ([b, s] int64)."""
     m = load(d or fetch())
     ids = torch.randint(0, 30522, (2, seq))
+    args, names = (ids,), ["input_ids"]
+    axes = {0: "b", 1: "s"} if dynamic_seq else {0: "b"}
+    dyn = {"input_ids": axes, "y": axes}
+    if mask:
+        args += (torch.ones(2, seq, dtype=torch.int64),)
+        names.append("attention_mask")
+        dyn["attention_mask"] = axes
     with torch.no_grad():
-        torch.onnx.export(m, (ids,), str(path), input_names=["input_ids"],
+        torch.onnx.export(m, args, str(path), input_names=names,
                           output_names=["y"], opset_version=14,
-                          dynamic_axes={"input_ids": {0: "b"}, "y": {0: "b"}},
-                          do_constant_folding=True)
+                          dynamic_axes=dyn, do_constant_folding=True)
