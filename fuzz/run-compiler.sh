@@ -2,6 +2,8 @@
 # Builds the libFuzzer targets of the compiler's user inputs with clang++-22
 # and runs each for N seconds (as fuzz/run.sh does for lib/Formats):
 #   onnx: bytes -> importOnnx -> verify -> raise phase
+#   onnx_struct: the same, with a structure-aware mutator (the input is
+#     decoded as a ModelProto and one field of it changed; seeds of onnx)
 #   mlir: bytes -> parser guard -> parse -> verify -> raise phase
 # The importer and the raise passes are compiled here with ASan + UBSan and
 # coverage; the rest (the loom dialect, the pass pipelines, MLIR) is linked
@@ -17,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
 shift || true
 WORK="${FUZZ_WORK:-/tmp/loom-fuzz}"
-TARGETS="${FUZZ_TARGETS:-onnx mlir}"
+TARGETS="${FUZZ_TARGETS:-onnx onnx_struct mlir}"
 CXX="${FUZZ_CXX:-clang++-22}"
 BUILD="${BUILD:-$ROOT/build}"
 PY="${FUZZ_PYTHON:-$ROOT/.venv/bin/python}"
@@ -69,7 +71,8 @@ status=0
 for t in $TARGETS; do
   bin="$WORK/${t}_fuzzer"
   if [ ! -x "$bin" ] || [ -n "$(find "$ROOT/fuzz/${t}_fuzzer.cpp" "${OBJS[@]}" \
-        "$ROOT/lib/Import/MlirInputGuard.h" "$BUILD"/lib/lib*.a -newer "$bin" \
+        "$ROOT/lib/Import/MlirInputGuard.h" "$ROOT/fuzz/OnnxTarget.h" \
+        "$BUILD"/lib/lib*.a -newer "$bin" \
         -print -quit)" ]; then
     echo "== building $bin"
     "$CXX" "${FLAGS[@]}" "${OBJS[@]}" "$ROOT/fuzz/${t}_fuzzer.cpp" \
@@ -77,8 +80,10 @@ for t in $TARGETS; do
   fi
   corpus="$WORK/$t/corpus"
   mkdir -p "$corpus"
-  cp -n "$ROOT/fuzz/seeds/$t/"* "$corpus/" 2>/dev/null || true
-  [ "$t" = onnx ] && cp -n "$WORK/onnx-seeds/"* "$corpus/" 2>/dev/null || true
+  seeds=$t
+  [ "$t" = onnx_struct ] && seeds=onnx
+  cp -n "$ROOT/fuzz/seeds/$seeds/"* "$corpus/" 2>/dev/null || true
+  [ "$seeds" = onnx ] && cp -n "$WORK/onnx-seeds/"* "$corpus/" 2>/dev/null || true
   [ "$t" = mlir ] && find "$ROOT/test/Passes/Raise" "$ROOT/test/Dialect" \
       -name '*.mlir' -size -16k -exec cp -n {} "$corpus/" \; 2>/dev/null || true
   echo "== running $t for ${SECONDS_PER_TARGET}s"

@@ -7,13 +7,16 @@
 #   FUZZ_WORK=/tmp/x fuzz/run.sh   where binaries, corpora and crashes go
 #   FUZZ_TARGETS="gguf" fuzz/run.sh
 #
+# tokenizer: lib/Tokenizer's GGUF and tokenizer.json loaders, then encode and
+# decode (fuzz/tokenizer_fuzzer.cpp says how the input is split).
+#
 # Each corpus starts from the small valid files in fuzz/seeds/<target>/.
 # A crash leaves crash-* in $FUZZ_WORK/<target>/ and makes the script fail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-20}"
 WORK="${FUZZ_WORK:-/tmp/loom-fuzz}"
-TARGETS="${FUZZ_TARGETS:-gguf safetensors hfconfig manifest npy}"
+TARGETS="${FUZZ_TARGETS:-gguf safetensors hfconfig manifest npy tokenizer}"
 CXX="${FUZZ_CXX:-clang++-22}"
 mkdir -p "$WORK"
 
@@ -26,7 +29,16 @@ sources() {
     manifest|npy)
       echo "$ROOT/runtime/exec/Manifest.cpp" \
            "$ROOT/runtime/exec/Npy.cpp" ;;
+    tokenizer)
+      echo "$ROOT"/lib/Tokenizer/*.cpp "$ROOT"/lib/Formats/*.cpp \
+           "$ROOT"/lib/Support/*.cpp ;;
     *) echo "$ROOT"/lib/Formats/*.cpp "$ROOT"/lib/Support/*.cpp ;;
+  esac
+}
+# The libraries it links after them.
+libs() {
+  case $1 in
+    tokenizer) echo -lpcre2-8 ;;
   esac
 }
 
@@ -35,7 +47,8 @@ for t in $TARGETS; do
   bin="$WORK/${t}_fuzzer"
   echo "== building $bin"
   # shellcheck disable=SC2046 # word splitting of the source list is wanted
-  "$CXX" "${FLAGS[@]}" $(sources "$t") "$ROOT/fuzz/${t}_fuzzer.cpp" -o "$bin"
+  "$CXX" "${FLAGS[@]}" $(sources "$t") "$ROOT/fuzz/${t}_fuzzer.cpp" \
+    $(libs "$t") -o "$bin"
   corpus="$WORK/$t/corpus"
   mkdir -p "$corpus"
   cp -n "$ROOT/fuzz/seeds/$t/"* "$corpus/" 2>/dev/null || true

@@ -153,6 +153,7 @@ LogicalResult buildPhasePipeline(OpPassManager &pm, Phase phase,
     a.memoryLimitGiB = options.memoryLimitGiB;
     a.planFile = options.planFile;
     a.verbose = options.pipelineVerbose;
+    a.summary = options.planSummary;
     pm.addPass(createAssignStagesPass(a));
     pm.addPass(createSplitStagesPass());
     return success();

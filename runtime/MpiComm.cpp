@@ -582,7 +582,20 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
   comm->shutdown();
   ctx.comm = nullptr;
   std::signal(SIGTERM, SIG_DFL);
-  MPI_Finalize();
+  if (options.finalizeMpi) {
+    MPI_Finalize();
+  } else {
+    // Once per process: MPI is finalized at exit, after the last job.
+    static std::once_flag atExit;
+    std::call_once(atExit, [] {
+      std::atexit([] {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized)
+          MPI_Finalize();
+      });
+    });
+  }
   return 0;
 }
 

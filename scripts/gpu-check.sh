@@ -64,11 +64,12 @@ prepare() {
       -DLOOM_ENABLE_CUDA=ON || return 1
   fi
   ninja -C "$BUILD" loom-gpu-kernels loom-gpu-bench loom-cuda-rt-tests \
-    loom-gpu-mlir-host || return 1
+    loom-gpu-mlir-host loom-gpu-mlp-cublas loom-gpu-mlp-kernels || return 1
   rm -rf "$STAGE"
   mkdir -p "$STAGE/bin" "$STAGE/cubins" "$STAGE/cubins-scalar"
   cp "$BUILD/bin/loom-gpu-bench" "$BUILD/bin/loom-cuda-rt-tests" \
-    "$BUILD/bin/loom-gpu-mlir-host" "$STAGE/bin/" || return 1
+    "$BUILD/bin/loom-gpu-mlir-host" "$BUILD/bin/loom-gpu-mlp-cublas" \
+    "$BUILD/bin/loom-gpu-mlp-kernels" "$STAGE/bin/" || return 1
   # cubins/: the default kernels, every spec; cubins-scalar/: the perf
   # specs with the first GEMV generator (--gemv-dequant=scalar), for the
   # A/B of the packed f16x2 dequantisation (docs/GPU.md).
@@ -138,6 +139,20 @@ step selftest "$BENCH" selftest "$CUBINS" "$OUT"
 # MLIR's gpu-to-llvm host code on Loom's mgpu* wrappers, PTX JIT-compiled
 # by the driver: exit 0 iff the kernel's result is right.
 step mlir-host "$STAGE/bin/loom-gpu-mlir-host"
+# A whole program from loom-lower-gpu-pipeline (the demo MLP, sm_80 +
+# sm_90 fatbin): products through cuBLAS, and all generated; each compares
+# its output with a float64 reference of the model (exit 0 iff the max
+# relative error < 1e-3).
+step mlp-cublas "$STAGE/bin/loom-gpu-mlp-cublas"
+step mlp-kernels "$STAGE/bin/loom-gpu-mlp-kernels"
+{
+  echo "{"
+  for v in cublas kernels; do
+    err=$(grep -o '= [0-9.e+-]* (tolerance' "$OUT/mlp-$v.log" 2>/dev/null | awk '{print $2}')
+    echo "  \"mlp-$v\": {\"max_rel_error\": ${err:-null}}$([[ $v == cublas ]] && echo ,)"
+  done
+  echo "}"
+} >"$OUT/program.json"
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 # The same shapes with the scalar GEMV dequantisation (A/B); its tables go
@@ -154,7 +169,8 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   echo "| step | result | time |"
   echo "|---|---|---|"
   printf '%s\n' "${SUMMARY[@]}"
-  for f in selftest.txt numerics.md perf.md scalar/perf.md; do
+  for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
+    numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done
 } >"$OUT/summary.md"

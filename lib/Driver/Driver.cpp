@@ -190,6 +190,14 @@ int Compilation::checkFlags() {
                   "', so --compile-to must name a later phase (it is '" +
                   loom::getPhaseName(last).str() + "')");
     first = loom::Phase(int(*from) + 1);
+    // The plan is made by the shard phase: resuming after it, there is
+    // nothing to write (never exit 0 with no plan).
+    if (o.emit == "plan" && first > loom::Phase::Shard)
+      return fail("--emit=plan: the plan is made in the shard phase, and "
+                  "--compile-from=" +
+                  o.compileFrom +
+                  " resumes after it; plan from the model or from the IR "
+                  "of an earlier phase (--compile-to=quantize)");
     if (loom::detectModelKind(o.input) != loom::ModelKind::Mlir)
       return fail("--compile-from: " + o.input +
                   " is not .mlir; resume from the file that "
@@ -225,6 +233,9 @@ int Compilation::checkFlags() {
                   "config.json); " +
                   o.input + " gives its weights' types");
   }
+  if (o.microbatches < 0)
+    return fail("--microbatches=" + Twine(o.microbatches) +
+                ": give at least 1");
   if (o.contextLimit < 0)
     return fail("--context-limit=" + Twine(o.contextLimit) +
                 ": must be a positive number of tokens");
@@ -334,13 +345,23 @@ int Compilation::setUpOutputs() {
   options.memoryLimitGiB = o.memoryLimit;
   options.shardPasses = o.shardPasses;
   options.stages = o.stages;
-  options.microbatches = o.microbatches;
+  options.microbatches = o.microbatches > 0 ? o.microbatches : 1;
   options.pipelineVerbose = o.verbose;
   options.lower = {o.quantInterleave, o.qmatmul,   !o.noGemm,
                    o.qmmTile,         o.qmmPrefetch, !o.noOutlineLayers};
   if (o.emit == "plan") {
     options.planFile = o.output;
     options.planSummary = o.planSummary;
+    // A plan is asked for: without a mesh (none given, none in the
+    // program) it is the plan on one device, said so, not no plan at all.
+    if (options.mesh.empty() && options.meshJson.empty() &&
+        module->getOps<loom::MeshOp>().empty()) {
+      options.mesh = "dp=1";
+      if (o.planSummary)
+        diag << o.toolName
+             << ": note: no --mesh: planning on one device (mesh dp=1); "
+                "give --mesh or --devices N to plan on more\n";
+    }
   }
   out = o.output;
   while (out.size() > 1 && llvm::sys::path::is_separator(out.back()))
@@ -661,10 +682,13 @@ Outcome compile(const CompileOptions &options, raw_ostream &diag) {
   if (options.devices != 0) {
     // --devices N: the layout search picks the mesh, then compile with it.
     CompileOptions chosen = options;
-    chosen.mesh = chooseMeshForDevices(options, diag, diag);
+    int64_t microbatches = 0;
+    chosen.mesh = chooseMeshForDevices(options, diag, diag, microbatches);
     if (chosen.mesh.empty())
       return diag.flush(), Outcome{1};
     chosen.devices = 0;
+    // The pipeline phase plans the schedule the search costed.
+    chosen.microbatches = microbatches;
     return compile(chosen, diag);
   }
   Outcome outcome;

@@ -49,9 +49,10 @@ struct CompileOptions {
   std::string device = "cpu";
   double memoryLimit = 0; ///< GiB per device, 0: the device's
   /// The pipeline phase (docs/PIPELINE.md): layer ranges per stage
-  /// ("0-9,10-19"; empty: balanced) and the microbatches of the schedule.
+  /// ("0-9,10-19"; empty: balanced) and the microbatches of the schedule
+  /// (0: not given: 1, or with --devices the layout search's choice).
   std::string stages;
-  int64_t microbatches = 1;
+  int64_t microbatches = 0;
   std::string target = "cpu";
   std::string emit; ///< "", "plan" or "plan-html"
   /// --trace-overlay: a run's Chrome trace drawn beside the predicted

@@ -114,7 +114,8 @@ std::optional<Shape> shapeFromGguf(const std::string &input,
 
 std::string chooseMeshForDevices(const CompileOptions &o,
                                  llvm::raw_ostream &diag,
-                                 llvm::raw_ostream &report) {
+                                 llvm::raw_ostream &report,
+                                 int64_t &microbatches) {
   auto fail = [&](const llvm::Twine &msg) {
     diag << o.toolName << ": " << msg << "\n";
     return std::string();
@@ -126,6 +127,9 @@ std::string chooseMeshForDevices(const CompileOptions &o,
   if (o.devices < 1)
     return fail("--devices=" + llvm::Twine(o.devices) +
                 ": must be a positive number of devices");
+  if (o.microbatches < 0)
+    return fail("--microbatches=" + llvm::Twine(o.microbatches) +
+                ": give at least 1");
   if (o.planBatch < 1)
     return fail("--plan-batch=" + llvm::Twine(o.planBatch) +
                 ": must be a positive number of sequences");
@@ -161,11 +165,14 @@ std::string chooseMeshForDevices(const CompileOptions &o,
   req.allowInterleave = false; // the runtime runs GPipe order (docs/BUNDLE.md)
   req.opts.fusedAttention = true;
   req.opts.memoryLimit = o.memoryLimit > 0 ? o.memoryLimit * (1ull << 30) : 0;
+  // --microbatches m fixes the search's m (then b = B / (m d)).
+  req.fixed.microBatches = o.microbatches;
   auto r = cost::chooseLayout(req);
   if (!r)
     return fail("--devices " + llvm::Twine(o.devices) + ": " +
                 r.error().message);
   const cost::ParallelConfig &p = r->best;
+  microbatches = r->estimate.microBatches;
   std::string mesh;
   auto axis = [&](const char *name, int64_t size) {
     if (size > 1)

@@ -20,11 +20,14 @@ namespace loom::driver {
 
 /// The mesh the search picks for `o.devices` devices ("dp=2,pp=2,tp=4";
 /// axes of size 1 left out, "dp=1" for one device), with the choice and its
-/// per-stage breakdown written to `report`. On failure "" and one line
-/// naming the cause written to `diag` (prefixed with o.toolName).
+/// per-stage breakdown written to `report`, and in `microbatches` the
+/// search's microbatch count m (o.microbatches when given: the search holds
+/// it). On failure "" and one line naming the cause written to `diag`
+/// (prefixed with o.toolName).
 std::string chooseMeshForDevices(const CompileOptions &o,
                                  llvm::raw_ostream &diag,
-                                 llvm::raw_ostream &report);
+                                 llvm::raw_ostream &report,
+                                 int64_t &microbatches);
 
 } // namespace loom::driver
 

@@ -486,6 +486,11 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
   }
   for (auto [i, n] : llvm::enumerate(resultNames))
     fn.setResultAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
+  // The batch (dimension 0) of tokens and logits: microbatches split and
+  // concatenate it. positions [S] has none (every row shares it) and the
+  // caches are state (docs/BUNDLE.md "batch_dim").
+  fn.setArgAttr(0, "loom.batch_dim", b.getI64IntegerAttr(0));
+  fn.setResultAttr(0, "loom.batch_dim", b.getI64IntegerAttr(0));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value tokens = body->getArgument(0), positions = body->getArgument(1);

@@ -27,4 +27,4 @@ add_compile_definitions(ONNX_ML=1 ONNX_NAMESPACE=onnx)
 # The ONNX emitters by op family (Onnx/OnnxImporter.h).
 list(APPEND LOOM_IMPORT_SOURCES Onnx/Elementwise.cpp Onnx/Activation.cpp
   Onnx/Matmul.cpp
-  Onnx/Normalization.cpp Onnx/Shape.cpp)
+  Onnx/Normalization.cpp Onnx/Shape.cpp Onnx/Conv.cpp)

@@ -1001,6 +1001,7 @@ const OnnxOpTable &onnxOps() {
     registerMatmulOps(t);
     registerNormalizationOps(t);
     registerShapeOps(t);
+    registerConvOps(t);
     return t;
   }();
   return table;
@@ -1279,6 +1280,15 @@ OwningOpRef<ModuleOp> Importer::run() {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const auto &o : g.output()) {
+    // loom-run writes each output to <name>.npy, and the manifest refuses
+    // names that are not file names: say so here, at compile time.
+    if (o.name().find('/') != std::string::npos || o.name() == "." ||
+        o.name() == "..") {
+      fail("graph output '" + o.name() +
+           "' is not supported as an output name (loom-run writes each "
+           "output to <name>.npy); rename the output in the model");
+      return nullptr;
+    }
     auto it = vals.find(o.name());
     if (it == vals.end()) {
       fail("graph output '" + o.name() + "' is not produced");

@@ -31,6 +31,9 @@ namespace loom::tok {
 namespace {
 using json = nlohmann::json;
 
+/// Ids below the highest that no entry names (filled as [EMPTY_<id>]).
+constexpr size_t kMaxUnusedIds = 65536;
+
 fmt::Result<json> readJson(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -230,6 +233,15 @@ Tokenizer::fromHfJson(const std::string &path) {
     }
   if (n == 0)
     return L.err("the vocabulary is empty");
+  // Ids are dense in real files; a few unused ones are named [EMPTY_<id>].
+  // A lone huge id must not make a tiny file allocate 2^24 entries.
+  size_t entries = vocab.size() + (added.is_array() ? added.size() : 0);
+  if (n - std::min(n, entries) > kMaxUnusedIds)
+    return L.err("the highest token id is " + std::to_string(n - 1) +
+                 " but there are only " + std::to_string(entries) +
+                 " model.vocab and added_tokens entries (at most " +
+                 std::to_string(kMaxUnusedIds) +
+                 " ids may be unused); renumber the vocabulary densely");
   m->text.assign(n, std::string());
   m->attr.assign(n, 0);
   m->score.assign(n, 0.0f);

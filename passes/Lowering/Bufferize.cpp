@@ -14,6 +14,7 @@
 
 #include "passes/Lowering/LoweringUtils.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
 
@@ -31,6 +32,50 @@ using namespace loom::lowering;
 
 namespace {
 
+/// An entry point's inputs and weights belong to its caller (a numpy
+/// array handed over without a copy, a weight mapped from its file and
+/// shared by the ranks of a process): the analysis must not write them in
+/// place, so where the code would, it writes a copy instead. Only state
+/// arguments (KV caches) are the entry's to update in place. The bundle
+/// records the guarantee (manifest `inputs_read_only`), and the executor
+/// then passes inputs without copying them.
+/// The conversion to linalg drops argument attributes, so an argument is
+/// known to be state from the entry's signature that
+/// loom-record-entry-points kept (or from the argument itself). A recorded
+/// signature that does not fit the function fails: guessing could make a
+/// KV cache read-only (its updates lost) or an input writable.
+LogicalResult markInputsReadOnly(ModuleOp module) {
+  auto readOnly = BoolAttr::get(module.getContext(), false);
+  llvm::StringMap<ArrayAttr> recorded; // entry name -> its arg_attrs
+  if (auto entries = module->getAttrOfType<ArrayAttr>(
+          LoomDialect::kEntryPointsAttrName))
+    for (auto e : entries.getAsRange<DictionaryAttr>())
+      if (auto name = e.getAs<StringAttr>("name"))
+        recorded[name.getValue()] = e.getAs<ArrayAttr>("arg_attrs");
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || !fn->hasAttr(LoomDialect::kEntryAttrName))
+      continue;
+    ArrayAttr argAttrs = recorded.lookup(fn.getSymName());
+    if (argAttrs && argAttrs.size() != fn.getNumArguments())
+      return fn.emitOpError()
+             << "has " << fn.getNumArguments()
+             << " arguments but its recorded signature (loom.entry_points) "
+             << argAttrs.size()
+             << "; run loom-record-entry-points after "
+                "loom-prepare-entry-points";
+    auto isState = [&](unsigned i) {
+      if (fn.getArgAttr(i, LoomDialect::kStateAttrName))
+        return true;
+      auto d = argAttrs ? dyn_cast<DictionaryAttr>(argAttrs[i]) : nullptr;
+      return d && d.get(LoomDialect::kStateAttrName);
+    };
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      if (isa<TensorType>(fn.getArgument(i).getType()) && !isState(i))
+        fn.setArgAttr(i, BufferizationDialect::kWritableAttrName, readOnly);
+  }
+  return success();
+}
+
 struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
   using Base::Base;
 
@@ -46,6 +91,8 @@ struct BufferizePass : loom::impl::BufferizePassBase<BufferizePass> {
     options.bufferizeFunctionBoundaries = true;
     options.setFunctionBoundaryTypeConversion(
         LayoutMapOption::IdentityLayoutMap);
+    if (failed(markInputsReadOnly(module)))
+      return signalPassFailure();
 
     // An all_reduce reduces in place; where the analysis finds that its
     // operand must not be overwritten (read later, or not writable), it

@@ -121,6 +121,7 @@ struct ConvertLoomToLinalgPass
     populateContractionPatterns(converter, patterns, opts);
     populateDataMovementPatterns(converter, patterns, opts);
     populateAttentionPatterns(converter, patterns, opts);
+    populateConvPatterns(converter, patterns, opts);
     populateQuantizedPatterns(converter, patterns, opts);
     populateCollectivePatterns(converter, patterns, opts);
     patterns.add<WeightRefusal>(converter, ctx);

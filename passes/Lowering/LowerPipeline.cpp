@@ -50,6 +50,10 @@ void buildLowerPassPipeline(OpPassManager &pm,
   // One-shot bufferization; the collectives become runtime calls on the
   // buffers it gives them.
   pm.addPass(createBufferizePass());
+  // The calls of a layer as one loop over the layer index, before the
+  // deallocations are placed (they then follow the loop's buffers).
+  if (options.outlineLayers)
+    pm.addPass(createLoopRepeatedLayersPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());

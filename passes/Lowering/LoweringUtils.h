@@ -10,6 +10,7 @@
 //   DataMovementPatterns.cpp  reshape, transpose, concat, slice, gather,
 //                             embedding
 //   AttentionPatterns.cpp     attention, rotary, rotary_table
+//   ConvPatterns.cpp          conv, conv_transpose, pool
 //   QuantizedPatterns.cpp     qmatmul, dequantize (and the quantize refusal)
 //   CollectivePatterns.cpp    collectives (checks, all_to_all's contiguous
 //                             form, their bufferization models), local_slice,
@@ -243,6 +244,9 @@ void populateDataMovementPatterns(mlir::TypeConverter &converter,
 void populateAttentionPatterns(mlir::TypeConverter &converter,
                                mlir::RewritePatternSet &patterns,
                                const LoweringOptions &opts);
+void populateConvPatterns(mlir::TypeConverter &converter,
+                          mlir::RewritePatternSet &patterns,
+                          const LoweringOptions &opts);
 void populateQuantizedPatterns(mlir::TypeConverter &converter,
                                mlir::RewritePatternSet &patterns,
                                const LoweringOptions &opts);

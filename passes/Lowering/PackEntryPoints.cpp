@@ -62,9 +62,25 @@ struct PackEntryPointsPass
       Value argv = body->getArgument(0);
       SmallVector<Value> args;
       unsigned numParams = iface.getFunctionType().getNumParams();
+      // The slots of the implementation's arguments, when
+      // loom-loop-repeated-layers removed some (-1: the array itself).
+      auto slots = impl->getAttrOfType<DenseI64ArrayAttr>(kArgSlotsAttrName);
+      unsigned numArgs = numParams - (hasResults ? 1 : 0);
+      if (slots && static_cast<unsigned>(slots.size()) != numArgs) {
+        impl.emitOpError() << "has " << numArgs << " arguments but "
+                           << slots.size() << " entries in "
+                           << kArgSlotsAttrName;
+        return signalPassFailure();
+      }
       for (unsigned i = 0; i < numParams; ++i) {
-        // Without results, parameter 0 (the context) is args[1].
+        // args[0] is the results pointer; argument k is args[k + 1].
         int64_t slot = hasResults ? i : i + 1;
+        if (slots && slot > 0)
+          slot = slots[slot - 1];
+        if (slot < 0) {
+          args.push_back(argv);
+          continue;
+        }
         Value addr = LLVM::GEPOp::create(b, loc, ptrT, ptrT, argv,
                                          ArrayRef<LLVM::GEPArg>{slot});
         args.push_back(LLVM::LoadOp::create(b, loc, ptrT, addr));

@@ -56,6 +56,11 @@ void buildLowerPassPipeline(mlir::OpPassManager &pm,
 /// Name of the argument attribute that describes an outlined weight.
 constexpr llvm::StringLiteral kWeightArgAttrName = "loom.weight";
 
+/// On an entry point whose repeated layers loom-loop-repeated-layers made
+/// a loop: the slot of each argument in the launcher's `void **args`
+/// array (-1: the array itself), read by loom-pack-entry-points.
+constexpr llvm::StringLiteral kArgSlotsAttrName = "loom.arg_slots";
+
 /// The fewest iterations of an scf.parallel worth a thread, when its
 /// producer knows better than loom-outline-parallel-loops' estimate.
 constexpr llvm::StringLiteral kParallelGrainAttrName = "loom.parallel_grain";

@@ -159,13 +159,40 @@ def ApproximateMathPass : Pass<"loom-approximate-math", "mlir::ModuleOp"> {
                            "mlir::x86vector::X86VectorDialect"];
 }
 
+def LoopRepeatedLayersPass
+    : Pass<"loom-loop-repeated-layers", "mlir::ModuleOp"> {
+  let summary = "One loop over the layer index for the calls of a layer";
+  let description = [{
+    After bufferization, in every entry point (`loom.entry` with
+    `llvm.emit_c_interface`, no caller), turns each run of two or more
+    back-to-back calls of one `loom.layer` function into an `scf.for` over
+    the layer index with one call in its body, so that neither the entry
+    point nor its C-interface wrapper grows with the layer count. An
+    operand equal in every call is passed as it is; one that is a result
+    of the previous call is an iteration argument; one that is an entry
+    argument at position `base + stride * i` in call `i` (a layer's
+    weights and KV cache slices) is read in the loop from the launcher's
+    argument array, `args[base + 1 + stride * i]` (a pointer to the memref
+    descriptor, docs/BUNDLE.md), which becomes the entry point's last
+    argument. A run whose calls differ otherwise, or whose results are
+    used other than by the next call, stays as it is. The arguments only
+    the loops read are removed, and `loom.arg_slots` on the entry point
+    gives each remaining argument's slot in the array (-1: the array),
+    for loom-pack-entry-points.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
 def PackEntryPointsPass : Pass<"loom-pack-entry-points", "mlir::ModuleOp"> {
   let summary = "Emit loom_entry_<name>(void **args) for every C interface";
   let description = [{
     After conversion to the LLVM dialect, wraps each `_mlir_ciface_<name>`
     (all of whose arguments are pointers) in `loom_entry_<name>(void **)`
     that loads the arguments from an array, so that the launcher can call
-    any entry point without knowing its arity (docs/BUNDLE.md).
+    any entry point without knowing its arity (docs/BUNDLE.md). An entry
+    point with `loom.arg_slots` (loom-loop-repeated-layers) takes argument
+    k from the array's slot k of that list, or the array itself for -1.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -296,6 +296,29 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
                  << "; split the cache like the KV heads";
       }
     }
+  } else if (isa<ConvOp, ConvTransposeOp, PoolOp>(op)) {
+    // Windows read across the edges of spatial shards (halos are not
+    // implemented); a transposed or grouped convolution mixes the channel
+    // blocks of its groups, and conv_transpose's weight is [C, M/g, K...].
+    auto conv = dyn_cast<ConvOp>(op);
+    bool wholeChannels =
+        isa<ConvTransposeOp>(op) || (conv && conv.getGroups() != 1);
+    for (unsigned d = wholeChannels ? 1 : 2; d < l.ins[0].dims.size(); ++d)
+      if (!l.ins[0].dims[d].empty())
+        return refuse(op, "the input", d, l.ins[0].dims[d],
+                      d == 1 ? "and the channels of a grouped or transposed "
+                               "convolution stay whole"
+                             : "and the windows read across shard edges");
+    if (conv && conv.getBias() && !l.ins[0].dims[1].empty())
+      return refuse(op, "the input", 1, l.ins[0].dims[1],
+                    "and the bias would be added to each partial sum");
+    if (!isa<PoolOp>(op))
+      for (unsigned d = wholeChannels ? 0 : 2; d < l.ins[1].dims.size(); ++d)
+        if (!l.ins[1].dims[d].empty())
+          return refuse(op, "the weight", d, l.ins[1].dims[d],
+                        d < 2 ? "and the channels of a grouped or "
+                                "transposed convolution stay whole"
+                              : "and the kernel is read whole");
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
     auto in = cast<RankedTensorType>(l.inTypes[0]);
     SmallVector<int64_t> limits(sl.getLimits());

@@ -238,11 +238,15 @@ double StageAssigner::opTime(Operation *op) const {
   return cost::rooflineTime(spec.device, elem, flops / split, bytes);
 }
 
-/// The weights an op reads directly (through reshards of them).
-static void weightsOf(Operation *op, SmallVectorImpl<WeightOp> &out) {
+/// The weights an op reads directly, or through reshards or other floating
+/// one-operand ops of them (the cast of a bf16 weight to f32, a transpose):
+/// so the final norm and the head of a bf16 model start *post*.
+static void weightsOf(Operation *op, const llvm::DenseSet<Operation *> &floating,
+                      SmallVectorImpl<WeightOp> &out) {
   for (Value v : op->getOperands()) {
     Operation *def = v.getDefiningOp();
-    while (def && isa<ShardOp>(def))
+    while (def && (isa<ShardOp>(def) ||
+                   (floating.contains(def) && def->getNumOperands() == 1)))
       def = def->getOperand(0).getDefiningOp();
     if (auto w = dyn_cast_or_null<WeightOp>(def))
       out.push_back(w);
@@ -262,7 +266,7 @@ LogicalResult StageAssigner::classify(FunctionUnits &f) {
     if (f.floating.contains(&op))
       continue;
     SmallVector<WeightOp> ws;
-    weightsOf(&op, ws);
+    weightsOf(&op, f.floating, ws);
     int64_t layerUnit = -1;
     bool other = false;
     for (WeightOp w : ws) {
@@ -697,6 +701,33 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
     }
     module.emitRemark() << text;
   }
+  if (o.summary) {
+    // Per device of each stage: what a device of that stage holds (the
+    // sharding plan's summary counts the whole model over the stages).
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "pipeline on '" << kAxis << "=" << p << "': "
+       << units.layers.size() << " layers, " << o.microbatches
+       << " microbatch(es), gpipe, predicted bubble "
+       << llvm::format("%.1f%%", 100 * cost::pipelineBubble(p, o.microbatches))
+       << "; memory per device of each stage (a device holds "
+       << gib(capacity) << "):\n";
+    for (int64_t k = 0; k < p; ++k) {
+      int64_t a = firstUnit(ends, k), b = ends[k];
+      bool embedding = false;
+      for (int64_t u = a; u <= b; ++u)
+        embedding |= units.embedding[u];
+      auto m = memory(a, b);
+      os << "  stage " << k << ": " << layerRange(a, b)
+         << (embedding ? " + embedding" : "")
+         << (k == p - 1 && units.ops[units.post()] > 0 ? " + head" : "")
+         << ", " << llvm::format("%.4g", stageTime(a, b) * 1e3)
+         << " ms per microbatch, " << gib(m[0] + m[1] + m[2])
+         << " per device (weights " << gib(m[0]) << ", KV cache " << gib(m[1])
+         << ", activations " << gib(m[2]) << ")\n";
+    }
+    llvm::errs() << text;
+  }
   if (o.planFile.empty() || !llvm::sys::fs::exists(o.planFile))
     return success();
   auto buf = llvm::MemoryBuffer::getFile(o.planFile);
@@ -832,7 +863,8 @@ struct AssignStagesPass
   void runOnOperation() override {
     AssignStagesPassOptions opts{stages,         microbatches, device,
                                  meshJson,       memoryLimitGiB,
-                                 dynamicSize,    planFile,     verbose};
+                                 dynamicSize,    planFile,     verbose,
+                                 summary};
     StageAssigner assigner(getOperation(), opts);
     if (failed(assigner.run()))
       signalPassFailure();

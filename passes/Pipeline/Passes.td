@@ -46,6 +46,8 @@ def AssignStagesPass : Pass<"loom-assign-stages", "mlir::ModuleOp"> {
            "Add the pipeline section to this plan JSON">,
     Option<"verbose", "verbose", "bool", "false",
            "Report the stages as a remark">,
+    Option<"summary", "summary", "bool", "false",
+           "Print the stages and each stage's memory per device to stderr">,
   ];
   let dependentDialects = ["loom::LoomDialect"];
 }

@@ -41,6 +41,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
+constexpr llvm::StringLiteral kCandidatesAttrName = kShardingCandidatesAttrName;
+constexpr llvm::StringLiteral kRuleAttrName = kShardingRuleAttrName;
 /// The pipeline axis: it stages layers (passes/Pipeline) and never splits a
 /// tensor, so no strategy or storage uses it (docs/PIPELINE.md).
 constexpr llvm::StringLiteral kPipelineAxis = "pp";
@@ -195,7 +197,7 @@ private:
   std::optional<int> fromAttr(ShardingAttr attr, unsigned rank);
   ShardingAttr toAttr(int id);
   void enumerate(Step &step, const ShardingRule &rule,
-                 std::optional<SmallVector<int>> want);
+                 std::optional<SmallVector<SmallVector<int>>> want);
   double localBytes(const ValueInfo &v, int sh) const;
   double computeTime(const Problem &p, const Step &step, const Strategy &s,
                      const ShardingRule *rule) const;
@@ -284,9 +286,10 @@ double Planner::localBytes(const ValueInfo &v, int sh) const {
 
 /// Every assignment of mesh axes to the op's splittable loops that keeps
 /// each shard whole (divisible, a multiple of the granule). `want`: the
-/// result shardings the user annotated (only matching strategies kept).
+/// result shardings the user annotated, or the candidates a rule offered
+/// (only strategies matching one of them kept).
 void Planner::enumerate(Step &step, const ShardingRule &rule,
-                        std::optional<SmallVector<int>> want) {
+                        std::optional<SmallVector<SmallVector<int>>> want) {
   size_t numLoops = rule.loops.size();
   SmallVector<bool> splittable(numLoops, true);
   for (size_t l = 0; l < numLoops; ++l) {
@@ -368,7 +371,8 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
       s.operands.push_back(shardingOf(t, false));
     for (auto &t : rule.results)
       s.results.push_back(shardingOf(t, true));
-    if (want && SmallVector<int>(s.results.begin(), s.results.end()) != *want)
+    if (want && !llvm::is_contained(
+                    *want, SmallVector<int>(s.results.begin(), s.results.end())))
       return;
     step.strategies.push_back(std::move(s));
   };
@@ -598,6 +602,48 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         wantIds.push_back(*id);
       }
     }
+    // Candidate strategies a sharding rule offered: the planner chooses
+    // among them by cost (docs/SHARDING.md "Candidate strategies").
+    SmallVector<SmallVector<ShardingAttr>> candidates;
+    SmallVector<SmallVector<int>> candidateIds;
+    std::string offeredBy = "'loom.sharding_candidates'";
+    if (auto list = op.getAttrOfType<ArrayAttr>(kCandidatesAttrName)) {
+      if (auto rule = op.getAttrOfType<StringAttr>(kRuleAttrName))
+        offeredBy = "sharding rule '" + rule.str() + "'";
+      if (want)
+        return op.emitError() << offeredBy
+                              << ": give 'loom.sharding' (one sharding) or "
+                                 "'loom.sharding_candidates', not both";
+      if (op.getNumOperands() == 0)
+        return op.emitError()
+               << offeredBy << ": candidates choose among an op's "
+               << "strategies; pin a weight or constant with 'loom.sharding'";
+      for (auto [k, a] : llvm::enumerate(list)) {
+        SmallVector<ShardingAttr> c;
+        if (auto s = dyn_cast<ShardingAttr>(a))
+          c.push_back(s);
+        else if (auto arr = dyn_cast<ArrayAttr>(a))
+          for (Attribute e : arr)
+            if (auto s = dyn_cast<ShardingAttr>(e))
+              c.push_back(s);
+        SmallVector<int> ids;
+        for (auto [r, s] : llvm::enumerate(c)) {
+          if (failed(checkMesh(&op, s)))
+            return failure();
+          auto shape = r < op.getNumResults()
+                           ? getTensorShape(op.getResult(r).getType())
+                           : std::nullopt;
+          auto id = fromAttr(s, shape ? shape->size() : 0);
+          if (!id || c.size() != op.getNumResults())
+            return op.emitError() << "candidate #" << k << " of " << offeredBy
+                                  << ": one sharding per result, each "
+                                     "matching the mesh and the result's rank";
+          ids.push_back(*id);
+        }
+        candidates.push_back(std::move(c));
+        candidateIds.push_back(std::move(ids));
+      }
+    }
     // Sources: weights are placed at their first use; other operand-less
     // ops (constants) stay as annotated or replicated.
     if (isa<WeightOp>(op) || (op.getNumOperands() == 0 &&
@@ -659,9 +705,11 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         rule = iface.getShardingRule();
       if (succeeded(rule) && rule->operands.size() == op.getNumOperands() &&
           rule->results.size() == op.getNumResults()) {
-        std::optional<SmallVector<int>> filter;
+        std::optional<SmallVector<SmallVector<int>>> filter;
         if (want)
-          filter = wantIds;
+          filter = SmallVector<SmallVector<int>>{wantIds};
+        else if (!candidateIds.empty())
+          filter = candidateIds;
         enumerate(step, *rule, filter);
         // Quantized tensors are never resharded (the partitioner moves no
         // block storage): only a weight used once may be split, as loaded.
@@ -679,6 +727,18 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
           return false;
         };
         llvm::erase_if(step.strategies, splitsQuant);
+        // Every candidate must be a strategy: an illegal one is the
+        // rule's mistake, named with the reason.
+        for (auto [k, ids] : llvm::enumerate(candidateIds)) {
+          bool found = llvm::any_of(step.strategies, [&](const Strategy &s) {
+            return SmallVector<int>(s.results.begin(), s.results.end()) == ids;
+          });
+          if (!found)
+            return op.emitError()
+                   << "candidate #" << k << " of " << offeredBy << ": "
+                   << explainAnnotation(&op, *rule, candidates[k], mesh,
+                                        vectorWidth);
+        }
         if (step.strategies.empty()) {
           if (want)
             return op.emitError()
@@ -699,6 +759,13 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
                  << "'" << op.getName()
                  << "' cannot be split (it has no sharding rule); remove its "
                     "'loom.sharding' annotation or annotate its users";
+        for (auto [k, ids] : llvm::enumerate(candidateIds))
+          if (SmallVector<int>(s.results.begin(), s.results.end()) != ids)
+            return op.emitError()
+                   << "candidate #" << k << " of " << offeredBy << ": '"
+                   << op.getName()
+                   << "' cannot be split (it has no sharding rule); offer "
+                      "only its replicated sharding";
         step.strategies.push_back(s);
       }
     }
@@ -1153,6 +1220,9 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
     if (step.op->hasTrait<OpTrait::IsTerminator>())
       continue;
     fp.ops.push_back(std::move(record));
+    // The choice is made: the candidates give way to the decision.
+    step.op->removeAttr(kCandidatesAttrName);
+    step.op->removeAttr(kRuleAttrName);
     SmallVector<Attribute> attrs;
     for (auto [j, r] : llvm::enumerate(step.results)) {
       cur[r] = s.results[j];
@@ -1298,6 +1368,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
   // together (the pipeline phase checks each stage exactly).
   int64_t stages = mesh->spec.axisSize(kPipelineAxis);
   const double fitLimit = plan.memoryLimit * static_cast<double>(stages);
+  plan.stages = stages;
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -1482,6 +1553,9 @@ std::string planSummary(const Plan &plan) {
        << " ms (compute " << llvm::format("%.4g", f.computeTime * 1e3)
        << " ms, communication " << llvm::format("%.4g", f.commTime * 1e3)
        << " ms); memory per device "
+       << (plan.stages > 1 ? "of all " + std::to_string(plan.stages) +
+                                 " pipeline stages together "
+                           : std::string())
        << gib(f.weightBytes + f.inputBytes + f.stateBytes) << " (weights "
        << gib(f.weightBytes) << ", KV cache " << gib(f.stateBytes)
        << ", unsplit "

@@ -29,6 +29,15 @@
 
 namespace loom {
 
+/// On ops, read by the planner: result shardings it chooses among (each a
+/// #loom.sharding, or an array of them for several results), and who
+/// offered them (a Python sharding rule's name, for its diagnostics);
+/// replaced by the chosen loom.sharding (docs/SHARDING.md).
+inline constexpr llvm::StringLiteral kShardingCandidatesAttrName =
+    "loom.sharding_candidates";
+inline constexpr llvm::StringLiteral kShardingRuleAttrName =
+    "loom.sharding_rule";
+
 struct PlannerOptions {
   std::string mesh;            ///< "dp=2,tp=4": declare this mesh if none
   std::string device = "cpu";  ///< lib/Cost device name
@@ -77,6 +86,10 @@ struct Plan {
   double memoryLimit = 0;
   double price = 0; ///< the memory price that made the plan fit (s/byte)
   double planSeconds = 0;
+  /// The mesh's 'pp' stages: the functions' memory is then the whole
+  /// model's over the other axes (a device holds one stage's part; the
+  /// pipeline phase gives each stage's).
+  int64_t stages = 1;
   std::vector<FunctionPlan> functions;
 };
 

@@ -1,6 +1,7 @@
 """Loom from Python: compile a model for a mesh of devices, look at the
 sharding plan and the IR of each phase, and run or generate with the
-compiled bundle on thread ranks in this process (docs/PYTHON.md).
+compiled bundle on thread ranks in this process, or as one rank of an
+mpirun job (docs/PYTHON.md).
 
     import loom, numpy as np
     b = loom.compile("mlp.mlir", mesh="tp=2")          # -> loom.Bundle
@@ -28,11 +29,11 @@ from ._loom import (BundleError, CompileError, CompileOptions, Executor,
 from ._loom import compile_model as _compile_model
 from ._model import ModelLike, mesh_spec, model_path
 from ._plan import Plan
-from ._sharding import Op, Pin, Rule, Value
+from ._sharding import Op, Pin, Rule, Strategy, Value
 from ._sharding import adapt as _adapt_rules
 
 __all__ = ["compile", "plan", "ir", "Bundle", "Plan", "Generation", "Op",
-           "Pin", "Rule", "Value",
+           "Pin", "Rule", "Strategy", "Value",
            "CompileOptions", "LoomError", "CompileError", "BundleError",
            "RunError", "PHASES"]
 __version__ = "0.1.0"
@@ -83,11 +84,28 @@ class Bundle:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, ranks: int = 0,
-             threads: int = 0, timeout: float = 0.0) -> "Bundle":
+             threads: int = 0, timeout: float = 0.0,
+             backend: str = "auto") -> "Bundle":
         """Opens a bundle: the manifest, the library's integrity and CPU
         features, the ABI version. `threads`: threads per rank (0: the cores
-        divided by the ranks). Raises BundleError."""
-        return cls(Executor.load(os.fspath(path), ranks, threads, timeout))
+        divided by the ranks). `backend`: "threads" (every rank a thread of
+        this process), "mpi" (this process is one rank of an `mpirun -np N
+        python script.py` job, N the bundle's ranks; MPI is finalized at
+        exit) or "auto" (MPI when started by mpirun, as loom-run).
+        Raises BundleError (also for an MPI job of the wrong size)."""
+        return cls(Executor.load(os.fspath(path), ranks, threads, timeout,
+                                 backend))
+
+    @property
+    def backend(self) -> str:
+        """"threads" or "mpi"."""
+        return self._ex.backend
+
+    @property
+    def local_ranks(self) -> list[int]:
+        """The ranks this process runs: all of them on threads, its own
+        one under MPI."""
+        return self._ex.local_ranks
 
     @property
     def path(self) -> Path:
@@ -122,16 +140,22 @@ class Bundle:
             microbatches: int = 1, **named: Any) -> dict[str, np.ndarray]:
         """Runs `entry` (default: the first) on every rank and returns rank
         0's outputs by name (a pipelined entry: the last stage's first
-        rank's), the executor's buffers without a copy. `microbatches` = m:
-        every input's dimension 0 is m times the compiled one, run as m
-        microbatches (pipelined: GPipe order) and concatenated
-        (docs/RUNTIME.md, "Pipelines").
+        rank's), the executor's buffers without a copy. Under MPI every
+        process calls `run` with the same inputs; the process of that rank
+        gets the outputs, the others an empty dict. `microbatches` = m:
+        the batch of the inputs the bundle marks (`batch_dim`; an LLM's
+        `tokens`, else every input's dimension 0) is m times the compiled
+        one (a dynamic one: a multiple of m), run as m microbatches
+        (pipelined: GPipe order) and the outputs concatenated; other inputs
+        (`positions`) go whole to each (docs/RUNTIME.md, "Pipelines").
 
         Inputs are given as a dict or as keywords. C-contiguous numpy arrays
         are passed without a copy (other objects are converted to the
-        entry's dtype first); with `copy_inputs=False` and one rank the
-        entry reads (and may write in place) the caller's memory, else each
-        rank gets its own copy. The GIL is released while the ranks run.
+        entry's dtype first): every rank reads the caller's memory, which
+        the compiled code never writes (a bundle of an older loomc, without
+        that guarantee, gets a copy per rank). `copy_inputs=True` gives
+        each rank its own copy anyway. The GIL is released while the ranks
+        run.
         Raises ValueError for an input that does not match the entry
         (naming it and the expected dtype and shape), RunError when the job
         fails."""

@@ -1,11 +1,13 @@
 """loom.Plan: the sharding plan of `loomc --emit=plan` (docs/SHARDING.md)
-as a Python object, with a table for Jupyter."""
+as a Python object, drawn for Jupyter as `loomc --emit=plan-html` draws it."""
 
 from __future__ import annotations
 
-import html
 import json
+import os
 from typing import Any
+
+from ._loom import plan_html as _plan_html
 
 
 class Plan:
@@ -66,33 +68,18 @@ class Plan:
                         for f in self.functions)
         return f"<loom.Plan {self.mesh}; {fns}>"
 
+    def to_html(self, trace: str | os.PathLike | None = None) -> str:
+        """The plan drawn as one self-contained HTML page (inline CSS and
+        SVG: mesh, stages, memory per device, predicted schedule,
+        collectives), byte for byte what `loomc PLAN.json
+        --emit=plan-html` writes for this plan (the same C++ renderer,
+        docs/PLAN-HTML.md). `trace`: a Chrome trace of a run (`loom-run
+        --trace`; per-rank files PATH.0, PATH.1, ... are read together),
+        drawn as the measured schedule beside the prediction
+        (`--trace-overlay`)."""
+        return _plan_html(self._text,
+                          None if trace is None else os.fspath(trace))
+
     def _repr_html_(self) -> str:
-        e = html.escape
-        out = [f"<p><b>Plan</b> on {e(self.mesh)} ({e(self.device)})</p>"]
-        for f in self.functions:
-            mem = f["memory_per_device_bytes"]
-            out.append(
-                f"<p>@{e(f['name'])}: predicted "
-                f"{f['predicted_step_time_s'] * 1e3:.4g} ms (compute "
-                f"{f['compute_time_s'] * 1e3:.4g} ms, communication "
-                f"{f['communication_time_s'] * 1e3:.4g} ms); memory per "
-                f"device {mem['total'] / 2**20:.2f} MiB (unsplit "
-                f"{mem['unsplit'] / 2**20:.2f} MiB)</p>")
-            rows = "".join(
-                f"<tr><td>{e(o['op'])}</td><td>{e(', '.join(o['operands']))}"
-                f"</td><td>{e(', '.join(o['results']))}</td>"
-                f"<td>{o['time_s'] * 1e3:.4g}</td><td>{e(o['loc'])}</td></tr>"
-                for o in f["ops"])
-            out.append("<table><tr><th>op</th><th>operands</th>"
-                       "<th>results</th><th>ms</th><th>location</th></tr>"
-                       f"{rows}</table>")
-            if f["collectives"]:
-                rows = "".join(
-                    f"<tr><td>{e(c['kind'])}</td><td>{e(','.join(c['axes']))}"
-                    f"</td><td>{c['bytes']}</td><td>{c['time_s'] * 1e3:.4g}"
-                    f"</td><td>{e(c['at'])}</td></tr>"
-                    for c in f["collectives"])
-                out.append("<table><tr><th>collective</th><th>axes</th>"
-                           "<th>bytes</th><th>ms</th><th>at</th></tr>"
-                           f"{rows}</table>")
-        return "\n".join(out)
+        """Jupyter's rich view: the picture of `to_html()`."""
+        return self.to_html()

@@ -1,7 +1,8 @@
 """Custom sharding rules written in Python (docs/PYTHON.md, "Sharding
 rules"): a function sees each op of the program before the planner runs and
-returns the shardings to pin (a `Pin`), or None to leave the op to the
-planner. The same power as a C++ sharding plugin (examples/sharding-plugin):
+returns the shardings to pin (a `Pin`), candidate strategies for the
+planner to choose among (a list of `Strategy`), or None to leave the op to
+the planner. The same power as a C++ sharding plugin (examples/sharding-plugin):
 pinned operands are resharded with loom.shard, pinned results annotated,
 and the planner keeps both and chooses everything else."""
 
@@ -50,8 +51,20 @@ class Pin:
     results: Sequence[Sharding] = ()
 
 
-#: A sharding rule: Op -> Pin (or a dict with "operands"/"results") | None.
-Rule = Callable[[Op], Optional[Union[Pin, Mapping[str, Any]]]]
+@dataclass
+class Strategy:
+    """One candidate strategy of an op: the sharding of each of its
+    results (all of them), and for each result the axes it is a partial sum
+    over (e.g. ["tp"] for a matmul whose K is split; empty by default). The
+    operands follow from the op's sharding rule."""
+    results: Sequence[Sharding]
+    partial: Sequence[Sequence[str]] = ()
+
+
+#: A sharding rule: Op -> Pin (or a dict with "operands"/"results"), a list
+#: of Strategy candidates (the planner picks the cheapest), or None.
+Rule = Callable[[Op], Optional[Union[Pin, Mapping[str, Any],
+                                     Sequence[Strategy]]]]
 
 
 def _dims(sharding: Sharding, what: str) -> list[list[str]]:
@@ -72,7 +85,34 @@ def _dims(sharding: Sharding, what: str) -> list[list[str]]:
     return out
 
 
+def _candidates(answer: Sequence[Any]) -> dict[str, Any]:
+    if not answer:
+        raise TypeError("an empty list of candidate strategies (return None "
+                        "to leave the op to the planner)")
+    out = []
+    for k, c in enumerate(answer):
+        if not isinstance(c, Strategy):
+            raise TypeError(f"candidate #{k}: expected a loom.Strategy, got "
+                            f"{type(c).__name__}")
+        if isinstance(c.results, (str, bytes)) or not isinstance(
+                c.results, Sequence) or not c.results:
+            raise TypeError(f"candidate #{k}: results is the sharding of "
+                            f"each result of the op")
+        partial = list(c.partial)
+        if partial and len(partial) != len(c.results):
+            raise TypeError(f"candidate #{k}: partial gives {len(partial)} "
+                            f"axis lists for {len(c.results)} results")
+        out.append({"results": [_dims(s, f"candidate #{k} result {i}")
+                                for i, s in enumerate(c.results)],
+                    "partial": [[a] if isinstance(a, str) else list(a)
+                                for a in partial] or
+                               [[] for _ in c.results]})
+    return {"candidates": out}
+
+
 def _normalise(answer: Any) -> dict[str, Any]:
+    if isinstance(answer, (list, tuple)):
+        return _candidates(answer)
     if isinstance(answer, Pin):
         operands, results = answer.operands, answer.results
     elif isinstance(answer, Mapping):
@@ -83,8 +123,9 @@ def _normalise(answer: Any) -> dict[str, Any]:
         operands = answer.get("operands", {})
         results = answer.get("results", ())
     else:
-        raise TypeError(f"a sharding rule returns a loom.Pin, a dict or "
-                        f"None, not {type(answer).__name__}")
+        raise TypeError(f"a sharding rule returns a loom.Pin, a dict, a "
+                        f"list of loom.Strategy or None, not "
+                        f"{type(answer).__name__}")
     if not isinstance(operands, Mapping):
         raise TypeError("operands: expected {operand index: sharding}")
     return {"operands": {int(i): _dims(s, f"operand {i}")

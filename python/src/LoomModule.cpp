@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Driver/Driver.h"
+#include "lib/Driver/PlanHtml.h"
 #include "loom/runtime/Executor.h"
 #include "python/src/ShardingRules.h"
 
@@ -103,6 +104,27 @@ compileModel(const loom::driver::CompileOptions &given,
     throw CompileError(messages.empty() ? "compile failed" : messages);
   }
   return {std::move(ir), std::move(messages)};
+}
+
+/// loomc --emit=plan-html of a plan JSON (renderPlanHtml, the same code),
+/// with the run of the Chrome trace at `tracePath` beside the prediction
+/// (--trace-overlay) when it is given.
+std::string planHtml(const std::string &planJson,
+                     std::optional<std::string> tracePath) {
+  llvm::Expected<llvm::json::Value> plan = llvm::json::parse(planJson);
+  if (!plan)
+    throw nb::value_error(
+        ("not a plan JSON: " + llvm::toString(plan.takeError())).c_str());
+  std::optional<llvm::json::Value> trace;
+  if (tracePath) {
+    llvm::json::Value value = nullptr;
+    std::string error;
+    if (!loom::driver::readTraceFiles(*tracePath, value, error))
+      throw nb::value_error(("trace: " + error).c_str());
+    trace = std::move(value);
+  }
+  nb::gil_scoped_release release;
+  return loom::driver::renderPlanHtml(*plan, trace);
 }
 
 // --- Arrays -------------------------------------------------------------------
@@ -289,9 +311,21 @@ private:
 class Bundle {
 public:
   static Bundle load(const std::string &path, int ranks, int threads,
-                     double timeout) {
+                     double timeout, const std::string &backend) {
     run::OpenOptions o;
-    o.backend = run::Backend::Threads;
+    if (backend == "auto")
+      o.backend = run::Backend::Auto;
+    else if (backend == "threads")
+      o.backend = run::Backend::Threads;
+    else if (backend == "mpi")
+      o.backend = run::Backend::Mpi;
+    else
+      throw nb::value_error(("backend '" + backend +
+                             "': expected 'auto' (MPI under mpirun, else "
+                             "threads), 'threads' or 'mpi'")
+                                .c_str());
+    // Python runs many jobs in one process: MPI stays up between them.
+    o.finalizeMpi = false;
     o.ranks = ranks;
     o.threadsPerRank = threads;
     o.timeoutSeconds = timeout;
@@ -390,6 +424,9 @@ public:
       throw RunError(text);
     }
     nb::dict out;
+    // Under MPI only the process of the returning rank gets outputs.
+    if (result.ranks.empty())
+      return out;
     const run::RankOutputs &r0 = result.ranks.front();
     for (size_t k = 0; k < r0.outputs.size() && k < e.outputs.size(); ++k)
       out[nb::str(e.outputs[k].name.c_str())] = wrapOutput(r0.outputs[k]);
@@ -484,6 +521,12 @@ NB_MODULE(_loom, m) {
       .def_rw("shard_passes", &CompileOptions::shardPasses)
       .def_rw("device", &CompileOptions::device)
       .def_rw("memory_limit", &CompileOptions::memoryLimit)
+      .def_rw("stages", &CompileOptions::stages,
+              "--stages: layer ranges per pipeline stage (\"0-9,10-19\"; "
+              "empty: balanced).")
+      .def_rw("microbatches", &CompileOptions::microbatches,
+              "--microbatches: the microbatches the pipeline plan assumes "
+              "(0: not given: 1, or with --devices the layout search's).")
       .def_rw("target", &CompileOptions::target)
       .def_rw("emit", &CompileOptions::emit)
       .def_rw("verbose", &CompileOptions::verbose)
@@ -510,6 +553,12 @@ NB_MODULE(_loom, m) {
         "successful compile); raises CompileError with the diagnostics. "
         "sharding_rules: (name, function) pairs called with each op before "
         "the planner (loom.compile's sharding_rules adapts them).");
+
+  m.def("plan_html", &planHtml, "plan_json"_a, "trace"_a = nb::none(),
+        "The plan drawn as one self-contained HTML page: what `loomc "
+        "PLAN.json --emit=plan-html [--trace-overlay TRACE]` writes "
+        "(docs/PLAN-HTML.md). Raises ValueError for a text that is not "
+        "JSON or a trace that cannot be read.");
 
   nb::class_<Generation>(m, "Generation",
                          "The pieces of a running generation: text (or "
@@ -545,9 +594,21 @@ NB_MODULE(_loom, m) {
   nb::class_<Bundle>(m, "Executor",
                      "An opened bundle (the runtime's executor).")
       .def_static("load", &Bundle::load, "path"_a, "ranks"_a = 0,
-                  "threads"_a = 0, "timeout"_a = 0.0,
+                  "threads"_a = 0, "timeout"_a = 0.0, "backend"_a = "auto",
                   "Opens a bundle: checks the manifest, the library and the "
-                  "CPU, dlopens it. Raises BundleError.")
+                  "CPU, dlopens it; chooses the backend (auto: MPI under "
+                  "mpirun, else threads). Raises BundleError.")
+      .def_prop_ro("backend",
+                   [](Bundle &b) {
+                     return std::string(
+                         run::backendName(b.session->executor->usesMpi()));
+                   })
+      .def_prop_ro("local_ranks",
+                   [](Bundle &b) {
+                     return b.session->executor->localRanks();
+                   },
+                   "The ranks this process runs (every rank on threads, "
+                   "this process's one under MPI).")
       .def_prop_ro("path",
                    [](Bundle &b) { return b.session->executor->bundleDir(); })
       .def_prop_ro("model", [](Bundle &b) { return b.manifest().model; })

@@ -16,6 +16,7 @@
 #include "python/src/ShardingRules.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "passes/Sharding/Planner.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
@@ -123,6 +124,8 @@ public:
   bool apply(Operation *op, const std::string &rule, nb::handle answer) {
     where = "sharding rule '" + rule + "' on " +
             op->getName().getStringRef().str() + " at " + print(op->getLoc());
+    if (nb::cast<nb::dict>(answer).contains("candidates"))
+      return offer(op, rule, answer["candidates"]);
     nb::dict operands = nb::cast<nb::dict>(answer["operands"]);
     nb::list results = nb::cast<nb::list>(answer["results"]);
     SmallVector<std::pair<unsigned, Attribute>> pinned;
@@ -169,13 +172,51 @@ public:
   }
 
 private:
+  /// Candidate strategies: the results' shardings of each, which the
+  /// planner chooses among (loom.sharding_candidates, with the rule's name
+  /// in loom.sharding_rule for its diagnostics: a candidate that is not a
+  /// strategy of the op fails the plan naming the rule).
+  bool offer(Operation *op, const std::string &rule, nb::handle list) {
+    SmallVector<Attribute> candidates;
+    for (size_t k = 0; k < nb::len(list); ++k) {
+      std::string what = "candidate #" + std::to_string(k);
+      nb::list results = nb::cast<nb::list>(list[k]["results"]);
+      nb::list partial = nb::cast<nb::list>(list[k]["partial"]);
+      if (results.size() != op->getNumResults())
+        return fail(what + " gives " + std::to_string(results.size()) +
+                    " result shardings for " +
+                    std::to_string(op->getNumResults()) +
+                    " results (a strategy fixes every result)");
+      SmallVector<Attribute> attrs;
+      for (size_t i = 0; i < results.size(); ++i) {
+        Attribute a = sharding(op->getResult(i).getType(), results[i],
+                               what + " result " + std::to_string(i),
+                               partial[i]);
+        if (!a)
+          return false;
+        attrs.push_back(a);
+      }
+      candidates.push_back(attrs.size() == 1
+                               ? attrs.front()
+                               : ArrayAttr::get(op->getContext(), attrs));
+    }
+    MLIRContext *ctx = op->getContext();
+    op->setAttr(loom::kShardingCandidatesAttrName,
+                ArrayAttr::get(ctx, candidates));
+    op->setAttr(loom::kShardingRuleAttrName,
+                StringAttr::get(ctx, rule));
+    return true;
+  }
+
   bool fail(const std::string &what) {
     diag << "loom: " << where << ": " << what << "\n";
     return false;
   }
 
-  /// #loom.sharding<@mesh, [{}, {tp}, ...]> from a list of axis lists.
-  Attribute sharding(Type type, nb::handle dims, const std::string &what) {
+  /// #loom.sharding<@mesh, [{}, {tp}, ...]> from a list of axis lists
+  /// (and `partial`: the axes it is a partial sum over).
+  Attribute sharding(Type type, nb::handle dims, const std::string &what,
+                     nb::handle partial = nb::handle()) {
     auto t = dyn_cast<RankedTensorType>(type);
     if (!t)
       return fail(what + " is not a ranked tensor"), nullptr;
@@ -186,9 +227,8 @@ private:
                   std::to_string(t.getRank()) + " (" + print(type) + ")"),
              nullptr;
     std::string text = "#loom.sharding<@" + mesh.getSymName().str() + ", [";
-    for (size_t d = 0; d < list.size(); ++d) {
-      text += d ? ", {" : "{";
-      nb::list names = nb::cast<nb::list>(list[d]);
+    // "tp, dp" of a list of axis names, each checked against the mesh.
+    auto axisList = [&](nb::list names, std::string &out) {
       for (size_t k = 0; k < names.size(); ++k) {
         std::string axis = nb::cast<std::string>(names[k]);
         if (std::find(axes.begin(), axes.end(), axis) == axes.end()) {
@@ -196,14 +236,26 @@ private:
           for (const std::string &a : axes)
             known += (known.empty() ? "" : ", ") + a;
           return fail(what + ": '" + axis + "' is not an axis of mesh @" +
-                      mesh.getSymName().str() + " (" + known + ")"),
-                 nullptr;
+                      mesh.getSymName().str() + " (" + known + ")");
         }
-        text += (k ? ", " : "") + axis;
+        out += (k ? ", " : "") + axis;
       }
+      return true;
+    };
+    for (size_t d = 0; d < list.size(); ++d) {
+      text += d ? ", {" : "{";
+      if (!axisList(nb::cast<nb::list>(list[d]), text))
+        return nullptr;
       text += "}";
     }
-    text += "]>";
+    text += "]";
+    if (partial.is_valid() && nb::len(partial) > 0) {
+      text += ", partial = {";
+      if (!axisList(nb::cast<nb::list>(partial), text))
+        return nullptr;
+      text += "}";
+    }
+    text += ">";
     Attribute a = parseAttribute(text, mesh->getContext());
     if (!a)
       return fail(what + ": not a valid sharding: " + text), nullptr;

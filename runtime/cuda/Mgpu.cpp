@@ -227,4 +227,14 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count,
                                  count, cs(stream)));
 }
 
+void loom_cuda_mgpu_gemm(void *stream, int32_t dtype, int32_t transA,
+                         int32_t transB, int64_t m, int64_t n, int64_t k,
+                         void *a, void *b, void *c) {
+  loom_cuda_device *d = dev("loom_cuda_mgpu_gemm");
+  if (loom_cuda_gemm(d, dtype, transA, transB, m, n, k,
+                     reinterpret_cast<loom_cuda_ptr>(a),
+                     reinterpret_cast<loom_cuda_ptr>(b),
+                     reinterpret_cast<loom_cuda_ptr>(c), stream) != 0)
+    fatal("loom_cuda_mgpu_gemm", lastErrorMessage());
+}
 } // extern "C"

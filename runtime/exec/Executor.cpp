@@ -54,6 +54,7 @@ loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
   launch.tracePath = o.tracePath;
   launch.quiet = o.quiet;
   launch.onFailure = loom::rt::OnFailure::Return;
+  launch.finalizeMpi = o.finalizeMpi;
   return launch;
 }
 
@@ -238,6 +239,9 @@ struct Job {
   std::string name; ///< the entry as asked (a pipelined entry's name)
   int64_t stages = 1;
   int64_t microbatches = 1;
+  /// The entry says which inputs and outputs carry the batch (batch_dim):
+  /// microbatches split those inputs only; else every non-state input.
+  bool byBatchDim = false;
   const RunOptions *opts = nullptr;
   const OpenOptions *open = nullptr;
   std::map<int64_t, RankPlan> plans;
@@ -302,6 +306,13 @@ Status collectOutputs(const Entry &e, const std::vector<int64_t> &words,
     out.push_back(std::move(a));
   }
   return success();
+}
+
+/// Whether microbatches split input `spec` (docs/RUNTIME.md "Pipelines"):
+/// the inputs with a batch_dim when the entry has any, else every
+/// non-state input.
+bool splitsInput(bool byBatchDim, const TensorSpec &spec) {
+  return byBatchDim ? spec.batchDim >= 0 : spec.state.empty();
 }
 
 /// Array `a` viewed as microbatch `mb` of `m` (dim 0 split evenly).
@@ -406,7 +417,11 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       continue;
     const ArrayRef &a = plan.inputs[k];
     values[k] = a;
-    if (e.inputs[k].state.empty() && !plan.borrowed[k]) {
+    // An input every microbatch gets whole is only read here: it is copied
+    // afresh for each call below (the callee may write its arguments).
+    bool whole = m > 1 && e.inputs[k].state.empty() &&
+                 !splitsInput(job.byBatchDim, e.inputs[k]);
+    if (e.inputs[k].state.empty() && !plan.borrowed[k] && !whole) {
       Buffer b = allocBuffer(a.numBytes());
       if (!b && a.numBytes() > 0) {
         job.errors.report(rank, "out of memory for inputs");
@@ -537,6 +552,18 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       traceP2p("send", "to", mb, plan.next, t0, bytes);
   };
 
+  std::vector<Buffer> wholeBufs(e.inputs.size()); // per call, see above
+  for (size_t k = 0; k < e.inputs.size(); ++k)
+    if (m > 1 && values[k].data && e.inputs[k].state.empty() &&
+        !splitsInput(job.byBatchDim, e.inputs[k]) &&
+        !(plan.prev >= 0 && e.inputs[k].boundary >= 0)) {
+      wholeBufs[k] = allocBuffer(std::max<int64_t>(values[k].numBytes(), 1));
+      if (!wholeBufs[k]) {
+        job.errors.report(rank, "out of memory for inputs");
+        return 1;
+      }
+    }
+
   std::vector<int64_t> words(size_t(std::max<int64_t>(plan.resultWords, 1)));
   std::vector<std::vector<Array>> kept; // the last iteration's microbatches
   std::string callName =
@@ -571,8 +598,14 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
           Boundaries::Slot &s = bd.slot[mb & 1];
           a = {spec.dtype, s.shape[size_t(spec.boundary)],
                s.recv[size_t(spec.boundary)].get()};
+        } else if (wholeBufs[k]) {
+          a = values[k];
+          if (a.numBytes() > 0)
+            std::memcpy(wholeBufs[k].get(), a.data, size_t(a.numBytes()));
+          a.data = wholeBufs[k].get();
         } else {
-          a = spec.state.empty() ? microbatch(values[k], mb, m) : values[k];
+          a = splitsInput(job.byBatchDim, spec) ? microbatch(values[k], mb, m)
+                                                : values[k];
         }
         std::vector<int64_t> strides(a.shape.size());
         rowMajorStrides(int64_t(a.shape.size()), a.shape.data(),
@@ -650,12 +683,17 @@ Status checkInput(const TensorSpec &spec, const ArrayRef &a,
     return Error{where + ": dtype is " + dtypeName(a.dtype) + " but entry '" +
                  entry + "' expects " + dtypeName(spec.dtype)};
   std::vector<int64_t> shape = a.shape;
-  if (m > 1 && spec.state.empty()) {
+  if (m > 1) {
     if (shape.empty())
       return Error{where + ": a scalar has no batch dimension to split into " +
                    std::to_string(m) + " microbatches (--microbatches needs "
                    "dimension 0 on every input)"};
-    if (shape[0] != m * spec.shape[0])
+    if (spec.shape[0] < 0 && shape[0] % m != 0)
+      return Error{where + ": the batch (dimension 0) is " +
+                   std::to_string(shape[0]) + ", which " + std::to_string(m) +
+                   " microbatches cannot split evenly (give a multiple of " +
+                   std::to_string(m) + " rows)"};
+    if (spec.shape[0] >= 0 && shape[0] != m * spec.shape[0])
       return Error{where + ": dimension 0 is " + std::to_string(shape[0]) +
                    ", but " + std::to_string(m) + " microbatches need " +
                    std::to_string(m) + " x " + std::to_string(spec.shape[0]) +
@@ -787,15 +825,32 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   std::map<int64_t, const Entry *> entries =
       rankEntries(m, e.name, P->localRanks);
 
-  // Microbatches split dim 0 of every input and concatenate dim 0 of every
-  // output; state (a KV cache) would be shared by the microbatches.
+  // Microbatches split the batch of the inputs with a batch_dim and
+  // concatenate the outputs on theirs; an entry without any batch_dim:
+  // dim 0 of every input and output. State (a KV cache) would be shared by
+  // the microbatches.
+  for (const TensorSpec &t : e.inputs)
+    job.byBatchDim |= t.batchDim >= 0;
+  for (const OutputSpec &o : e.outputs)
+    job.byBatchDim |= o.batchDim >= 0;
   if (mb > 1) {
+    std::string what = "--microbatches " + std::to_string(mb) + ": ";
+    bool anySplit = false;
     for (const TensorSpec &t : e.inputs) {
       if (!t.state.empty())
-        return Error{"--microbatches " + std::to_string(mb) + ": entry '" +
-                     e.name + "' has the state input '" + t.name +
-                     "' (a KV cache); its microbatches would share one cache "
-                     "(not supported: run them one by one)"};
+        return Error{what + "entry '" + e.name + "' has the state input '" +
+                     t.name + "' (a KV cache); its microbatches would share "
+                     "one cache (not supported: run them one by one)"};
+      if (job.byBatchDim) {
+        // Dimension 0 only today (a view; another needs a strided copy).
+        if (t.batchDim > 0)
+          return Error{what + "input '" + t.name + "' of entry '" + e.name +
+                       "' has its batch in dimension " +
+                       std::to_string(t.batchDim) +
+                       "; microbatches split dimension 0 only"};
+        anySplit |= t.batchDim == 0;
+        continue;
+      }
       if (t.shape.empty())
         return Error{"--microbatches " + std::to_string(mb) + ": input '" +
                      t.name + "' of entry '" + e.name +
@@ -809,12 +864,26 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
                      "), not a compiled batch size to split; microbatches "
                      "need every input's dimension 0 to be the batch"};
     }
-    for (const OutputSpec &o : e.outputs)
+    if (job.byBatchDim && !anySplit)
+      return Error{what + "entry '" + e.name + "' has no input with a "
+                   "batch_dim to split into microbatches"};
+    for (const OutputSpec &o : e.outputs) {
+      if (job.byBatchDim && o.batchDim < 0)
+        return Error{what + "output '" + o.name + "' of entry '" + e.name +
+                     "' has no batch_dim, so its " + std::to_string(mb) +
+                     " microbatches' values cannot be concatenated (run "
+                     "without --microbatches)"};
+      if (job.byBatchDim && o.batchDim > 0)
+        return Error{what + "output '" + o.name + "' of entry '" + e.name +
+                     "' has its batch in dimension " +
+                     std::to_string(o.batchDim) +
+                     "; microbatches concatenate dimension 0 only"};
       if (o.rank == 0)
         return Error{"--microbatches " + std::to_string(mb) + ": output '" +
                      o.name + "' of entry '" + e.name +
                      "' is a scalar, with no batch dimension 0 to "
                      "concatenate"};
+    }
   }
 
   // --- Inputs: one value per (local rank, input) ---------------------------
@@ -841,7 +910,6 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       return Error{"input '" + in.name + "' given twice"};
     slot = &in;
   }
-  bool oneRank = P->localRanks.size() == 1;
   int64_t lastStage = job.stages - 1;
   // The stage a rank runs (an ordinary entry of a pipelined bundle, e.g. a
   // stage entry run alone: every rank, as stage 0).
@@ -881,8 +949,9 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
         ++ek;
       auto it = own.find({r, ek});
       const Input *in = it != own.end() ? it->second : shared[ek];
-      plan.borrowed.push_back(in && !opts.copyInputs &&
-                              (oneRank || it != own.end()));
+      // Only a bundle whose code never writes its inputs (manifest
+      // inputs_read_only) may read the caller's memory directly.
+      plan.borrowed.push_back(in && !opts.copyInputs && m.inputsReadOnly);
       if (!in) {
         if (spec.state.empty())
           return Error{"missing input '" + spec.name + "' (" +
@@ -893,7 +962,9 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       }
       std::string where =
           in->where.empty() ? "input '" + spec.name + "'" : in->where;
-      if (Status s = checkInput(spec, in->array, re.name, where, mb); !s)
+      if (Status s = checkInput(spec, in->array, re.name, where,
+                                splitsInput(job.byBatchDim, spec) ? mb : 1);
+          !s)
         return s;
       plan.inputs.push_back(in->array);
     }
@@ -902,11 +973,11 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
   // otherwise pass silently on ranks of other stages).
   for (size_t k = 0; k < e.inputs.size(); ++k)
     if (shared[k])
-      if (Status s = checkInput(e.inputs[k], shared[k]->array, e.name,
-                                shared[k]->where.empty()
-                                    ? "input '" + e.inputs[k].name + "'"
-                                    : shared[k]->where,
-                                mb);
+      if (Status s = checkInput(
+              e.inputs[k], shared[k]->array, e.name,
+              shared[k]->where.empty() ? "input '" + e.inputs[k].name + "'"
+                                       : shared[k]->where,
+              splitsInput(job.byBatchDim, e.inputs[k]) ? mb : 1);
           !s)
         return s;
 

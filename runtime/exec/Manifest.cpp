@@ -198,6 +198,17 @@ struct Reader {
                       "' (expected f32 f16 bf16 f64 i8 i32 i64 u8 i1)");
     return true;
   }
+  /// "batch_dim" of a tensor of rank `rank`: an integer in [0, rank).
+  bool batchDim(const Json &obj, const std::string &path, int64_t rank,
+                int64_t &out) {
+    if (!integer(obj, path, "batch_dim", out))
+      return false;
+    if (out < 0 || out >= rank)
+      return fail(path + ".batch_dim",
+                  std::to_string(out) + " is not a dimension of a tensor of "
+                  "rank " + std::to_string(rank));
+    return true;
+  }
   bool tensors(const Json &obj, const std::string &path,
                const std::string &key, std::vector<TensorSpec> &out,
                int64_t minDim) {
@@ -242,6 +253,9 @@ struct Reader {
       if (t.boundary >= 0 && t.entryArg >= 0)
         return fail(ip, "has both 'boundary' and 'entry_arg' (a stage input "
                         "is one or the other)");
+      if ((*a)[i].contains("batch_dim") &&
+          !batchDim((*a)[i], ip, int64_t(t.shape.size()), t.batchDim))
+        return false;
       out.push_back(std::move(t));
     }
     return true;
@@ -404,12 +418,12 @@ bool parsePipeline(const Json &root, Reader &r, Manifest &m) {
         }
         const TensorSpec &t = same->second;
         if (!in.state.empty() || t.dtype != in.dtype || t.shape != in.shape ||
-            t.entryArg != in.entryArg)
+            t.entryArg != in.entryArg || t.batchDim != in.batchDim)
           return r.fail(Reader::idx(p, k),
                         "input '" + in.name + "' of '" + stages[k]->name +
                             "' differs from the input of that name of an "
                             "earlier stage (" +
-                            (in.state.empty() ? "dtype, shape or entry_arg"
+                            (in.state.empty() ? "dtype, shape, entry_arg or batch_dim"
                                               : "state is owned by one "
                                                 "stage") +
                             ")");
@@ -519,6 +533,11 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
     return false;
   if (m.library.empty())
     return r.fail("library", "empty");
+  if (root.contains("inputs_read_only")) {
+    if (!root["inputs_read_only"].is_boolean())
+      return r.fail("inputs_read_only", "expected true or false");
+    m.inputsReadOnly = root["inputs_read_only"].get<bool>();
+  }
 
   const Json *mesh = r.get(root, "", "mesh");
   if (!mesh)
@@ -626,6 +645,9 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                                            " dimensions but rank is " +
                                            std::to_string(o.rank));
       }
+      if ((*outs)[k].contains("batch_dim") &&
+          !r.batchDim((*outs)[k], op, o.rank, o.batchDim))
+        return false;
       if (o.name.empty() || o.name.find('/') != std::string::npos ||
           o.name == "." || o.name == "..")
         return r.fail(op + ".name", "'" + o.name +

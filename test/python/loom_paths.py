@@ -49,6 +49,85 @@ def package():
     return loom
 
 
+def _loomc_flags(flags: dict) -> list:
+    """loomc's command line for the package's snake_case options."""
+    short = {"opt_level": "-O", "jobs": "-j"}  # loomc's short-only flags
+    out = []
+    for key, value in flags.items():
+        if value is None or value is False:
+            continue
+        if key in short:
+            out += [short[key], str(value)]
+            continue
+        flag = "--" + key.replace("_", "-")
+        out += [flag] if value is True else [f"{flag}={value}"]
+    return out
+
+
+def run_ok(cmd, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Runs a command (paths allowed) and fails the test with its command
+    line, stdout and stderr unless it exits 0."""
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                       timeout=timeout)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+def _loomc(args: list) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(tool("loomc")), *map(str, args)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise AssertionError(f"loomc {' '.join(map(str, args))} failed "
+                             f"({r.returncode}):\n{r.stderr}")
+    return r
+
+
+def compile_bundle(model, out, **flags) -> Path:
+    """Compiles `model` into the bundle directory `out` (loomc MODEL -o OUT
+    --flag=value ...; flags in the package's snake_case): in process
+    through the package when it is built, else with loomc. A failure is an
+    AssertionError carrying the compiler's diagnostics."""
+    pkg = package()
+    if pkg is not None:
+        try:
+            pkg.compile(model, out=out, **flags)
+        except pkg.CompileError as e:
+            raise AssertionError(f"compile of {model} failed:\n{e}") from None
+        return Path(out)
+    _loomc([model, "-o", out, *_loomc_flags(flags)])
+    return Path(out)
+
+
+def plan_json(model, **flags) -> dict:
+    """The plan of `model` (loomc --emit=plan), parsed: the package's
+    loom.plan when it is built, else loomc."""
+    import json
+    pkg = package()
+    if pkg is not None:
+        try:
+            return pkg.plan(model, **flags).data
+        except pkg.CompileError as e:
+            raise AssertionError(f"plan of {model} failed:\n{e}") from None
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        _loomc([model, "--emit=plan", "-o", Path(d) / "plan.json",
+                *_loomc_flags(flags)])
+        return json.loads((Path(d) / "plan.json").read_text())
+
+
+def ir_text(model, phase: str, **flags) -> str:
+    """The IR of `model` after `phase` (loomc --compile-to=PHASE): the
+    package's loom.ir when it is built, else loomc."""
+    pkg = package()
+    if pkg is not None:
+        try:
+            return pkg.ir(model, phase=phase, **flags)
+        except pkg.CompileError as e:
+            raise AssertionError(f"{phase} of {model} failed:\n{e}") from None
+    return _loomc([model, f"--compile-to={phase}", "-o", "-",
+                   *_loomc_flags(flags)]).stdout
+
+
 def run_bundle(bundle, inputs: dict, entry: str | None = None,
                positional: bool = False) -> dict:
     """Runs one entry of a bundle once on its thread ranks and returns rank

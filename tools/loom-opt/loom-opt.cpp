@@ -14,6 +14,7 @@
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
 #include "lib/Target/GpuTarget/GpuTarget.h"
+#include "passes/Gpu/Passes.h"
 #endif
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
 #ifdef LOOM_HAVE_GPU_TARGET
   loom::gpu::registerGpuTargetDialects(registry);
   loom::gpu::registerGpuTargetPasses();
+  loom::registerGpuLowerPassesAndPipeline();
 #endif
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "Loom optimizer driver\n", registry);

@@ -66,11 +66,12 @@ OPTIONS:
   --bench                 print per-phase times (manifest+dlopen, inputs,
                           weights, run per iteration: min/median/max)
   --iterations N          run the entry N times (default 1)
-  --microbatches M        split every input's dimension 0 into M
-                          microbatches (each the compiled size), run them in
-                          turn (a pipelined bundle: GPipe order, the stages
-                          overlapping) and concatenate the outputs on
-                          dimension 0 (default 1)
+  --microbatches M        split the batch (dimension 0) of the inputs the
+                          manifest marks "batch_dim" (none marked: of every
+                          input) into M microbatches, give the other inputs
+                          whole to each, run them in turn (a pipelined
+                          bundle: GPipe order, the stages overlapping) and
+                          concatenate the outputs on the batch (default 1)
   --trace FILE.json       write a Chrome trace of every rank's ops
                           (under MPI: FILE.json.<rank>)
   --threads N             threads per rank for the generated loops, the

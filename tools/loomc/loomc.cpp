@@ -140,7 +140,8 @@ cl::opt<std::string, true> pipelineStages(
 cl::opt<int64_t, true> pipelineMicrobatches(
     "microbatches",
     cl::desc("Microbatches of the pipeline schedule, recorded in the plan "
-             "(bubble (p-1)/(m+p-1), activation memory)"),
+             "(bubble (p-1)/(m+p-1), activation memory; default 1, with "
+             "--devices the layout search's choice)"),
     cl::value_desc("m"), cl::location(gOptions.microbatches),
     cl::cat(loomcCategory));
 cl::opt<std::string, true> targetName(
@@ -281,6 +282,13 @@ int main(int argc, char **argv) {
   parseCommandLine(argc, argv);
   if (listPhases)
     return loom::driver::printPhases(llvm::outs()), 0;
+  // CompileOptions::microbatches 0 means "not given" (the search's choice
+  // with --devices); written out, it must be a count.
+  if (pipelineMicrobatches.getNumOccurrences() && gOptions.microbatches < 1) {
+    llvm::errs() << "loomc: --microbatches " << gOptions.microbatches
+                 << ": give at least 1\n";
+    return 1;
+  }
   loom::tempcleanup::install();
   return loom::driver::compile(gOptions, llvm::errs()).exitCode;
 }

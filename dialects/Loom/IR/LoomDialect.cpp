@@ -111,6 +111,28 @@ static LogicalResult verifyStageIndexAttr(Operation *op, StringRef what,
   return success();
 }
 
+/// `loom.batch_dim = d` on an entry's argument or result: the dimension that
+/// is the batch (its rows are independent sequences or samples; the runtime
+/// splits and concatenates microbatches on it; docs/BUNDLE.md "batch_dim").
+/// The name is spelled out where it is used, like `loom.boundary`.
+static constexpr llvm::StringLiteral kBatchDimAttrName = "loom.batch_dim";
+
+/// Checks `loom.batch_dim = d`: an integer in [0, rank) of its tensor
+/// (lowered signatures, not tensors, pass).
+static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
+                                        unsigned index, Type type,
+                                        NamedAttribute attr) {
+  auto n = dyn_cast<IntegerAttr>(attr.getValue());
+  auto st = dyn_cast<ShapedType>(type);
+  int64_t rank = st && st.hasRank() ? st.getRank() : -1;
+  if (!n || n.getInt() < 0 || (rank >= 0 && n.getInt() >= rank))
+    return op->emitOpError()
+           << "'loom.batch_dim' on " << what << " " << index
+           << " must be an integer dimension of its tensor"
+           << (rank >= 0 ? " in [0, " + std::to_string(rank) + ")" : "");
+  return success();
+}
+
 /// The value of `loom.split` (and of the `split` of a `loom.weight`
 /// argument): {axes = [[mesh axis names] per dimension], shape = array<i64:
 /// the global shape>}.
@@ -195,6 +217,27 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   if (name == kShardingAttrName)
     return verifyShardingAttrOn(op, attr.getValue(), op->getResultTypes(),
                                 "the op's results");
+  if (name == "loom.sharding_candidates") {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || list.empty())
+      return op->emitOpError()
+             << "'loom.sharding_candidates' is a non-empty array of result "
+                "shardings (a #loom.sharding, or an array of them per "
+                "candidate)";
+    for (auto [k, candidate] : llvm::enumerate(list))
+      if (failed(verifyShardingAttrOn(
+              op, candidate, op->getResultTypes(),
+              "candidate #" + std::to_string(k) + " of the op's results")))
+        return failure();
+    return success();
+  }
+  if (name == "loom.sharding_rule") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'loom.sharding_rule' is a string (the "
+                                  "name of the rule that offered "
+                                  "'loom.sharding_candidates')";
+    return success();
+  }
   if (name == "loom.pipeline" || name == "loom.stage_of")
     return verifyPipelineAttr(op, attr);
   if (name == "loom.split") {
@@ -204,6 +247,16 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError()
              << "'loom.split' is {axes = [[...], ...], shape = array<i64: "
                 "...>} on a loom.weight, one axes list per dimension";
+    return success();
+  }
+  if (name == "loom.arg_slots") {
+    // Set by loom-loop-repeated-layers on an entry point: each argument's
+    // slot in the launcher's argument array, -1 for the array itself.
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitOpError()
+             << "'loom.arg_slots' is an array<i64: ...> attribute of an "
+                "entry point, one slot per argument";
     return success();
   }
   if (name == "loom.parallel_grain") {
@@ -272,6 +325,13 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName().getValue() == "loom.boundary" ||
       attr.getName().getValue() == "loom.entry_arg")
     return verifyStageIndexAttr(op, "argument", argIndex, attr);
+  if (attr.getName().getValue() == kBatchDimAttrName) {
+    Region &region = op->getRegion(regionIndex);
+    Type t = region.empty()
+                 ? cast<FunctionOpInterface>(op).getArgumentTypes()[argIndex]
+                 : region.getArgument(argIndex).getType();
+    return verifyBatchDimAttr(op, "argument", argIndex, t, attr);
+  }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom argument attribute '"
                              << attr.getName().getValue() << "'";
@@ -298,6 +358,12 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
       return op->emitOpError() << "'loom.name' on result " << resultIndex
                                << " must be a string";
     return success();
+  }
+  if (attr.getName().getValue() == kBatchDimAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    return verifyBatchDimAttr(op, "result", resultIndex,
+                              fn ? fn.getResultTypes()[resultIndex] : Type(),
+                              attr);
   }
   if (attr.getName().getValue() != kShardingAttrName)
     return op->emitOpError() << "unknown loom result attribute '"

@@ -57,6 +57,15 @@ std::optional<llvm::ArrayRef<int64_t>> getTensorShape(mlir::Type type);
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
+/// The output size of one spatial dimension of a window op (loom.conv,
+/// loom.pool): floor((size + padBegin + padEnd - dilation*(kernel-1) - 1) /
+/// stride) + 1, or with `ceilMode` the ceiling, less one when the last
+/// window would start past the input and its begin pad (ONNX Runtime and
+/// PyTorch). At most 0 when no window fits.
+int64_t windowOutputSize(int64_t size, int64_t kernel, int64_t stride,
+                         int64_t dilation, int64_t padBegin, int64_t padEnd,
+                         bool ceilMode = false);
+
 /// Attaches ShardingRuleOpInterface to the loom ops (ShardingRules.cpp);
 /// called by LoomDialect::initialize.
 void attachShardingRules(mlir::MLIRContext *context);

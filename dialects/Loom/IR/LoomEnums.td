@@ -46,6 +46,13 @@ def Loom_GeluApproximation : I32EnumAttr<"GeluApproximation",
 }
 defvar Loom_GeluApproximationAttr = Loom_GeluApproximation;
 
+// What a loom.pool computes over each window: the maximum or the mean.
+def Loom_PoolKind : I32EnumAttr<"PoolKind", "window reduction of loom.pool", [
+    I32EnumAttrCase<"max", 0>, I32EnumAttrCase<"avg", 1>]> {
+  let cppNamespace = "::loom";
+}
+defvar Loom_PoolKindAttr = Loom_PoolKind;
+
 // Storage formats of quantized weights. q4_0, q4_1 and q8_0 are GGUF's
 // blocks kept as they are; int4 and int8 are Loom's own (the same rows of
 // blocks: scale, [min], values; docs/QUANTIZE.md).

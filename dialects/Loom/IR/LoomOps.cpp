@@ -437,6 +437,200 @@ LogicalResult LayerNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+int64_t loom::windowOutputSize(int64_t size, int64_t kernel, int64_t stride,
+                               int64_t dilation, int64_t padBegin,
+                               int64_t padEnd, bool ceilMode) {
+  int64_t span = size + padBegin + padEnd - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? llvm::divideCeil(span, stride) : span / stride) + 1;
+  if (ceilMode && (out - 1) * stride >= size + padBegin)
+    --out;
+  return out;
+}
+
+namespace {
+
+/// Checks the window attributes of a conv/pool over `in` (rank k + 2):
+/// k positive strides and dilations (and kernel sizes when given), 2k
+/// non-negative pads, static channel and spatial sizes.
+LogicalResult verifyWindow(Operation *op, RankedTensorType in,
+                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations,
+                           ArrayRef<int64_t> pads) {
+  int64_t k = in.getRank() - 2;
+  if (k < 1)
+    return op->emitOpError()
+           << "input must be [N, C, spatial...] with at least one spatial "
+              "dimension, got rank "
+           << in.getRank();
+  for (int64_t d = 1; d < in.getRank(); ++d)
+    if (in.isDynamicDim(d))
+      return op->emitOpError()
+             << "input dimension " << d
+             << " (channels or spatial) must be static; only the batch may "
+                "be dynamic";
+  auto positive = [&](StringRef what, ArrayRef<int64_t> v) -> LogicalResult {
+    if (static_cast<int64_t>(v.size()) != k)
+      return op->emitOpError() << what << " has " << v.size()
+                               << " entries but the input has " << k
+                               << " spatial dimensions";
+    for (int64_t x : v)
+      if (x < 1)
+        return op->emitOpError() << what << " must be positive, got " << x;
+    return success();
+  };
+  if ((!kernel.empty() || isa<PoolOp>(op)) &&
+      failed(positive("kernel", kernel)))
+    return failure();
+  if (failed(positive("strides", strides)) ||
+      failed(positive("dilations", dilations)))
+    return failure();
+  if (static_cast<int64_t>(pads.size()) != 2 * k)
+    return op->emitOpError() << "pads has " << pads.size()
+                             << " entries but " << 2 * k
+                             << " are expected (the begins, then the ends)";
+  for (int64_t p : pads)
+    if (p < 0)
+      return op->emitOpError() << "pads must be non-negative, got " << p;
+  return success();
+}
+
+/// Checks the weight and bias of a (transposed) convolution and returns the
+/// number of result channels, or failure.
+FailureOr<int64_t> verifyConvWeights(Operation *op, RankedTensorType in,
+                                     RankedTensorType w, Value bias,
+                                     int64_t groups, bool transposed) {
+  if (w.getRank() != in.getRank())
+    return op->emitOpError() << "weight has rank " << w.getRank()
+                             << " but the input has rank " << in.getRank();
+  if (!w.hasStaticShape())
+    return op->emitOpError() << "weight must have a static shape";
+  if (failed(sameElementType(op, {in, w})))
+    return failure();
+  if (groups < 1)
+    return op->emitOpError() << "groups must be positive, got " << groups;
+  int64_t c = in.getDimSize(1);
+  if (c % groups != 0)
+    return op->emitOpError() << "input channels " << c
+                             << " are not a multiple of groups " << groups;
+  // conv: [M, C/g, K...]; conv_transpose: [C, M/g, K...].
+  int64_t m = transposed ? w.getDimSize(1) * groups : w.getDimSize(0);
+  int64_t wc = transposed ? w.getDimSize(0) : w.getDimSize(1) * groups;
+  if (wc != c)
+    return op->emitOpError()
+           << "weight " << shapeStr(w.getShape()) << " does not match "
+           << c << " input channels in " << groups << " group(s)";
+  if (m % groups != 0)
+    return op->emitOpError() << "output channels " << m
+                             << " are not a multiple of groups " << groups;
+  if (bias) {
+    if (failed(sameElementType(op, {in, bias.getType()})) ||
+        failed(checkShape(op, "bias",
+                          cast<RankedTensorType>(bias.getType()).getShape(),
+                          {m})))
+      return failure();
+  }
+  return m;
+}
+
+} // namespace
+
+/// The checks conv and conv_transpose share: the window attributes and the
+/// weights against the input; returns the output channel count.
+template <typename ConvLikeOp>
+static FailureOr<int64_t> verifyConvLike(ConvLikeOp op, bool transposed) {
+  auto in = op.getInput().getType();
+  if (failed(verifyWindow(op, in, {}, op.getStrides(), op.getDilations(),
+                          op.getPads())))
+    return failure();
+  return verifyConvWeights(op, in, op.getWeight().getType(), op.getBias(),
+                           static_cast<int64_t>(op.getGroups()), transposed);
+}
+
+LogicalResult ConvOp::verify() {
+  auto in = getInput().getType(), w = getWeight().getType();
+  FailureOr<int64_t> m = verifyConvLike(*this, /*transposed=*/false);
+  if (failed(m))
+    return failure();
+  int64_t k = in.getRank() - 2;
+  SmallVector<int64_t> expected = {in.getDimSize(0), *m};
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t o = windowOutputSize(in.getDimSize(d + 2), w.getDimSize(d + 2),
+                                 getStrides()[d], getDilations()[d],
+                                 getPads()[d], getPads()[k + d]);
+    if (o < 1)
+      return emitOpError() << "the dilated kernel does not fit spatial "
+                              "dimension "
+                           << d + 2 << " of the padded input";
+    expected.push_back(o);
+  }
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult ConvTransposeOp::verify() {
+  auto in = getInput().getType(), w = getWeight().getType();
+  FailureOr<int64_t> m = verifyConvLike(*this, /*transposed=*/true);
+  if (failed(m))
+    return failure();
+  int64_t k = in.getRank() - 2;
+  ArrayRef<int64_t> op = getOutputPadding();
+  if (static_cast<int64_t>(op.size()) != k)
+    return emitOpError() << "output_padding has " << op.size()
+                         << " entries but the input has " << k
+                         << " spatial dimensions";
+  SmallVector<int64_t> expected = {in.getDimSize(0), *m};
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t s = getStrides()[d], dil = getDilations()[d];
+    if (op[d] < 0 || (op[d] >= s && op[d] >= dil))
+      return emitOpError() << "output_padding " << op[d]
+                           << " must be non-negative and smaller than the "
+                              "stride or the dilation";
+    int64_t o = s * (in.getDimSize(d + 2) - 1) + op[d] +
+                dil * (w.getDimSize(d + 2) - 1) + 1 - getPads()[d] -
+                getPads()[k + d];
+    if (o < 1)
+      return emitOpError() << "the pads remove all of spatial dimension "
+                           << d + 2;
+    expected.push_back(o);
+  }
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+LogicalResult PoolOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyWindow(*this, in, getKernel(), getStrides(),
+                          getDilations(), getPads())))
+    return failure();
+  int64_t k = in.getRank() - 2;
+  SmallVector<int64_t> expected = {in.getDimSize(0), in.getDimSize(1)};
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t span = getDilations()[d] * (getKernel()[d] - 1) + 1;
+    // A window entirely in the padding would have no element to reduce.
+    if (getPads()[d] >= span || getPads()[k + d] >= span)
+      return emitOpError() << "pads of spatial dimension " << d + 2
+                           << " must be smaller than the dilated kernel ("
+                           << span << ")";
+    int64_t o = windowOutputSize(in.getDimSize(d + 2), getKernel()[d],
+                                 getStrides()[d], getDilations()[d],
+                                 getPads()[d], getPads()[k + d],
+                                 getCeilMode());
+    if (o < 1)
+      return emitOpError() << "the dilated kernel does not fit spatial "
+                              "dimension "
+                           << d + 2 << " of the padded input";
+    expected.push_back(o);
+  }
+  return checkShape(*this, "result", getResult().getType().getShape(),
+                    expected);
+}
+
+//===----------------------------------------------------------------------===//
 // Transformer blocks
 //===----------------------------------------------------------------------===//
 

@@ -304,6 +304,111 @@ def Loom_LayerNormOp : Loom_Op<"layer_norm", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling (channels first: [N, C, spatial...])
+//===----------------------------------------------------------------------===//
+
+def Loom_ConvOp : Loom_Op<"conv", [Pure]> {
+  let summary = "N-D grouped convolution, channels first (ONNX Conv)";
+  let description = [{
+    `input` `[N, C, D1..Dk]`, `weight` `[M, C/groups, K1..Kk]`, optional
+    `bias` `[M]`; result `[N, M, O1..Ok]` with
+    `O = floor((D + pad_begin + pad_end - dilation*(K-1) - 1) / stride) + 1`.
+    Input channel block g (of C/groups) feeds output channel block g (of
+    M/groups); depthwise is groups = C. Padding is explicit (zeros;
+    ONNX's auto_pad is resolved at import).
+
+    ```mlir
+    %0 = loom.conv %x, %w bias(%b : tensor<16xf32>) strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<?x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<?x16x32x32xf32>
+    ```
+
+    **Constraints:** the input and weight have the same rank k + 2 >= 3;
+    `strides`, `dilations` have k positive entries, `pads` 2k non-negative
+    ones (all begins, then all ends); `groups` >= 1 divides C and M; the
+    channel and spatial sizes are static.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$weight,
+                       Optional<Loom_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$pads,
+                       I64Attr:$groups);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `strides` `=` $strides `dilations` `=` $dilations `pads` `=` $pads
+    `groups` `=` $groups attr-dict `:` type($input) `,` type($weight) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_ConvTransposeOp : Loom_Op<"conv_transpose", [Pure]> {
+  let summary = "N-D grouped transposed convolution (ONNX ConvTranspose)";
+  let description = [{
+    The gradient of `loom.conv` with respect to its input: `input`
+    `[N, C, D1..Dk]`, `weight` `[C, M/groups, K1..Kk]`, optional `bias`
+    `[M]`; result `[N, M, O1..Ok]` with
+    `O = stride*(D-1) + output_padding + dilation*(K-1) + 1 - pad_begin - pad_end`.
+    (ONNX's output_shape and auto_pad are resolved to pads at import.)
+
+    ```mlir
+    %0 = loom.conv_transpose %x, %w strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] output_padding = [1, 1] groups = 1 : tensor<1x8x4x4xf32>, tensor<8x4x3x3xf32> -> tensor<1x4x10x10xf32>
+    ```
+
+    **Constraints:** as `loom.conv`, with the weight `[C, M/groups, K...]`;
+    `output_padding` has k entries, each smaller than its stride or
+    dilation.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$weight,
+                       Optional<Loom_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$output_padding, I64Attr:$groups);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `strides` `=` $strides `dilations` `=` $dilations `pads` `=` $pads
+    `output_padding` `=` $output_padding `groups` `=` $groups attr-dict `:`
+    type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_PoolOp : Loom_Op<"pool", [Pure]> {
+  let summary = "N-D max or average pooling, channels first";
+  let description = [{
+    Each window of `kernel` (dilated, strided) over the spatial dimensions of
+    `input` `[N, C, D1..Dk]`: its maximum (`max`; pads are -inf) or its
+    mean (`avg`: the sum over the window divided by the number of input
+    elements in it, or, with `count_include_pad`, also the explicit pads in
+    it). The output size is
+    `floor((D + pads - dilation*(K-1) - 1) / stride) + 1`, or with
+    `ceil_mode` the ceiling, less one when the last window would start
+    past the input and its begin pad (ONNX, PyTorch).
+
+    ```mlir
+    %0 = loom.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<?x16x32x32xf32> -> tensor<?x16x16x16xf32>
+    %1 = loom.pool avg %x kernel = [3] strides = [1] dilations = [1] pads = [1, 1] ceil_mode count_include_pad : tensor<1x4x8xf32> -> tensor<1x4x8xf32>
+    ```
+
+    **Constraints:** rank k + 2 >= 3; `kernel`, `strides`, `dilations` have
+    k positive entries, `pads` 2k non-negative ones, each pad smaller than
+    its dilated kernel; the channel and spatial sizes are static.
+  }];
+  let arguments = (ins Loom_PoolKindAttr:$kind, Loom_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$pads,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `kernel` `=` $kernel `strides` `=` $strides
+    `dilations` `=` $dilations `pads` `=` $pads (`ceil_mode` $ceil_mode^)?
+    (`count_include_pad` $count_include_pad^)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Transformer blocks
 //===----------------------------------------------------------------------===//
 

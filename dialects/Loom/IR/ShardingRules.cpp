@@ -452,6 +452,99 @@ static FailureOr<ShardingRule> concatRule(ConcatOp op) {
   return rule;
 }
 
+/// input [N, C, D...] (*) weight [M, C/g, K...] (+ bias [M]) -> [N, M, O...].
+/// The batch splits freely. With one group, the output channels split with
+/// the weight's rows and the bias (column-parallel), and the input channels
+/// are a sum (row-parallel: partial results) unless a bias would be added
+/// on every shard. Grouped convolutions keep their channels whole (a split
+/// would have to follow the groups). Spatial dimensions read windows across
+/// shard edges (halos) and are never split.
+static FailureOr<ShardingRule> convRule(ConvOp op) {
+  auto x = shapeOf(op.getInput().getType()),
+       w = shapeOf(op.getWeight().getType()),
+       c = shapeOf(op.getResult().getType());
+  if (!x || !w || !c || x->size() < 3 || w->size() != x->size() ||
+      c->size() != x->size())
+    return failure();
+  bool grouped = op.getGroups() != 1;
+  ShardingRule rule;
+  int n = rule.addLoop((*c)[0]);
+  int m = rule.addLoop((*c)[1], grouped ? LoopKind::Opaque : LoopKind::Parallel);
+  int ci = rule.addLoop((*w)[1], grouped || op.getBias() ? LoopKind::Opaque
+                                                         : LoopKind::Sum);
+  SmallVector<int> in = {n, ci}, wl = {m, ci}, out = {n, m};
+  double window = 1;
+  for (size_t d = 2; d < x->size(); ++d) {
+    in.push_back(-1);
+    wl.push_back(-1);
+    out.push_back(rule.addLoop((*c)[d], LoopKind::Opaque));
+    window *= static_cast<double>((*w)[d]);
+  }
+  // With groups the input's channel dimension is C = g * C/g: never split.
+  rule.operands.push_back(identity(in));
+  if (grouped)
+    rule.operands.back().dims[1] = {};
+  rule.operands.push_back(identity(wl));
+  if (op.getBias())
+    rule.operands.push_back(identity({m}));
+  rule.results.push_back(identity(out));
+  rule.flops = 2.0 * static_cast<double>(numElements(*c)) *
+               static_cast<double>((*w)[1]) * window;
+  return rule;
+}
+
+/// conv_transpose: only the batch splits (the weight's channels are
+/// [C, M/g]: a channel split would need its own partition rewrite).
+static FailureOr<ShardingRule> convTransposeRule(ConvTransposeOp op) {
+  auto x = shapeOf(op.getInput().getType()),
+       w = shapeOf(op.getWeight().getType()),
+       c = shapeOf(op.getResult().getType());
+  if (!x || !w || !c || x->size() < 3 || w->size() != x->size())
+    return failure();
+  ShardingRule rule;
+  int n = rule.addLoop((*c)[0]);
+  SmallVector<int> in = {n}, wl, out = {n};
+  for (size_t d = 1; d < x->size(); ++d) {
+    in.push_back(-1);
+    out.push_back(-1);
+  }
+  for (size_t d = 0; d < w->size(); ++d)
+    wl.push_back(-1);
+  rule.operands.push_back(identity(in));
+  rule.operands.push_back(identity(wl));
+  if (op.getBias())
+    rule.operands.push_back(identity({-1}));
+  rule.results.push_back(identity(out));
+  double window = 1;
+  for (size_t d = 2; d < w->size(); ++d)
+    window *= static_cast<double>((*w)[d]);
+  // Every input element meets every kernel tap of its group's channels.
+  rule.flops = 2.0 * static_cast<double>(numElements(*x)) *
+               static_cast<double>((*w)[1]) * window;
+  return rule;
+}
+
+/// pool: batch and channels split; spatial dimensions never (windows).
+static FailureOr<ShardingRule> poolRule(PoolOp op) {
+  auto x = shapeOf(op.getInput().getType()),
+       c = shapeOf(op.getResult().getType());
+  if (!x || !c || x->size() < 3 || c->size() != x->size())
+    return failure();
+  ShardingRule rule;
+  int n = rule.addLoop((*c)[0]), ch = rule.addLoop((*c)[1]);
+  SmallVector<int> in = {n, ch}, out = {n, ch};
+  double window = 1;
+  for (size_t d = 2; d < x->size(); ++d) {
+    in.push_back(-1);
+    out.push_back(rule.addLoop((*c)[d], LoopKind::Opaque));
+    window *= static_cast<double>(op.getKernel()[d - 2]);
+  }
+  rule.operands.push_back(identity(in));
+  rule.results.push_back(identity(out));
+  rule.flops = static_cast<double>(numElements(*c)) * window;
+  return rule;
+}
+
 template <typename OpTy>
 struct RuleModel
     : public ShardingRuleOpInterface::ExternalModel<RuleModel<OpTy>, OpTy> {
@@ -475,6 +568,12 @@ struct RuleModel
       return reshapeRule(o);
     else if constexpr (std::is_same_v<OpTy, ConcatOp>)
       return concatRule(o);
+    else if constexpr (std::is_same_v<OpTy, ConvOp>)
+      return convRule(o);
+    else if constexpr (std::is_same_v<OpTy, ConvTransposeOp>)
+      return convTransposeRule(o);
+    else if constexpr (std::is_same_v<OpTy, PoolOp>)
+      return poolRule(o);
     else if constexpr (std::is_same_v<OpTy, WeightOp>)
       return sourceRule(op);
     else if constexpr (std::is_same_v<OpTy, SoftmaxOp>) {
@@ -514,7 +613,8 @@ void attachShardingRules(MLIRContext *ctx) {
          TanhOp, SigmoidOp, SiluOp, ReluOp, ErfOp, NotOp, GeluOp, CompareOp,
          SelectOp, CastOp, BroadcastOp, DequantizeOp, MatmulOp, QMatmulOp,
          ReduceOp, AttentionOp, RotaryOp, EmbeddingOp, TransposeOp, ReshapeOp,
-         ConcatOp, WeightOp, SoftmaxOp, RmsNormOp, LayerNormOp>(ctx);
+         ConcatOp, WeightOp, SoftmaxOp, RmsNormOp, LayerNormOp, ConvOp,
+         ConvTransposeOp, PoolOp>(ctx);
 }
 
 } // namespace loom

@@ -96,6 +96,10 @@ struct OpenOptions {
   /// Do not print the runtime's failure messages on stderr (they are in the
   /// returned Error either way).
   bool quiet = false;
+  /// MPI: finalized after each job (a process that runs one, loom-run);
+  /// false: kept up for the next job, finalized at exit
+  /// (LaunchOptions::finalizeMpi; the Python package).
+  bool finalizeMpi = true;
   /// Called on the failing rank, at once, with "rank R: <what>" (loom-run
   /// prints it); the message is also part of the returned Error.
   std::function<void(const std::string &)> onRankError;
@@ -154,10 +158,11 @@ struct RunOptions {
   /// model's capped by memory). Fixed at the first run with state;
   /// resetState() frees the buffers.
   int64_t ctx = 0;
-  /// Each rank gets its own copy of every input (default; the generated
-  /// code may write its arguments in place). False: an input given for one
-  /// rank, or any input of a one-rank job, is passed as is (zero-copy; the
-  /// entry may overwrite it).
+  /// Each rank gets its own copy of every input (default). False: when the
+  /// bundle's code never writes its inputs (Manifest::inputsReadOnly,
+  /// every bundle loomc writes), each input is passed as is to every rank
+  /// (zero-copy, never modified); a bundle without that guarantee still
+  /// gets copies.
   bool copyInputs = true;
   /// Microbatches (docs/RUNTIME.md "Pipelines"): every non-state input's
   /// dimension 0 is m times the compiled one; the entry runs on each of the

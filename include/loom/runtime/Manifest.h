@@ -44,6 +44,9 @@ struct TensorSpec {
   /// unknown).
   int64_t boundary = -1;
   int64_t entryArg = -1;
+  /// "batch_dim" (docs/BUNDLE.md): the dimension that is the batch, which
+  /// microbatches split; -1: not annotated.
+  int64_t batchDim = -1;
 };
 
 /// The top-level "model" object of an LLM's bundle (docs/BUNDLE.md).
@@ -67,6 +70,8 @@ struct OutputSpec {
   /// The per-rank shape when the manifest gives it (stage entries of a
   /// pipeline; -1: dynamic), else empty.
   std::vector<int64_t> shape;
+  /// "batch_dim": the dimension microbatches concatenate; -1: none given.
+  int64_t batchDim = -1;
 };
 
 /// A quantized weight's interleaved layout (Strided.h); rows == 0: the
@@ -152,6 +157,10 @@ struct Manifest {
   Integrity integrity;
   TargetInfo target;
   PipelineInfo pipeline;
+  /// The entries never write their inputs (non-state arguments) in place
+  /// (loom-bufferize marks them read-only): the executor may hand them the
+  /// caller's memory (RunOptions::copyInputs = false).
+  bool inputsReadOnly = false;
   /// fnv1a64 of the compact JSON dump of the "entries" array as read, to
   /// compare with integrity.entries; likewise of "pipeline" (empty without).
   std::string entriesHash;

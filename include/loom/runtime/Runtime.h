@@ -49,6 +49,11 @@ struct LaunchOptions {
   /// the available cores divided by the ranks of the host (all ranks of a
   /// runThreads job; under MPI $OMPI_COMM_WORLD_LOCAL_SIZE and friends).
   int threadsPerRank = 0;
+  /// runMpi: finalize MPI when the job ends (a process that runs one job,
+  /// loom-run). False: MPI stays initialized for this process's next job
+  /// and is finalized when the process exits (the Python package runs
+  /// many jobs in one process; MPI cannot be initialized twice).
+  bool finalizeMpi = true;
 };
 
 struct LaunchResult {

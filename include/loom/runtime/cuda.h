@@ -281,6 +281,13 @@ LOOM_CUDA_EXPORT void mgpuMemset32(void *dst, uint32_t value, size_t count,
                                    void *stream);
 LOOM_CUDA_EXPORT void mgpuMemset16(void *dst, unsigned short value,
                                    size_t count, void *stream);
+/* loom_cuda_gemm on the default device and `stream` (a stream of the mgpu*
+ * functions), for generated host code (passes/Gpu: loom-gpu-matmuls-to-cublas):
+ * fatal on failure like the mgpu* functions. Pointers are device addresses. */
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_gemm(void *stream, int32_t dtype,
+                                          int32_t trans_a, int32_t trans_b,
+                                          int64_t m, int64_t n, int64_t k,
+                                          void *a, void *b, void *c);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - ONNX elementwise ops to loom ---------------------===//
 //
 // Binary arithmetic and logic (with numpy broadcasting), comparisons,
-// unary math, Where, Cast, Gelu and Identity.
+// unary math, Where, Cast, Gelu, Identity and Dropout (inference).
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +94,23 @@ bool emitIdentity(EmitContext &c) {
   return c.result(c.dt(0), c.shape(0), x);
 }
 
+/// Dropout at inference is the identity; training_mode must be absent or a
+/// constant false, and the mask output is refused.
+bool emitDropout(EmitContext &c) {
+  if (c.node.output_size() > 1 && !c.node.output(1).empty())
+    return c.fail("Dropout's mask output is not supported (inference "
+                  "only); use only the output");
+  if (c.hasIn(2)) {
+    SmallVector<int64_t> mode;
+    if (!c.im.constInts(c.in[2], mode, "training_mode"))
+      return false;
+    if (mode.size() != 1 || mode[0] != 0)
+      return c.fail("Dropout with training_mode true is not supported "
+                    "(inference only)");
+  }
+  return emitIdentity(c);
+}
+
 /// Gelu (opset 20): `approximate` is "none" or "tanh"; anything else is
 /// refused (it would silently pick the erf form).
 bool emitGelu(EmitContext &c) {
@@ -172,6 +189,8 @@ void registerElementwiseOps(OnnxOpTable &t) {
   for (auto [name, emit] : unaries)
     t[name] = {emit, {}, {}, 1};
   t["Gelu"] = {emitGelu, {"approximate"}, {}, 1};
+  // `seed` only drives the random mask of training mode, which is refused.
+  t["Dropout"] = {emitDropout, {}, {"seed"}, 1};
   t["Where"] = {emitWhere, {}, {}, 3};
   // `saturate` (opset 19) only applies to float8 targets, which Cast
   // refuses.

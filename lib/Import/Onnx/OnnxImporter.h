@@ -3,7 +3,7 @@
 // Internal to lib/Import: the importer's value model (folded host tensors
 // with symbolic dimensions, emitted SSA values) and the table of emitters by
 // op type. Each family of ONNX ops has its own file here (Elementwise,
-// Matmul, Normalization, Shape) that registers an `OnnxOp` per op type:
+// Matmul, Normalization, Shape, Conv) that registers an `OnnxOp` per op type:
 // its emitter, the attributes it reads, the attributes that do not change
 // the math, and the inputs it cannot do without. An attribute on neither
 // list is refused by name, so a new ONNX attribute never goes unnoticed.
@@ -334,6 +334,7 @@ void registerActivationOps(OnnxOpTable &table);
 void registerMatmulOps(OnnxOpTable &table);
 void registerNormalizationOps(OnnxOpTable &table);
 void registerShapeOps(OnnxOpTable &table);
+void registerConvOps(OnnxOpTable &table);
 
 /// All of them (built once).
 const OnnxOpTable &onnxOps();

@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize | FileCheck %s --check-prefix=LINALG
-// RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --loom-prepare-entry-points --loom-record-entry-points --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s
 
 // The cache form of loom.attention on entry arguments marked loom.state
 // (%arg4, %arg5 after the context argument): the new rows are inserted at

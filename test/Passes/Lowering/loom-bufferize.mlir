@@ -1,7 +1,9 @@
 // RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-bufferize | FileCheck %s --enable-var-scope
 
-// An all_reduce whose operand may be overwritten reduces in place: the
-// runtime gets the argument's buffer as input and output (context, dtype
+// An all_reduce whose operand may be overwritten reduces in place (here
+// the argument of a layer outlined from an entry point: a buffer of its
+// caller's, writable): the runtime gets the argument's buffer as input and
+// output (context, dtype
 // f32 = 0, reduction sum = 0, pointers, count 32, axes mask 2: tp is axis 1);
 // nothing is allocated or copied, and the result is that buffer.
 // CHECK-NOT: loom.mesh
@@ -21,9 +23,34 @@
 // CHECK-NOT: memref.copy
 // CHECK: return %[[X]] : memref<4x8xf32>
 loom.mesh @mesh = <dp = 2, tp = 4>
-func.func @in_place(%ctx: !llvm.ptr, %x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {loom.entry} {
+func.func @in_place(%ctx: !llvm.ptr, %x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {loom.layer} {
   %0 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// An entry point's inputs belong to its caller and are never written (they
+// are marked read-only): the all_reduce of an input reads it and writes a
+// fresh buffer, without a copy. A state argument (KV cache) stays writable.
+// CHECK-LABEL: func.func @input_read_only
+// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: memref<4x8xf32>, %[[S:[^:]+]]: memref<1x2x?x4xf32> {loom.state = "kv_cache"})
+// CHECK-NOT: memref.copy
+// CHECK: %[[OUT:.+]] = memref.alloc() {{.*}}: memref<4x8xf32>
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: call @loom_rt_all_reduce
+// CHECK-NOT: memref.alloc
+// CHECK: memref.extract_aligned_pointer_as_index %[[S]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[S]]
+// CHECK: call @loom_rt_all_reduce
+// CHECK-NOT: memref.copy
+// CHECK: return %[[OUT]], %[[S]]
+loom.mesh @mesh = <tp = 2>
+func.func @input_read_only(%ctx: !llvm.ptr, %x: tensor<4x8xf32>, %s: tensor<1x2x?x4xf32> {loom.state = "kv_cache"}) -> (tensor<4x8xf32>, tensor<1x2x?x4xf32>) attributes {loom.entry} {
+  %0 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4x8xf32>
+  %1 = loom.all_reduce %s on @mesh axes = ["tp"] : tensor<1x2x?x4xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<1x2x?x4xf32>
 }
 
 // -----
@@ -77,16 +104,17 @@ func.func @after_gemm(%ctx: !llvm.ptr) -> tensor<4x8xf32> attributes {loom.entry
 
 // -----
 
-// A strided operand (a slice) is reduced in a row-major copy, which is
-// written back into the slice: the runtime reads one pointer.
+// A strided operand (a slice of an input) is reduced in a row-major copy
+// (the runtime reads one pointer), which is the result: the input is never
+// written back.
 // CHECK-LABEL: func.func @strided
 // CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: memref<4x8xf32>)
 // CHECK: %[[S:.+]] = memref.subview %[[X]][0, 2] [4, 4] [1, 1]
-// CHECK: %[[T:.+]] = memref.alloc() : memref<4x4xf32>
+// CHECK: %[[T:.+]] = memref.alloc() {{.*}}: memref<4x4xf32>
 // CHECK: memref.copy %[[S]], %[[T]]
 // CHECK: call @loom_rt_all_reduce
-// CHECK: memref.copy %[[T]], %[[S]]
-// CHECK: return
+// CHECK-NOT: memref.copy
+// CHECK: return %[[T]]
 loom.mesh @mesh = <tp = 2>
 func.func @strided(%ctx: !llvm.ptr, %x: tensor<4x8xf32>) -> tensor<4x4xf32> attributes {loom.entry} {
   %s = tensor.extract_slice %x[0, 2] [4, 4] [1, 1] : tensor<4x8xf32> to tensor<4x4xf32>

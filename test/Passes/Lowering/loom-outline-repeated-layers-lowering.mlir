@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-outline-repeated-layers --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope --check-prefix=LINALG
-// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-outline-repeated-layers --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-record-entry-points --loom-outline-repeated-layers --loom-convert-loom-to-linalg --canonicalize --linalg-fuse-elementwise-ops --canonicalize --loom-bufferize | FileCheck %s --enable-var-scope
 
 // Sharded layers (a row-parallel projection then an all_reduce in each):
 // the collective stays inside the layer function and lowers there, on the

@@ -189,3 +189,15 @@ func.func @causal_sequence_split(%q: tensor<1x4x8x16xf32> {loom.sharding = #loom
   %0 = loom.attention %q, %k, %v causal {loom.sharding = #loom.sharding<@m, [{}, {}, {tp}, {}]>} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
   return %0 : tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// A convolution's windows read across the edges of a spatial shard.
+loom.mesh @m = <tp = 2>
+func.func @conv_spatial(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %w = loom.weight "w" : tensor<8x4x3x3xf32>
+  %s = loom.shard %x to <@m, [{}, {}, {tp}, {}]> : tensor<1x4x8x8xf32>
+  // expected-error @+1 {{cannot run on a shard: the input is split on dimension 2 over {tp}, and the windows read across shard edges}}
+  %y = loom.conv %s, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 {loom.sharding = #loom.sharding<@m, [{}, {}, {tp}, {}]>} : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x8x8xf32>
+  return %y : tensor<1x8x8x8xf32>
+}

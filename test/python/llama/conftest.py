@@ -1,5 +1,6 @@
 """Fixtures of the GGUF / Hugging Face importer tests: the tools, and helpers
-that import, compile and run a model through loomc and loom-run."""
+that import, compile and run a model (the Python package, loomc and
+loom-run where a test needs their command lines)."""
 
 import json
 import os
@@ -17,11 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from loom_paths import run_bundle, tool as _tool  # noqa: E402
+from loom_paths import compile_bundle, ir_text, run_bundle  # noqa: E402
+from loom_paths import tool as _tool  # noqa: E402
 
 
 class Loom:
-    """loomc / loom-run wrappers."""
+    """Compile / run wrappers: the Python package (loom_paths), loomc and
+    loom-run where a test needs the command line itself."""
 
     def __init__(self, tmp: Path):
         self.loomc = _tool("loomc")
@@ -35,11 +38,7 @@ class Loom:
 
     def import_ir(self, model) -> str:
         """The imported module as text (loomc --compile-to=import)."""
-        out = self._fresh("import") .with_suffix(".mlir")
-        r = subprocess.run([str(self.loomc), str(model), "--compile-to=import",
-                            "-o", str(out)], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        return out.read_text()
+        return ir_text(model, "import")
 
     def import_fails(self, model) -> str:
         """Runs the import on bad input: exit 1 (no crash), nothing written;
@@ -68,12 +67,7 @@ class Loom:
             ir = f"{head}\n  loom.mesh @mesh = <dp = {ranks}>\n{rest}"
             src = self._fresh("meshed").with_suffix(".mlir")
             src.write_text(ir)
-        cmd = [str(self.loomc), str(src), "-o", str(bundle)]
-        if mesh:
-            cmd += ["--mesh", mesh]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        return bundle
+        return compile_bundle(src, bundle, mesh=mesh)
 
     def run_entry(self, bundle: Path, entry: str, inputs: dict) -> dict:
         """Runs one entry point with named inputs; returns its outputs."""

@@ -237,7 +237,8 @@ def test_smollm2_import(smollm2, loom):
     dec = entry_ir(whole, "decode")
     assert dec.count(" cache(") == 30 and dec.count("loom.qmatmul") == 211
     assert dec.count('loom.state = "kv_cache"') == 60
-    assert "-> (tensor<1x49152xf32> {loom.name = \"logits\"})" in dec
+    assert ("-> (tensor<1x49152xf32> {loom.batch_dim = 0 : i64, "
+            "loom.name = \"logits\"})") in dec
 
 
 # --- decode with a KV cache -------------------------------------------------

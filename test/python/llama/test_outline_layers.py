@@ -2,9 +2,9 @@
 
 The bundle's code does not grow with the layer count: tiny llama models
 (Q4_1 GGUF) with 4 and 16 layers compile to one function per distinct layer
-of `forward` and of `decode`, so the 16-layer library is larger only by the
-calls of the extra layers, a tenth of what the unrolled program
-(`loomc --no-outline-layers`) adds. The 16-layer
+of `forward` and of `decode`, called in one loop over the layers, so the
+16-layer library is no larger than the 4-layer one (a page of slack; the
+unrolled program, `loomc --no-outline-layers`, adds 24 layer bodies). The 16-layer
 model's `forward` logits and its `decode` steps with the in-place KV cache
 equal the float64 numpy reference on what the file holds.
 """
@@ -50,11 +50,12 @@ def test_library_size_independent_of_layers(tmp_path, loom):
     s16 = _library_size(_compile(loom, m16))
     i4 = _library_size(_compile(loom, m4, "--no-outline-layers"))
     i16 = _library_size(_compile(loom, m16, "--no-outline-layers"))
-    # Outlined, 12 more layers add only 24 calls (one per layer in each
-    # entry point: the arguments' descriptors, under 1 KB each); unrolled,
-    # they add 24 layer bodies.
+    # Outlined, each entry point calls its layer function in one loop over
+    # the layer index (loom-loop-repeated-layers), so 12 more layers add no
+    # code (108,888 bytes for both on 2026-12-01; 24 calls, 24.5 KB, before
+    # the loop); unrolled, they add 24 layer bodies.
     assert s16 - s4 <= 0.1 * (i16 - i4), (s4, s16, i4, i16)
-    assert s16 - s4 <= 24 * 1024, (s4, s16)
+    assert s16 - s4 <= 4 * 1024, (s4, s16)
     assert 2 * s16 < i16, (s16, i16)
 
 

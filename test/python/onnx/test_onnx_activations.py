@@ -14,7 +14,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from loom_paths import run_bundle, tool  # noqa: E402
+from loom_paths import compile_bundle, run_bundle, tool  # noqa: E402
 
 X = np.linspace(-4, 4, 48, dtype=np.float32).reshape(2, 3, 8)
 
@@ -31,10 +31,8 @@ def check(tmp_path, node, extra_inits=(), x=X, opset=17, rtol=1e-5):
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
     want = ort.InferenceSession(str(p)).run(None, {"x": x})[0]
-    r = subprocess.run([str(tool("loomc")), str(p), "-o", str(tmp_path / "b"),
-                        "-O", "1", "-j", "1"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    got = run_bundle(tmp_path / "b", {"x": x})["y"]
+    b = compile_bundle(p, tmp_path / "b", opt_level=1, jobs=1)
+    got = run_bundle(b, {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
 
 
@@ -135,10 +133,8 @@ def test_constant_of_shape_large(tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
     p = tmp_path / "cos.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
-    r = subprocess.run([str(tool("loomc")), str(p), "-o", str(tmp_path / "b")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    np.testing.assert_array_equal(run_bundle(tmp_path / "b", {"x": x})["y"], x + 1.5)
+    b = compile_bundle(p, tmp_path / "b")
+    np.testing.assert_array_equal(run_bundle(b, {"x": x})["y"], x + 1.5)
 
 
 def test_tile_dynamic_refused(tmp_path):

@@ -1,7 +1,7 @@
-"""ONNX importer against ONNX Runtime: export torch models, import with
-loomc, run with loom-run on one rank, compare with onnxruntime."""
+"""ONNX importer against ONNX Runtime: export torch models, import and
+compile them and run the bundle on one rank through the Python package
+(loomc and loom-run when it is not built), compare with onnxruntime."""
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,19 +11,15 @@ import pytest
 torch = pytest.importorskip("torch", reason="needs torch (Debian python3-torch)")
 ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip)")
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
+from loom_paths import run_ok as run, compile_bundle, ir_text, run_bundle  # noqa: E402
 
 BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_RUN, LOOM_OPT = (BUILD / "bin" / t for t in ("loomc", "loom-run", "loom-opt"))
+LOOMC, LOOM_OPT = (BUILD / "bin" / t for t in ("loomc", "loom-opt"))
 RAISE = ["--loom-raise-softmax", "--loom-raise-gelu", "--loom-raise-silu",
          "--loom-raise-norms", "--loom-raise-rotary", "--loom-raise-attention"]
 TOL = 1e-4
-
-
-def run(cmd):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
-    return r
 
 
 def max_rel_err(got, want):
@@ -34,16 +30,13 @@ def loom_vs_ort(tmp, onnx_path, x, raise_first=False):
     """Compiles `onnx_path` (optionally through the raising passes), runs it
     on `x` and returns (max relative error vs ORT, the imported IR)."""
     want = ort.InferenceSession(str(onnx_path)).run(None, {"x": x})[0]
-    np.save(tmp / "x.npy", x)
     ir = tmp / "model.mlir"
-    run([LOOMC, onnx_path, "--compile-to=import", "-o", ir])
+    ir.write_text(ir_text(onnx_path, "import"))
     src = ir
     if raise_first:
         src = tmp / "raised.mlir"
         run([LOOM_OPT, ir, *RAISE, "-o", src])
-    run([LOOMC, src, "-o", tmp / "out"])
-    run([LOOM_RUN, tmp / "out", "--input", f"x={tmp / 'x.npy'}", "--output", tmp / "res"])
-    got = np.load(tmp / "res" / "y.npy")
+    got = run_bundle(compile_bundle(src, tmp / "out"), {"x": x})["y"]
     assert got.shape == want.shape
     return max_rel_err(got, want), src.read_text()
 
@@ -93,17 +86,13 @@ def test_minilm(tmp_path):
     minilm.export(path, seq=16, d=d)
     ids = np.random.default_rng(0).integers(0, 30522, (3, 16)).astype(np.int64)
     want = ort.InferenceSession(str(path)).run(None, {"input_ids": ids})[0]
-    np.save(tmp_path / "ids.npy", ids)
-    run([LOOMC, path, "--compile-to=raise", "-o", tmp_path / "raised.mlir"])
-    ir = (tmp_path / "raised.mlir").read_text()
+    ir = ir_text(path, "raise")
     assert ir.count("loom.attention ") == 6
     assert ir.count("loom.layer_norm ") == 13
     assert ir.count("loom.gelu ") == 6
     assert ir.count("loom.weight ") >= 100  # by offset, no inline data
-    run([LOOMC, path, "-o", tmp_path / "out"])
-    run([LOOM_RUN, tmp_path / "out", "--input", f"input_ids={tmp_path / 'ids.npy'}",
-         "--output", tmp_path / "res"])
-    got = np.load(tmp_path / "res" / "y.npy")
+    got = run_bundle(compile_bundle(path, tmp_path / "out"),
+                     {"input_ids": ids})["y"]
     assert got.shape == want.shape == (3, 16, 384)
     err = max_rel_err(got, want)
     print(f"minilm: max rel err {err:.3g}")

@@ -1,10 +1,10 @@
-"""ONNX models compiled by loomc and run by loom-run on 1, 2, 4 and 8 CPU
+"""ONNX models compiled (the Python package, or loomc when it is not built)
+and run by loom-run (every rank's output) on 1, 2, 4 and 8 CPU
 ranks with both backends: `--mesh tp=N` plans and partitions the program
 (docs/SHARDING.md, docs/PARTITION.md), every rank gets the same input and
 returns the whole output, which must match ONNX Runtime."""
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,18 +14,13 @@ import pytest
 torch = pytest.importorskip("torch", reason="needs torch (Debian python3-torch)")
 ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip)")
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
+from loom_paths import run_ok as run, compile_bundle  # noqa: E402
 
 BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
 LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
-
-
-def run(cmd):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
-    return r
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +38,7 @@ def gpt2(tmp_path_factory):
 def test_gpt2_block_on_ranks(tmp_path, gpt2, backend, n):
     if backend == "mpi" and not shutil.which("mpirun"):
         pytest.skip("mpirun not installed")
-    run([LOOMC, gpt2, "--mesh", f"tp={n}", "-o", tmp_path / "out"])
+    compile_bundle(gpt2, tmp_path / "out", mesh=f"tp={n}")
     if n > 1:
         assert "all_reduce" in (tmp_path / "out" / "ir" / "program.mlir").read_text() \
             or "reduce_scatter" in (tmp_path / "out" / "ir" / "program.mlir").read_text()

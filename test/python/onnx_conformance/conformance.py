@@ -144,6 +144,7 @@ _REFUSAL = re.compile(
     r"only known at run time|known at import time|refused|"
     r"is too large to inline|cannot))"
     r"|(unsupported op '[A-Za-z0-9_.]+')"
+    r"|(graph output '[^']*' is not supported as an output name)"
     r"|(opset \d+ could not be upgraded .* with ONNX's version converter)"
     r"|(has unsupported element type)"
     r"|(type .* is not supported)")

@@ -4,10 +4,14 @@ a ValueError naming the input and what the entry expects; bundles that
 cannot be opened (another format or ABI version, tampered) a BundleError."""
 
 import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +68,86 @@ def test_no_copy_of_a_large_input(big):
     # A copy is visible to this measure: copy_inputs=True makes one.
     big.run(x=x, copy_inputs=True)
     assert _maxrss_mib() - before > 48
+
+
+# A program that would write its input in place if it could: the
+# all_reduce of a slice of x (reduced in a row-major copy, once written
+# back into the slice) and of x itself (in place on its operand's buffer).
+WRITER = """\
+loom.mesh @mesh = <tp = 2>
+func.func @f(%x: tensor<4x8xf32> {loom.name = "x"}) -> (tensor<4x4xf32> {loom.name = "y"}, tensor<4x8xf32> {loom.name = "z"}) {
+  %s = loom.slice %x starts = [0, 2] limits = [4, 6] steps = [1, 1] : tensor<4x8xf32> -> tensor<4x4xf32>
+  %0 = loom.all_reduce %s on @mesh axes = ["tp"] : tensor<4x4xf32>
+  %1 = loom.all_reduce %x on @mesh axes = ["tp"] : tensor<4x8xf32>
+  return %0, %1 : tensor<4x4xf32>, tensor<4x8xf32>
+}
+"""
+
+
+def test_inputs_are_never_written(tmp_path):
+    """Both ranks read the caller's array (no copy by default), and the
+    compiled code never writes it (loom-bufferize marks entry inputs
+    read-only; the manifest says so)."""
+    (tmp_path / "w.mlir").write_text(WRITER)
+    b = loom.compile(tmp_path / "w.mlir", out=tmp_path / "bundle")
+    assert b.num_ranks == 2
+    manifest = json.loads((b.path / "manifest.json").read_text())
+    assert manifest["inputs_read_only"] is True
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    keep = x.copy()
+    for _ in range(2):
+        out = b.run(x=x)
+        np.testing.assert_array_equal(x, keep)
+        np.testing.assert_array_equal(out["y"], 2 * keep[:, 2:6])
+        np.testing.assert_array_equal(out["z"], 2 * keep)
+    assert b._ex.last_input_addresses == [x.ctypes.data]
+
+
+# The child's peak from /proc (VmHWM, reset by exec): ru_maxrss of a child
+# starts at the forking parent's resident size.
+RSS_SCRIPT = """\
+import sys
+import numpy as np
+import loom
+def peak_kib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+b = loom.Bundle.load(sys.argv[1], threads=1)
+x = np.ones(({n}, {n}), np.float32)
+before = peak_kib()
+s = b.run(x=x, copy_inputs=sys.argv[2] == "copy")["s"]
+assert float(s) == {n} * {n}, float(s)
+print((peak_kib() - before) / 1024)
+"""
+
+
+def _rss_growth_mib(bundle, mode):
+    """Peak RSS growth (MiB) of one run of `bundle` with a 64 MiB input, in
+    a fresh process (the peak of this one is already high)."""
+    r = subprocess.run([sys.executable, "-c", RSS_SCRIPT.format(n=N),
+                        str(bundle), mode], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(Path(
+                           loom.__file__).parent.parent)), timeout=300)
+    assert r.returncode == 0, r.stderr
+    return float(r.stdout.split()[-1])
+
+
+def test_no_copy_of_a_large_input_on_two_ranks(tmp_path):
+    """Two thread ranks share the caller's 64 MiB input: no copy per rank
+    (each would add 64 MiB to the peak), while copy_inputs=True and a
+    bundle without the read-only guarantee (an older loomc's) copy it."""
+    (tmp_path / "big.mlir").write_text(BIG)
+    b = loom.compile(tmp_path / "big.mlir", mesh="tp=2",
+                     out=tmp_path / "bundle", threads=1)
+    assert b.num_ranks == 2
+    assert _rss_growth_mib(b.path, "borrow") < 16
+    assert _rss_growth_mib(b.path, "copy") > 100
+    old = _edit_manifest(b.path, tmp_path / "old")
+    m = json.loads((old / "manifest.json").read_text())
+    del m["inputs_read_only"]
+    (old / "manifest.json").write_text(json.dumps(m))
+    assert _rss_growth_mib(old, "borrow") > 100
 
 
 def test_gil_released_during_run(big):

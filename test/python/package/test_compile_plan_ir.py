@@ -50,10 +50,31 @@ def test_plan_object(mlp):
     mem = p.memory_per_device["mlp"]
     assert 0 < mem["total"] < mem["unsplit"]
     assert p.predicted_time_s["mlp"] > 0
-    page = p._repr_html_()
-    assert page.count("<table>") == 2 and "loom.matmul" in page
-    assert "[{tp}, {}]" in page  # the weight's strategy
     assert "@mlp" in repr(p)
+
+
+@pytest.mark.parametrize("mesh", ["tp=2", "dp=2,tp=2"])
+def test_plan_html_equals_loomc(tmp_path, mlp, loomc, mesh):
+    """Plan.to_html() and Jupyter's _repr_html_ are the page that
+    `loomc PLAN.json --emit=plan-html` writes for the same plan (the C++
+    renderer, bound; docs/PLAN-HTML.md)."""
+    p = loom.plan(mlp / "mlp-plain.mlir", mesh=mesh)
+    (tmp_path / "plan.json").write_text(p.to_json())
+    want = run_cli(loomc, tmp_path / "plan.json", "--emit=plan-html",
+                   "-o", "-").stdout
+    assert p.to_html() == want
+    assert p._repr_html_() == want
+    assert want.startswith("<!DOCTYPE html>") and "<svg" in want
+    # With a run's trace beside the prediction (--trace-overlay).
+    trace = tmp_path / "run.json"
+    trace.write_text('{"traceEvents": [{"name": "stage 0", "cat": '
+                     '"pipeline", "ph": "X", "ts": 0, "dur": 100, "pid": 0, '
+                     '"tid": 0, "args": {"microbatch": 0}}]}')
+    want = run_cli(loomc, tmp_path / "plan.json", "--emit=plan-html",
+                   "--trace-overlay", trace, "-o", "-").stdout
+    assert p.to_html(trace=trace) == want
+    with pytest.raises(ValueError, match="nothing.json"):
+        p.to_html(trace=tmp_path / "nothing.json")
 
 
 @pytest.mark.parametrize("phase", ["import", "shard", "partition", "lower"])

@@ -125,9 +125,137 @@ def test_bad_rules(llama):
     def bad_type(op):
         return 42
 
-    assert "returns a loom.Pin, a dict or None, not int" in \
-        _fails(model, bad_type)
+    assert "returns a loom.Pin, a dict, a list of loom.Strategy or None, " \
+           "not int" in _fails(model, bad_type)
 
     assert "need a mesh" in _fails(llama / "tiny.gguf", pin_attention_heads)
     with pytest.raises(TypeError, match="not callable"):
         loom.plan(model, sharding_rules=[42])
+
+
+HEADS = [None, "tp", None, None]
+
+
+def _attention_results(plan):
+    return [o["results"] for o in plan.ops if o["op"] == "loom.attention"]
+
+
+def test_candidates_the_planner_chooses_among(tmp_path, llama, loomc, plugin):
+    """A rule offering strategies: the planner keeps only those and picks
+    the cheapest. Offered heads-only, every attention is split by heads,
+    as the C++ plugin pins it; offered heads or nothing, the planner takes
+    heads (cheaper on tp=2); offered nothing (replicated) only, it keeps
+    attention whole."""
+    model = llama / "meshed.mlir"
+    run_cli(loomc, model, "--plugin", plugin,
+            "--shard-passes=loom-pin-attention-heads{axis=tp}", "--emit=plan",
+            "-o", tmp_path / "plugin.json")
+    plugin_plan = loom.Plan((tmp_path / "plugin.json").read_text())
+    want = _attention_results(plugin_plan)
+    assert want and all(set(r) == {"[{}, {tp}, {}, {}]"} for r in want)
+
+    # The forward's attention has one result; the decode's (with a KV
+    # cache) three: the output and the updated caches.
+    def heads_only(op):
+        if op.kind == "attention":
+            return [loom.Strategy(results=[HEADS] * len(op.results))]
+
+    def heads_or_whole(op):
+        if op.kind == "attention":
+            return [loom.Strategy(results=[[None] * 4] * len(op.results)),
+                    loom.Strategy(results=[HEADS] * len(op.results))]
+
+    def whole(op):
+        if op.kind == "attention":
+            return [loom.Strategy(results=[[None] * 4] * len(op.results))]
+
+    assert _attention_results(loom.plan(model, sharding_rules=[heads_only])) \
+        == want
+    chosen = loom.plan(model, sharding_rules=[heads_or_whole])
+    assert _attention_results(chosen) == want
+    kept = loom.plan(model, sharding_rules=[whole])
+    assert all(set(r) == {"[{}, {}, {}, {}]"}
+               for r in _attention_results(kept))
+    assert _no_time(kept.to_json()) != _no_time(chosen.to_json())
+    # The candidates are gone from the sharded program: the choice is made.
+    text = loom.ir(model, phase="shard", sharding_rules=[heads_or_whole])
+    assert "sharding_candidates" not in text and "sharding_rule" not in text
+
+
+def test_candidates_with_partial_sums(llama):
+    """A candidate names the axes a result is a partial sum over: the first
+    matmul offered only its K split gives a partial result (its operands
+    split on K); offered that or replicated, the planner picks one of the
+    two."""
+    first = []
+
+    def offer(*strategies):
+        def rule(op):
+            if op.kind != "matmul" or (first and op.location != first[0]):
+                return None
+            first[:] = [op.location]
+            rank = len(op.results[0].shape)
+            return [loom.Strategy(**s(rank)) for s in strategies]
+        return rule
+
+    k_split = lambda r: {"results": [[None] * r], "partial": [["tp"]]}
+    whole = lambda r: {"results": [[None] * r]}
+    model = llama / "meshed.mlir"
+
+    def first_matmul(plan):
+        return next(o for o in plan.ops if o["op"] == "loom.matmul"
+                    and o["loc"] == first[0])
+
+    op = first_matmul(loom.plan(model, sharding_rules=[offer(k_split)]))
+    assert op["results"] == ["[{}, {}, {}] partial {tp}"]
+    assert op["operands"] == ["[{}, {}, {tp}]", "[{}, {tp}]"]
+    op = first_matmul(loom.plan(model, sharding_rules=[offer(k_split, whole)]))
+    assert op["results"] in (["[{}, {}, {}] partial {tp}"], ["[{}, {}, {}]"])
+
+
+def test_bad_candidates(llama):
+    model = llama / "meshed.mlir"
+
+    def seq_split(op):
+        if op.kind == "attention":
+            # Query positions of a causal attention are never split.
+            n = len(op.results)
+            return [loom.Strategy(results=[HEADS] * n),
+                    loom.Strategy(results=[[None, None, "tp", None]] * n)]
+
+    msg = _fails(model, seq_split)
+    assert "error: candidate #1 of sharding rule " \
+           "'test_bad_candidates.<locals>.seq_split': dimension 2 of " \
+           "result #0 cannot be split over 'tp'" in msg, msg
+
+    def bad_axis(op):
+        if op.kind == "attention":
+            return [loom.Strategy(results=[[None, "zz", None, None]] *
+                                  len(op.results))]
+
+    msg = _fails(model, bad_axis)
+    assert "sharding rule 'test_bad_candidates.<locals>.bad_axis' on " \
+           "loom.attention at loc(" in msg
+    assert "candidate #0 result 0: 'zz' is not an axis of mesh @mesh (tp)" \
+        in msg
+
+    def too_few(op):
+        if op.kind == "attention":
+            return [loom.Strategy(results=[])]
+
+    assert "candidate #0: results is the sharding of each result" in \
+        _fails(model, too_few)
+
+    def not_a_strategy(op):
+        if op.kind == "attention":
+            return [HEADS]
+
+    msg = _fails(model, not_a_strategy)
+    assert "raised on loom.attention" in msg and \
+        "candidate #0: expected a loom.Strategy, got list" in msg
+
+    def empty(op):
+        if op.kind == "attention":
+            return []
+
+    assert "an empty list of candidate strategies" in _fails(model, empty)

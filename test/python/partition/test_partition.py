@@ -1,5 +1,6 @@
-"""Hand-annotated programs in plan form, compiled by loomc (partition phase)
-and run by loom-run on 2, 4 and 8 thread ranks (and 2 MPI ranks), against the
+"""Hand-annotated programs in plan form, compiled (partition phase) and run
+on 2, 4 and 8 thread ranks through the Python package (loomc and loom-run
+when it is not built; loom-run under mpirun for 2 MPI ranks), against the
 same program without annotations on 1 rank. Tolerance (docs/PARTITION.md):
 rtol = 1e-4, atol = 1e-5 on f32 (sums are reordered by the split)."""
 import math
@@ -7,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-
+from loom_paths import compile_bundle, run_bundle
 
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -41,21 +42,20 @@ def compile_and_run(tools, tmp_path, name, program, inputs, nranks,
                     backend="threads"):
     src = tmp_path / f"{name}.mlir"
     src.write_text(program)
-    out = tmp_path / f"{name}.bundle"
-    _run([tools["loomc"], str(src), "-o", str(out)])
+    out = compile_bundle(src, tmp_path / f"{name}.bundle")
+    if backend == "threads":
+        return run_bundle(out, {f"input{i}": x for i, x in enumerate(inputs)})[
+            "output0"]
+    if not tools["mpirun"]:
+        pytest.skip("mpirun not installed")
     args = [str(out), "--output", str(tmp_path / f"{name}.res"),
             "--timeout", "60"]
     for i, x in enumerate(inputs):
         f = tmp_path / f"{name}.in{i}.npy"
         np.save(f, x)
         args += ["--input", f"input{i}={f}"]
-    if backend == "threads":
-        _run([tools["loom-run"], *args])
-    else:
-        if not tools["mpirun"]:
-            pytest.skip("mpirun not installed")
-        _run([tools["mpirun"], *MPI_FLAGS, "-np", str(nranks),
-              tools["loom-run"], *args])
+    _run([tools["mpirun"], *MPI_FLAGS, "-np", str(nranks),
+          tools["loom-run"], *args])
     return np.load(tmp_path / f"{name}.res" / "output0.npy")
 
 

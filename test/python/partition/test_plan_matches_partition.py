@@ -1,12 +1,11 @@
 """One reshard model (include/loom/Cost/Reshard.h): the collectives the
-sharding planner predicts (loomc --emit=plan) are the collectives of the
-partitioned program (loomc --compile-to=partition), op for op and in order:
+sharding planner predicts (loom.plan, loomc --emit=plan) are the
+collectives of the partitioned program (loom.ir(phase="partition"), loomc
+--compile-to=partition), op for op and in order:
 kind, mesh axes, dimension and bytes, on the Llama and GPT-2 graphs and on
 1-D and 2-D meshes."""
 
-import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "llama"))
 import llama_models as lm  # noqa: E402
-from loom_paths import tool  # noqa: E402
+from loom_paths import ir_text, plan_json  # noqa: E402
 
 # The size the planner assumes for a dynamic dimension (--dynamic-size).
 DYNAMIC = 128
@@ -84,18 +83,9 @@ def models(tmp_path_factory):
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 @pytest.mark.parametrize("mesh", ["tp=2", "tp=4", "dp=2,tp=2", "tp=8"])
 def test_plan_collectives_are_the_programs(tmp_path, models, family, mesh):
-    loomc = str(tool("loomc"))
-    model = str(models[family])
-    plan_file, ir_file = tmp_path / "plan.json", tmp_path / "part.mlir"
-    r = subprocess.run([loomc, model, "--mesh", mesh, "--emit=plan", "-o",
-                        str(plan_file)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([loomc, model, "--mesh", mesh,
-                        "--compile-to=partition", "-o", str(ir_file)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    planned = plan_collectives(json.loads(plan_file.read_text()))
-    ran = program_collectives(ir_file.read_text())
+    model = models[family]
+    planned = plan_collectives(plan_json(model, mesh=mesh))
+    ran = program_collectives(ir_text(model, "partition", mesh=mesh))
     assert set(planned) == {"forward", "decode"}
     for fn, colls in planned.items():
         assert colls, f"@{fn} on {mesh}: a sharded plan needs collectives"
@@ -108,15 +98,10 @@ def test_cases_the_models_used_to_disagree_on(tmp_path, models):
     all_gather), and on dp x tp a partial sum over both axes is
     reduce-scattered over tp and all-reduced over dp on the scattered
     buffer (the partitioner ran one all_reduce over both)."""
-    loomc = str(tool("loomc"))
     got = {}
     for family, mesh in (("gpt2", "tp=2"), ("llama", "dp=2,tp=2")):
-        out = tmp_path / f"{family}.json"
-        r = subprocess.run([loomc, str(models[family]), "--mesh", mesh,
-                            "--emit=plan", "-o", str(out)],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        got[family] = plan_collectives(json.loads(out.read_text()))["forward"]
+        got[family] = plan_collectives(plan_json(models[family],
+                                                 mesh=mesh))["forward"]
     assert any(c[0] == "all_to_all" for c in got["gpt2"])
     kinds = [(c[0], c[1]) for c in got["llama"]]
     assert (("reduce_scatter", ["tp"]), ("all_reduce", ["dp"])) in \

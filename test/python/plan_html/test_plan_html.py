@@ -530,11 +530,14 @@ def test_bad_plan_input(tmp_path, loomc):
 
 
 def test_no_mesh(tmp_path, loomc, llama_dir):
-    """Without a mesh nothing is planned: said, no page."""
+    """Without a mesh the plan is one device's (as --emit=plan makes it,
+    docs/PIPELINE.md): said in a note, and drawn."""
     out = tmp_path / "x.html"
     r = emit(loomc, llama_dir, out)
-    assert r.returncode == 1 and "--mesh" in r.stderr, r.stderr
-    assert not out.exists()
+    assert r.returncode == 0, r.stderr
+    assert "no --mesh: planning on one device (mesh dp=1)" in r.stderr
+    html = out.read_text()
+    assert "dp=1" in html and "@forward" in html
 
 
 def test_stdout(loomc):

@@ -77,6 +77,13 @@ def test_spm_hf_loom_equals_tokenizers_and_sentencepiece(spm_hf, loom_tokenize):
     ({"normalizer": {"type": "Lowercase"}}, "normalizer 'Lowercase' is not supported"),
     ({"pre_tokenizer": {"type": "Whitespace"}}, "pre_tokenizer 'Whitespace' is not supported"),
     ({"added_tokens": [{"id": "x", "content": "<a>"}]}, "lacks an integer id"),
+    # Reproduced with fuzz/tokenizer_fuzzer: one id near 2^24 in a 126-byte file
+    # made the loader allocate over 2 GB for [EMPTY_<id>] entries.
+    ({"model": {"type": "BPE", "vocab": {"a": 0, "b": 16777215},
+                "merges": []}},
+     "the highest token id is 16777215 but there are only 2 model.vocab"),
+    ({"added_tokens": [{"id": 9000000, "content": "<a>"}]},
+     "the highest token id is 9000000 but there are only 4"),
 ])
 def test_hf_refusals(tmp_path, patch, message):
     import json

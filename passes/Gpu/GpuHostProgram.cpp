@@ -1,0 +1,249 @@
+//===- GpuHostProgram.cpp - device buffers, one stream, the memory plan ---===//
+//
+// After kernel outlining an entry point is host code: allocations, launches
+// and cuBLAS calls on buffers. This pass puts the buffers on the device
+// (inputs and weights copied in, results copied out), chains every device
+// operation on one stream and computes the peak of device bytes live,
+// which is known here because buffers are allocated and freed in program
+// order with static sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gpu/Passes.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define DEBUG_TYPE "loom-gpu-host-program"
+
+namespace loom {
+#define GEN_PASS_DEF_GPUHOSTPROGRAMPASS
+#include "passes/Gpu/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+
+namespace {
+
+/// Bytes of a statically shaped buffer, or -1.
+int64_t bytesOf(Type type) {
+  auto t = dyn_cast<MemRefType>(type);
+  if (!t || !t.hasStaticShape())
+    return -1;
+  return t.getNumElements() *
+         int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
+}
+
+/// True for host operations that may stay: they touch no buffer's contents.
+bool isHostSafe(Operation *op) {
+  if (isa<gpu::GPUDialect>(op->getDialect()) || op->hasTrait<OpTrait::ConstantLike>() ||
+      isa<func::ReturnOp, memref::AllocOp, memref::DeallocOp, memref::CopyOp,
+          memref::GetGlobalOp, memref::ExtractAlignedPointerAsIndexOp,
+          memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op))
+    return true;
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return call.getCallee() == loom::kGpuGemmFn;
+  // Scalar arithmetic (launch sizes, pointers) has no memory effects.
+  return isMemoryEffectFree(op) && op->getNumRegions() == 0;
+}
+
+struct GpuHostProgramPass
+    : loom::impl::GpuHostProgramPassBase<GpuHostProgramPass> {
+  LogicalResult runOnFunction(func::FuncOp f);
+
+  void runOnOperation() override {
+    // In kernels, math ops that NVVM would turn into calls to libdevice
+    // (__nv_fmaf, __nv_sqrtf, __nv_floorf, ...: libdevice is not linked) become
+    // one instruction each: llvm.fma, the NVPTX intrinsic of a rounded
+    // square root (in f32), a select.
+    getOperation().walk([](Operation *op) {
+      if (!op->getParentOfType<gpu::GPUModuleOp>() ||
+          !isa<math::FmaOp, math::SqrtOp, math::RsqrtOp, math::AbsFOp,
+               math::FloorOp, math::CeilOp, math::TruncOp>(op))
+        return;
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Type type = op->getResult(0).getType();
+      Type f32 = b.getF32Type();
+      // An f32 NVPTX intrinsic (f16 through f32: exact for these).
+      auto nvvm = [&](StringRef name, Value x) -> Value {
+        if (type != f32)
+          x = arith::ExtFOp::create(b, loc, f32, x);
+        Value r = LLVM::CallIntrinsicOp::create(b, loc, Type(f32),
+                                                b.getStringAttr(name),
+                                                ValueRange{x})
+                      .getResult(0);
+        return type == f32 ? r : arith::TruncFOp::create(b, loc, type, r);
+      };
+      Value r;
+      if (auto fma = dyn_cast<math::FmaOp>(op))
+        r = LLVM::FMAOp::create(b, loc, fma.getA(), fma.getB(), fma.getC());
+      else if (isa<math::SqrtOp>(op))
+        r = nvvm("llvm.nvvm.sqrt.rn.f", op->getOperand(0));
+      else if (isa<math::FloorOp>(op))
+        r = nvvm("llvm.nvvm.floor.f", op->getOperand(0));
+      else if (isa<math::CeilOp>(op))
+        r = nvvm("llvm.nvvm.ceil.f", op->getOperand(0));
+      else if (isa<math::TruncOp>(op))
+        r = nvvm("llvm.nvvm.trunc.f", op->getOperand(0));
+      else if (isa<math::RsqrtOp>(op))
+        r = arith::DivFOp::create(
+            b, loc, arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0)),
+            nvvm("llvm.nvvm.sqrt.rn.f", op->getOperand(0)));
+      else {
+        Value x = op->getOperand(0);
+        Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+        r = arith::SelectOp::create(b, loc, neg, arith::NegFOp::create(b, loc, x), x);
+      }
+      op->getResult(0).replaceAllUsesWith(r);
+      op->erase();
+    });
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (!f.isDeclaration() && failed(runOnFunction(f)))
+        return signalPassFailure();
+  }
+};
+
+LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
+  if (!f.getBody().hasOneBlock())
+    return f.emitError() << "'" << f.getName()
+                         << "' has control flow on the host: the GPU lowering "
+                            "needs straight-line host code";
+  Block &body = f.getBody().front();
+  for (Operation &op : body) {
+    if (isHostSafe(&op))
+      continue;
+    InFlightDiagnostic diag = op.emitError()
+                              << "'" << op.getName()
+                              << "' has no GPU lowering (it would run on the "
+                                 "host and read device memory)";
+    if (auto call = dyn_cast<func::CallOp>(op))
+      diag << ": calls '" << call.getCallee()
+           << "'; collectives and layer calls are not built for CUDA yet";
+    return diag;
+  }
+
+  MLIRContext *ctx = f.getContext();
+  OpBuilder b(ctx);
+  Type tokenType = gpu::AsyncTokenType::get(ctx);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  int64_t live = 0, peak = 0, uploaded = 0;
+  auto grow = [&](int64_t bytes) {
+    live += bytes;
+    peak = std::max(peak, live);
+  };
+
+  b.setInsertionPointToStart(&body);
+  Value token = gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
+  // Buffers to free before the return: device copies of host memory.
+  SmallVector<Value> copies;
+  // Host memory used by device code: a device copy replaces every use.
+  auto upload = [&](Value host, Location loc) -> LogicalResult {
+    int64_t bytes = bytesOf(host.getType());
+    auto type = cast<MemRefType>(host.getType());
+    if (bytes < 0 || !type.getLayout().isIdentity())
+      return emitError(loc) << "buffer of type " << host.getType()
+                            << " has a dynamic shape or a strided layout: the "
+                               "GPU lowering needs static shapes (give the "
+                               "batch and sequence sizes)";
+    auto alloc = gpu::AllocOp::create(b, loc, type, tokenType, {token}, {}, {});
+    Value device = alloc.getMemref();
+    auto copy = gpu::MemcpyOp::create(b, loc, tokenType,
+                                      {alloc.getAsyncToken()}, device, host);
+    token = copy.getAsyncToken();
+    host.replaceAllUsesExcept(device, copy);
+    copies.push_back(device);
+    grow(bytes);
+    uploaded += bytes;
+    return success();
+  };
+  for (BlockArgument arg : f.getArguments())
+    if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
+        failed(upload(arg, f.getLoc())))
+      return failure();
+
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    Location loc = op.getLoc();
+    b.setInsertionPoint(&op);
+    if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+      b.setInsertionPointAfter(&op);
+      if (failed(upload(global.getResult(), loc)))
+        return failure();
+    } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      int64_t bytes = bytesOf(alloc.getType());
+      if (bytes < 0)
+        return alloc.emitError()
+               << "buffer of type " << alloc.getType()
+               << " has a dynamic shape: the GPU lowering needs static shapes "
+                  "(give the batch and sequence sizes)";
+      auto device = gpu::AllocOp::create(b, loc, alloc.getType(), tokenType,
+                                         {token}, {}, {});
+      token = device.getAsyncToken();
+      alloc.replaceAllUsesWith(device.getMemref());
+      alloc.erase();
+      grow(bytes);
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      token = gpu::DeallocOp::create(b, loc, tokenType, {token},
+                                     dealloc.getMemref())
+                  .getAsyncToken();
+      live -= std::max<int64_t>(0, bytesOf(dealloc.getMemref().getType()));
+      dealloc.erase();
+    } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      auto src = cast<MemRefType>(copy.getSource().getType());
+      auto dst = cast<MemRefType>(copy.getTarget().getType());
+      if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
+        return copy.emitError() << "strided copy has no GPU lowering yet";
+      token = gpu::MemcpyOp::create(b, loc, tokenType, {token},
+                                    copy.getTarget(), copy.getSource())
+                  .getAsyncToken();
+      copy.erase();
+    } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      auto async = gpu::LaunchFuncOp::create(
+          b, loc, launch.getKernelAttr(), launch.getGridSizeOperandValues(),
+          launch.getBlockSizeOperandValues(),
+          launch.getDynamicSharedMemorySize(), launch.getKernelOperands(),
+          tokenType, {token});
+      token = async.getAsyncToken();
+      launch.erase();
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      // The cuBLAS call goes on the program's stream: gpu-to-llvm lowers
+      // the token to that stream, and the cast to it.
+      Value stream =
+          UnrealizedConversionCastOp::create(b, loc, ptr, token).getResult(0);
+      call->setOperand(0, stream);
+    } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Value> results(ret.getOperands());
+      DenseMap<Value, Value> hostOf;
+      for (Value &v : results) {
+        auto type = dyn_cast<MemRefType>(v.getType());
+        if (!type)
+          continue;
+        if (Value h = hostOf.lookup(v)) {
+          v = h;
+          continue;
+        }
+        auto host = memref::AllocOp::create(b, loc, type,
+                                            b.getI64IntegerAttr(64));
+        token = gpu::MemcpyOp::create(b, loc, tokenType, {token}, host, v)
+                    .getAsyncToken();
+        bool isCopy = llvm::is_contained(copies, v);
+        if (!isCopy && v.getDefiningOp<gpu::AllocOp>())
+          token = gpu::DeallocOp::create(b, loc, tokenType, {token}, v)
+                      .getAsyncToken();
+        hostOf[v] = host;
+        v = host;
+      }
+      for (Value device : copies)
+        token = gpu::DeallocOp::create(b, loc, tokenType, {token}, device)
+                    .getAsyncToken();
+      gpu::WaitOp::create(b, loc, Type(), {token});
+      ret->setOperands(results);
+    }
+  }
+  f->setAttr(loom::kGpuPeakBytesAttr, b.getI64IntegerAttr(peak));
+  f->setAttr(loom::kGpuUploadBytesAttr, b.getI64IntegerAttr(uploaded));
+  return success();
+}
+
+} // namespace

@@ -1,0 +1,172 @@
+//===- GpuMatmulsToCublas.cpp - rank-2 products as cuBLAS calls -----------===//
+//
+// On buffers: a linalg contraction c[m, n] = sum_k a[m, k] * b[k, n] (either
+// operand stored transposed) whose output the previous op zero-filled is the
+// runtime's cuBLAS GEMM, beta = 0. What does not match (batched products,
+// strided views, mixed element types, an accumulating product) stays a loop
+// nest and becomes a generated kernel: slower, never wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Gpu/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Matchers.h"
+
+#define DEBUG_TYPE "loom-gpu-matmuls-to-cublas"
+
+namespace loom {
+#define GEN_PASS_DEF_GPUMATMULSTOCUBLASPASS
+#include "passes/Gpu/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+
+namespace {
+
+// abi.h's loom_rt_dtype values (the runtime is not included here).
+constexpr int32_t kRtF32 = 0, kRtF16 = 1, kRtBF16 = 2;
+
+/// abi.h's dtype of `t`, or -1.
+int32_t rtDtype(Type t) {
+  if (t.isF32())
+    return kRtF32;
+  if (t.isF16())
+    return kRtF16;
+  if (t.isBF16())
+    return kRtBF16;
+  return -1;
+}
+
+bool usesValue(Operation *op, Value v) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (llvm::is_contained(inner->getOperands(), v))
+      found = true;
+  });
+  return found;
+}
+
+/// The linalg.fill of zero that last wrote `c` before `op` in its block, if
+/// no op in between touches `c`.
+linalg::FillOp zeroFillBefore(Operation *op, Value c) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (!usesValue(prev, c))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (!fill || fill.getOutputs().front() != c)
+      return {};
+    Attribute value;
+    if (!matchPattern(fill.getInputs().front(), m_Constant(&value)))
+      return {};
+    auto f = dyn_cast<FloatAttr>(value);
+    return f && f.getValue().isZero() ? fill : linalg::FillOp();
+  }
+  return {};
+}
+
+/// 0 if `map` is (row, col) of the loops `row` and `col`, 1 if it is
+/// (col, row), -1 otherwise.
+int transposed(AffineMap map, unsigned row, unsigned col) {
+  if (map.getNumResults() != 2)
+    return -1;
+  auto dim = [&](unsigned i) -> int {
+    auto d = dyn_cast<AffineDimExpr>(map.getResult(i));
+    return d ? int(d.getPosition()) : -1;
+  };
+  if (dim(0) == int(row) && dim(1) == int(col))
+    return 0;
+  if (dim(0) == int(col) && dim(1) == int(row))
+    return 1;
+  return -1;
+}
+
+bool isPlainBuffer(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getLayout().isIdentity() &&
+         t.getRank() == 2;
+}
+
+Value pointerOf(OpBuilder &b, Location loc, Value memref) {
+  Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  i64);
+}
+
+struct GpuMatmulsToCublasPass
+    : loom::impl::GpuMatmulsToCublasPassBase<GpuMatmulsToCublasPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> products;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>() ||
+          !op.hasPureBufferSemantics() || !linalg::isaContractionOpInterface(op))
+        return;
+      products.push_back(op);
+    });
+    if (products.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    func::FuncOp gemm = module.lookupSymbol<func::FuncOp>(loom::kGpuGemmFn);
+    if (!gemm) {
+      b.setInsertionPointToEnd(module.getBody());
+      gemm = func::FuncOp::create(
+          b, module.getLoc(), loom::kGpuGemmFn,
+          b.getFunctionType({ptr, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr},
+                            {}));
+      gemm.setPrivate();
+    }
+    for (linalg::LinalgOp op : products) {
+      FailureOr<linalg::ContractionDimensions> dims =
+          linalg::inferContractionDims(op);
+      if (failed(dims) || !dims->batch.empty() || dims->m.size() != 1 ||
+          dims->n.size() != 1 || dims->k.size() != 1 ||
+          op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+        continue;
+      Value a = op.getDpsInputOperand(0)->get();
+      Value bm = op.getDpsInputOperand(1)->get();
+      Value c = op.getDpsInitOperand(0)->get();
+      if (!isPlainBuffer(a) || !isPlainBuffer(bm) || !isPlainBuffer(c))
+        continue;
+      Type elem = cast<MemRefType>(c.getType()).getElementType();
+      int32_t dtype = rtDtype(elem);
+      if (dtype < 0 || cast<MemRefType>(a.getType()).getElementType() != elem ||
+          cast<MemRefType>(bm.getType()).getElementType() != elem)
+        continue;
+      unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      int ta = transposed(maps[0], m, k), tb = transposed(maps[1], k, n);
+      if (ta < 0 || tb < 0 || transposed(maps[2], m, n) != 0)
+        continue;
+      linalg::FillOp fill = zeroFillBefore(op, c);
+      if (!fill)
+        continue;
+      SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+      Location loc = op.getLoc();
+      b.setInsertionPoint(op);
+      auto i32c = [&](int64_t v) -> Value {
+        return arith::ConstantIntOp::create(b, loc, i32, v);
+      };
+      auto i64c = [&](int64_t v) -> Value {
+        return arith::ConstantIntOp::create(b, loc, i64, v);
+      };
+      // The stream: a placeholder until loom-gpu-host-program chains the
+      // call on the program's stream.
+      Value stream = LLVM::ZeroOp::create(b, loc, ptr);
+      func::CallOp::create(
+          b, loc, gemm,
+          ValueRange{stream, i32c(dtype), i32c(ta), i32c(tb), i64c(sizes[m]),
+                     i64c(sizes[n]), i64c(sizes[k]), pointerOf(b, loc, a),
+                     pointerOf(b, loc, bm), pointerOf(b, loc, c)});
+      op->erase();
+      fill->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,69 @@
+//===- Passes.h - the GPU lower phase's passes ------------------*- C++ -*-===//
+//
+// loom-lower-gpu-pipeline: a whole loom program onto one CUDA device
+// (docs/GPU.md, "Whole programs on the GPU"). Built only with
+// LOOM_ENABLE_CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_GPU_PASSES_H
+#define LOOM_PASSES_GPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace loom {
+
+#define GEN_PASS_DECL
+#include "passes/Gpu/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Gpu/Passes.h.inc"
+
+/// The runtime function a cuBLAS product becomes (runtime/cuda/Mgpu.cpp).
+constexpr llvm::StringLiteral kGpuGemmFn = "loom_cuda_mgpu_gemm";
+/// Function attributes of the memory plan (loom-gpu-host-program).
+constexpr llvm::StringLiteral kGpuPeakBytesAttr = "loom_gpu_peak_bytes";
+constexpr llvm::StringLiteral kGpuUploadBytesAttr = "loom_gpu_upload_bytes";
+
+/// Options of the GPU lower phase (loomc --target=cuda).
+struct GpuLowerPipelineOptions {
+  /// The chips every kernel is compiled for (cubins, one fatbin).
+  std::vector<std::string> chips = {"sm_80", "sm_90"};
+  /// "fatbin" (cubins of every chip, needs ptxas and fatbinary), "bin"
+  /// (the first chip's cubin) or "isa" (the first chip's PTX, JIT-compiled
+  /// by the driver at load; needs no toolkit: lit tests).
+  std::string format = "fatbin";
+  int64_t blockSize = 256;
+  /// Matmuls through cuBLAS (false: generated kernels, for A/B checks).
+  bool cublas = true;
+  std::string toolkit;
+};
+
+/// Appends the lower phase for one CUDA device: entry points prepared and
+/// recorded as for the CPU, loom -> linalg (the CPU patterns) -> buffers,
+/// matmuls to cuBLAS calls, the rest to kernels (NVVM, compiled for
+/// `chips`), host code through gpu-to-llvm onto the runtime's mgpu*
+/// functions with the loom_entry_<name> wrappers.
+void buildGpuLowerPassPipeline(mlir::OpPassManager &pm,
+                               const GpuLowerPipelineOptions &options = {});
+
+/// Registers the passes and `loom-lower-gpu-pipeline`.
+void registerGpuLowerPassesAndPipeline();
+
+} // namespace loom
+
+#endif // LOOM_PASSES_GPU_PASSES_H

@@ -1,0 +1,112 @@
+//===- Passes.td - the GPU lower phase's passes ------------*- tablegen -*-===//
+//
+// The lower phase for `loomc --target=cuda` (buildGpuLowerPassPipeline):
+// the CPU lowering's loom -> linalg conversion and bufferization, then
+// these passes take the program onto one CUDA device (docs/GPU.md,
+// "Whole programs on the GPU").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_GPU_PASSES_TD
+#define LOOM_PASSES_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GpuFuseElementwisePass
+    : Pass<"loom-gpu-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse elementwise chains, never into a contraction";
+  let description = [{
+    linalg's elementwise fusion (producer into consumer) with one rule
+    more than the CPU pipeline's: nothing is fused into a contraction
+    (`linalg` matmul-like ops), so that loom-gpu-matmuls-to-cublas still
+    finds every matmul as a plain product and gives it to cuBLAS. Each
+    chain of elementwise ops (a bias add, an activation, a residual add)
+    becomes one linalg.generic, i.e. one kernel.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def GpuMatmulsToCublasPass
+    : Pass<"loom-gpu-matmuls-to-cublas", "mlir::ModuleOp"> {
+  let summary = "Rank-2 contractions on device buffers become cuBLAS calls";
+  let description = [{
+    On buffers (after bufferization): every linalg contraction
+    `c[m, n] += a[m, k] * b[k, n]` (either operand transposed) of f32, f16
+    or bf16 with identity layouts, whose output was filled with zero by the
+    op just before, becomes a call
+    `loom_cuda_mgpu_gemm(stream, dtype, trans_a, trans_b, m, n, k, a, b, c)`
+    (`include/loom/runtime/cuda.h`: cuBLAS, f32 accumulation) and the fill
+    is erased. The stream operand is a null placeholder until
+    loom-gpu-host-program puts the call on the program's stream. Other
+    contractions (batched, strided, mixed types) stay loops: generated
+    kernels, correct but slow.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
+def GpuMapParallelLoopsPass
+    : Pass<"loom-gpu-map-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Map each outermost scf.parallel onto blocks x threads";
+  let description = [{
+    Every outermost scf.parallel of a host function is collapsed into one
+    dimension, tiled by `block-size` and mapped: tiles to `block_x`,
+    elements of a tile to `thread_x` (consecutive threads take consecutive
+    elements of the innermost dimension, so loads coalesce), with a guard
+    for the last partial tile. convert-parallel-loops-to-gpu then makes
+    one gpu.launch of each. Reductions stay sequential loops inside a
+    thread.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::gpu::GPUDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
+def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
+  let summary = "Device buffers, one stream and the memory plan of each entry";
+  let description = [{
+    In each entry point (`loom.entry`) after kernel outlining: every
+    `memref.alloc` becomes a `gpu.alloc`, `memref.dealloc` a `gpu.dealloc`,
+    `memref.copy` a `gpu.memcpy`; memref arguments (inputs and weights, host
+    memory) are copied to device buffers when the function starts and
+    returned buffers are copied back to fresh host buffers. All of it, the
+    kernel launches and the cuBLAS calls are chained on one stream (one
+    `gpu.async.token` chain, which gpu-to-llvm lowers onto one CUDA
+    stream), synchronised once before the return.
+
+    The memory plan: buffers are allocated in program order and freed
+    where the deallocation pipeline put their last use, so the device
+    bytes live at each point are known; the peak is recorded as
+    `loom_gpu_peak_bytes` (and the uploaded input and weight bytes as
+    `loom_gpu_upload_bytes`) on the function. Dynamic shapes and host code
+    reading device memory are refused by name. In kernels, `math.fma`,
+    `sqrt`, `rsqrt`, `absf`, `floor`, `ceil` and `trunc` become LLVM/NVPTX
+    intrinsics (NVVM would call
+    libdevice, which is not linked).
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect"];
+}
+
+def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
+  let summary = "One fatbin of the cubins of every chip of each gpu.binary";
+  let description = [{
+    gpu-module-to-binary{format=bin} leaves one cubin object per
+    `#nvvm.target` in each gpu.binary; the host code loads one object.
+    This pass runs `fatbinary` (the CUDA toolkit's, from `toolkit` or
+    `$CUDA_HOME/bin` or PATH, as gpu-module-to-binary finds ptxas) to put
+    them into one fatbin, which the driver loads choosing the cubin of the
+    device's architecture (a chip that is not there: the load fails with
+    the runtime's message).
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit folder (empty: $CUDA_HOME, then PATH)">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+#endif // LOOM_PASSES_GPU_PASSES_TD

@@ -1,0 +1,30 @@
+// What the GPU lower phase refuses, by name and place.
+// RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-lower-gpu-pipeline="format=isa chips=sm_90"
+
+// A dynamic batch: buffer sizes (and the memory plan) must be known.
+// expected-error @+1 {{buffer of type 'memref<?x16xf32>' has a dynamic shape or a strided layout: the GPU lowering needs static shapes}}
+func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %0 = loom.softmax %x axis = -1 : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+// The embedding's id check runs on the host over the ids (a device buffer):
+// not built for the GPU yet.
+func.func @embedding(%ids: tensor<1x5xi64>) -> tensor<1x5x16xf32> {
+  %t = loom.weight "table" : tensor<100x16xf32>
+  // expected-error @+1 {{'scf.for' has no GPU lowering (it would run on the host and read device memory)}}
+  %0 = loom.embedding %t, %ids : tensor<100x16xf32>, tensor<1x5xi64> -> tensor<1x5x16xf32>
+  return %0 : tensor<1x5x16xf32>
+}
+
+// -----
+
+// Collectives: no NCCL lowering yet.
+loom.mesh @mesh = <dp = 2>
+func.func @gather(%x: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{has no GPU lowering}}
+  %0 = loom.all_gather %x on @mesh axes = ["dp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
