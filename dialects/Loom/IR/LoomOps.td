@@ -655,8 +655,10 @@ def Loom_QMatmulOp : Loom_Op<"qmatmul", [Pure]> {
   let arguments = (ins Loom_FloatTensor:$input, Loom_QTensorType:$weight,
                        OptionalAttr<Loom_QuantActivationsAttr>:$quant_activations);
   let results = (outs Loom_FloatTensor:$result);
+  // custom<QMatmulAttrDict>: attr-dict that reads the string spelling of
+  // quant_activations older IR carries (LoomOps.cpp).
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` type($input) `,`
+    $input `,` $weight custom<QMatmulAttrDict>(attr-dict) `:` type($input) `,`
     qualified(type($weight)) `->` type($result)
   }];
   let hasVerifier = 1;
