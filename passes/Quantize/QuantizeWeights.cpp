@@ -415,7 +415,8 @@ struct QuantizeWeightsPass
     for (MatmulOp mm : c.matmuls) {
       b.setInsertionPoint(mm);
       auto qm = QMatmulOp::create(b, mm.getLoc(), mm.getResult().getType(),
-                                  mm.getLhs(), nw.getResult());
+                                  mm.getLhs(), nw.getResult(),
+                                  /*quant_activations=*/nullptr);
       qm->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
       mm.getResult().replaceAllUsesWith(qm.getResult());
       mm.erase();

@@ -658,7 +658,7 @@ def Loom_QMatmulOp : Loom_Op<"qmatmul", [Pure]> {
   // custom<QMatmulAttrDict>: attr-dict that reads the string spelling of
   // quant_activations older IR carries (LoomOps.cpp).
   let assemblyFormat = [{
-    $input `,` $weight custom<QMatmulAttrDict>(attr-dict) `:` type($input) `,`
+    $input `,` $weight `` custom<QMatmulAttrDict>(attr-dict) `:` type($input) `,`
     qualified(type($weight)) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -23,13 +23,13 @@ func.func @typed(%x: tensor<1x64xf32>, %w: !loom.qtensor<16x64, #loom.quant<q4_0
 // CHECK: quant_activations = #loom.quant_act<int8>
 // CHECK: quant_activations = #loom.quant_act<int8_portable>
 // CHECK: quant_activations = #loom.quant_act<int8x3>
-// CHECK: {loom.note = "kept", quant_activations = #loom.quant_act<int8x3_portable>}
+// CHECK: {note = "kept", quant_activations = #loom.quant_act<int8x3_portable>}
 func.func @strings(%x: tensor<1x64xf32>, %w: !loom.qtensor<16x64, #loom.quant<q4_0>>) -> tensor<1x16xf32> {
   %0 = loom.qmatmul %x, %w {quant_activations = "f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   %1 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   %2 = loom.qmatmul %x, %w {quant_activations = "int8-portable"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   %3 = loom.qmatmul %x, %w {quant_activations = "int8x3"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
-  %4 = loom.qmatmul %x, %w {loom.note = "kept", quant_activations = "int8x3-portable"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %4 = loom.qmatmul %x, %w {note = "kept", quant_activations = "int8x3-portable"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   return %4 : tensor<1x16xf32>
 }
 
