@@ -75,7 +75,7 @@ LogicalResult loadPlugins(const std::vector<std::string> &paths,
     plugin->registerPassRegistryCallbacks();
     loaded.insert(path);
   }
-  return success();
+  return mlir::success();
 }
 
 /// The environment variables that once steered code generation: say which
@@ -141,7 +141,7 @@ Compilation::writeAtomically(StringRef path,
                              llvm::function_ref<void(raw_ostream &)> write) {
   if (path == "-") {
     write(llvm::outs());
-    return success();
+    return mlir::success();
   }
   std::string error;
   loom::tempcleanup::add((path + ".tmp").str());
@@ -158,7 +158,7 @@ Compilation::writeAtomically(StringRef path,
     return fail("cannot rename '" + path + ".tmp' to '" + path +
                 "': " + ec.message()),
            failure();
-  return success();
+  return mlir::success();
 }
 
 /// The phases to run, [first, last], from compileFrom/compileTo and emit;

@@ -3,6 +3,7 @@
 #include "lib/Bundle/Bundle.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/DType.h"
 #include "loom/runtime/Fnv.h"
 #include "loom/runtime/NpyName.h"
 #include "loom/runtime/abi.h"
@@ -29,34 +30,26 @@ int64_t MeshInfo::numRanks() const {
   return n;
 }
 
-static std::string dtypeName(Type t) {
+/// The manifest's element type of `t` (loom/Support/DType.h); none for the
+/// types the runtime does not pass.
+static std::optional<DType> dtypeOf(Type t) {
   if (t.isF32())
-    return "f32";
+    return DType::F32;
   if (t.isF16())
-    return "f16";
+    return DType::F16;
   if (t.isBF16())
-    return "bf16";
+    return DType::BF16;
   if (t.isF64())
-    return "f64";
+    return DType::F64;
   if (t.isInteger(1))
-    return "i1";
+    return DType::I1;
   if (t.isInteger(8))
-    return "i8";
+    return DType::I8;
   if (t.isInteger(32))
-    return "i32";
+    return DType::I32;
   if (t.isInteger(64))
-    return "i64";
-  return {};
-}
-
-static int64_t dtypeBytes(const std::string &d) {
-  if (d == "f64" || d == "i64")
-    return 8;
-  if (d == "f32" || d == "i32")
-    return 4;
-  if (d == "f16" || d == "bf16")
-    return 2;
-  return 1;
+    return DType::I64;
+  return std::nullopt;
 }
 
 static std::vector<int64_t> shapeOf(ShapedType t) {
@@ -131,11 +124,12 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         return fail("argument " + Twine(i - 1) + " of type " +
                     llvm::formatv("{0}", t).str() +
                     " cannot be passed by the launcher (tensors only)");
-      std::string dtype = dtypeName(st.getElementType());
-      if (dtype.empty())
+      std::optional<DType> dt = dtypeOf(st.getElementType());
+      if (!dt)
         return fail("argument " + Twine(i - 1) + " has element type " +
                     llvm::formatv("{0}", st.getElementType()).str() +
                     " that the runtime does not support");
+      std::string dtype = dtypeName(*dt);
       auto weight = dyn_cast_or_null<DictionaryAttr>(
           argAttr(i, LoomDialect::kWeightAttrName));
       if (!weight) {
@@ -169,7 +163,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
                     "N>` or import it from a model file");
       w.file = absolutePath(source.getFile().getValue(), baseDir);
       w.offset = source.getOffset();
-      w.nbytes = st.getNumElements() * dtypeBytes(dtype);
+      w.nbytes = st.getNumElements() * dtypeSize(*dt);
       if (auto split = dyn_cast_or_null<DictionaryAttr>(weight.get("split"))) {
         auto axes = dyn_cast_or_null<ArrayAttr>(split.get("axes"));
         auto shape = dyn_cast_or_null<DenseI64ArrayAttr>(split.get("shape"));
@@ -186,7 +180,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
           w.globalShape.push_back(shape[d]);
           n *= shape[d];
         }
-        w.nbytes = n * dtypeBytes(dtype);
+        w.nbytes = n * dtypeSize(*dt);
       }
       if (auto il = dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
         // Checked by loom-run's manifest reader, which owns the layout.
@@ -212,11 +206,13 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
     }
     for (auto [i, t] : llvm::enumerate(fnType.getResults())) {
       auto st = dyn_cast<RankedTensorType>(t);
-      std::string dtype = st ? dtypeName(st.getElementType()) : "";
-      if (!st || dtype.empty())
+      std::optional<DType> dt =
+          st ? dtypeOf(st.getElementType()) : std::nullopt;
+      if (!dt)
         return fail("result " + Twine(i) + " of type " +
                     llvm::formatv("{0}", t).str() +
                     " cannot be returned to the launcher");
+      std::string dtype = dtypeName(*dt);
       std::string name = "output" + std::to_string(i);
       if (auto n = dyn_cast_or_null<StringAttr>(resAttr(i, "loom.name")))
         name = n.str();

@@ -268,7 +268,8 @@ Value GraphBuilder::linear(Value x, Value w, int64_t n) {
   SmallVector<int64_t> shape(xt.getShape());
   shape.back() = n;
   if (isa<QTensorType>(w.getType()))
-    return QMatmulOp::create(b, loc, act(shape), x, w);
+    return QMatmulOp::create(b, loc, act(shape), x, w,
+                             /*quant_activations=*/nullptr);
   return MatmulOp::create(b, loc, act(shape), x, asF32(w),
                           /*transpose_a=*/false, /*transpose_b=*/true);
 }

@@ -87,6 +87,25 @@ std::string_view scaleName(ScaleType s) {
   return "?";
 }
 
+std::optional<Format> parseFormat(std::string_view name) {
+  for (Format f : {Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Int4,
+                   Format::Int8})
+    if (name == formatName(f))
+      return f;
+  return std::nullopt;
+}
+
+std::optional<Mode> parseMode(std::string_view name) {
+  if (name == "sym")
+    return Mode::Symmetric;
+  if (name == "zp")
+    return Mode::ZeroPoint;
+  for (Mode m : {Mode::Symmetric, Mode::Min, Mode::ZeroPoint})
+    if (name == modeName(m))
+      return m;
+  return std::nullopt;
+}
+
 std::string schemeName(const Scheme &s) {
   if (s.isGguf())
     return std::string(formatName(s.format));

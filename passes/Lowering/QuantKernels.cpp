@@ -910,12 +910,22 @@ QMatmulLowering chooseQMatmulLowering(QMatmulOp op, QTensorType qt,
   // choice that `loomc --quant-act` recorded on the op.
   QMatmulLowering l;
   if (mode.empty()) {
-    if (auto a = op->getAttrOfType<StringAttr>("quant_activations")) {
-      StringRef v = a.getValue();
-      mode = v.starts_with("int8x3") ? "i8x3"
-             : v.starts_with("int8") ? "i8"
-                                     : "f32";
-      l.targetIsa = !v.ends_with("-portable");
+    if (std::optional<QuantActivations> a = op.getQuantActivations()) {
+      switch (*a) {
+      case QuantActivations::f32:
+        mode = "f32";
+        break;
+      case QuantActivations::int8:
+      case QuantActivations::int8_portable:
+        mode = "i8";
+        break;
+      case QuantActivations::int8x3:
+      case QuantActivations::int8x3_portable:
+        mode = "i8x3";
+        break;
+      }
+      l.targetIsa = *a != QuantActivations::int8_portable &&
+                    *a != QuantActivations::int8x3_portable;
     } else {
       // Unmarked (`--quant-act auto`, the default): three int8 levels where
       // the module's target has integer dot products (AVX2 or AVX512-VNNI),

@@ -36,9 +36,6 @@ using namespace loom;
 
 namespace {
 
-/// Discardable attribute of loom.qmatmul read by the CPU lowering.
-constexpr llvm::StringLiteral kActivationsAttr = "quant_activations";
-
 constexpr const char *kDefaultSkip =
     "token_embd.weight,output.weight,lm_head.weight,*embed_tokens*,wte*,wpe*";
 
@@ -126,18 +123,22 @@ struct QuantizeWeightsPass
       signalPassFailure();
     };
 
-    if (activations != "auto" && activations != "f32" &&
-        activations != "int8" &&
-        activations != "int8-portable" && activations != "int8x3" &&
-        activations != "int8x3-portable")
-      return fail("activations=" + activations +
-                  ": expected auto, f32, int8 or int8x3");
+    // The option spells the portable kinds with a dash (int8-portable).
+    std::optional<QuantActivations> act;
+    if (activations != "auto") {
+      act = symbolizeQuantActivations(
+          llvm::join(llvm::split(activations, '-'), "_"));
+      if (!act)
+        return fail("activations=" + activations +
+                    ": expected auto, f32, int8 or int8x3 (or "
+                    "int8-portable, int8x3-portable)");
+    }
     // The generated kernels read this to quantize activations per block
     // (passes/Lowering/QuantKernels.cpp); GGUF qmatmuls are marked too.
     auto markActivations = [&] {
-      if (activations != "auto")
+      if (act)
         module.walk([&](QMatmulOp op) {
-          op->setAttr(kActivationsAttr, StringAttr::get(ctx, activations));
+          op.setQuantActivationsAttr(QuantActivationsAttr::get(ctx, *act));
         });
     };
     if (scheme == "none") {
@@ -414,7 +415,8 @@ struct QuantizeWeightsPass
     for (MatmulOp mm : c.matmuls) {
       b.setInsertionPoint(mm);
       auto qm = QMatmulOp::create(b, mm.getLoc(), mm.getResult().getType(),
-                                  mm.getLhs(), nw.getResult());
+                                  mm.getLhs(), nw.getResult(),
+                                  /*quant_activations=*/nullptr);
       qm->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
       mm.getResult().replaceAllUsesWith(qm.getResult());
       mm.erase();

@@ -21,32 +21,30 @@ namespace loom::run {
 
 using Json = nlohmann::json;
 
-namespace {
-const struct {
-  const char *name;
-  DType type;
-  int64_t size;
-  const char *descr;
-} kDTypes[] = {
-    {"f32", DType::F32, 4, "<f4"},  {"f16", DType::F16, 2, "<f2"},
-    {"bf16", DType::BF16, 2, "<u2"}, {"f64", DType::F64, 8, "<f8"},
-    {"i8", DType::I8, 1, "|i1"},    {"i32", DType::I32, 4, "<i4"},
-    {"i64", DType::I64, 8, "<i8"},  {"u8", DType::U8, 1, "|u1"},
-    {"i1", DType::I1, 1, "|b1"},
-};
-} // namespace
-
-bool parseDType(const std::string &name, DType &out) {
-  for (const auto &d : kDTypes)
-    if (name == d.name) {
-      out = d.type;
-      return true;
-    }
-  return false;
+const char *npyDescr(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "<f4";
+  case DType::F16:
+    return "<f2";
+  case DType::BF16:
+    return "<u2"; // numpy has no bf16: its bits
+  case DType::F64:
+    return "<f8";
+  case DType::I8:
+    return "|i1";
+  case DType::I32:
+    return "<i4";
+  case DType::I64:
+    return "<i8";
+  case DType::U8:
+    return "|u1";
+  case DType::I1:
+    return "|b1";
+  }
+  return "?";
 }
-const char *dtypeName(DType t) { return kDTypes[int(t)].name; }
-int64_t dtypeSize(DType t) { return kDTypes[int(t)].size; }
-const char *npyDescr(DType t) { return kDTypes[int(t)].descr; }
+
 bool npyAccepts(DType t, const std::string &descr) {
   if (t == DType::BF16)
     return descr == "<u2" || descr == "|V2";
@@ -193,10 +191,12 @@ struct Reader {
     std::string s;
     if (!str(obj, path, "dtype", s))
       return false;
-    if (!parseDType(s, out))
+    std::optional<DType> t = parseDType(s);
+    if (!t)
       return fail(join(path, "dtype"),
                   "unknown dtype '" + s +
                       "' (expected f32 f16 bf16 f64 i8 i32 i64 u8 i1)");
+    out = *t;
     return true;
   }
   /// "batch_dim" of a tensor of rank `rank`: an integer in [0, rank).

@@ -71,8 +71,11 @@ void PrintTo(const Case &c, std::ostream *os) { *os << name(c); }
 void checkAgainstReference(const Case &c, KernelOptions opts,
                            std::initializer_list<int64_t> batches) {
   QMatmulSpec spec;
-  ASSERT_TRUE(parseFormat(c.format, spec.format));
-  ASSERT_TRUE(parseMode(c.mode, spec.mode));
+  std::optional<QFormat> format = parseFormat(c.format);
+  std::optional<QMode> mode = parseMode(c.mode);
+  ASSERT_TRUE(format && mode);
+  spec.format = *format;
+  spec.mode = *mode;
   ASSERT_TRUE(parseElemType(c.scale, spec.scale));
   ASSERT_TRUE(parseElemType(c.act, spec.act));
   spec.block = c.block;
@@ -99,8 +102,8 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
   auto engine = ExecutionEngine::create(*module, eo);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
 
-  ref::Format f{c.format, modeName(spec.mode), c.scale, c.act, c.block, c.n,
-                c.k};
+  ref::Format f{c.format, std::string(modeName(spec.mode)), c.scale, c.act,
+                c.block, c.n, c.k};
   // The reference names the modes as --list prints them.
   std::mt19937 rng(7);
   std::vector<uint8_t> w = ref::randomWeight(f, rng);

@@ -182,4 +182,24 @@ def Loom_CpuTargetAttr : Loom_Attr<"CpuTarget", "cpu_target"> {
   }];
 }
 
+def Loom_QuantActivationsAttr : EnumAttr<Loom_Dialect, Loom_QuantActivations,
+                                         "quant_act"> {
+  let summary = "the activations of a loom.qmatmul's generated kernel";
+  let description = [{
+    Recorded on `loom.qmatmul` by `loom-quantize{activations=...}` (`loomc
+    --quant-act`), read by the CPU lowering (QuantKernels.cpp): f32
+    activations, int8 per block, or three int8 levels per block (`int8x3`,
+    about f32's accuracy); `_portable` variants use no integer dot-product
+    instructions of the target.
+
+    ```mlir
+    %y = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8x3>} : ...
+    ```
+
+    **Constraints:**
+    - one of f32, int8, int8x3, int8_portable, int8x3_portable.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMATTRS_TD

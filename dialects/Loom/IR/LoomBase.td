@@ -19,6 +19,14 @@ class Loom_Type<string name, string typeMnemonic, list<Trait> traits = []>
   let mnemonic = typeMnemonic;
 }
 
+// A signed axis: negative values count from the end (numpy, ONNX). Stored
+// as an i64 IntegerAttr (printed `axis = -1`), read back as int64_t;
+// loom::normAxis (include/loom/Support/Axis.h) is its one normalisation.
+def Loom_AxisAttr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+    "signed axis (negative: counted from the end)"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
 // Tensors the compute ops work on.
 def Loom_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, I1]>;
 def Loom_FloatTensor : RankedTensorOf<[AnyFloat]>;

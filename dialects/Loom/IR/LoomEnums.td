@@ -71,4 +71,18 @@ def Loom_QuantMode : I32EnumAttr<"QuantMode", "quantization mode", [
   let cppNamespace = "::loom";
 }
 
+// The activations of loom.qmatmul's generated kernels, as `loomc
+// --quant-act` chose them (the `quant_activations` attribute; none: the
+// lowering picks from the module's loom.target). `_portable`: without the
+// target's integer dot-product instructions. The pass options spell them
+// with a dash (`int8-portable`).
+def Loom_QuantActivations : I32EnumAttr<"QuantActivations",
+    "activations of loom.qmatmul's generated kernels", [
+    I32EnumAttrCase<"f32", 0>, I32EnumAttrCase<"int8", 1>,
+    I32EnumAttrCase<"int8x3", 2>, I32EnumAttrCase<"int8_portable", 3>,
+    I32EnumAttrCase<"int8x3_portable", 4>]> {
+  let cppNamespace = "::loom";
+  let genSpecializedAttr = 0;
+}
+
 #endif // LOOM_DIALECT_LOOM_IR_LOOMENUMS_TD

@@ -23,6 +23,48 @@ using namespace loom;
 
 #include "dialects/Loom/IR/LoomInterfaces.cpp.inc"
 
+//===----------------------------------------------------------------------===//
+// loom.qmatmul's attribute dictionary
+//===----------------------------------------------------------------------===//
+
+/// The attr-dict of loom.qmatmul. IR written before quant_activations was
+/// typed carries it as a string (`quant_activations = "int8-portable"`):
+/// that reads as the enum of the same name, dash or underscore
+/// (#loom.quant_act<int8_portable>), so old IR keeps its meaning. Anything
+/// else under that name is an error naming the new spelling: an untyped
+/// value would otherwise be dropped silently when it is stored as the op's
+/// property.
+static ParseResult parseQMatmulAttrDict(OpAsmParser &parser,
+                                        NamedAttrList &attrs) {
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOptionalAttrDict(attrs))
+    return failure();
+  StringRef name = QMatmulOp::getQuantActivationsAttrName(
+                       OperationName(QMatmulOp::getOperationName(),
+                                     parser.getContext()))
+                       .getValue();
+  Attribute value = attrs.get(name);
+  if (!value || isa<QuantActivationsAttr>(value))
+    return success();
+  std::optional<QuantActivations> act;
+  if (auto str = dyn_cast<StringAttr>(value))
+    act = symbolizeQuantActivations(
+        llvm::join(llvm::split(str.getValue(), '-'), "_"));
+  if (!act)
+    return parser.emitError(loc)
+           << "'loom.qmatmul' attribute '" << name << "' is " << value
+           << ": expected #loom.quant_act<f32|int8|int8x3|int8_portable|"
+              "int8x3_portable> (the string form of older IR, e.g. \"int8\", "
+              "names one of these)";
+  attrs.set(name, QuantActivationsAttr::get(parser.getContext(), *act));
+  return success();
+}
+
+static void printQMatmulAttrDict(OpAsmPrinter &printer, QMatmulOp,
+                                 DictionaryAttr attrs) {
+  printer.printOptionalAttrDict(attrs.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Loom/IR/LoomOps.cpp.inc"
 

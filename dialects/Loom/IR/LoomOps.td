@@ -234,7 +234,7 @@ def Loom_SoftmaxOp : Loom_Op<"softmax", [Pure, SameOperandsAndResultType]> {
     %0 = loom.softmax %x axis = -1 : tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Loom_FloatTensor:$input, I64Attr:$axis);
+  let arguments = (ins Loom_FloatTensor:$input, Loom_AxisAttr:$axis);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -293,7 +293,7 @@ def Loom_LayerNormOp : Loom_Op<"layer_norm", [Pure,
   let arguments = (ins Loom_FloatTensor:$input,
                        Optional<Loom_FloatTensor>:$scale,
                        Optional<Loom_FloatTensor>:$bias,
-                       I64Attr:$axis, F32Attr:$epsilon);
+                       Loom_AxisAttr:$axis, F32Attr:$epsilon);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`scale` `(` $scale^ `:` type($scale) `)`)?
@@ -543,7 +543,7 @@ def Loom_GatherOp : Loom_Op<"gather", [Pure]> {
     ```
   }];
   let arguments = (ins Loom_Tensor:$input, Loom_IndexTensor:$indices,
-                       I64Attr:$axis);
+                       Loom_AxisAttr:$axis);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = [{
     $input `,` $indices `axis` `=` $axis attr-dict `:` type($input) `,`
@@ -608,7 +608,7 @@ def Loom_ConcatOp : Loom_Op<"concat", [Pure]> {
     %0 = loom.concat %a, %b axis = 1 : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Variadic<Loom_Tensor>:$inputs, I64Attr:$axis);
+  let arguments = (ins Variadic<Loom_Tensor>:$inputs, Loom_AxisAttr:$axis);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = [{
     $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
@@ -697,12 +697,20 @@ def Loom_QMatmulOp : Loom_Op<"qmatmul", [Pure]> {
 
     ```mlir
     %0 = loom.qmatmul %x, %w : tensor<?x576xf32>, !loom.qtensor<1536x576, #loom.quant<q4_0>> -> tensor<?x1536xf32>
+    %1 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8x3>} : tensor<?x576xf32>, !loom.qtensor<1536x576, #loom.quant<q4_0>> -> tensor<?x1536xf32>
     ```
+
+    `quant_activations` (set by `loom-quantize`) fixes the activations of
+    the generated kernel; without it the lowering picks them from the
+    module's `loom.target`.
   }];
-  let arguments = (ins Loom_FloatTensor:$input, Loom_QTensorType:$weight);
+  let arguments = (ins Loom_FloatTensor:$input, Loom_QTensorType:$weight,
+                       OptionalAttr<Loom_QuantActivationsAttr>:$quant_activations);
   let results = (outs Loom_FloatTensor:$result);
+  // custom<QMatmulAttrDict>: attr-dict that reads the string spelling of
+  // quant_activations older IR carries (LoomOps.cpp).
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` type($input) `,`
+    $input `,` $weight `` custom<QMatmulAttrDict>(attr-dict) `:` type($input) `,`
     qualified(type($weight)) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -830,7 +838,7 @@ def Loom_AllGatherOp : Loom_CollectiveOp<"all_gather"> {
     ```
   }];
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$mesh_axes, I64Attr:$gather_dim);
+                       StrArrayAttr:$mesh_axes, Loom_AxisAttr:$gather_dim);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $mesh_axes `gather_dim` `=` $gather_dim
@@ -848,7 +856,7 @@ def Loom_ReduceScatterOp : Loom_CollectiveOp<"reduce_scatter"> {
     ```
   }];
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$mesh_axes, I64Attr:$scatter_dim,
+                       StrArrayAttr:$mesh_axes, Loom_AxisAttr:$scatter_dim,
                        DefaultValuedAttr<Loom_ReductionAttr,
                                          "::loom::Reduction::sum">:$reduction);
   let results = (outs Loom_Tensor:$result);
@@ -870,8 +878,8 @@ def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all"> {
     ```
   }];
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$mesh_axes, I64Attr:$split_dim,
-                       I64Attr:$concat_dim);
+                       StrArrayAttr:$mesh_axes, Loom_AxisAttr:$split_dim,
+                       Loom_AxisAttr:$concat_dim);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $mesh_axes `split_dim` `=` $split_dim

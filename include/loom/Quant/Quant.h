@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ std::string schemeName(const Scheme &scheme);
 std::string_view formatName(Format f);
 std::string_view modeName(Mode m);
 std::string_view scaleName(ScaleType s);
+/// Inverses of formatName and modeName (modes also by their short names
+/// `sym` and `zp`); std::nullopt for any other name.
+std::optional<Format> parseFormat(std::string_view name);
+std::optional<Mode> parseMode(std::string_view name);
 
 /// Checks that `k` elements per row can be stored with `scheme`.
 fmt::Status checkShape(const Scheme &scheme, int64_t k, std::string_view what);

@@ -6,6 +6,7 @@
 #ifndef LOOM_RUNTIME_MANIFEST_H
 #define LOOM_RUNTIME_MANIFEST_H
 
+#include "loom/Support/DType.h"
 #include "loom/runtime/Strided.h"
 
 #include <cstdint>
@@ -18,12 +19,13 @@ namespace loom::run {
 /// The bundle format version this loom-run reads.
 constexpr int64_t kBundleVersion = 1;
 
-/// Element types of the manifest ("f32", ..., "i1").
-enum class DType { F32, F16, BF16, F64, I8, I32, I64, U8, I1 };
+/// Element types of the manifest ("f32", ..., "i1"): the one vocabulary
+/// (loom/Support/DType.h) the bundle writer spells them with.
+using ::loom::DType;
+using ::loom::dtypeName;
+using ::loom::dtypeSize;
+using ::loom::parseDType;
 
-bool parseDType(const std::string &name, DType &out);
-const char *dtypeName(DType t);
-int64_t dtypeSize(DType t);
 /// The .npy descr written for this dtype ('<f4'; bf16: '<u2', its bits).
 const char *npyDescr(DType t);
 /// Whether a normalised .npy descr is accepted for this dtype.

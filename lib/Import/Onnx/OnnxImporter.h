@@ -17,6 +17,7 @@
 #include "lib/Import/OnnxWire.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/Axis.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -356,7 +357,7 @@ void registerLrnOps(OnnxOpTable &table);
 /// All of them (built once).
 const OnnxOpTable &onnxOps();
 
-inline int64_t normAxis(int64_t a, int64_t r) { return a < 0 ? a + r : a; }
+using loom::normAxis;
 
 } // namespace loom::onnx_import
 

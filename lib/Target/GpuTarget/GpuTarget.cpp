@@ -144,7 +144,7 @@ LogicalResult appendQMatmulKernels(ModuleOp module, ArrayRef<QMatmulSpec> specs,
   Block &dst = module.getBodyRegion().front();
   for (Operation &op : llvm::make_early_inc_range(parsed->getBody()->getOperations()))
     op.moveBefore(&dst, dst.end());
-  return success();
+  return mlir::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -245,7 +245,7 @@ compileGpuModules(ModuleOp module, const GpuCompileOptions &options,
   llvm::raw_string_ostream os(diags);
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
     os << d.getLocation() << ": " << d.str() << "\n";
-    return success();
+    return mlir::success();
   });
 
   PassManager pm(ctx);

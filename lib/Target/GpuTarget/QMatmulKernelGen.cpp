@@ -51,31 +51,6 @@ QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k, ElemType act) {
   return s;
 }
 
-bool parseFormat(const std::string &s, QFormat &out) {
-  static const std::pair<const char *, QFormat> table[] = {
-      {"q4_0", QFormat::Q4_0}, {"q4_1", QFormat::Q4_1},
-      {"q8_0", QFormat::Q8_0}, {"int4", QFormat::Int4},
-      {"int8", QFormat::Int8}};
-  for (auto &[name, f] : table)
-    if (s == name) {
-      out = f;
-      return true;
-    }
-  return false;
-}
-
-bool parseMode(const std::string &s, QMode &out) {
-  if (s == "symmetric" || s == "sym")
-    out = QMode::Symmetric;
-  else if (s == "min")
-    out = QMode::Min;
-  else if (s == "zero_point" || s == "zp")
-    out = QMode::ZeroPoint;
-  else
-    return false;
-  return true;
-}
-
 bool parseGemvDequant(const std::string &s, GemvDequant &out) {
   if (s == "packed")
     out = GemvDequant::Packed;
@@ -96,26 +71,6 @@ bool parseElemType(const std::string &s, ElemType &out) {
   else
     return false;
   return true;
-}
-
-const char *formatName(QFormat f) {
-  switch (f) {
-  case QFormat::Q4_0: return "q4_0";
-  case QFormat::Q4_1: return "q4_1";
-  case QFormat::Q8_0: return "q8_0";
-  case QFormat::Int4: return "int4";
-  case QFormat::Int8: return "int8";
-  }
-  return "?";
-}
-
-const char *modeName(QMode m) {
-  switch (m) {
-  case QMode::Symmetric: return "symmetric";
-  case QMode::Min: return "min";
-  case QMode::ZeroPoint: return "zero_point";
-  }
-  return "?";
 }
 
 const char *elemTypeName(ElemType t) {

@@ -22,14 +22,21 @@
 #ifndef LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
 #define LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
 
+#include "loom/Quant/Quant.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace loom::gpu {
 
-enum class QFormat { Q4_0, Q4_1, Q8_0, Int4, Int8 };
-enum class QMode { Symmetric, Min, ZeroPoint };
+/// The quantized formats and modes are lib/Quant's (one vocabulary).
+using QFormat = quant::Format;
+using QMode = quant::Mode;
+using quant::formatName;
+using quant::modeName;
+using quant::parseFormat;
+using quant::parseMode;
 enum class ElemType { F32, F16, BF16 };
 
 /// One quantized matmul shape and weight format.
@@ -47,14 +54,8 @@ struct QMatmulSpec {
 QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k,
                      ElemType act = ElemType::F32);
 
-/// Parses "q4_0", "q4_1", "q8_0", "int4", "int8" (false if unknown).
-bool parseFormat(const std::string &s, QFormat &out);
-/// Parses "symmetric"/"sym", "min", "zero_point"/"zp".
-bool parseMode(const std::string &s, QMode &out);
 /// Parses "f32", "f16", "bf16".
 bool parseElemType(const std::string &s, ElemType &out);
-const char *formatName(QFormat f);
-const char *modeName(QMode m);
 const char *elemTypeName(ElemType t);
 
 /// Empty when the spec can be generated, else what is wrong and what to do.

@@ -107,9 +107,11 @@ int main(int argc, char **argv) {
     });
   } else {
     QMatmulSpec s;
-    if (!parseFormat(fmt, s.format))
+    std::optional<QFormat> format = parseFormat(fmt);
+    if (!format)
       return fail("--format='" + fmt +
                   "' is not one of q4_0, q4_1, q8_0, int4, int8");
+    s.format = *format;
     ElemType act;
     if (!parseElemType(actOpt, act))
       return fail("--act='" + actOpt + "': expected f32 or f16");
@@ -121,9 +123,11 @@ int main(int argc, char **argv) {
       s.n = nOpt;
       s.k = kOpt;
       s.act = act;
-      if (!parseMode(modeOpt, s.mode))
+      std::optional<QMode> mode = parseMode(modeOpt);
+      if (!mode)
         return fail("--mode='" + modeOpt +
                     "': expected symmetric, min or zero_point");
+      s.mode = *mode;
       if (!parseElemType(scaleOpt, s.scale))
         return fail("--scale='" + scaleOpt + "': expected f16, bf16 or f32");
     }

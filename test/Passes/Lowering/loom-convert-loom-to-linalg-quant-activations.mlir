@@ -56,7 +56,7 @@ func.func @no_target(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 module attributes {loom.target = #loom.cpu_target<cpu = "x86-64-v3", features = ["avx", "avx2", "fma"]>} {
 func.func @marked_f32(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<f32>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   return %0 : tensor<1x16xf32>
 }
 }

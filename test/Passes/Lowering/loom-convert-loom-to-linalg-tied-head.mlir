@@ -35,7 +35,7 @@ func.func @tied(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x?x64xf
   %t = loom.weight "token_embd.weight" from <"w.bin", offset = 0> : !loom.qtensor<19x64, #loom.quant<q8_0>>
   %e = loom.embedding %t, %ids : !loom.qtensor<19x64, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x64xf32>
   %h = loom.weight "token_embd.weight" from <"w.bin", offset = 0> : !loom.qtensor<19x64, #loom.quant<q8_0>>
-  %y = loom.qmatmul %x, %h {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<19x64, #loom.quant<q8_0>> -> tensor<1x19xf32>
+  %y = loom.qmatmul %x, %h {quant_activations = #loom.quant_act<int8>} : tensor<1x64xf32>, !loom.qtensor<19x64, #loom.quant<q8_0>> -> tensor<1x19xf32>
   return %e, %y : tensor<1x?x64xf32>, tensor<1x19xf32>
 }
 }
@@ -56,7 +56,7 @@ func.func @untied(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x?x64
   %e = loom.embedding %t, %ids : !loom.qtensor<16x64, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x64xf32>
   %u = loom.weight "tied" from <"w.bin", offset = 1088> : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %f = loom.embedding %u, %ids : !loom.qtensor<16x64, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x64xf32>
-  %y = loom.qmatmul %x, %u {quant_activations = "f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<1x16xf32>
+  %y = loom.qmatmul %x, %u {quant_activations = #loom.quant_act<f32>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<1x16xf32>
   return %e, %f, %y : tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x16xf32>
 }
 }

@@ -35,7 +35,7 @@
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
 func.func @decode(%x: tensor<1x3x64xf32>) -> tensor<1x3x19xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<19x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<1x3x64xf32>, !loom.qtensor<19x64, #loom.quant<q4_0>> -> tensor<1x3x19xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8>} : tensor<1x3x64xf32>, !loom.qtensor<19x64, #loom.quant<q4_0>> -> tensor<1x3x19xf32>
   return %0 : tensor<1x3x19xf32>
 }
 }
@@ -50,7 +50,7 @@ func.func @decode(%x: tensor<1x3x64xf32>) -> tensor<1x3x19xf32> {
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
 func.func @f32_activations(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<f32>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   return %0 : tensor<1x16xf32>
 }
 }
@@ -70,9 +70,9 @@ func.func @batches(%x: tensor<4x64xf32>, %y: tensor<?x64xf32>, %z: tensor<1x64xf
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %v = loom.weight "v" from <"w.bin", offset = 1088> : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %u = loom.weight "u" from <"w.bin", offset = 2176> : !loom.qtensor<7x64, #loom.quant<q8_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<4x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<4x16xf32>
-  %1 = loom.qmatmul %y, %v {quant_activations = "int8"} : tensor<?x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<?x16xf32>
-  %2 = loom.qmatmul %z, %u {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<7x64, #loom.quant<q8_0>> -> tensor<1x7xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8>} : tensor<4x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<4x16xf32>
+  %1 = loom.qmatmul %y, %v {quant_activations = #loom.quant_act<int8>} : tensor<?x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<?x16xf32>
+  %2 = loom.qmatmul %z, %u {quant_activations = #loom.quant_act<int8>} : tensor<1x64xf32>, !loom.qtensor<7x64, #loom.quant<q8_0>> -> tensor<1x7xf32>
   return %0, %1, %2 : tensor<4x16xf32>, tensor<?x16xf32>, tensor<1x7xf32>
 }
 }
@@ -86,7 +86,7 @@ func.func @batches(%x: tensor<4x64xf32>, %y: tensor<?x64xf32>, %z: tensor<1x64xf
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
 func.func @mixed_uses(%x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<16x64xf32>) {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "int8"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   %1 = loom.dequantize %w : !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<16x64xf32>
   return %0, %1 : tensor<1x16xf32>, tensor<16x64xf32>
 }
@@ -105,7 +105,7 @@ func.func @mixed_uses(%x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<16x64xf
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
 func.func @three_levels(%x: tensor<2x64xf32>) -> tensor<2x16xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 0> : !loom.qtensor<16x64, #loom.quant<q4_0>>
-  %0 = loom.qmatmul %x, %w {quant_activations = "int8x3"} : tensor<2x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<2x16xf32>
+  %0 = loom.qmatmul %x, %w {quant_activations = #loom.quant_act<int8x3>} : tensor<2x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<2x16xf32>
   return %0 : tensor<2x16xf32>
 }
 }

@@ -423,7 +423,7 @@ def test_quant_act_marks_gguf_qmatmuls(loom, tmp_path):
     out = tmp_path / "q.mlir"
     loom.loomc_run(src, "--compile-to=quantize", "--quant-act", "int8",
                    "-o", out)
-    assert 'quant_activations = "int8"' in out.read_text()
+    assert 'quant_activations = #loom.quant_act<int8>' in out.read_text()
     x = rng.standard_normal((3, k)).astype(np.float32)
     xa, dx = act_int8(x, 32)
     ref = xa @ ref_w.astype(np.float64).T
@@ -628,7 +628,7 @@ def test_interleaved_weight_split_over_ranks(loom, tmp_path, result):
     w = rng.uniform(-1, 1, (n, k)).astype(np.float32)
     src, blocks = gguf_qmatmul_module(
         tmp_path, w, "q4_0", rows="1", mesh="\n  loom.mesh @mesh = <tp = 2>",
-        attrs='quant_activations = "int8", '
+        attrs='quant_activations = #loom.quant_act<int8>, '
               f"loom.sharding = #loom.sharding<@mesh, {result}>")
     bundle = loom.compile(src)
     man = json.loads((bundle / "manifest.json").read_text())
@@ -665,7 +665,7 @@ def test_tied_embedding_reads_interleaved_head(loom, tmp_path, ttype):
   func.func @main(%ids: tensor<1x{n}xi64>, %x: tensor<1x{k}xf32>) -> (tensor<1x{n}x{k}xf32>, tensor<1x{n}xf32>) {{
     %w = loom.weight "w" from <"{tmp_path / 'w.bin'}", offset = 0> : {qt}
     %e = loom.embedding %w, %ids : {qt}, tensor<1x{n}xi64> -> tensor<1x{n}x{k}xf32>
-    %y = loom.qmatmul %x, %w {{quant_activations = "int8x3"}} : tensor<1x{k}xf32>, {qt} -> tensor<1x{n}xf32>
+    %y = loom.qmatmul %x, %w {{quant_activations = #loom.quant_act<int8x3>}} : tensor<1x{k}xf32>, {qt} -> tensor<1x{n}xf32>
     return %e, %y : tensor<1x{n}x{k}xf32>, tensor<1x{n}xf32>
   }}
 }}
