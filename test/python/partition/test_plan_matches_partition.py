@@ -104,6 +104,9 @@ def test_cases_the_models_used_to_disagree_on(tmp_path, models):
                                                  mesh=mesh))["forward"]
     assert any(c[0] == "all_to_all" for c in got["gpt2"])
     kinds = [(c[0], c[1]) for c in got["llama"]]
+    # A partial sum over both axes is scattered, never all-reduced over both:
+    # over tp then all-reduced over dp, or (since the planner prices tokens
+    # at their dynamic size, passes/Sharding/OpCost.h) scattered over both.
     assert (("reduce_scatter", ["tp"]), ("all_reduce", ["dp"])) in \
-        list(zip(kinds, kinds[1:]))
+        list(zip(kinds, kinds[1:])) or ("reduce_scatter", ["dp", "tp"]) in kinds
     assert ("all_reduce", ["dp", "tp"]) not in kinds
