@@ -10,10 +10,10 @@
 #include "driver/Driver.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
-#include "lib/Bundle/Bundle.h"
 #include "driver/LayoutChoice.h"
 #include "driver/PlanHtml.h"
 #include "driver/TempCleanup.h"
+#include "lib/Bundle/Bundle.h"
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
@@ -189,8 +189,8 @@ int Compilation::checkFlags() {
                       "' for --compile-from; expected one of: " + kPhaseList,
                   2);
     if (*from >= last)
-      return fail("--compile-from=" + o.compileFrom +
-                  " resumes after phase '" + o.compileFrom +
+      return fail("--compile-from=" + o.compileFrom + " resumes after phase '" +
+                  o.compileFrom +
                   "', so --compile-to must name a later phase (it is '" +
                   loom::getPhaseName(last).str() + "')");
     first = loom::Phase(int(*from) + 1);
@@ -334,8 +334,8 @@ void Compilation::noteWeightsWithoutStorage() {
       names.insert(w.getName());
   });
   if (!names.empty())
-    diag << o.toolName << ": note: " << o.input << " has no weight data: "
-         << names.size()
+    diag << o.toolName << ": note: " << o.input
+         << " has no weight data: " << names.size()
          << " weights are planned as typed references without storage\n";
 }
 
@@ -353,7 +353,7 @@ int Compilation::setUpOutputs() {
   options.stages = o.stages;
   options.microbatches = o.microbatches > 0 ? o.microbatches : 1;
   options.pipelineVerbose = o.verbose;
-  options.lower = {o.quantInterleave, o.qmatmul,   !o.noGemm,
+  options.lower = {o.quantInterleave, o.qmatmul,     !o.noGemm,
                    o.qmmTile,         o.qmmPrefetch, !o.noOutlineLayers};
   if (o.emit == "plan") {
     options.planFile = o.output;
@@ -411,8 +411,7 @@ int Compilation::setUpOutputs() {
   if (o.quantFile.empty() && !stageDir.empty()) {
     if (std::error_code ec =
             llvm::sys::fs::create_directories(stageDir + "/weights"))
-      return fail("cannot create '" + stageDir + "/weights': " +
-                  ec.message());
+      return fail("cannot create '" + stageDir + "/weights': " + ec.message());
     options.quantFile = stageDir + "/" + loom::kBundleQuantFile;
     options.quantFileName = loom::kBundleQuantFile;
     if (options.quantReport.empty()) {
@@ -451,8 +450,7 @@ bool Compilation::checkCudaProgram() {
   if (!loom::collectMesh(*module, o.mesh, mesh, error))
     return fail(o.input + ": " + error), false;
   if (mesh.numRanks() > 1)
-    return fail("--target=cuda: the program runs on " +
-                Twine(mesh.numRanks()) +
+    return fail("--target=cuda: the program runs on " + Twine(mesh.numRanks()) +
                 " ranks; GPU programs run on one device (collectives "
                 "through NCCL are not built yet); compile without a mesh "
                 "or for the CPU (--target=cpu)"),
@@ -513,15 +511,15 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       auto a = f->getAttrOfType<IntegerAttr>(name);
       return a ? a.getInt() : int64_t(0);
     };
-    loom::GpuTargetInfo::Plan plan{
-        f.getName().str(), peak.getInt(), attr(loom::kGpuUploadBytesAttr),
-        attr(loom::kGpuResidentBytesAttr)};
+    loom::GpuTargetInfo::Plan plan{f.getName().str(), peak.getInt(),
+                                   attr(loom::kGpuUploadBytesAttr),
+                                   attr(loom::kGpuResidentBytesAttr)};
     if (o.verbose)
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("
-           << plan.residentBytes << " weights resident, "
-           << plan.uploadBytes << " inputs uploaded per call), chips "
-           << llvm::join(gpu.chips, ",") << "\n";
+           << plan.residentBytes << " weights resident, " << plan.uploadBytes
+           << " inputs uploaded per call), chips " << llvm::join(gpu.chips, ",")
+           << "\n";
     gpuTarget.memoryPlan.push_back(std::move(plan));
   }
   return true;
@@ -546,8 +544,8 @@ bool Compilation::beginLowering() {
       return fail("--target=cuda-kernels: " + error), false;
     if (o.verbose || cubins->empty())
       diag << o.toolName << ": --target=cuda-kernels: " << cubins->size()
-           << " cubin(s)"
-           << (cubins->empty() ? " (no quantized matmuls)" : "") << "\n";
+           << " cubin(s)" << (cubins->empty() ? " (no quantized matmuls)" : "")
+           << "\n";
   }
 #endif
   if (cpuTarget)
@@ -690,9 +688,8 @@ int Compilation::run() {
     module->print(os);
     return 0;
   }
-  return failed(writeAtomically(o.output, [&](raw_ostream &os) {
-    module->print(os);
-  }));
+  return failed(
+      writeAtomically(o.output, [&](raw_ostream &os) { module->print(os); }));
 }
 
 /// The plan of --emit=plan-html: the input itself when it is a plan JSON
@@ -707,8 +704,7 @@ int readOrCompilePlan(const CompileOptions &o, raw_ostream &diag,
   auto readJson = [&](StringRef path) -> std::optional<llvm::json::Value> {
     auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
     if (!buffer)
-      return fail("cannot read '" + path + "': " +
-                  buffer.getError().message()),
+      return fail("cannot read '" + path + "': " + buffer.getError().message()),
              std::nullopt;
     auto value = llvm::json::parse((*buffer)->getBuffer());
     if (!value)
@@ -732,8 +728,7 @@ int readOrCompilePlan(const CompileOptions &o, raw_ostream &diag,
   SmallString<128> tmp;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("loom-plan", "json", tmp))
-    return fail("cannot create a temporary file for the plan: " +
-                ec.message());
+    return fail("cannot create a temporary file for the plan: " + ec.message());
   loom::tempcleanup::add(tmp.str().str());
   loom::tempcleanup::add((tmp + ".tmp").str());
   llvm::scope_exit removeTmp([&] { llvm::sys::fs::remove(tmp); });

@@ -1,4 +1,5 @@
-//===- Driver.h - the compile driver shared by loomc and python/loom -*- C++ -*-===//
+//===- Driver.h - the compile driver shared by loomc and python/loom -*- C++
+//-*-===//
 //
 // One compile as a library call: the options (loomc's flags as a struct),
 // then import -> the phases' pass pipelines -> the bundle, the plan JSON

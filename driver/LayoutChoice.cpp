@@ -35,20 +35,19 @@ std::optional<Shape> shapeFromHf(const std::string &input, std::string &err) {
   Shape s;
   if (c.modelType == "gpt2") {
     s.config = cost::GptConfig{c.hiddenSize, c.numHeads, c.numLayers, 0,
-                               c.vocabSize, 0};
+                               c.vocabSize,  0};
     s.config.ffn = c.intermediateSize;
   } else {
-    s.config = cost::llamaShape(c.hiddenSize, c.numHeads, c.numKvHeads,
-                                c.numLayers, c.intermediateSize, c.vocabSize,
-                                0, 0);
+    s.config =
+        cost::llamaShape(c.hiddenSize, c.numHeads, c.numKvHeads, c.numLayers,
+                         c.intermediateSize, c.vocabSize, 0, 0);
     s.config.tiedEmbedding = c.tieWordEmbeddings;
   }
   s.context = c.maxPositionEmbeddings;
   return s;
 }
 
-std::optional<Shape> shapeFromGguf(const std::string &input,
-                                   std::string &err) {
+std::optional<Shape> shapeFromGguf(const std::string &input, std::string &err) {
   auto g = fmt::openGguf(input);
   if (!g) {
     err = g.error().message;

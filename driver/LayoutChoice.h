@@ -1,4 +1,5 @@
-//===- LayoutChoice.h - --devices N: the planner picks dp x pp x tp -*- C++ -*-===//
+//===- LayoutChoice.h - --devices N: the planner picks dp x pp x tp -*- C++
+//-*-===//
 //
 // `loomc <config.json | hf_dir/ | model.gguf> --devices N` (no --mesh): the
 // shape of the LLM is read from its config or GGUF header (no weights), the

@@ -43,8 +43,8 @@ void removeAt(int parent, const char *name, int depth) {
     return;
   if ((errno != EISDIR && errno != EPERM) || depth > 8)
     return;
-  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                      O_CLOEXEC);
+  int fd =
+      ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return;
   // Entries are removed while the directory is read: read it again from

@@ -42,9 +42,8 @@ inline int runOnnxModel(const uint8_t *data, size_t size) {
   context.loadAllAvailableDialects();
   context.printOpOnDiagnostic(false);
   // Diagnostics of a refused module are expected: keep them quiet.
-  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) {
-    return mlir::success();
-  });
+  mlir::ScopedDiagnosticHandler quiet(
+      &context, [](mlir::Diagnostic &) { return mlir::success(); });
   std::string error;
   auto module = loom::importOnnx(&context, path, error);
   if (!module)

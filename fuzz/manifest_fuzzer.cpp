@@ -61,8 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           if (s.shape[d] > 0)
             extent += (s.shape[d] - 1) * s.strides[d];
         }
-        if (!empty &&
-            (extent + 1) * dtypeSize(e.weights[k].dtype) > s.nbytes)
+        if (!empty && (extent + 1) * dtypeSize(e.weights[k].dtype) > s.nbytes)
           std::abort();
         h += uint64_t(s.offset) + uint64_t(s.nbytes);
       }

@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   int64_t bytes = a.numBytes();
-  if (bytes < 0 || a.itemSize != npyItemSize(a.descr) ||
-      size_t(bytes) > size || !a.data)
+  if (bytes < 0 || a.itemSize != npyItemSize(a.descr) || size_t(bytes) > size ||
+      !a.data)
     std::abort();
   // Every promised byte is readable (ASan catches a short buffer).
   uint64_t h = 0;

@@ -34,8 +34,7 @@
 #include <random>
 #include <vector>
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,
-                                   size_t maxSize);
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
 
 namespace {
 using google::protobuf::FieldDescriptor;
@@ -78,23 +77,51 @@ struct Mutator {
   }
 
   int64_t integer(int64_t old) {
-    static constexpr int64_t special[] = {
-        0, 1, -1, 2, 3, 4, 7, 8, 16, 255, 256, 65535, 65536,
-        std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(),
-        std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
-        int64_t(1) << 32, int64_t(1) << 62, -(int64_t(1) << 62)};
+    static constexpr int64_t special[] = {0,
+                                          1,
+                                          -1,
+                                          2,
+                                          3,
+                                          4,
+                                          7,
+                                          8,
+                                          16,
+                                          255,
+                                          256,
+                                          65535,
+                                          65536,
+                                          std::numeric_limits<int32_t>::max(),
+                                          std::numeric_limits<int32_t>::min(),
+                                          std::numeric_limits<int64_t>::max(),
+                                          std::numeric_limits<int64_t>::min(),
+                                          int64_t(1) << 32,
+                                          int64_t(1) << 62,
+                                          -(int64_t(1) << 62)};
     switch (pick(5)) {
-    case 0: return special[pick(std::size(special))];
-    case 1: return int64_t(uint64_t(old) + 1);
-    case 2: return int64_t(uint64_t(old) - 1);
-    case 3: return int64_t(uint64_t(old) * 2);
-    default: return int64_t(pick(64)) - 8;
+    case 0:
+      return special[pick(std::size(special))];
+    case 1:
+      return int64_t(uint64_t(old) + 1);
+    case 2:
+      return int64_t(uint64_t(old) - 1);
+    case 3:
+      return int64_t(uint64_t(old) * 2);
+    default:
+      return int64_t(pick(64)) - 8;
     }
   }
 
   double real(double old) {
     static constexpr double special[] = {
-        0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e30, -1e30, 3.4e38,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        1e-45,
+        1e30,
+        -1e30,
+        3.4e38,
         std::numeric_limits<double>::infinity(),
         -std::numeric_limits<double>::infinity(),
         std::numeric_limits<double>::quiet_NaN()};
@@ -150,8 +177,8 @@ struct Mutator {
       break;
     }
     case FieldDescriptor::CPPTYPE_STRING:
-      LOOM_SET(String,
-               text(LOOM_GET(String), f->type() == FieldDescriptor::TYPE_BYTES));
+      LOOM_SET(String, text(LOOM_GET(String),
+                            f->type() == FieldDescriptor::TYPE_BYTES));
       break;
     case FieldDescriptor::CPPTYPE_MESSAGE:
       break;
@@ -186,20 +213,35 @@ struct Mutator {
           added->CopyFrom(r->GetRepeatedMessage(m, f, int(pick(size_t(n)))));
       } else {
         switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_INT32: r->AddInt32(&m, f, 0); break;
-        case FieldDescriptor::CPPTYPE_INT64: r->AddInt64(&m, f, 1); break;
-        case FieldDescriptor::CPPTYPE_UINT32: r->AddUInt32(&m, f, 0); break;
-        case FieldDescriptor::CPPTYPE_UINT64: r->AddUInt64(&m, f, 0); break;
-        case FieldDescriptor::CPPTYPE_FLOAT: r->AddFloat(&m, f, 1.0f); break;
-        case FieldDescriptor::CPPTYPE_DOUBLE: r->AddDouble(&m, f, 1.0); break;
-        case FieldDescriptor::CPPTYPE_BOOL: r->AddBool(&m, f, true); break;
+        case FieldDescriptor::CPPTYPE_INT32:
+          r->AddInt32(&m, f, 0);
+          break;
+        case FieldDescriptor::CPPTYPE_INT64:
+          r->AddInt64(&m, f, 1);
+          break;
+        case FieldDescriptor::CPPTYPE_UINT32:
+          r->AddUInt32(&m, f, 0);
+          break;
+        case FieldDescriptor::CPPTYPE_UINT64:
+          r->AddUInt64(&m, f, 0);
+          break;
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          r->AddFloat(&m, f, 1.0f);
+          break;
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          r->AddDouble(&m, f, 1.0);
+          break;
+        case FieldDescriptor::CPPTYPE_BOOL:
+          r->AddBool(&m, f, true);
+          break;
         case FieldDescriptor::CPPTYPE_ENUM:
           r->AddEnum(&m, f, f->enum_type()->value(0));
           break;
         case FieldDescriptor::CPPTYPE_STRING:
           r->AddString(&m, f, names.empty() ? "" : names[pick(names.size())]);
           break;
-        default: break;
+        default:
+          break;
         }
       }
       break;

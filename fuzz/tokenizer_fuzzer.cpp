@@ -120,9 +120,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   (void)t.findToken(text);
   if (auto fmtKind = tok::detectChatFormat(t.chatTemplate())) {
-    std::vector<tok::ChatMessage> msgs = {
-        {"system", "Be brief."}, {"user", std::string(text)},
-        {"assistant", "ok"}, {"user", "again"}};
+    std::vector<tok::ChatMessage> msgs = {{"system", "Be brief."},
+                                          {"user", std::string(text)},
+                                          {"assistant", "ok"},
+                                          {"user", "again"}};
     std::string prompt = tok::applyChatTemplate(*fmtKind, msgs, true, t);
     exercise(t, prompt);
   }

@@ -269,8 +269,7 @@ struct LowerOptions : PassPipelineOptions<LowerOptions> {
                     llvm::cl::desc("call the runtime's GEMM")};
   Option<bool> interleave{*this, "interleave", llvm::cl::init(true),
                           llvm::cl::desc("interleaved int8 qweights")};
-  Option<std::string> qmmTile{*this, "qmm-tile",
-                              llvm::cl::desc("MRxNR2xNR1")};
+  Option<std::string> qmmTile{*this, "qmm-tile", llvm::cl::desc("MRxNR2xNR1")};
   Option<std::string> qmmPrefetch{*this, "qmm-prefetch",
                                   llvm::cl::desc("bytes ahead")};
   Option<bool> outlineLayers{
@@ -286,8 +285,7 @@ struct LowerOptions : PassPipelineOptions<LowerOptions> {
   }
 };
 
-template <typename Options>
-void registerPhasePipeline(Phase phase) {
+template <typename Options> void registerPhasePipeline(Phase phase) {
   // The registry copies both strings.
   std::string arg = ("loom-" + getPhaseName(phase) + "-pipeline").str();
   std::string summary =

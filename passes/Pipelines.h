@@ -30,10 +30,9 @@ enum class Phase {
   Bundle,
 };
 
-constexpr Phase kAllPhases[] = {Phase::Import,   Phase::Raise,
-                                Phase::Quantize, Phase::Shard,
-                                Phase::Pipeline, Phase::Partition,
-                                Phase::Lower,    Phase::Bundle};
+constexpr Phase kAllPhases[] = {
+    Phase::Import,   Phase::Raise,     Phase::Quantize, Phase::Shard,
+    Phase::Pipeline, Phase::Partition, Phase::Lower,    Phase::Bundle};
 
 llvm::StringRef getPhaseName(Phase phase);
 llvm::StringRef getPhaseSummary(Phase phase);
@@ -44,15 +43,16 @@ struct PipelineOptions {
   std::string mesh;  ///< e.g. "dp=2,tp=4"
   std::string quant; ///< e.g. "int4:32"
   // The quantize phase (passes/Quantize, docs/QUANTIZE.md).
-  std::string quantFile;   ///< where the quantized blocks are written
-  std::string quantReport; ///< JSON error report (none when empty)
+  std::string quantFile;     ///< where the quantized blocks are written
+  std::string quantReport;   ///< JSON error report (none when empty)
   std::string quantFileName; ///< the report's name for quantFile (default:
                              ///< its absolute path)
   std::string quantSkip = "default"; ///< globs kept in float
-  std::string quantRules;  ///< 'GLOB=SCHEME;GLOB=skip'
-  std::string baseDir;     ///< relative weight files are resolved here
+  std::string quantRules;            ///< 'GLOB=SCHEME;GLOB=skip'
+  std::string baseDir; ///< relative weight files are resolved here
   bool quantVerbose = false;
-  std::string quantActivations = "auto"; ///< auto, f32, int8 or int8x3 (generated kernels)
+  std::string quantActivations =
+      "auto"; ///< auto, f32, int8 or int8x3 (generated kernels)
   // The shard phase (passes/Sharding, docs/SHARDING.md).
   std::string device = "cpu"; ///< lib/Cost device of every rank
   std::string meshJson;       ///< JSON mesh spec (links), optional
@@ -62,8 +62,8 @@ struct PipelineOptions {
   std::string shardPasses;    ///< pass pipeline run before the planner
                               ///< (plugins' sharding rules)
   // The pipeline phase (passes/Pipeline, docs/PIPELINE.md).
-  std::string stages;       ///< layer ranges per stage ("0-9,10-19")
-  int64_t microbatches = 1; ///< recorded in the plan (bubble, activations)
+  std::string stages;           ///< layer ranges per stage ("0-9,10-19")
+  int64_t microbatches = 1;     ///< recorded in the plan (bubble, activations)
   bool pipelineVerbose = false; ///< report the stages as a remark
   // The lower phase (passes/Lowering).
   LowerPipelineOptions lower;

@@ -40,9 +40,9 @@ public:
 
 /// The process group of one axes_mask, as seen from one rank.
 struct Group {
-  uint64_t mask = 0;  ///< normalised: only bits of existing axes
-  int64_t size = 1;   ///< p
-  int64_t index = 0;  ///< this rank's index in the group
+  uint64_t mask = 0;            ///< normalised: only bits of existing axes
+  int64_t size = 1;             ///< p
+  int64_t index = 0;            ///< this rank's index in the group
   std::vector<int64_t> members; ///< global ranks, by group index
   std::unique_ptr<GroupImpl> impl;
 };
@@ -131,9 +131,8 @@ public:
   virtual std::unique_ptr<GroupImpl> createGroup(loom_rt_ctx &ctx,
                                                  const Group &group) = 0;
 
-  virtual void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
-                         int32_t op, const void *in, void *out,
-                         int64_t count) = 0;
+  virtual void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
+                         const void *in, void *out, int64_t count) = 0;
   virtual void allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
                          const void *in, void *out, int64_t outer,
                          int64_t inner) = 0;
@@ -161,9 +160,8 @@ public:
   virtual void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
                      int64_t count, int64_t dst, int64_t tag,
                      P2PRequest &req) = 0;
-  virtual void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
-                     int64_t count, int64_t src, int64_t tag,
-                     P2PRequest &req) = 0;
+  virtual void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+                     int64_t src, int64_t tag, P2PRequest &req) = 0;
   virtual void wait(loom_rt_ctx &ctx, P2PRequest &req) = 0;
 
   /// Called at every ABI entry: fails fast if the job is already failing.

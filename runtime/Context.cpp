@@ -65,9 +65,9 @@ ThreadContextScope::ThreadContextScope(loom_rt_ctx *ctx) : saved(CurrentCtx) {
 ThreadContextScope::~ThreadContextScope() { CurrentCtx = saved; }
 
 std::string describeCall(const CollSig &s) {
-  static const char *const kinds[] = {"?",          "barrier",
-                                      "all_reduce", "all_gather",
-                                      "reduce_scatter", "all_to_all"};
+  static const char *const kinds[] = {
+      "?",          "barrier",        "all_reduce",
+      "all_gather", "reduce_scatter", "all_to_all"};
   std::string d = kinds[s.kind >= 1 && s.kind <= 5 ? s.kind : 0];
   if (s.kind == kBarrier)
     return d;
@@ -236,8 +236,8 @@ void writeTrace(const std::string &path,
                 const std::vector<const loom_rt_ctx *> &ctxs) {
   std::ofstream os(path);
   if (!os) {
-    std::fprintf(stderr, "loom-rt: cannot write trace '%s': %s\n",
-                 path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "loom-rt: cannot write trace '%s': %s\n", path.c_str(),
+                 std::strerror(errno));
     return;
   }
   os << "{\"traceEvents\":[\n";
@@ -251,8 +251,7 @@ void writeTrace(const std::string &path,
         else if (unsigned(*s) >= 0x20)
           os << *s;
       os << "\",\"ph\":\"" << e.phase << "\",\"pid\":0,\"tid\":" << c->rank
-         << ",\"ts\":" << (e.ns / 1000) << "." << ((e.ns % 1000) / 100)
-         << "}";
+         << ",\"ts\":" << (e.ns / 1000) << "." << ((e.ns % 1000) / 100) << "}";
       first = false;
     }
   }
@@ -270,8 +269,9 @@ void writeTrace(const std::string &path,
       std::snprintf(ts, sizeof(ts), "%.3f", double(e.startNs) / 1000.0);
       std::snprintf(dur, sizeof(dur), "%.3f",
                     double(e.endNs - e.startNs) / 1000.0);
-      os << "\",\"cat\":\"" << e.cat << "\",\"ph\":\"X\",\"pid\":0,\"tid\":"
-         << c->rank << ",\"ts\":" << ts << ",\"dur\":" << dur;
+      os << "\",\"cat\":\"" << e.cat
+         << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << c->rank << ",\"ts\":" << ts
+         << ",\"dur\":" << dur;
       if (!e.args.empty())
         os << ",\"args\":" << e.args;
       os << "}";
@@ -331,8 +331,7 @@ void checkOp(loom_rt_ctx &ctx, int32_t op) {
 }
 void checkCount(loom_rt_ctx &ctx, int64_t n, const char *what) {
   if (n < 0)
-    failCurrent(ctx, std::string("negative ") + what + " " +
-                         std::to_string(n));
+    failCurrent(ctx, std::string("negative ") + what + " " + std::to_string(n));
 }
 void checkPtr(loom_rt_ctx &ctx, const void *p, int64_t n, const char *what) {
   if (!p && n > 0)
@@ -357,13 +356,15 @@ int64_t loom_rt_dtype_size(int32_t dtype) { return dtypeSize(dtype); }
 
 int64_t loom_rt_rank(loom_rt_ctx *ctx) { return ctx->rank; }
 int64_t loom_rt_world_size(loom_rt_ctx *ctx) { return ctx->worldSize; }
-int32_t loom_rt_mesh_rank(loom_rt_ctx *ctx) { return int32_t(ctx->dims.size()); }
+int32_t loom_rt_mesh_rank(loom_rt_ctx *ctx) {
+  return int32_t(ctx->dims.size());
+}
 int64_t loom_rt_mesh_dim(loom_rt_ctx *ctx, int32_t axis) {
   return axis >= 0 && axis < int32_t(ctx->dims.size()) ? ctx->dims[axis] : 1;
 }
 int64_t loom_rt_coord(loom_rt_ctx *ctx, int32_t axis) {
   return axis >= 0 && axis < int32_t(ctx->coords.size()) ? ctx->coords[axis]
-                                                          : 0;
+                                                         : 0;
 }
 int64_t loom_rt_group_size(loom_rt_ctx *ctx, uint64_t axes_mask) {
   return getGroup(*ctx, axes_mask, /*withImpl=*/false).size;
@@ -516,8 +517,9 @@ int32_t loom_rt_ctx_map_weight(loom_rt_ctx *ctx, int64_t index,
 
 void loom_rt_abort(loom_rt_ctx *ctx, const char *msg) {
   ctx->current = OpDesc();
-  ctx->comm->fail(*ctx, formatFailure(*ctx, std::string("aborted by loom_rt_abort: ") +
-                                                (msg ? msg : "(no message)")));
+  ctx->comm->fail(
+      *ctx, formatFailure(*ctx, std::string("aborted by loom_rt_abort: ") +
+                                    (msg ? msg : "(no message)")));
   __builtin_unreachable();
 }
 
@@ -539,12 +541,12 @@ void *loom_rt_malloc(int64_t bytes) {
 void loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
                          int64_t lo, int64_t hi, const char *op) {
   ctx->current = OpDesc();
-  ctx->comm->fail(*ctx, formatFailure(
-                            *ctx, std::string(input ? input : "?") + ": id " +
-                                      std::to_string(index) +
-                                      " out of range [" + std::to_string(lo) +
-                                      ", " + std::to_string(hi) + ") in " +
-                                      (op ? op : "?")));
+  ctx->comm->fail(
+      *ctx,
+      formatFailure(*ctx, std::string(input ? input : "?") + ": id " +
+                              std::to_string(index) + " out of range [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) +
+                              ") in " + (op ? op : "?")));
   __builtin_unreachable();
 }
 
@@ -608,9 +610,8 @@ struct P2PScope {
 
 namespace {
 /// Fills a request that is not in flight (failing the rank if it is).
-void startRequest(loom_rt_ctx &ctx, P2PRequest &req, bool isSend,
-                  int32_t dtype, void *buf, int64_t count, int64_t peer,
-                  int64_t tag) {
+void startRequest(loom_rt_ctx &ctx, P2PRequest &req, bool isSend, int32_t dtype,
+                  void *buf, int64_t count, int64_t peer, int64_t tag) {
   if (req.active)
     failCurrent(ctx, "the request is still in flight (wait for it first)");
   req = P2PRequest();

@@ -69,17 +69,16 @@ inline void fusedPass(OutT *out, const FirstT *first, const T *const *ins,
   } else {
     const T *c = ins[1], *d = ins[2];
     for (int64_t i = 0; i < m; ++i)
-      out[i] = st(Op::apply(
-          Op::apply(Op::apply(ld(first[i]), Conv::load(b[i])),
-                    Conv::load(c[i])),
-          Conv::load(d[i])));
+      out[i] = st(Op::apply(Op::apply(Op::apply(ld(first[i]), Conv::load(b[i])),
+                                      Conv::load(c[i])),
+                            Conv::load(d[i])));
   }
 }
 
 template <typename T, typename Conv, typename Op, typename OutT,
           typename FirstT>
-inline void foldPass(OutT *out, const FirstT *first, const T *const *ins,
-                     int k, int64_t m) {
+inline void foldPass(OutT *out, const FirstT *first, const T *const *ins, int k,
+                     int64_t m) {
   switch (k) {
   case 1:
     return fusedPass<T, Conv, Op, 1>(out, first, ins, m);

@@ -32,8 +32,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -76,15 +76,13 @@ std::string coreFromFeatures(std::string &why) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   bool amd = __builtin_cpu_is("amd");
-  bool avx512 = __builtin_cpu_supports("avx512f") &&
-                __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") &&
-                __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512cd");
+  bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd");
   bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
   bool avx2 = __builtin_cpu_supports("avx2"),
-       fma = __builtin_cpu_supports("fma"),
-       avx = __builtin_cpu_supports("avx");
+       fma = __builtin_cpu_supports("fma"), avx = __builtin_cpu_supports("avx");
   why = avx512 ? (bf16 ? "avx512 f/bw/vl/dq/cd + bf16" : "avx512 f/bw/vl/dq/cd")
         : avx2 && fma ? (amd ? "avx2 + fma, AMD" : "avx2 + fma")
         : avx         ? "avx"
@@ -122,8 +120,8 @@ const OpenBlas &openBlas() {
         ::dlsym(h, "openblas_set_num_threads"));
     b.coreName = reinterpret_cast<decltype(b.coreName)>(
         ::dlsym(h, "openblas_get_corename"));
-    b.config = reinterpret_cast<decltype(b.config)>(
-        ::dlsym(h, "openblas_get_config"));
+    b.config =
+        reinterpret_cast<decltype(b.config)>(::dlsym(h, "openblas_get_config"));
     if (!b.sgemm || !b.setNumThreads) {
       b.sgemm = nullptr;
       b.description = "blocked loop (OpenBLAS lacks cblas_sgemm)";
@@ -187,8 +185,8 @@ const WeightKernel &weightKernelChoice() {
                        : want == "avx512" ? GemmKernel::Avx512
                                           : GemmKernel::None;
     if (!known)
-      w.note = "LOOM_GEMM=" + want +
-               " ignored: not one of openblas, avx2, avx512";
+      w.note =
+          "LOOM_GEMM=" + want + " ignored: not one of openblas, avx2, avx512";
     else if (!loom::rt::gemmKernelSupported(asked))
       w.note = "LOOM_GEMM=" + want + " ignored: this CPU lacks its features";
     else {
@@ -207,8 +205,8 @@ loom::rt::GemmKernel weightKernel() { return weightKernelChoice().kernel; }
 /// weak pointer: an address reused by a later mapping never hits a stale
 /// entry); expired ones are dropped when a weight is packed.
 struct PackedCache {
-  using Key = std::tuple<const loom::MappedFile *, const float *, bool,
-                         int64_t, int64_t>;
+  using Key = std::tuple<const loom::MappedFile *, const float *, bool, int64_t,
+                         int64_t>;
   struct Value {
     std::weak_ptr<const loom::MappedFile> file;
     std::shared_ptr<const loom::rt::PackedB> packed;
@@ -226,8 +224,7 @@ PackedCache &packedCache() {
 /// weight mappings; null otherwise (an activation, or a weight copied at
 /// load because it is strided in its file).
 std::shared_ptr<const loom::rt::PackedB>
-packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n,
-             const float *b) {
+packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n, const float *b) {
   if (!ctx)
     ctx = loom::rt::threadContext();
   if (!ctx || ctx->mappings.empty())
@@ -252,8 +249,8 @@ packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n,
     return it->second.packed;
   std::erase_if(cache.entries,
                 [](const auto &e) { return e.second.file.expired(); });
-  auto packed = std::make_shared<loom::rt::PackedB>(
-      loom::rt::packGemmB(tb, k, n, b));
+  auto packed =
+      std::make_shared<loom::rt::PackedB>(loom::rt::packGemmB(tb, k, n, b));
   if (!packed->data)
     return nullptr; // out of memory: the unpacked path needs none
   cache.entries[key] = {*file, packed};
@@ -317,8 +314,8 @@ void runBatch(void *closure, int64_t begin, int64_t end) {
                          "packed right operand");
   for (int64_t i = begin; i < end; ++i) {
     int64_t r = (i / j.heads) * j.kvHeads + (i % j.heads) / j.group;
-    loom::rt::PackedB packed = loom::rt::packGemmBInto(
-        j.tb, j.k, j.n, j.b + r * j.k * j.n, scratch);
+    loom::rt::PackedB packed =
+        loom::rt::packGemmBInto(j.tb, j.k, j.n, j.b + r * j.k * j.n, scratch);
     // Inside a pool task the product's own split runs serially.
     packedSgemm(j.ctx, j.ta, j.m, j.k, j.a + i * j.m * j.k, packed,
                 j.c + i * j.m * j.n);
@@ -328,8 +325,12 @@ void runBatch(void *closure, int64_t begin, int64_t end) {
 /// C[m,n] = sum_k A[m,k] B[k,n] with optional transposes, row-major.
 void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const float *a, const float *b, float *c) {
-  auto A = [&](int64_t i, int64_t p) { return ta ? a[p * m + i] : a[i * k + p]; };
-  auto B = [&](int64_t p, int64_t j) { return tb ? b[j * k + p] : b[p * n + j]; };
+  auto A = [&](int64_t i, int64_t p) {
+    return ta ? a[p * m + i] : a[i * k + p];
+  };
+  auto B = [&](int64_t p, int64_t j) {
+    return tb ? b[j * k + p] : b[p * n + j];
+  };
   std::fill(c, c + m * n, 0.0f);
   constexpr int64_t kb = 256;
   for (int64_t p0 = 0; p0 < k; p0 += kb) {
@@ -348,8 +349,7 @@ void blockedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 
 extern "C" LOOM_RT_EXPORT void
 loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
-              int64_t n, int64_t k, const float *a, const float *b,
-              float *c) {
+              int64_t n, int64_t k, const float *a, const float *b, float *c) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) {
@@ -404,8 +404,9 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
     // Packed products, one per pool task (each on one thread, its B packed
     // into that thread's scratch): the heads split over the threads rather
     // than each small product over them.
-    BatchJob job{ctx,  trans_a != 0, trans_b != 0, heads, group, kvHeads,
-                 m,    n,            k,            a,     b,     c};
+    BatchJob job{
+        ctx, trans_a != 0, trans_b != 0, heads, group, kvHeads, m, n, k, a, b,
+        c};
     int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / (m * n * k));
     loom_rt_parallel_for(ctx, batch, grain, &runBatch, &job);
     return;
@@ -414,8 +415,8 @@ loom_rt_sgemm_batched(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b,
     // Grouped-query: product i reads right operand (i / heads) * kvHeads +
     // (i % heads) / group.
     int64_t j = (i / heads) * kvHeads + (i % heads) / group;
-    loom_rt_sgemm(ctx, trans_a, trans_b, m, n, k, a + i * m * k,
-                  b + j * k * n, c + i * m * n);
+    loom_rt_sgemm(ctx, trans_a, trans_b, m, n, k, a + i * m * k, b + j * k * n,
+                  c + i * m * n);
   }
 }
 
@@ -441,8 +442,7 @@ std::string gemmBackend() {
                            : w.note) +
            ")";
   return std::string("weights packed once, kernel ") +
-         gemmKernelName(w.kernel) + " (" + why +
-         "); other products: " + other;
+         gemmKernelName(w.kernel) + " (" + why + "); other products: " + other;
 }
 
 } // namespace loom::rt

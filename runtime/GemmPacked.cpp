@@ -89,8 +89,8 @@ tileAvx2(int64_t kc, const float *a, int64_t lda, const float *bp, float *c,
 
 template <int MR>
 __attribute__((target("avx512f"))) void
-tileAvx512(int64_t kc, const float *a, int64_t lda, const float *bp,
-           float *c, int64_t ldc, int64_t nc, bool accumulate) {
+tileAvx512(int64_t kc, const float *a, int64_t lda, const float *bp, float *c,
+           int64_t ldc, int64_t nc, bool accumulate) {
   __m512 acc[MR];
   LOOM_UNROLL
   for (int r = 0; r < MR; ++r)
@@ -112,8 +112,8 @@ tileAvx512(int64_t kc, const float *a, int64_t lda, const float *bp,
 }
 #endif
 
-using TileFn = void (*)(int64_t, const float *, int64_t, const float *,
-                        float *, int64_t, int64_t, bool);
+using TileFn = void (*)(int64_t, const float *, int64_t, const float *, float *,
+                        int64_t, int64_t, bool);
 
 /// The tile functions of `k` for 1..MR rows (index rows - 1), and MR.
 struct Tiles {
@@ -281,9 +281,8 @@ PackedB packGemmB(bool transB, int64_t k, int64_t n, const float *b) {
   return out;
 }
 
-void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m,
-                const float *a, int64_t lda, const PackedB &b, float *c,
-                int64_t ldc) {
+void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m, const float *a,
+                int64_t lda, const PackedB &b, float *c, int64_t ldc) {
   if (m <= 0 || b.n <= 0)
     return;
   if (b.k <= 0) {
@@ -291,8 +290,16 @@ void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m,
       std::memset(c + i * ldc, 0, size_t(b.n) * sizeof(float));
     return;
   }
-  Job j{&tilesFor(kernel), m, b.k, b.n, lda, ldc,
-        (m + kRowsPerTask - 1) / kRowsPerTask, b.panels(), a, b.data.get(),
+  Job j{&tilesFor(kernel),
+        m,
+        b.k,
+        b.n,
+        lda,
+        ldc,
+        (m + kRowsPerTask - 1) / kRowsPerTask,
+        b.panels(),
+        a,
+        b.data.get(),
         c};
   if (!j.tiles->mr)
     loom_rt_abort(ctx, "gemmPacked: no packed GEMM kernel for this CPU");

@@ -1,4 +1,5 @@
-//===- runtime/Launcher.cpp - runThreads --------------------------*- C++ -*-===//
+//===- runtime/Launcher.cpp - runThreads --------------------------*- C++
+//-*-===//
 
 #include "Comm.h"
 #include "ThreadPool.h"
@@ -85,8 +86,8 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
       // Already recorded.
     } catch (const std::exception &e) {
       ctx.current = OpDesc();
-      world.recordFailure(formatFailure(
-          ctx, std::string("uncaught exception: ") + e.what()));
+      world.recordFailure(
+          formatFailure(ctx, std::string("uncaught exception: ") + e.what()));
     } catch (...) {
       ctx.current = OpDesc();
       world.recordFailure(formatFailure(ctx, "uncaught unknown exception"));

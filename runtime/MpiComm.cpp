@@ -158,8 +158,9 @@ public:
     MPI_Comm_group(World, &worldGroup);
     std::vector<int> ranks(group.members.begin(), group.members.end());
     MPI_Group_incl(worldGroup, int(ranks.size()), ranks.data(), &sub);
-    check(ctx, MPI_Comm_create_group(World, sub, int(group.mask & 0x7fff),
-                                     &impl->comm),
+    check(ctx,
+          MPI_Comm_create_group(World, sub, int(group.mask & 0x7fff),
+                                &impl->comm),
           "MPI_Comm_create_group");
     MPI_Group_free(&sub);
     MPI_Group_free(&worldGroup);
@@ -208,8 +209,8 @@ public:
     MPI_Datatype t = mpiType(dtype);
     if (outer == 1 || inner == 0) {
       check(ctx,
-            MPI_Allgather(in, int(outer * inner), t, out, int(outer * inner),
-                          t, commOf(g)),
+            MPI_Allgather(in, int(outer * inner), t, out, int(outer * inner), t,
+                          commOf(g)),
             "MPI_Allgather");
       return;
     }
@@ -217,8 +218,8 @@ public:
     MPI_Type_vector(int(outer), int(inner), int(p * inner), t, &vec);
     MPI_Type_create_resized(vec, 0, MPI_Aint(inner * es), &strided);
     MPI_Type_commit(&strided);
-    int rc = MPI_Allgather(in, int(outer * inner), t, out, 1, strided,
-                           commOf(g));
+    int rc =
+        MPI_Allgather(in, int(outer * inner), t, out, 1, strided, commOf(g));
     MPI_Type_free(&strided);
     MPI_Type_free(&vec);
     check(ctx, rc, "MPI_Allgather");
@@ -261,8 +262,7 @@ public:
       char *stage = ctx.scratch.data();
       float *res = reinterpret_cast<float *>(stage + p * n * 4);
       check(ctx,
-            MPI_Reduce_scatter_block(src, res, int(n), t, mpiOp(op),
-                                     commOf(g)),
+            MPI_Reduce_scatter_block(src, res, int(n), t, mpiOp(op), commOf(g)),
             "MPI_Reduce_scatter_block");
       narrowFromF32(dtype, res, out, n);
       return;
@@ -284,8 +284,7 @@ public:
     meet(ctx, g, {kAllToAll, dtype, -1, block, -1});
     checkInt(ctx, block * g.size);
     MPI_Datatype t = mpiType(dtype);
-    check(ctx,
-          MPI_Alltoall(in, int(block), t, out, int(block), t, commOf(g)),
+    check(ctx, MPI_Alltoall(in, int(block), t, out, int(block), t, commOf(g)),
           "MPI_Alltoall");
   }
 
@@ -327,9 +326,8 @@ public:
     MPI_Datatype t = mpiType(dtype);
     MPI_Status st;
     check(ctx,
-          MPI_Sendrecv(sendBuf, int(sendCount), t, int(dst), int(tag),
-                       recvBuf, int(recvCount), t, int(src), int(tag), World,
-                       &st),
+          MPI_Sendrecv(sendBuf, int(sendCount), t, int(dst), int(tag), recvBuf,
+                       int(recvCount), t, int(src), int(tag), World, &st),
           "MPI_Sendrecv");
     checkReceived(ctx, st, dtype, recvCount, src);
   }
@@ -444,9 +442,9 @@ private:
     int got = 0;
     MPI_Get_count(&st, mpiType(dtype), &got);
     if (got != count)
-      failCurrent(ctx, "size mismatch: rank " + std::to_string(src) +
-                           " sent " + std::to_string(got) +
-                           " elements, expected " + std::to_string(count));
+      failCurrent(ctx, "size mismatch: rank " + std::to_string(src) + " sent " +
+                           std::to_string(got) + " elements, expected " +
+                           std::to_string(count));
   }
 
   /// With LOOM_CHECK_COLLECTIVES=1: every member all-gathers what each
@@ -456,8 +454,7 @@ private:
   void meet(loom_rt_ctx &ctx, Group &g, const CollSig &mine) {
     if (!CheckCollectives || g.size == 1)
       return;
-    int64_t words[5] = {mine.kind, mine.dtype, mine.op, mine.count,
-                        mine.inner};
+    int64_t words[5] = {mine.kind, mine.dtype, mine.op, mine.count, mine.inner};
     std::vector<int64_t> all(size_t(5 * g.size));
     check(ctx,
           MPI_Allgather(words, 5, MPI_INT64_T, all.data(), 5, MPI_INT64_T,
@@ -467,8 +464,8 @@ private:
       const int64_t *w = &all[size_t(5 * j)];
       CollSig theirs{w[0], w[1], w[2], w[3], w[4]};
       if (j != g.index && !(theirs == mine))
-        failCurrent(ctx, collectiveMismatch(g.members, mine, g.members[j],
-                                            theirs));
+        failCurrent(ctx,
+                    collectiveMismatch(g.members, mine, g.members[j], theirs));
     }
   }
 
@@ -478,9 +475,9 @@ private:
     const int64_t kMax = int64_t(1) << 30;
     for (int64_t off = 0; off < count; off += kMax) {
       int n = int(std::min(kMax, count - off));
-      const void *src =
-          in == MPI_IN_PLACE ? MPI_IN_PLACE
-                             : static_cast<const char *>(in) + off * es;
+      const void *src = in == MPI_IN_PLACE
+                            ? MPI_IN_PLACE
+                            : static_cast<const char *>(in) + off * es;
       check(ctx,
             MPI_Allreduce(src, static_cast<char *>(out) + off * es, n, t, op,
                           comm),

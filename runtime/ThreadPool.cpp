@@ -1,4 +1,5 @@
-//===- runtime/ThreadPool.cpp - Threads inside one rank ----------*- C++ -*-===//
+//===- runtime/ThreadPool.cpp - Threads inside one rank ----------*- C++
+//-*-===//
 //
 // A fork-join pool for loom_rt_parallel_for (abi.h). Generated code calls it
 // for every big parallel loop, hundreds of times per decoded token, so a
@@ -88,8 +89,9 @@ std::vector<int> availableCpus() {
 }
 
 int mpiLocalRanks() {
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                           "MV2_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+        "MV2_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
     if (int n = envInt(name, 0); n > 0)
       return n;
   return 1;

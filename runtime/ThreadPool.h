@@ -51,8 +51,7 @@ public:
   /// The chunks parallelFor uses for (n, grain) on `threads` threads:
   /// boundaries b[0] = 0 < b[1] < ... < b[c] = n, c <= threads, every chunk
   /// at least `grain` long unless c == 1.
-  static std::vector<int64_t> partition(int64_t n, int64_t grain,
-                                        int threads);
+  static std::vector<int64_t> partition(int64_t n, int64_t grain, int threads);
 
 private:
   void workerMain();

@@ -70,8 +70,8 @@ struct ThreadGroupShared {
 
   explicit ThreadGroupShared(const std::vector<int64_t> &m)
       : p(int64_t(m.size())), members(m), slots(new Slot[m.size()]) {
-    staging = static_cast<char *>(std::aligned_alloc(
-        64, size_t(2 * p * ThreadsComm::kSmallBytes)));
+    staging = static_cast<char *>(
+        std::aligned_alloc(64, size_t(2 * p * ThreadsComm::kSmallBytes)));
   }
   ~ThreadGroupShared() { std::free(staging); }
   char *stage(uint64_t parity, int64_t member) {
@@ -143,8 +143,8 @@ void groupBarrier(loom_rt_ctx &ctx, ThreadWorld &world, Group &g) {
       std::string missing;
       for (int64_t j = 0; j < sh.p; ++j)
         if (sh.slots[j].arrivals.load(std::memory_order_relaxed) < myArrival)
-          missing += (missing.empty() ? "" : ",") +
-                     std::to_string(sh.members[j]);
+          missing +=
+              (missing.empty() ? "" : ",") + std::to_string(sh.members[j]);
       failCurrent(ctx, "timed out after " + fmtSeconds(ctx.timeoutSeconds) +
                            " s waiting for group member rank(s) " +
                            (missing.empty() ? "?" : missing) +
@@ -172,8 +172,8 @@ void meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g, const CollSig &mine) {
     const CollSig &theirs = sh.slots[j].sig[n & 1];
     if (j == g.index || theirs == mine)
       continue;
-    failCurrent(ctx, collectiveMismatch(sh.members, mine, sh.members[j],
-                                        theirs));
+    failCurrent(ctx,
+                collectiveMismatch(sh.members, mine, sh.members[j], theirs));
   }
 }
 
@@ -253,8 +253,8 @@ std::vector<std::string> ThreadWorld::failures() {
   return Messages;
 }
 
-ThreadGroupShared *
-ThreadWorld::groupFor(uint64_t mask, const std::vector<int64_t> &members) {
+ThreadGroupShared *ThreadWorld::groupFor(uint64_t mask,
+                                         const std::vector<int64_t> &members) {
   std::lock_guard<std::mutex> lock(Mu);
   auto &slot = Groups[{mask, members.front()}];
   if (!slot)
@@ -287,8 +287,7 @@ void ThreadsComm::fail(loom_rt_ctx &ctx, const std::string &message) {
          loom_rt_now_ns() < limit)
     sched_yield();
   if (World.onFailure() == OnFailure::Exit) {
-    std::fprintf(stderr, "%s\nloom-rt: job failed, exiting\n",
-                 message.c_str());
+    std::fprintf(stderr, "%s\nloom-rt: job failed, exiting\n", message.c_str());
     std::fflush(stderr);
     std::_Exit(1);
   }
@@ -491,17 +490,15 @@ void ThreadsComm::recv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
   }
 }
 
-void ThreadsComm::sendRecv(loom_rt_ctx &ctx, int32_t dtype,
-                           const void *sendBuf, int64_t sendCount, int64_t dst,
-                           void *recvBuf, int64_t recvCount, int64_t src,
-                           int64_t tag) {
+void ThreadsComm::sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
+                           int64_t sendCount, int64_t dst, void *recvBuf,
+                           int64_t recvCount, int64_t src, int64_t tag) {
   send(ctx, dtype, sendBuf, sendCount, dst, tag); // eager: never blocks
   recv(ctx, dtype, recvBuf, recvCount, src, tag);
 }
 
 void ThreadsComm::isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
-                        int64_t count, int64_t dst, int64_t tag,
-                        P2PRequest &) {
+                        int64_t count, int64_t dst, int64_t tag, P2PRequest &) {
   send(ctx, dtype, buf, count, dst, tag); // eager: complete on return
 }
 

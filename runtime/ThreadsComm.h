@@ -138,8 +138,7 @@ public:
              int64_t src, int64_t tag, P2PRequest &req) override;
   void wait(loom_rt_ctx &ctx, P2PRequest &req) override;
   void poll(loom_rt_ctx &ctx) override;
-  [[noreturn]] void fail(loom_rt_ctx &ctx,
-                         const std::string &message) override;
+  [[noreturn]] void fail(loom_rt_ctx &ctx, const std::string &message) override;
 
   /// Small all-reduces (bytes) go through the one-barrier staging path.
   static constexpr int64_t kSmallBytes = 32 * 1024;

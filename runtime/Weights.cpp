@@ -2,7 +2,6 @@
 
 #include "Comm.h"
 
-
 namespace loom::rt {
 
 std::shared_ptr<const MappedFile> mapFile(const std::string &path,

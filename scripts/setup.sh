@@ -15,7 +15,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # --- Debian packages -----------------------------------------------------------
 PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 libclang-rt-22-dev
-  cmake ninja-build ccache g++
+  cmake ninja-build ccache g++ clang-format
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libgtest-dev libgmock-dev libpcre2-dev
   libprotobuf-dev protobuf-compiler libonnx-dev

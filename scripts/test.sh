@@ -22,5 +22,14 @@ if git -C "$ROOT" grep -nE '\bgetenv\s*\(' -- passes lib/Target; then
   echo "error: passes/ and lib/Target must not read the environment (see above): make it a pass option or a target attribute" >&2
   exit 1
 fi
+# Every C/C++ file is in the project's clang-format style (.clang-format:
+# LLVM). Fix with: git ls-files '*.cpp' '*.h' '*.c' | xargs clang-format -i
+mapfile -t cxx < <(git -C "$ROOT" ls-files -- '*.cpp' '*.h' '*.hpp' '*.c' '*.cc' '*.cu')
+fmt="$(cd "$ROOT" && clang-format --dry-run --Werror "${cxx[@]}" 2>&1 || true)"
+if [ -n "$fmt" ]; then
+  printf '%s\n' "$fmt" | head -20 >&2
+  echo "error: files above are not clang-formatted; run: git ls-files '*.cpp' '*.h' '*.c' | xargs clang-format -i" >&2
+  exit 1
+fi
 cd "$BUILD"
 ctest --output-on-failure -j"$(nproc)" "$@"

@@ -1,4 +1,5 @@
-//===- bench/allreduce/BenchMpi.cpp - OpenMPI MPI_Allreduce bench -*- C++ -*-===//
+//===- bench/allreduce/BenchMpi.cpp - OpenMPI MPI_Allreduce bench -*- C++
+//-*-===//
 //
 // mpirun -np N loom-bench-allreduce-mpi [min_bytes] [max_bytes]
 // The same measurement as BenchThreads.cpp with plain MPI_Allreduce (f32

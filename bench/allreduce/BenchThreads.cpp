@@ -1,4 +1,5 @@
-//===- bench/allreduce/BenchThreads.cpp - threads all-reduce bench -*- C++ -*-===//
+//===- bench/allreduce/BenchThreads.cpp - threads all-reduce bench -*- C++
+//-*-===//
 //
 // loom-bench-allreduce-threads <nranks> [min_bytes] [max_bytes]
 // f32 sum all-reduce (out of place) on nranks in-process ranks over the
@@ -32,8 +33,8 @@ int main(int argc, char **argv) {
       int64_t count = sizes[s] / 4;
       // 3 warm-ups, then one timed call to size the trials.
       for (int i = 0; i < 3; ++i)
-        loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, in.data(),
-                           out.data(), count, LOOM_RT_ALL_AXES);
+        loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, in.data(), out.data(),
+                           count, LOOM_RT_ALL_AXES);
       loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
       int64_t t0 = loom_rt_now_ns();
       loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, in.data(), out.data(),
@@ -67,8 +68,8 @@ int main(int argc, char **argv) {
     return rc;
   for (size_t s = 0; s < sizes.size(); ++s) {
     double alg = double(sizes[s]) / seconds[s] / 1e9;
-    std::printf("%lld %.2f %.3f %.3f\n", (long long)sizes[s],
-                seconds[s] * 1e6, alg, alg * 2.0 * (n - 1) / n);
+    std::printf("%lld %.2f %.3f %.3f\n", (long long)sizes[s], seconds[s] * 1e6,
+                alg, alg * 2.0 * (n - 1) / n);
   }
   return 0;
 }

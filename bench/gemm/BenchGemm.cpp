@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
                       std::atol(argv[i + 2]), std::atoi(argv[i + 3]) != 0});
   if (shapes.empty())
     // bench/forward (d = 256, seq 128): qkv, out, fc1, fc2; attention.
-    shapes = {{128, 768, 256, false}, {128, 256, 256, false},
+    shapes = {{128, 768, 256, false},  {128, 256, 256, false},
               {128, 1024, 256, false}, {128, 256, 1024, false},
               {128, 128, 32, true},    {128, 32, 128, false}};
   GemmKernel kernel = bestGemmKernel();
@@ -54,8 +54,8 @@ int main(int argc, char **argv) {
   }
   std::printf("kernel %s; columns GFLOP/s, best of the iterations\n",
               gemmKernelName(kernel));
-  std::printf("%6s %6s %6s %3s %10s %10s %10s\n", "M", "N", "K", "tB",
-              "weight", "per call", "OpenBLAS");
+  std::printf("%6s %6s %6s %3s %10s %10s %10s\n", "M", "N", "K", "tB", "weight",
+              "per call", "OpenBLAS");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const Shape &s : shapes) {
@@ -79,10 +79,9 @@ int main(int argc, char **argv) {
       PackedB call = packGemmBInto(s.tb, s.k, s.n, b.data(), aligned);
       gemmPacked(nullptr, kernel, s.m, a.data(), s.k, call, c.data(), s.n);
       auto t2 = std::chrono::steady_clock::now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans,
-                  s.tb ? CblasTrans : CblasNoTrans, int(s.m), int(s.n),
-                  int(s.k), 1.0f, a.data(), int(s.k), b.data(),
-                  int(s.tb ? s.k : s.n), 0.0f, c.data(), int(s.n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
+                  int(s.m), int(s.n), int(s.k), 1.0f, a.data(), int(s.k),
+                  b.data(), int(s.tb ? s.k : s.n), 0.0f, c.data(), int(s.n));
       auto t3 = std::chrono::steady_clock::now();
       best[0] = std::min(best[0], seconds(t0, t1));
       best[1] = std::min(best[1], seconds(t1, t2));

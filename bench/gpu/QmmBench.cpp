@@ -94,8 +94,7 @@ loom_cuda_ptr upload(Dev &d, const void *p, int64_t bytes) {
   return x;
 }
 
-std::string cubinPath(const std::string &dir, const std::string &base,
-                      int sm) {
+std::string cubinPath(const std::string &dir, const std::string &base, int sm) {
   return dir + "/" + base + ".sm_" + std::to_string(sm) + ".cubin";
 }
 
@@ -147,8 +146,7 @@ int runCheck(Dev &d, const std::vector<Spec> &specs, const std::string &dir,
       loom_cuda_ptr dy = 0;
       check(loom_cuda_malloc(d.dev, yBytes, &dy), "malloc y");
       check(loom_cuda_memset(d.dev, dy, 0xff, yBytes, nullptr), "memset");
-      check(loom_cuda_qmatmul(mod, s.base.c_str(), dw, dx, dy, m, s.n,
-                              nullptr),
+      check(loom_cuda_qmatmul(mod, s.base.c_str(), dw, dx, dy, m, s.n, nullptr),
             "qmatmul");
       check(loom_cuda_stream_sync(d.dev, nullptr), "sync");
       std::vector<float> y(size_t(m * s.n));
@@ -170,9 +168,8 @@ int runCheck(Dev &d, const std::vector<Spec> &specs, const std::string &dir,
             ref += double(x[size_t(i * s.k + kk)]) *
                    double(wf[size_t(j * s.k + kk)]);
           double got = y[size_t(i * s.n + j)];
-          maxErr = std::max(maxErr, std::isfinite(got)
-                                        ? std::fabs(got - ref)
-                                        : INFINITY);
+          maxErr = std::max(maxErr, std::isfinite(got) ? std::fabs(got - ref)
+                                                       : INFINITY);
           maxRef = std::max(maxRef, std::fabs(ref));
         }
       double rel = maxErr / (maxRef + 1e-30);
@@ -297,8 +294,8 @@ int runPerf(Dev &d, const std::vector<Spec> &specs, const std::string &dir,
                  "\"cublas_bytes_per_s\": %.4g, \"speedup\": %.3f, "
                  "\"fraction_of_4.8TBps\": %.3f}",
                  first ? "" : ",\n", s.base.c_str(), (long long)s.n,
-                 (long long)s.k, (long long)s.weightBytes, ours * 1e3,
-                 oursBw, blas * 1e3, blasBw, blas / ours, oursBw / peak);
+                 (long long)s.k, (long long)s.weightBytes, ours * 1e3, oursBw,
+                 blas * 1e3, blasBw, blas / ours, oursBw / peak);
     first = false;
     std::fflush(out);
   }
@@ -333,9 +330,9 @@ int runSelftest(Dev &d, const std::string &dir, FILE *out) {
   check(loom_cuda_copy_to_device(d.dev, a, h.data(), int64_t(h.size() * 4), st),
         "h2d");
   check(loom_cuda_copy_device(d.dev, b, a, int64_t(h.size() * 4), st), "d2d");
-  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
-                               st),
-        "d2h");
+  check(
+      loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4), st),
+      "d2h");
   report("memory h2d/d2d/d2h 4 MB", back == h, "");
 
   // Graph capture and replay of device work.
@@ -346,14 +343,14 @@ int runSelftest(Dev &d, const std::string &dir, FILE *out) {
   check(loom_cuda_graph_end(d.dev, st, &g), "graph end");
   check(loom_cuda_stream_sync(d.dev, st), "sync");
   std::fill(back.begin(), back.end(), 0);
-  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
-                               st),
-        "d2h");
+  check(
+      loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4), st),
+      "d2h");
   bool notYet = back != h; // capture does not execute
   check(loom_cuda_graph_launch(g, st), "graph launch");
-  check(loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4),
-                               st),
-        "d2h");
+  check(
+      loom_cuda_copy_to_host(d.dev, back.data(), b, int64_t(h.size() * 4), st),
+      "d2h");
   report("CUDA graph capture + replay", notYet && back == h, "");
   loom_cuda_graph_destroy(g);
 
@@ -408,10 +405,9 @@ int runSelftest(Dev &d, const std::string &dir, FILE *out) {
   if (!rc)
     check(loom_cuda_copy_to_host(d.dev, C, dc, sizeof C, st), "d2h");
   report("cuBLAS row-major sgemm 2x3x4",
-         !rc && std::equal(C, C + 8, R,
-                           [](float x, float y) {
-                             return std::fabs(x - y) < 1e-4f;
-                           }),
+         !rc && std::equal(
+                    C, C + 8, R,
+                    [](float x, float y) { return std::fabs(x - y) < 1e-4f; }),
          gemmErr);
 
   // NCCL on one rank: all-reduce is a copy.
@@ -464,8 +460,7 @@ int runVerify(const std::vector<Spec> &specs, const std::string &dir) {
       ++bad;
     }
   }
-  std::printf("verified %zu manifest rows: %d problem(s)\n", specs.size(),
-              bad);
+  std::printf("verified %zu manifest rows: %d problem(s)\n", specs.size(), bad);
   return bad ? 1 : 0;
 }
 
@@ -490,8 +485,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (mode == "selftest" && argc == 4) {
-    FILE *out = std::fopen((std::string(argv[3]) + "/selftest.txt").c_str(),
-                           "w");
+    FILE *out =
+        std::fopen((std::string(argv[3]) + "/selftest.txt").c_str(), "w");
     int rc = runSelftest(d, argv[2], out ? out : stdout);
     if (out)
       std::fclose(out);
@@ -506,8 +501,7 @@ int main(int argc, char **argv) {
     }
     FILE *out = std::fopen((outDir + "/perf.md").c_str(), "w");
     FILE *json = std::fopen((outDir + "/perf.json").c_str(), "w");
-    return runPerf(d, specs, argv[3], out ? out : stdout,
-                   json ? json : stdout);
+    return runPerf(d, specs, argv[3], out ? out : stdout, json ? json : stdout);
   }
   die("bad arguments");
 }

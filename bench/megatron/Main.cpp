@@ -35,14 +35,14 @@ TrainingOptions withGemm(double e) {
 
 /// Prints the rows at e_gemm = `e` and returns the largest error over the
 /// rows `check` selects; `ok` drops to false on a slower planner choice.
-template <typename Pred>
-double table(double e, Pred check, bool &ok) {
+template <typename Pred> double table(double e, Pred check, bool &ok) {
   DeviceSpec dev = megatronDevice();
   LinkSpec intra = megatronIntraNode(), inter = megatronInterNode();
   TrainingOptions o = withGemm(e);
   std::printf("| model | B | paper (t,p,d) | measured | predicted | error | "
               "checked | b | v | m | bubble | mem GB | step s | "
-              "planner (t,p,d,b,v,zero,rc) | planner step s | vs paper | planner mem GB | "
+              "planner (t,p,d,b,v,zero,rc) | planner step s | vs paper | "
+              "planner mem GB | "
               "planner, recompute (t,p,d,b,v,zero) | vs paper |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
               "---|---|---|---|\n");
@@ -63,7 +63,7 @@ double table(double e, Pred check, bool &ok) {
     auto bestRc = chooseLayout(rcReq);
     if (!paper || !best || !bestRc) {
       std::printf("| %s | error: %s |\n", row.name,
-                  !paper ? paper.error().message.c_str()
+                  !paper  ? paper.error().message.c_str()
                   : !best ? best.error().message.c_str()
                           : bestRc.error().message.c_str());
       ok = false;
@@ -77,24 +77,23 @@ double table(double e, Pred check, bool &ok) {
     const ParallelConfig &bp = best->best;
     const ParallelConfig &rc = bestRc->best;
     double speedup = p.stepTime / best->estimate.stepTime;
-    std::printf("| %s | %lld | (%lld,%lld,%lld) | %.0f | %.1f | %+.1f%% | %s | "
-                "%lld | %lld | %lld | %.1f%% | %.1f | %.2f | "
-                "(%lld,%lld,%lld,%lld,%lld,%u,%d) | %.2f | %.2fx | %.1f | "
-                "(%lld,%lld,%lld,%lld,%lld,%u) | %.2fx |\n",
-                row.name, (long long)row.model.globalBatch, (long long)row.tp,
-                (long long)row.pp, (long long)row.dp, row.measuredTflops,
-                p.tflopsPerDevice, 100 * err, checked ? "yes" : "fit",
-                (long long)paper->best.microBatch,
-                (long long)paper->best.virtualStages,
-                (long long)p.microBatches, 100 * p.bubbleFraction,
-                p.memory.total() / 1e9, p.stepTime, (long long)bp.tp,
-                (long long)bp.pp, (long long)bp.dp, (long long)bp.microBatch,
-                (long long)bp.virtualStages, bp.zeroStage,
-                int(best->estimate.recompute), best->estimate.stepTime, speedup,
-                best->estimate.memory.total() / 1e9, (long long)rc.tp,
-                (long long)rc.pp, (long long)rc.dp, (long long)rc.microBatch,
-                (long long)rc.virtualStages, rc.zeroStage,
-                p.stepTime / bestRc->estimate.stepTime);
+    std::printf(
+        "| %s | %lld | (%lld,%lld,%lld) | %.0f | %.1f | %+.1f%% | %s | "
+        "%lld | %lld | %lld | %.1f%% | %.1f | %.2f | "
+        "(%lld,%lld,%lld,%lld,%lld,%u,%d) | %.2f | %.2fx | %.1f | "
+        "(%lld,%lld,%lld,%lld,%lld,%u) | %.2fx |\n",
+        row.name, (long long)row.model.globalBatch, (long long)row.tp,
+        (long long)row.pp, (long long)row.dp, row.measuredTflops,
+        p.tflopsPerDevice, 100 * err, checked ? "yes" : "fit",
+        (long long)paper->best.microBatch, (long long)paper->best.virtualStages,
+        (long long)p.microBatches, 100 * p.bubbleFraction,
+        p.memory.total() / 1e9, p.stepTime, (long long)bp.tp, (long long)bp.pp,
+        (long long)bp.dp, (long long)bp.microBatch, (long long)bp.virtualStages,
+        bp.zeroStage, int(best->estimate.recompute), best->estimate.stepTime,
+        speedup, best->estimate.memory.total() / 1e9, (long long)rc.tp,
+        (long long)rc.pp, (long long)rc.dp, (long long)rc.microBatch,
+        (long long)rc.virtualStages, rc.zeroStage,
+        p.stepTime / bestRc->estimate.stepTime);
     if (best->estimate.stepTime > p.stepTime * (1 + 1e-12) ||
         bestRc->estimate.stepTime > p.stepTime * (1 + 1e-12)) {
       std::printf("  FAIL: the planner's choice is slower than the paper's\n");
@@ -238,7 +237,12 @@ int main() {
   // --- Search time, one core. ---
   std::printf("== Layout search time (t, p, d, b, v, ZeRO, recomputation; "
               "this process, one thread)\n");
-  struct Case { const char *name; GptConfig shape; int64_t n; double target; };
+  struct Case {
+    const char *name;
+    GptConfig shape;
+    int64_t n;
+    double target;
+  };
   for (Case cs : {Case{"Llama-3 70B on 64 H100", llama70b(), 64, 1.0},
                   Case{"Llama-3 405B on 16,384 H100", l405, 16384, 10.0}}) {
     LayoutRequest r = layoutRequest(cs.shape, cs.n, h100);

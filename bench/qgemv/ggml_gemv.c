@@ -6,10 +6,10 @@
 //   ggml_gemv K N L THREADS ITERS REPACK(0|1)
 //
 // Prints: "ggml q4_0 K N threads T repack R: median_ms per product"
-#include "ggml.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "ggml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +48,12 @@ int main(int argc, char **argv) {
   ggml_backend_buffer_type_t buft = ggml_backend_cpu_buffer_type();
   const char *bufname = "CPU";
   if (repack) {
-    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_backend_dev_t dev =
+        ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-    ggml_backend_dev_get_extra_bufts_t get = (ggml_backend_dev_get_extra_bufts_t)
-        ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+    ggml_backend_dev_get_extra_bufts_t get =
+        (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
+            reg, "ggml_backend_dev_get_extra_bufts");
     ggml_backend_buffer_type_t *extra = get ? get(dev) : NULL;
     if (!extra || !extra[0]) {
       fprintf(stderr, "no repack buffer type in this ggml build\n");
@@ -60,7 +62,8 @@ int main(int argc, char **argv) {
     buft = extra[0];
     bufname = ggml_backend_buft_name(buft);
   }
-  ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(cw, buft);
+  ggml_backend_buffer_t wbuf =
+      ggml_backend_alloc_ctx_tensors_from_buft(cw, buft);
   if (!wbuf) {
     fprintf(stderr, "cannot allocate the weights\n");
     return 3;
@@ -76,8 +79,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < L; ++i)
     ggml_backend_tensor_set(w[i], q, 0, qbytes);
 
-  struct ggml_init_params ap = {ggml_tensor_overhead() * (2 * L + 8) +
-                                    ggml_graph_overhead(), NULL, true};
+  struct ggml_init_params ap = {
+      ggml_tensor_overhead() * (2 * L + 8) + ggml_graph_overhead(), NULL, true};
   struct ggml_context *ca = ggml_init(ap);
   struct ggml_tensor *x = ggml_new_tensor_2d(ca, GGML_TYPE_F32, K, 1);
   struct ggml_cgraph *g = ggml_new_graph(ca);

@@ -25,7 +25,10 @@ static double now(void) {
 static void *run(void *arg) {
   long id = (long)arg;
   size_t lo = n * id / T, hi = n * (id + 1) / T;
-  for (size_t i = lo; i < hi; ++i) { a[i] = 1.0 + i; b[i] = 0; }
+  for (size_t i = lo; i < hi; ++i) {
+    a[i] = 1.0 + i;
+    b[i] = 0;
+  }
   for (int r = 0; r < reps; ++r) {
     pthread_barrier_wait(&bar);
     double t0 = now();
@@ -52,6 +55,7 @@ int main(int argc, char **argv) {
     pthread_create(&th[i], NULL, run, (void *)i);
   for (int i = 0; i < T; ++i)
     pthread_join(th[i], NULL);
-  printf("stream copy threads=%d: %.2f GB/s\n", T, 2.0 * n * sizeof(double) / best / 1e9);
+  printf("stream copy threads=%d: %.2f GB/s\n", T,
+         2.0 * n * sizeof(double) / best / 1e9);
   return b[n / 2] == a[n / 2] ? 0 : 1;
 }

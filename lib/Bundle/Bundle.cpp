@@ -182,7 +182,8 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         }
         w.nbytes = n * dtypeSize(*dt);
       }
-      if (auto il = dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
+      if (auto il =
+              dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
         // Checked by loom-run's manifest reader, which owns the layout.
         for (StringRef key :
              {"rows", "block_bytes", "fields", "field_bytes", "unit_bytes"}) {
@@ -195,8 +196,8 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
       }
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))
-        return fail("weight '" + w.name + "': cannot read its file '" +
-                    w.file + "'");
+        return fail("weight '" + w.name + "': cannot read its file '" + w.file +
+                    "'");
       if (static_cast<uint64_t>(w.offset + w.nbytes) > size)
         return fail("weight '" + w.name + "': file '" + w.file + "' has " +
                     Twine(size) + " bytes but the weight needs bytes [" +
@@ -217,8 +218,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
       if (auto n = dyn_cast_or_null<StringAttr>(resAttr(i, "loom.name")))
         name = n.str();
       TensorInfo out{name, dtype, shapeOf(st), "", -1};
-      if (auto v = dyn_cast_or_null<IntegerAttr>(
-              resAttr(i, "loom.batch_dim")))
+      if (auto v = dyn_cast_or_null<IntegerAttr>(resAttr(i, "loom.batch_dim")))
         out.batchDim = v.getInt();
       entry.outputs.push_back(std::move(out));
     }
@@ -462,8 +462,7 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
                       const GpuTargetInfo *gpu) {
   if (!target || target->cpu.empty())
     return;
-  manifest["target"] = {{"cpu", target->cpu},
-                        {"features", target->features}};
+  manifest["target"] = {{"cpu", target->cpu}, {"features", target->features}};
   if (!gpu || gpu->device.empty())
     return;
   json &t = manifest["target"];
@@ -478,14 +477,12 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
   t["memory_plan"] = plan;
 }
 
-bool writeBundle(const std::string &outDir, const std::string &model,
-                 const MeshInfo &mesh, const std::vector<EntryInfo> &entries,
-                 const std::string &programIR,
-                 const std::function<bool(const std::string &,
-                                          std::string &)> &emitLibrary,
-                 const std::string &stagedDir, std::string &error,
-                 const CpuTargetInfo *target, const LlmInfo &llm,
-                 const GpuTargetInfo *gpu) {
+bool writeBundle(
+    const std::string &outDir, const std::string &model, const MeshInfo &mesh,
+    const std::vector<EntryInfo> &entries, const std::string &programIR,
+    const std::function<bool(const std::string &, std::string &)> &emitLibrary,
+    const std::string &stagedDir, std::string &error,
+    const CpuTargetInfo *target, const LlmInfo &llm, const GpuTargetInfo *gpu) {
   // Weight files under `stagedDir` move into the bundle with it.
   SmallString<256> staged(stagedDir);
   if (!staged.empty()) {

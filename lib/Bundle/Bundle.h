@@ -30,8 +30,8 @@ constexpr const char *kBundleQuantReport = "weights/quant.report.json";
 
 struct TensorInfo {
   std::string name;
-  std::string dtype;           ///< f32 f16 bf16 f64 i8 i32 i64 u8 i1
-  std::vector<int64_t> shape;  ///< -1 for dynamic
+  std::string dtype;          ///< f32 f16 bf16 f64 i8 i32 i64 u8 i1
+  std::vector<int64_t> shape; ///< -1 for dynamic
   /// Inputs only: runtime-owned state updated in place ("kv_cache"; the
   /// `loom.state` argument attribute), else empty.
   std::string state;
@@ -56,8 +56,8 @@ struct LlmInfo {
 
 /// Reads the `llm.model` / `llm.tokenizer` attributes of `module` (relative
 /// files resolved against `baseDir`).
-bool collectLlm(mlir::ModuleOp module, const std::string &baseDir,
-                LlmInfo &llm, std::string &error);
+bool collectLlm(mlir::ModuleOp module, const std::string &baseDir, LlmInfo &llm,
+                std::string &error);
 
 struct WeightInfo {
   std::string name;
@@ -111,8 +111,9 @@ struct MeshInfo {
 };
 
 /// Reads the entry points that loom-record-entry-points recorded on the
-/// module (`loom.entry_points`; before or after lowering). Relative weight files are resolved against `baseDir`; every weight must
-/// have storage that exists and is long enough. Errors go to `error`.
+/// module (`loom.entry_points`; before or after lowering). Relative weight
+/// files are resolved against `baseDir`; every weight must have storage that
+/// exists and is long enough. Errors go to `error`.
 bool collectEntries(mlir::ModuleOp module, const std::string &baseDir,
                     std::vector<EntryInfo> &entries, std::string &error);
 
@@ -140,8 +141,7 @@ bool writeBundle(const std::string &outDir, const std::string &model,
                  const std::function<bool(const std::string &soPath,
                                           std::string &error)> &emitLibrary,
                  const std::string &stagedDir, std::string &error,
-                 const CpuTargetInfo *target = nullptr,
-                 const LlmInfo &llm = {},
+                 const CpuTargetInfo *target = nullptr, const LlmInfo &llm = {},
                  const GpuTargetInfo *gpu = nullptr);
 
 } // namespace loom

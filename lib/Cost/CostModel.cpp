@@ -27,12 +27,15 @@ double collectiveBytesPerRank(Collective c, double bytes, int64_t p) {
     return 0;
   double frac = double(p - 1) / double(p);
   switch (c) {
-  case Collective::AllReduce: return 2 * frac * bytes;
+  case Collective::AllReduce:
+    return 2 * frac * bytes;
   case Collective::AllGather:
   case Collective::ReduceScatter:
-  case Collective::AllToAll: return frac * bytes;
+  case Collective::AllToAll:
+    return frac * bytes;
   case Collective::SendRecv:
-  case Collective::Broadcast: return bytes;
+  case Collective::Broadcast:
+    return bytes;
   }
   return 0;
 }
@@ -53,8 +56,10 @@ double collectiveTime(Collective c, double bytes, int64_t p,
   case Collective::AllReduce: {
     double ring = collectiveBytesPerRank(c, bytes, p) / bw + 2 * steps * a;
     double tree = 2 * bytes / bw + 2 * ceilLog2(p) * a;
-    if (algo == Algorithm::Ring) return ring;
-    if (algo == Algorithm::Tree) return tree;
+    if (algo == Algorithm::Ring)
+      return ring;
+    if (algo == Algorithm::Tree)
+      return tree;
     return std::min(ring, tree);
   }
   case Collective::AllGather:
@@ -86,8 +91,8 @@ double collectiveTimeOnAxes(Collective c, double bytes, const MeshSpec &mesh,
     if (a->size <= 1)
       continue;
     if (first || a->link.bandwidth < slowest.bandwidth) {
-      double lat = first ? a->link.latency
-                         : std::max(slowest.latency, a->link.latency);
+      double lat =
+          first ? a->link.latency : std::max(slowest.latency, a->link.latency);
       slowest = a->link;
       slowest.latency = lat;
     } else {
@@ -125,7 +130,8 @@ MemoryBreakdown inferenceMemory(double params, double bytesPerParam,
                                 double kvBytesPerElem, int64_t tp) {
   MemoryBreakdown m;
   m.weights = params * bytesPerParam / double(std::max<int64_t>(tp, 1));
-  m.kvCache = kvCacheBytes(layers, kvHeads, headDim, tokens, kvBytesPerElem, tp);
+  m.kvCache =
+      kvCacheBytes(layers, kvHeads, headDim, tokens, kvBytesPerElem, tp);
   return m;
 }
 

@@ -15,23 +15,35 @@ namespace loom::cost {
 
 std::string_view elemTypeName(ElemType t) {
   switch (t) {
-  case ElemType::F32: return "f32";
-  case ElemType::TF32: return "tf32";
-  case ElemType::BF16: return "bf16";
-  case ElemType::F16: return "f16";
-  case ElemType::FP8: return "fp8";
-  case ElemType::INT8: return "int8";
+  case ElemType::F32:
+    return "f32";
+  case ElemType::TF32:
+    return "tf32";
+  case ElemType::BF16:
+    return "bf16";
+  case ElemType::F16:
+    return "f16";
+  case ElemType::FP8:
+    return "fp8";
+  case ElemType::INT8:
+    return "int8";
   }
   return "?";
 }
 
 Result<ElemType> parseElemType(std::string_view s) {
-  if (s == "f32" || s == "fp32") return ElemType::F32;
-  if (s == "tf32") return ElemType::TF32;
-  if (s == "bf16") return ElemType::BF16;
-  if (s == "f16" || s == "fp16") return ElemType::F16;
-  if (s == "fp8" || s == "f8") return ElemType::FP8;
-  if (s == "int8" || s == "i8") return ElemType::INT8;
+  if (s == "f32" || s == "fp32")
+    return ElemType::F32;
+  if (s == "tf32")
+    return ElemType::TF32;
+  if (s == "bf16")
+    return ElemType::BF16;
+  if (s == "f16" || s == "fp16")
+    return ElemType::F16;
+  if (s == "fp8" || s == "f8")
+    return ElemType::FP8;
+  if (s == "int8" || s == "i8")
+    return ElemType::INT8;
   return Error{"unknown element type '" + std::string(s) +
                "' (expected f32, tf32, bf16, f16, fp8 or int8)"};
 }
@@ -39,11 +51,14 @@ Result<ElemType> parseElemType(std::string_view s) {
 unsigned elemBytes(ElemType t) {
   switch (t) {
   case ElemType::F32:
-  case ElemType::TF32: return 4;
+  case ElemType::TF32:
+    return 4;
   case ElemType::BF16:
-  case ElemType::F16: return 2;
+  case ElemType::F16:
+    return 2;
   case ElemType::FP8:
-  case ElemType::INT8: return 1;
+  case ElemType::INT8:
+    return 1;
   }
   return 4;
 }
@@ -51,16 +66,23 @@ unsigned elemBytes(ElemType t) {
 double DeviceSpec::peakFlops(ElemType t) const {
   // Fall back to the next wider type that the device has.
   double fp8 = peakFP8, bf16 = peakBF16, tf32 = peakTF32, f32 = peakF32;
-  if (tf32 <= 0) tf32 = f32;
-  if (bf16 <= 0) bf16 = tf32;
-  if (fp8 <= 0) fp8 = bf16;
+  if (tf32 <= 0)
+    tf32 = f32;
+  if (bf16 <= 0)
+    bf16 = tf32;
+  if (fp8 <= 0)
+    fp8 = bf16;
   switch (t) {
-  case ElemType::F32: return f32;
-  case ElemType::TF32: return tf32;
+  case ElemType::F32:
+    return f32;
+  case ElemType::TF32:
+    return tf32;
   case ElemType::BF16:
-  case ElemType::F16: return bf16;
+  case ElemType::F16:
+    return bf16;
   case ElemType::FP8:
-  case ElemType::INT8: return fp8;
+  case ElemType::INT8:
+    return fp8;
   }
   return f32;
 }

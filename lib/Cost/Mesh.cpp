@@ -16,19 +16,25 @@ namespace loom::cost {
 
 static constexpr double GB = 1e9, US = 1e-6;
 
-static LinkSpec makeLink(std::string name, double gbps, double us,
-                         bool intra) {
+static LinkSpec makeLink(std::string name, double gbps, double us, bool intra) {
   return LinkSpec{std::move(name), gbps * GB, us * US, intra};
 }
 
 Result<LinkSpec> linkByName(std::string_view name, const DeviceSpec &device) {
-  if (name == "nvlink3") return makeLink("nvlink3", 300, 3, true);
-  if (name == "nvlink4" || name == "nvlink") return makeLink("nvlink4", 450, 3, true);
-  if (name == "ib-hdr") return makeLink("ib-hdr", 25, 5, false);
-  if (name == "ib-ndr" || name == "ib") return makeLink("ib-ndr", 50, 5, false);
-  if (name == "pcie4") return makeLink("pcie4", 32, 5, true);
-  if (name == "pcie5") return makeLink("pcie5", 64, 5, true);
-  if (name == "ethernet") return makeLink("ethernet", 12.5, 20, false);
+  if (name == "nvlink3")
+    return makeLink("nvlink3", 300, 3, true);
+  if (name == "nvlink4" || name == "nvlink")
+    return makeLink("nvlink4", 450, 3, true);
+  if (name == "ib-hdr")
+    return makeLink("ib-hdr", 25, 5, false);
+  if (name == "ib-ndr" || name == "ib")
+    return makeLink("ib-ndr", 50, 5, false);
+  if (name == "pcie4")
+    return makeLink("pcie4", 32, 5, true);
+  if (name == "pcie5")
+    return makeLink("pcie5", 64, 5, true);
+  if (name == "ethernet")
+    return makeLink("ethernet", 12.5, 20, false);
   if (name == "shm") {
     LinkSpec l = makeLink("shm", device.memBandwidth / 2 / GB, 1, true);
     return l;
@@ -41,8 +47,8 @@ Result<LinkSpec> linkByName(std::string_view name, const DeviceSpec &device) {
 }
 
 std::vector<std::string> knownLinkNames() {
-  return {"nvlink3", "nvlink4", "ib-hdr", "ib-ndr", "pcie4",
-          "pcie5",   "shm",     "ethernet"};
+  return {"nvlink3", "nvlink4", "ib-hdr", "ib-ndr",
+          "pcie4",   "pcie5",   "shm",    "ethernet"};
 }
 
 LinkSpec defaultIntraNodeLink(const DeviceSpec &device) {
@@ -91,13 +97,16 @@ static bool validAxisName(std::string_view s) {
 
 static std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
 /// Assigns default links from the innermost axis outwards.
-static void assignDefaultLinks(MeshSpec &mesh, std::vector<bool> &explicitLink) {
+static void assignDefaultLinks(MeshSpec &mesh,
+                               std::vector<bool> &explicitLink) {
   LinkSpec intra = defaultIntraNodeLink(mesh.device);
   LinkSpec inter = defaultInterNodeLink(mesh.device);
   int64_t inner = 1;
@@ -215,10 +224,14 @@ static Result<DeviceSpec> parseDevice(const json &j) {
         return Error{where + ": field 'peak_tflops." + key +
                      "' must be a positive number"};
       double v = val.get<double>() * 1e12;
-      if (key == "f32" || key == "fp32") d.peakF32 = v;
-      else if (key == "tf32") d.peakTF32 = v;
-      else if (key == "bf16" || key == "f16" || key == "fp16") d.peakBF16 = v;
-      else if (key == "fp8" || key == "int8") d.peakFP8 = v;
+      if (key == "f32" || key == "fp32")
+        d.peakF32 = v;
+      else if (key == "tf32")
+        d.peakTF32 = v;
+      else if (key == "bf16" || key == "f16" || key == "fp16")
+        d.peakBF16 = v;
+      else if (key == "fp8" || key == "int8")
+        d.peakFP8 = v;
       else
         return Error{where + ": field 'peak_tflops." + key +
                      "' is not an element type (f32, tf32, bf16, fp8)"};
@@ -229,11 +242,13 @@ static Result<DeviceSpec> parseDevice(const json &j) {
   if (d.peakF32 <= 0 && d.peakTF32 <= 0 && d.peakBF16 <= 0)
     return Error{where + ": field 'peak_tflops' needs at least one of f32, "
                          "tf32, bf16"};
-  auto bw = number(j, "mem_bandwidth_gbps", where, !haveBase,
-                   d.memBandwidth / GB);
-  if (!bw) return bw.error();
+  auto bw =
+      number(j, "mem_bandwidth_gbps", where, !haveBase, d.memBandwidth / GB);
+  if (!bw)
+    return bw.error();
   auto cap = number(j, "mem_capacity_gb", where, !haveBase, d.memCapacity / GB);
-  if (!cap) return cap.error();
+  if (!cap)
+    return cap.error();
   d.memBandwidth = *bw * GB;
   d.memCapacity = *cap * GB;
   return d;
@@ -275,7 +290,8 @@ Result<MeshSpec> parseMeshJson(std::string_view text) {
     ++index;
     std::string where = "mesh spec: axes[" + std::to_string(index - 1) + "]";
     if (!a.is_object())
-      return Error{where + ": must be an object {\"name\", \"size\", \"link\"}"};
+      return Error{where +
+                   ": must be an object {\"name\", \"size\", \"link\"}"};
     auto name = a.find("name");
     if (name == a.end())
       return Error{where + ": missing field 'name'"};
@@ -299,7 +315,8 @@ Result<MeshSpec> parseMeshJson(std::string_view text) {
       } else if (l->is_object()) {
         std::string lw = where + ": link";
         auto bw = number(*l, "bandwidth_gbps", lw, true);
-        if (!bw) return bw.error();
+        if (!bw)
+          return bw.error();
         auto lat = l->find("latency_us");
         if (lat == l->end())
           return Error{lw + ": missing field 'latency_us'"};

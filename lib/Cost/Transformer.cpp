@@ -37,8 +37,8 @@ namespace loom::cost {
 static std::string str(int64_t v) { return std::to_string(v); }
 
 GptConfig llamaShape(int64_t hidden, int64_t heads, int64_t kvHeads,
-                     int64_t layers, int64_t ffn, int64_t vocab,
-                     int64_t seqLen, int64_t globalBatch) {
+                     int64_t layers, int64_t ffn, int64_t vocab, int64_t seqLen,
+                     int64_t globalBatch) {
   GptConfig c{hidden, heads, layers, seqLen, vocab, globalBatch};
   c.kvHeads = kvHeads;
   c.ffn = ffn;
@@ -63,9 +63,7 @@ struct LayerShape {
     return h * (h + 2 * kvDim) + h * h + mlpMats * h * f;
   }
   /// Forward matmul FLOPs of one layer for one sequence.
-  double forwardFlops() const {
-    return 2 * s * matmulParams() + 4 * s * s * h;
-  }
+  double forwardFlops() const { return 2 * s * matmulParams() + 4 * s * s * h; }
 };
 
 double layerParams(const GptConfig &c) {
@@ -127,8 +125,8 @@ Result<std::vector<int64_t>> balanceStages(int64_t layers, int64_t pp,
   if (pp < 1 || layers < 1)
     return Error{"stages: layers and pp must be >= 1"};
   if (pp > layers)
-    return Error{"stages: pp=" + str(pp) + " is more stages than layers=" +
-                 str(layers)};
+    return Error{"stages: pp=" + str(pp) +
+                 " is more stages than layers=" + str(layers)};
   auto extra = [&](int64_t k) {
     return (k == 0 ? first : 0) + (k == pp - 1 ? last : 0);
   };
@@ -142,8 +140,8 @@ Result<std::vector<int64_t>> balanceStages(int64_t layers, int64_t pp,
     double room = T - extra(k);
     if (room < 0)
       return 0;
-    return std::min<int64_t>(layers, int64_t(std::floor(room / perLayer +
-                                                        1e-9)));
+    return std::min<int64_t>(layers,
+                             int64_t(std::floor(room / perLayer + 1e-9)));
   };
   auto total = [&](double T) {
     int64_t n = 0;
@@ -191,28 +189,28 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
                  "global_batch must all be positive"};
   if (c.hidden % c.heads != 0 || c.kvHeadCount() < 1 ||
       c.heads % c.kvHeadCount() != 0)
-    return Error{"model: heads=" + str(c.heads) + " must divide hidden=" +
-                 str(c.hidden) + " and be a multiple of kv_heads=" +
-                 str(c.kvHeadCount())};
+    return Error{"model: heads=" + str(c.heads) +
+                 " must divide hidden=" + str(c.hidden) +
+                 " and be a multiple of kv_heads=" + str(c.kvHeadCount())};
   if (par.tp < 1 || par.pp < 1 || par.dp < 1 || par.microBatch < 1 ||
       par.virtualStages < 1)
     return Error{"layout: tp, pp, dp, micro_batch and virtual_stages must be "
                  ">= 1"};
   if (c.heads % par.tp != 0)
-    return Error{"layout: tp=" + str(par.tp) + " does not divide heads=" +
-                 str(c.heads)};
+    return Error{"layout: tp=" + str(par.tp) +
+                 " does not divide heads=" + str(c.heads)};
   if (c.hidden % par.tp != 0)
-    return Error{"layout: tp=" + str(par.tp) + " does not divide hidden=" +
-                 str(c.hidden)};
+    return Error{"layout: tp=" + str(par.tp) +
+                 " does not divide hidden=" + str(c.hidden)};
   if (c.ffnSize() % par.tp != 0)
-    return Error{"layout: tp=" + str(par.tp) + " does not divide ffn=" +
-                 str(c.ffnSize())};
+    return Error{"layout: tp=" + str(par.tp) +
+                 " does not divide ffn=" + str(c.ffnSize())};
   if (c.kvHeadCount() % par.tp != 0 && par.tp % c.kvHeadCount() != 0)
     return Error{"layout: tp=" + str(par.tp) + " and kv_heads=" +
                  str(c.kvHeadCount()) + ": neither divides the other"};
   if (par.pp > c.layers)
-    return Error{"layout: pp=" + str(par.pp) + " is more stages than layers=" +
-                 str(c.layers)};
+    return Error{"layout: pp=" + str(par.pp) +
+                 " is more stages than layers=" + str(c.layers)};
   if (c.globalBatch % (par.dp * par.microBatch) != 0)
     return Error{"layout: dp x micro_batch = " + str(par.dp * par.microBatch) +
                  " does not divide global_batch=" + str(c.globalBatch)};
@@ -223,7 +221,8 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
     return Error{"layout: interleaving v=" + str(v) + " needs pp > 1, pp=" +
                  str(par.pp) + " dividing the microbatches m=" + str(m) +
                  ", at least v layers per stage and, with equal stages, v "
-                 "dividing each stage's layers (layers=" + str(c.layers) + ")"};
+                 "dividing each stage's layers (layers=" +
+                 str(c.layers) + ")"};
   if (mesh.axisSize("tp") != par.tp || mesh.axisSize("dp") != par.dp ||
       mesh.axisSize("pp") != par.pp)
     return Error{"layout: the mesh's tp/pp/dp axes do not match the layout"};
@@ -242,9 +241,8 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
   r.recompute = recompute;
   r.microBatches = m;
   double B = double(c.globalBatch);
-  r.flopsPerIteration =
-      B * (passes * double(c.layers) * L.forwardFlops() +
-           logitPasses * 2 * s * h * V);
+  r.flopsPerIteration = B * (passes * double(c.layers) * L.forwardFlops() +
+                             logitPasses * 2 * s * h * V);
   r.modelFlopsPerIteration = (train ? 3 : 1) * B * forwardFlopsPerSequence(c);
 
   // --- Per microbatch, per device: one layer, the embedding, the head. ---
@@ -351,8 +349,8 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
     // interleaving a factor 1 + (p-1)/(p v) more), never more than m.
     double inFlight = std::min<double>(double(par.pp - k), double(m));
     if (v > 1)
-      inFlight = std::min<double>(
-          inFlight * (1 + (p - 1) / (p * double(v))), double(m));
+      inFlight = std::min<double>(inFlight * (1 + (p - 1) / (p * double(v))),
+                                  double(m));
     if (train) {
       st.memory = trainingStateMemory(params / t, par.dp, mo);
       double acts = recompute ? inFlight * nl * 2 * s * b * h / sp + layerAct
@@ -362,9 +360,9 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
       st.memory.activations = acts;
     } else {
       st.memory.weights = params / t * o.weightBytes;
-      st.memory.kvCache = kvCacheBytes(
-          n, c.kvHeadCount(), c.headDim(),
-          c.globalBatch / par.dp * c.seqLen, o.kvBytes, par.tp);
+      st.memory.kvCache =
+          kvCacheBytes(n, c.kvHeadCount(), c.headDim(),
+                       c.globalBatch / par.dp * c.seqLen, o.kvBytes, par.tp);
       st.memory.activations = std::min<double>(p, double(m)) * layerAct / 2 +
                               (st.hasHead ? 4 * s * b * V / t : 0);
     }
@@ -387,9 +385,9 @@ Result<TrainingEstimate> estimateTraining(const GptConfig &c,
   // backward pass (ZeRO-1/2: reduce-scatter + all-gather, the same bytes),
   // and a tied embedding's gradient between the first and the last stage.
   if (train) {
-    double dpFull = collectiveTimeOnAxes(Collective::AllReduce,
-                                         maxParams * o.gradBytes, mesh, {"dp"},
-                                         o.algorithm, e);
+    double dpFull =
+        collectiveTimeOnAxes(Collective::AllReduce, maxParams * o.gradBytes,
+                             mesh, {"dp"}, o.algorithm, e);
     if (c.tiedEmbedding && par.pp > 1)
       dpFull += collectiveTime(Collective::AllReduce,
                                double(c.vocab) * h / t * o.gradBytes, 2,
@@ -443,9 +441,8 @@ Result<SearchResult> chooseLayout(const LayoutRequest &req) {
     return Error{"layout search: the model needs layers, heads and a global "
                  "batch >= 1"};
   if (fx.tp > 0 && fx.pp > 0 && fx.dp > 0 && fx.tp * fx.pp * fx.dp != N)
-    return Error{"layout search: tp x pp x dp = " +
-                 str(fx.tp * fx.pp * fx.dp) + " is not the " + str(N) +
-                 " devices"};
+    return Error{"layout search: tp x pp x dp = " + str(fx.tp * fx.pp * fx.dp) +
+                 " is not the " + str(N) + " devices"};
   int64_t maxTp = req.maxTp > 0 ? req.maxTp : req.devicesPerNode;
   bool train = !req.opts.inference;
 
@@ -528,24 +525,26 @@ Result<SearchResult> chooseLayout(const LayoutRequest &req) {
     }
   }
   best.layoutsTried = tried;
-  best.searchSeconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  best.searchSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!found) {
-    double limit =
-        req.opts.memoryLimit > 0 ? req.opts.memoryLimit : req.device.memCapacity;
+    double limit = req.opts.memoryLimit > 0 ? req.opts.memoryLimit
+                                            : req.device.memCapacity;
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.0f GB", limit / 1e9);
     if (!closest.empty())
       return Error{"no legal layout of " + str(N) + " devices fits in " + buf +
                    " per device (the closest, " + closest + ")"};
-    return Error{"no legal layout of " + str(N) + " devices: tp must divide "
-                 "N, heads=" + str(c.heads) + " and hidden=" + str(c.hidden) +
-                 " (<= " + str(maxTp) + "), pp <= layers=" + str(c.layers) +
-                 " divide N / tp, dp x b divide the batch=" +
-                 str(c.globalBatch) +
-                 (lastError.empty() ? std::string(", with the fixed fields")
-                                    : " (last tried: " + lastError + ")")};
+    return Error{
+        "no legal layout of " + str(N) +
+        " devices: tp must divide "
+        "N, heads=" +
+        str(c.heads) + " and hidden=" + str(c.hidden) + " (<= " + str(maxTp) +
+        "), pp <= layers=" + str(c.layers) +
+        " divide N / tp, dp x b divide the batch=" + str(c.globalBatch) +
+        (lastError.empty() ? std::string(", with the fixed fields")
+                           : " (last tried: " + lastError + ")")};
   }
   return best;
 }
@@ -567,13 +566,11 @@ std::string describeLayout(const SearchResult &r) {
   return buf;
 }
 
-Result<SearchResult> searchLayouts(const GptConfig &model, int64_t numDevices,
-                                   const DeviceSpec &device,
-                                   const LinkSpec &intraNode,
-                                   const LinkSpec &interNode,
-                                   int64_t devicesPerNode,
-                                   const TrainingOptions &opts,
-                                   bool allowPipeline) {
+Result<SearchResult>
+searchLayouts(const GptConfig &model, int64_t numDevices,
+              const DeviceSpec &device, const LinkSpec &intraNode,
+              const LinkSpec &interNode, int64_t devicesPerNode,
+              const TrainingOptions &opts, bool allowPipeline) {
   LayoutRequest req;
   req.shape = model;
   req.numDevices = numDevices;
@@ -587,13 +584,11 @@ Result<SearchResult> searchLayouts(const GptConfig &model, int64_t numDevices,
   return chooseLayout(req);
 }
 
-Result<SearchResult> bestForLayout(const GptConfig &model, int64_t tp,
-                                   int64_t pp, int64_t dp,
-                                   const DeviceSpec &device,
-                                   const LinkSpec &intraNode,
-                                   const LinkSpec &interNode,
-                                   int64_t devicesPerNode,
-                                   const TrainingOptions &opts) {
+Result<SearchResult>
+bestForLayout(const GptConfig &model, int64_t tp, int64_t pp, int64_t dp,
+              const DeviceSpec &device, const LinkSpec &intraNode,
+              const LinkSpec &interNode, int64_t devicesPerNode,
+              const TrainingOptions &opts) {
   LayoutRequest req;
   req.shape = model;
   req.numDevices = tp * pp * dp;
@@ -642,21 +637,20 @@ std::vector<MegatronRow> megatronTable1PipelineFree() {
   return rows;
 }
 
-double fitGemmEfficiency(const std::vector<MegatronRow> &rows,
-                         double *maxError, double lo, double hi) {
+double fitGemmEfficiency(const std::vector<MegatronRow> &rows, double *maxError,
+                         double lo, double hi) {
   double bestE = lo, bestErr = 1e300;
   for (double eg = lo; eg <= hi + 1e-9; eg += 0.005) {
     TrainingOptions o;
     o.eff.gemm = eg;
     double worst = 0;
     for (const MegatronRow &row : rows) {
-      auto r = bestForLayout(row.model, row.tp, row.pp, row.dp,
-                             megatronDevice(), megatronIntraNode(),
-                             megatronInterNode(), 8, o);
-      double err = r ? std::fabs(r->estimate.tflopsPerDevice /
-                                     row.measuredTflops -
-                                 1)
-                     : 1e300;
+      auto r =
+          bestForLayout(row.model, row.tp, row.pp, row.dp, megatronDevice(),
+                        megatronIntraNode(), megatronInterNode(), 8, o);
+      double err =
+          r ? std::fabs(r->estimate.tflopsPerDevice / row.measuredTflops - 1)
+            : 1e300;
       worst = std::max(worst, err);
     }
     if (worst < bestErr) {

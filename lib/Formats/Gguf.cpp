@@ -84,20 +84,20 @@ struct GgmlTypeName {
 // ggml.h ggml_type, including the numbers that were removed (4, 5, 31-33,
 // 36-38), so that a file from any ggml era is rejected by name.
 constexpr GgmlTypeName kGgmlTypes[] = {
-    {0, "F32"},          {1, "F16"},          {2, "Q4_0"},
-    {3, "Q4_1"},         {4, "Q4_2"},         {5, "Q4_3"},
-    {6, "Q5_0"},         {7, "Q5_1"},         {8, "Q8_0"},
-    {9, "Q8_1"},         {10, "Q2_K"},        {11, "Q3_K"},
-    {12, "Q4_K"},        {13, "Q5_K"},        {14, "Q6_K"},
-    {15, "Q8_K"},        {16, "IQ2_XXS"},     {17, "IQ2_XS"},
-    {18, "IQ3_XXS"},     {19, "IQ1_S"},       {20, "IQ4_NL"},
-    {21, "IQ3_S"},       {22, "IQ2_S"},       {23, "IQ4_XS"},
-    {24, "I8"},          {25, "I16"},         {26, "I32"},
-    {27, "I64"},         {28, "F64"},         {29, "IQ1_M"},
-    {30, "BF16"},        {31, "Q4_0_4_4"},    {32, "Q4_0_4_8"},
-    {33, "Q4_0_8_8"},    {34, "TQ1_0"},       {35, "TQ2_0"},
-    {36, "IQ4_NL_4_4"},  {37, "IQ4_NL_4_8"},  {38, "IQ4_NL_8_8"},
-    {39, "MXFP4"},       {40, "NVFP4"},       {41, "Q1_0"},
+    {0, "F32"},         {1, "F16"},         {2, "Q4_0"},
+    {3, "Q4_1"},        {4, "Q4_2"},        {5, "Q4_3"},
+    {6, "Q5_0"},        {7, "Q5_1"},        {8, "Q8_0"},
+    {9, "Q8_1"},        {10, "Q2_K"},       {11, "Q3_K"},
+    {12, "Q4_K"},       {13, "Q5_K"},       {14, "Q6_K"},
+    {15, "Q8_K"},       {16, "IQ2_XXS"},    {17, "IQ2_XS"},
+    {18, "IQ3_XXS"},    {19, "IQ1_S"},      {20, "IQ4_NL"},
+    {21, "IQ3_S"},      {22, "IQ2_S"},      {23, "IQ4_XS"},
+    {24, "I8"},         {25, "I16"},        {26, "I32"},
+    {27, "I64"},        {28, "F64"},        {29, "IQ1_M"},
+    {30, "BF16"},       {31, "Q4_0_4_4"},   {32, "Q4_0_4_8"},
+    {33, "Q4_0_8_8"},   {34, "TQ1_0"},      {35, "TQ2_0"},
+    {36, "IQ4_NL_4_4"}, {37, "IQ4_NL_4_8"}, {38, "IQ4_NL_8_8"},
+    {39, "MXFP4"},      {40, "NVFP4"},      {41, "Q1_0"},
 };
 } // namespace
 
@@ -367,9 +367,8 @@ const TensorRef *GgufFile::findTensor(std::string_view tensorName) const {
 Status GgufParser::need(uint64_t n, std::string_view what) {
   uint64_t left = bytes.size() - pos;
   if (n > left)
-    return makeError(where(pos), ": ", what, " needs ", n,
-                     " bytes but only ", left,
-                     " remain (file size ", bytes.size(),
+    return makeError(where(pos), ": ", what, " needs ", n, " bytes but only ",
+                     left, " remain (file size ", bytes.size(),
                      "); the file is truncated");
   return success();
 }
@@ -386,9 +385,9 @@ Result<std::string_view> GgufParser::readString(std::string_view what) {
   LOOM_FMT_ASSIGN(len, read<uint64_t>(what));
   uint64_t left = bytes.size() - pos;
   if (len > left)
-    return makeError(where(at), ": ", what, " has length ", len,
-                     " but only ", left, " bytes remain (file size ",
-                     bytes.size(), "); the file is truncated or corrupt");
+    return makeError(where(at), ": ", what, " has length ", len, " but only ",
+                     left, " bytes remain (file size ", bytes.size(),
+                     "); the file is truncated or corrupt");
   std::string_view s(reinterpret_cast<const char *>(bytes.data() + pos), len);
   pos += len;
   return s;
@@ -399,8 +398,8 @@ Status GgufParser::validateValue(uint32_t type, std::string_view key,
   uint64_t at = pos;
   auto fixed = fixedSize(type);
   if (!fixed)
-    return makeError(where(at), ": key '", key, "': unknown value type ",
-                     type, " (valid types are 0..12)");
+    return makeError(where(at), ": key '", key, "': unknown value type ", type,
+                     " (valid types are 0..12)");
   if (*fixed) {
     if (type == static_cast<uint32_t>(GgufValueType::Bool)) {
       LOOM_FMT_ASSIGN(b, read<uint8_t>("a bool"));
@@ -415,8 +414,8 @@ Status GgufParser::validateValue(uint32_t type, std::string_view key,
     return success();
   }
   if (type == static_cast<uint32_t>(GgufValueType::String)) {
-    auto s = readString(std::string("a string of key '") + std::string(key) +
-                        "'");
+    auto s =
+        readString(std::string("a string of key '") + std::string(key) + "'");
     if (!s)
       return s.takeError();
     return success();
@@ -441,11 +440,11 @@ Status GgufParser::validateValue(uint32_t type, std::string_view key,
   if (count > left / minElem)
     return makeError(where(at), ": key '", key, "': array of ", count, " ",
                      ggufValueTypeName(static_cast<GgufValueType>(elemType)),
-                     " values needs at least ", minElem, " bytes each, but only ",
-                     left, " bytes remain (file size ", bytes.size(),
+                     " values needs at least ", minElem,
+                     " bytes each, but only ", left,
+                     " bytes remain (file size ", bytes.size(),
                      "); the file is truncated or the count is corrupt");
-  if (*elemFixed &&
-      elemType != static_cast<uint32_t>(GgufValueType::Bool)) {
+  if (*elemFixed && elemType != static_cast<uint32_t>(GgufValueType::Bool)) {
     pos += count * *elemFixed;
     return success();
   }
@@ -499,8 +498,8 @@ Result<GgufFile> GgufParser::parse() {
     auto key = readString("metadata key #" + std::to_string(i));
     if (!key)
       return key.takeError();
-    auto type = read<uint32_t>("the value type of key '" + std::string(*key) +
-                               "'");
+    auto type =
+        read<uint32_t>("the value type of key '" + std::string(*key) + "'");
     if (!type)
       return type.takeError();
     uint64_t valueAt = pos;
@@ -524,8 +523,8 @@ Result<GgufFile> GgufParser::parse() {
                        ggufValueTypeName(a->type()), ", expected u32");
     uint64_t align = *a->asUInt();
     if (align == 0 || (align & (align - 1)) != 0)
-      return makeError(where(kv.offset), ": key 'general.alignment' is ",
-                       align, ", which is not a power of two");
+      return makeError(where(kv.offset), ": key 'general.alignment' is ", align,
+                       ", which is not a power of two");
     file.align = align;
   }
 
@@ -552,8 +551,8 @@ Result<GgufFile> GgufParser::parse() {
       uint64_t dimAt = pos;
       LOOM_FMT_ASSIGN(dim, read<int64_t>("a dimension of " + label));
       if (dim < 0)
-        return makeError(tensorErr(dimAt), ": dimension ", d,
-                         " is negative (", dim, ")");
+        return makeError(tensorErr(dimAt), ": dimension ", d, " is negative (",
+                         dim, ")");
       ne[d] = dim;
     }
     uint64_t typeAt = pos;
@@ -578,9 +577,8 @@ Result<GgufFile> GgufParser::parse() {
     LOOM_FMT_ASSIGN(elems, numElements(ref.shape, tensorErr(infoAt)));
     if (nDims > 0 && ne[0] % static_cast<int64_t>(blockElements(*format)))
       return makeError(tensorErr(infoAt), ": the innermost dimension ", ne[0],
-                       " is not a multiple of the ",
-                       elementTypeName(*format), " block size ",
-                       blockElements(*format));
+                       " is not a multiple of the ", elementTypeName(*format),
+                       " block size ", blockElements(*format));
     LOOM_FMT_ASSIGN(nbytes, storageBytes(*format, elems, tensorErr(infoAt)));
     if (relOffset % file.align != 0)
       return makeError(tensorErr(infoAt), ": data offset ", relOffset,

@@ -50,14 +50,13 @@ public:
     if (!v) {
       if (fallback)
         return *fallback;
-      return makeError(file, ": byte 0: required key '", key,
-                       "' is missing");
+      return makeError(file, ": byte 0: required key '", key, "' is missing");
     }
     auto i = asNonNegativeInt(*v);
     if (!i)
-      return error(key, "expected a positive integer, got " +
-                            std::string(jsonKind(*v)) +
-                            (v->is_number_integer() ? " that is negative" : ""));
+      return error(
+          key, "expected a positive integer, got " + std::string(jsonKind(*v)) +
+                   (v->is_number_integer() ? " that is negative" : ""));
     if (*i == 0)
       return error(key, "expected a positive integer, got 0");
     return *i;
@@ -79,8 +78,8 @@ public:
     if (!v)
       return fallback;
     if (!v->is_boolean())
-      return error(key, "expected true or false, got " +
-                            std::string(jsonKind(*v)));
+      return error(key,
+                   "expected true or false, got " + std::string(jsonKind(*v)));
     return v->get<bool>();
   }
   Result<std::string> string(std::string_view key,
@@ -113,28 +112,71 @@ private:
 /// logits of a forward pass.
 constexpr const char *kNoMathKeys[] = {
     // Bookkeeping.
-    "architectures", "model_type", "torch_dtype", "dtype",
-    "transformers_version", "_name_or_path", "use_cache", "return_dict",
-    "output_hidden_states", "output_attentions", "torchscript",
-    "use_bfloat16", "tf_legacy_loss", "_attn_implementation",
-    "attn_implementation", "_commit_hash", "initializer_range",
-    "use_return_dict", "output_router_logits",
+    "architectures",
+    "model_type",
+    "torch_dtype",
+    "dtype",
+    "transformers_version",
+    "_name_or_path",
+    "use_cache",
+    "return_dict",
+    "output_hidden_states",
+    "output_attentions",
+    "torchscript",
+    "use_bfloat16",
+    "tf_legacy_loss",
+    "_attn_implementation",
+    "attn_implementation",
+    "_commit_hash",
+    "initializer_range",
+    "use_return_dict",
+    "output_router_logits",
     // Special token ids (the tokenizer's business).
-    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
-    "decoder_start_token_id", "forced_bos_token_id", "forced_eos_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "sep_token_id",
+    "decoder_start_token_id",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
     // Generation settings (sampling happens after the logits).
-    "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
-    "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p",
-    "typical_p", "repetition_penalty", "length_penalty",
-    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
-    "num_return_sequences", "output_scores", "return_dict_in_generate",
-    "remove_invalid_values", "exponential_decay_length_penalty",
-    "suppress_tokens", "begin_suppress_tokens", "chunk_size_feed_forward",
+    "max_length",
+    "min_length",
+    "do_sample",
+    "early_stopping",
+    "num_beams",
+    "num_beam_groups",
+    "diversity_penalty",
+    "temperature",
+    "top_k",
+    "top_p",
+    "typical_p",
+    "repetition_penalty",
+    "length_penalty",
+    "no_repeat_ngram_size",
+    "encoder_no_repeat_ngram_size",
+    "bad_words_ids",
+    "num_return_sequences",
+    "output_scores",
+    "return_dict_in_generate",
+    "remove_invalid_values",
+    "exponential_decay_length_penalty",
+    "suppress_tokens",
+    "begin_suppress_tokens",
+    "chunk_size_feed_forward",
     // Task heads and labels (Loom builds the causal LM head).
-    "finetuning_task", "id2label", "label2id", "num_labels",
-    "tokenizer_class", "prefix", "task_specific_params", "problem_type",
+    "finetuning_task",
+    "id2label",
+    "label2id",
+    "num_labels",
+    "tokenizer_class",
+    "prefix",
+    "task_specific_params",
+    "problem_type",
     // Encoder-decoder plumbing a decoder-only causal LM does not use.
-    "is_decoder", "is_encoder_decoder", "tie_encoder_decoder",
+    "is_decoder",
+    "is_encoder_decoder",
+    "tie_encoder_decoder",
     "cross_attention_hidden_size",
     // Dropout: off in inference.
     "attention_dropout",
@@ -151,11 +193,22 @@ struct FamilyKeys {
 
 const std::vector<FamilyKeys> &familyKeys() {
   static const std::vector<const char *> llamaConsumed = {
-      "hidden_size", "num_hidden_layers", "num_attention_heads",
-      "num_key_value_heads", "intermediate_size", "vocab_size",
-      "max_position_embeddings", "rms_norm_eps", "hidden_act",
-      "tie_word_embeddings", "attention_bias", "rope_theta",
-      "rope_parameters", "rope_scaling", "head_dim", "use_sliding_window",
+      "hidden_size",
+      "num_hidden_layers",
+      "num_attention_heads",
+      "num_key_value_heads",
+      "intermediate_size",
+      "vocab_size",
+      "max_position_embeddings",
+      "rms_norm_eps",
+      "hidden_act",
+      "tie_word_embeddings",
+      "attention_bias",
+      "rope_theta",
+      "rope_parameters",
+      "rope_scaling",
+      "head_dim",
+      "use_sliding_window",
       "sliding_window"};
   // pretraining_tp > 1 splits the projections into slices whose partial
   // products are summed: the same math (up to summation order).
@@ -182,9 +235,8 @@ const std::vector<FamilyKeys> &familyKeys() {
        // reorder_and_upcast_attn: computes q k^T in f32, as Loom does.
        // summary_*: GPT2DoubleHeadsModel's classifier head.
        {"n_ctx", "reorder_and_upcast_attn", "embd_pdrop", "attn_pdrop",
-        "resid_pdrop", "summary_type", "summary_use_proj",
-        "summary_activation", "summary_proj_to_labels",
-        "summary_first_dropout"},
+        "resid_pdrop", "summary_type", "summary_use_proj", "summary_activation",
+        "summary_proj_to_labels", "summary_first_dropout"},
        {{"add_cross_attention", "false"},
         {"pruned_heads", "{}"},
         {"quantization_config", "null"}}},
@@ -222,8 +274,8 @@ std::optional<Error> checkKeys(const Json &root, const std::string &modelType,
       known = true;
       Json d = Json::parse(dflt, nullptr, false);
       // null stands for the default as well ("quantization_config": null).
-      if (*it == d || it->is_null() || (it->is_object() && it->empty() &&
-                                        d.is_object()))
+      if (*it == d || it->is_null() ||
+          (it->is_object() && it->empty() && d.is_object()))
         break;
       return makeError(file, ": key '", k, "' at byte ", keyOffset(text, k, 0),
                        ": ", k, " = ", value, " is not supported for ",
@@ -233,8 +285,8 @@ std::optional<Error> checkKeys(const Json &root, const std::string &modelType,
     if (known)
       continue;
     return makeError(
-        file, ": key '", k, "' at byte ", keyOffset(text, k, 0), ": ", k,
-        " = ", value, " is not a ", modelType,
+        file, ": key '", k, "' at byte ", keyOffset(text, k, 0), ": ", k, " = ",
+        value, " is not a ", modelType,
         " config key Loom knows, so it cannot tell whether it changes the "
         "model's math; remove it if it does not (docs/IMPORT-LLAMA.md)");
   }

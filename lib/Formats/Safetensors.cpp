@@ -99,8 +99,9 @@ SafetensorsParser::parse(std::span<const std::byte> bytes,
                          const std::string &name) {
   const uint64_t size = bytes.size();
   if (size < 8)
-    return makeError(name, ": byte 0: the 8-byte header length needs 8 bytes "
-                           "but the file has ",
+    return makeError(name,
+                     ": byte 0: the 8-byte header length needs 8 bytes "
+                     "but the file has ",
                      size, "; the file is truncated or not safetensors");
   uint64_t headerLen;
   std::memcpy(&headerLen, bytes.data(), 8);
@@ -222,8 +223,9 @@ SafetensorsParser::parse(std::span<const std::byte> bytes,
     if (s.begin < expected)
       return makeError(name, ": tensor '", tname, "' at byte ",
                        dataStart + s.begin, ": its data [", s.begin, ", ",
-                       s.end, ") overlaps the previous tensor's, which ends "
-                              "at ",
+                       s.end,
+                       ") overlaps the previous tensor's, which ends "
+                       "at ",
                        expected);
     if (s.begin > expected)
       return makeError(name, ": tensor '", tname, "' at byte ",
@@ -307,13 +309,12 @@ SafetensorsParser::openIndex(const std::string &indexPath) {
     for (const TensorRef &ref : shard->refs) {
       auto owner = tensorShard.find(ref.name);
       if (owner == tensorShard.end())
-        return makeError(path, ": tensor '", ref.name, "' at byte ",
-                         ref.offset, " is not in the weight_map of ",
-                         indexPath);
+        return makeError(path, ": tensor '", ref.name, "' at byte ", ref.offset,
+                         " is not in the weight_map of ", indexPath);
       if (owner->second != i)
-        return makeError(path, ": tensor '", ref.name, "' at byte ",
-                         ref.offset, " is mapped to shard '",
-                         shards[owner->second], "' by ", indexPath);
+        return makeError(path, ": tensor '", ref.name, "' at byte ", ref.offset,
+                         " is mapped to shard '", shards[owner->second],
+                         "' by ", indexPath);
       all.index.emplace(ref.name, all.refs.size());
       all.refs.push_back(ref);
     }
@@ -326,8 +327,9 @@ SafetensorsParser::openIndex(const std::string &indexPath) {
   for (const auto &[tensor, shard] : tensorShard)
     if (!all.index.count(tensor))
       return makeError(indexPath, ": byte ", keyOffset(text, tensor, 0),
-                       ": tensor '", tensor, "' of the weight_map is not in "
-                                             "shard '",
+                       ": tensor '", tensor,
+                       "' of the weight_map is not in "
+                       "shard '",
                        shards[shard], "'");
   return all;
 }

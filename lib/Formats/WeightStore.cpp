@@ -78,8 +78,9 @@ Result<uint64_t> loom::fmt::numElements(std::span<const int64_t> shape,
     }
     if (nonZero > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) /
                       static_cast<uint64_t>(d))
-      return makeError(what, ": the number of elements overflows int64 at "
-                             "dimension ",
+      return makeError(what,
+                       ": the number of elements overflows int64 at "
+                       "dimension ",
                        i, " (", d, ")");
     nonZero *= static_cast<uint64_t>(d);
   }
@@ -90,8 +91,9 @@ Result<uint64_t> loom::fmt::storageBytes(ElementType type, uint64_t elements,
                                          std::string_view what) {
   const TypeInfo &t = info(type);
   if (elements % t.blockElems != 0)
-    return makeError(what, ": ", elements, " elements are not a whole number "
-                                           "of ",
+    return makeError(what, ": ", elements,
+                     " elements are not a whole number "
+                     "of ",
                      t.name, " blocks of ", t.blockElems);
   uint64_t blocks = elements / t.blockElems;
   if (blocks > std::numeric_limits<uint64_t>::max() / t.blockBytes)
@@ -100,8 +102,8 @@ Result<uint64_t> loom::fmt::storageBytes(ElementType type, uint64_t elements,
   return blocks * t.blockBytes;
 }
 
-std::vector<int64_t> loom::fmt::contiguousStrides(
-    ElementType type, std::span<const int64_t> shape) {
+std::vector<int64_t>
+loom::fmt::contiguousStrides(ElementType type, std::span<const int64_t> shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   int64_t running = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -152,10 +154,9 @@ Result<std::span<const std::byte>> WeightStore::bytes(const TensorRef &ref) {
     return mapped.takeError();
   uint64_t size = (*mapped)->fileSize();
   if (ref.offset > size || ref.nbytes > size - ref.offset)
-    return makeError(ref.file, ": tensor '", ref.name, "' at byte ",
-                     ref.offset, ": data [offset ", ref.offset, ", size ",
-                     ref.nbytes, ") runs past the end of the file (size ",
-                     size, ")");
+    return makeError(ref.file, ": tensor '", ref.name, "' at byte ", ref.offset,
+                     ": data [offset ", ref.offset, ", size ", ref.nbytes,
+                     ") runs past the end of the file (size ", size, ")");
   return (*mapped)->bytes().subspan(ref.offset, ref.nbytes);
 }
 

@@ -49,8 +49,8 @@ struct LlmImportOptions {
 /// GGUF v3, llama family -> loom, weights referring to the blocks in place.
 /// Implemented in LlamaImporter.cpp.
 mlir::OwningOpRef<mlir::ModuleOp>
-importGguf(mlir::MLIRContext *context, llvm::StringRef path,
-           std::string &error, const LlmImportOptions &options = {});
+importGguf(mlir::MLIRContext *context, llvm::StringRef path, std::string &error,
+           const LlmImportOptions &options = {});
 
 /// Hugging Face config.json (+ safetensors, one file or an index) -> loom.
 /// `path` is the directory or the config.json. Implemented in

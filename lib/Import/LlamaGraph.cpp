@@ -305,13 +305,11 @@ Value GraphBuilder::norm(Value x, Role scaleRole, Role biasRole,
     return Value();
   auto t = cast<RankedTensorType>(x.getType());
   if (d.family == Family::Llama)
-    return RmsNormOp::create(b, loc, t, x, scale,
-                             b.getF32FloatAttr(d.normEps));
+    return RmsNormOp::create(b, loc, t, x, scale, b.getF32FloatAttr(d.normEps));
   Value bias = asF32(weight(biasRole, layer, {d.hiddenSize}));
   if (!bias)
     return Value();
-  return LayerNormOp::create(b, loc, t, x, scale, bias,
-                             b.getI64IntegerAttr(-1),
+  return LayerNormOp::create(b, loc, t, x, scale, bias, b.getI64IntegerAttr(-1),
                              b.getF32FloatAttr(d.normEps));
 }
 
@@ -346,9 +344,8 @@ Value GraphBuilder::attend(Value q, Value k, Value v, int64_t heads,
   Value ck = cacheArgs[2 * l], cv = cacheArgs[2 * l + 1];
   (void)kvHeads;
   auto op = AttentionOp::create(
-      b, loc, outType, TypeRange{ck.getType(), cv.getType()}, q, k, v,
-      Value(), Value(), Value(), ck, cv, positionsArg, /*causal=*/true,
-      FloatAttr());
+      b, loc, outType, TypeRange{ck.getType(), cv.getType()}, q, k, v, Value(),
+      Value(), Value(), ck, cv, positionsArg, /*causal=*/true, FloatAttr());
   return op.getOutput();
 }
 
@@ -422,10 +419,12 @@ Value GraphBuilder::gpt2Layer(Value x, int64_t l) {
   Value o = attend(heads[0], heads[1], heads[2], H, H, l);
   // scale_attn_weights / scale_attn_by_inverse_layer_idx (GPT2Attention).
   if (o && (!d.scaleAttnWeights || d.scaleByInverseLayer)) {
-    double scale = d.scaleAttnWeights ? 1.0 / std::sqrt(double(d.headDim)) : 1.0;
+    double scale =
+        d.scaleAttnWeights ? 1.0 / std::sqrt(double(d.headDim)) : 1.0;
     if (d.scaleByInverseLayer)
       scale /= double(l + 1);
-    o.getDefiningOp<AttentionOp>().setScaleAttr(b.getF32FloatAttr(float(scale)));
+    o.getDefiningOp<AttentionOp>().setScaleAttr(
+        b.getF32FloatAttr(float(scale)));
   }
   o = mergeHeads(o, H);
   o = conv1d(o, weight(Role::Output, l, {D, D}), D);
@@ -483,7 +482,8 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
   for (auto [i, n] : llvm::enumerate(argNames)) {
     fn.setArgAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
     if (i >= 2)
-      fn.setArgAttr(i, LoomDialect::kStateAttrName, b.getStringAttr("kv_cache"));
+      fn.setArgAttr(i, LoomDialect::kStateAttrName,
+                    b.getStringAttr("kv_cache"));
   }
   for (auto [i, n] : llvm::enumerate(resultNames))
     fn.setResultAttr(i, LoomDialect::kNameAttrName, b.getStringAttr(n));
@@ -548,16 +548,15 @@ bool GraphBuilder::buildEntry(ModuleOp module, StringRef name, bool cache) {
     sin = SinOp::create(b, loc, angles);
   } else {
     auto tableType = act({kDyn, d.ropeDim / 2});
-    auto rt = RotaryTableOp::create(
-        b, loc, tableType, tableType, positions,
-        b.getF32FloatAttr(d.ropeTheta), b.getI64IntegerAttr(d.ropeDim));
+    auto rt = RotaryTableOp::create(b, loc, tableType, tableType, positions,
+                                    b.getF32FloatAttr(d.ropeTheta),
+                                    b.getI64IntegerAttr(d.ropeDim));
     cos = rt.getCos();
     sin = rt.getSin();
   }
 
   for (int64_t l = 0; l < d.numLayers && !failed(); ++l)
-    x = d.family == Family::Gpt2 ? gpt2Layer(x, l)
-                                 : llamaLayer(x, l, cos, sin);
+    x = d.family == Family::Gpt2 ? gpt2Layer(x, l) : llamaLayer(x, l, cos, sin);
   if (cache && x) {
     // Only the last position's logits: its row is taken before the final
     // norm and the LM head (index -1 counts from the end).
@@ -601,7 +600,8 @@ buildModule(MLIRContext *context, const ModelDesc &desc,
     if (builder.used.count(name) || (ignorable && ignorable(name)))
       continue;
     error = ref.file + ": tensor '" + name + "' is not used by the " +
-            desc.architecture + " graph Loom builds (docs/IMPORT-LLAMA.md "
+            desc.architecture +
+            " graph Loom builds (docs/IMPORT-LLAMA.md "
             "lists the tensors of each family); a checkpoint with it would "
             "compute something Loom does not, so it is refused";
     return nullptr;

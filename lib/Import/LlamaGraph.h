@@ -131,9 +131,9 @@ using NameFn = std::function<std::string(Role role, int64_t layer)>;
 
 /// Builds the module. `weights` holds every tensor of the model files by
 /// name (absolute file paths and offsets); a tensor the graph does not use
-/// is refused by name unless `ignorable` says it may be left out. `moduleAttrs` are added to the
-/// module (e.g. llm.tokenizer). On failure returns null and sets `error`
-/// (naming the file, the tensor and what was expected).
+/// is refused by name unless `ignorable` says it may be left out. `moduleAttrs`
+/// are added to the module (e.g. llm.tokenizer). On failure returns null and
+/// sets `error` (naming the file, the tensor and what was expected).
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(mlir::MLIRContext *context, const ModelDesc &desc,
             const std::map<std::string, fmt::TensorRef, std::less<>> &weights,

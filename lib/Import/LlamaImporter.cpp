@@ -5,9 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // GGUF v3 (llama, mistral, qwen2) and Hugging Face config.json + safetensors
-// (llama, mistral, qwen2, gpt2) -> `@forward` (prefill) and `@decode` (KV cache) (see
-// LlamaGraph.h). The weights stay in the files: every loom.weight names its
-// file and the absolute byte offset of its data. docs/IMPORT-LLAMA.md.
+// (llama, mistral, qwen2, gpt2) -> `@forward` (prefill) and `@decode` (KV
+// cache) (see LlamaGraph.h). The weights stay in the files: every loom.weight
+// names its file and the absolute byte offset of its data.
+// docs/IMPORT-LLAMA.md.
 //
 // Rotary convention: llama.cpp's converter permutes the rows of Q and K of
 // llama-architecture models so that its "normal" rope rotates adjacent pairs
@@ -134,8 +135,8 @@ DictionaryAttr tokenizerAttr(Builder &b, const GgufFile &file,
       // Offset of the array header: u32 element type, u64 count, elements.
       a = b.getDictionaryAttr(
           {b.getNamedAttr("count", b.getI64IntegerAttr(v.size())),
-           b.getNamedAttr("element_type", b.getStringAttr(valueTypeName(
-                                              v.elementType()))),
+           b.getNamedAttr("element_type",
+                          b.getStringAttr(valueTypeName(v.elementType()))),
            b.getNamedAttr("offset", b.getI64IntegerAttr(v.offset()))});
     } else if (auto s = v.asString()) {
       if (s->size() <= 256) {
@@ -198,18 +199,18 @@ DictionaryAttr modelAttr(Builder &b, const llama::ModelDesc &d,
 /// most the model's own), else the model's. A sliding attention window
 /// shorter than that would change the attention after `window` tokens,
 /// which Loom's attention does not do: refused by name.
-std::optional<int64_t> servedContext(const llama::ModelDesc &d,
-                                     std::optional<int64_t> window,
-                                     const std::string &windowKey,
-                                     const std::string &contextKey,
-                                     const LlmImportOptions &options,
-                                     std::string &error) {
+std::optional<int64_t>
+servedContext(const llama::ModelDesc &d, std::optional<int64_t> window,
+              const std::string &windowKey, const std::string &contextKey,
+              const LlmImportOptions &options, std::string &error) {
   int64_t served = d.contextLength;
   if (options.contextLimit > 0) {
     if (d.contextLength > 0 && options.contextLimit > d.contextLength) {
       error = d.file + ": --context-limit " +
-              std::to_string(options.contextLimit) + " is longer than the "
-              "model's " + contextKey + " " + std::to_string(d.contextLength) +
+              std::to_string(options.contextLimit) +
+              " is longer than the "
+              "model's " +
+              contextKey + " " + std::to_string(d.contextLength) +
               "; pass --context-limit N with N <= " +
               std::to_string(d.contextLength);
       return std::nullopt;
@@ -221,8 +222,10 @@ std::optional<int64_t> servedContext(const llama::ModelDesc &d,
     error = d.file + ": " + windowKey + " " + std::to_string(*window) +
             " < context length " + ctx +
             " is not supported: the attention would differ after " +
-            std::to_string(*window) + " tokens; pass --context-limit N with "
-            "N <= " + std::to_string(*window) +
+            std::to_string(*window) +
+            " tokens; pass --context-limit N with "
+            "N <= " +
+            std::to_string(*window) +
             " to compile a model exact up to N tokens";
     return std::nullopt;
   }
@@ -352,10 +355,11 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
   if (hp.ropeDim.key.empty())
     d.ropeDim = d.headDim;
   if (g.find(key("attention.value_length")) && valueLength != d.headDim)
-    return fail("metadata key '" + key("attention.value_length") + "': " +
-                key("attention.value_length") + " = " +
+    return fail("metadata key '" + key("attention.value_length") +
+                "': " + key("attention.value_length") + " = " +
                 std::to_string(valueLength) + ": must equal the key length " +
-                std::to_string(d.headDim) + " (Loom imports only equal "
+                std::to_string(d.headDim) +
+                " (Loom imports only equal "
                 "key and value head dimensions)");
   if (const GgufValue *s = g.find(key("rope.scaling.type"))) {
     auto st = s->asString();
@@ -403,10 +407,10 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
       continue;
     llvm::StringRef rest = n.drop_front(4).split('.').second;
     static const char *const kKnown[] = {
-        "attn_norm.weight", "attn_q.weight",   "attn_k.weight",
-        "attn_v.weight",    "attn_q.bias",     "attn_k.bias",
+        "attn_norm.weight", "attn_q.weight",      "attn_k.weight",
+        "attn_v.weight",    "attn_q.bias",        "attn_k.bias",
         "attn_v.bias",      "attn_output.weight", "ffn_norm.weight",
-        "ffn_gate.weight",  "ffn_up.weight",   "ffn_down.weight"};
+        "ffn_gate.weight",  "ffn_up.weight",      "ffn_down.weight"};
     if (!llvm::is_contained(kKnown, rest))
       return fail("tensor '" + name + "' is not part of the " + arch +
                   " layer layout Loom imports (attn_norm, attn_q/k/v "
@@ -420,23 +424,43 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
     llvm::StringRef k(kv.key.data(), kv.key.size());
     if (k.starts_with("general.")) {
       static const char *const kGeneral[] = {
-          "general.architecture", "general.type", "general.name",
-          "general.basename", "general.finetune", "general.size_label",
-          "general.version", "general.description", "general.author",
-          "general.organization", "general.url", "general.doi",
-          "general.uuid", "general.repo_url", "general.source.url",
-          "general.source.doi", "general.source.uuid",
-          "general.source.repo_url", "general.source.huggingface.repository",
-          "general.license", "general.license.name", "general.license.link",
-          "general.tags", "general.languages", "general.datasets",
-          "general.file_type", "general.quantization_version",
-          "general.quantized_by", "general.alignment",
-          "general.base_model.count", "general.dataset.count"};
+          "general.architecture",
+          "general.type",
+          "general.name",
+          "general.basename",
+          "general.finetune",
+          "general.size_label",
+          "general.version",
+          "general.description",
+          "general.author",
+          "general.organization",
+          "general.url",
+          "general.doi",
+          "general.uuid",
+          "general.repo_url",
+          "general.source.url",
+          "general.source.doi",
+          "general.source.uuid",
+          "general.source.repo_url",
+          "general.source.huggingface.repository",
+          "general.license",
+          "general.license.name",
+          "general.license.link",
+          "general.tags",
+          "general.languages",
+          "general.datasets",
+          "general.file_type",
+          "general.quantization_version",
+          "general.quantized_by",
+          "general.alignment",
+          "general.base_model.count",
+          "general.dataset.count"};
       if (llvm::is_contained(kGeneral, k) ||
           k.starts_with("general.base_model.") ||
           k.starts_with("general.dataset."))
         continue;
-      return fail("metadata key '" + k.str() + "' is not a descriptive "
+      return fail("metadata key '" + k.str() +
+                  "' is not a descriptive "
                   "general.* key Loom knows; it cannot tell whether it "
                   "changes the model (docs/IMPORT-LLAMA.md)");
     }
@@ -458,13 +482,15 @@ OwningOpRef<ModuleOp> importGguf(MLIRContext *context, llvm::StringRef path,
       auto u = kv.value.asUInt();
       if (u && *u == 0)
         continue;
-      return fail("metadata key '" + k.str() + "': mixture-of-experts models "
+      return fail("metadata key '" + k.str() +
+                  "': mixture-of-experts models "
                   "are not supported");
     }
     if (rest == "attention.sliding_window") {
       auto u = kv.value.asUInt();
       if (!u || *u == 0 || *u > (uint64_t(1) << 40))
-        return fail("metadata key '" + k.str() + "' must be a positive "
+        return fail("metadata key '" + k.str() +
+                    "' must be a positive "
                     "integer");
       window = int64_t(*u);
       continue;
@@ -533,8 +559,7 @@ std::string hfLlamaName(llama::Role role, int64_t l) {
   }
 }
 
-std::string hfGpt2Name(const std::string &prefix, llama::Role role,
-                       int64_t l) {
+std::string hfGpt2Name(const std::string &prefix, llama::Role role, int64_t l) {
   using llama::Role;
   std::string p = prefix + "h." + std::to_string(l) + ".";
   switch (role) {
@@ -826,11 +851,10 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
       d.tiedEmbeddings = true;
   }
 
-  std::optional<int64_t> served =
-      servedContext(d, c.slidingWindow, "sliding_window",
-                    c.modelType == "gpt2" ? "n_positions"
-                                          : "max_position_embeddings",
-                    options, error);
+  std::optional<int64_t> served = servedContext(
+      d, c.slidingWindow, "sliding_window",
+      c.modelType == "gpt2" ? "n_positions" : "max_position_embeddings",
+      options, error);
   if (!served)
     return nullptr;
 
@@ -840,18 +864,19 @@ OwningOpRef<ModuleOp> importHuggingFace(MLIRContext *context,
   llvm::SmallString<256> tok(dir);
   llvm::sys::path::append(tok, "tokenizer.json");
   if (llvm::sys::fs::exists(tok))
-    attrs.push_back(b.getNamedAttr(
-        "llm.tokenizer",
-        b.getDictionaryAttr(
-            {b.getNamedAttr("file", b.getStringAttr(tok.str())),
-             b.getNamedAttr("format", b.getStringAttr("hf"))})));
+    attrs.push_back(
+        b.getNamedAttr("llm.tokenizer",
+                       b.getDictionaryAttr(
+                           {b.getNamedAttr("file", b.getStringAttr(tok.str())),
+                            b.getNamedAttr("format", b.getStringAttr("hf"))})));
   // Tensors a checkpoint may hold that do not change the math: buffers
   // transformers recomputes (the causal mask of old GPT-2 files, llama's
   // rotary inv_freq from rope_theta) and a saved lm_head that tying
   // replaces with the embedding.
   bool tied = d.tiedEmbeddings;
   auto ignorable = [tied](llvm::StringRef name) {
-    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+    return name.ends_with(".attn.bias") ||
+           name.ends_with(".attn.masked_bias") ||
            name.ends_with(".rotary_emb.inv_freq") ||
            (tied && name == "lm_head.weight");
   };

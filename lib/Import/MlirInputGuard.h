@@ -40,8 +40,8 @@ struct GuardToken {
 };
 
 inline bool isIdChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         c == '$' || c == '.';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' ||
+         c == '.';
 }
 
 inline std::vector<GuardToken> guardTokens(llvm::StringRef text) {
@@ -86,8 +86,7 @@ inline std::optional<std::string> findParserCrashers(llvm::StringRef text,
   llvm::StringMap<llvm::StringRef> aliases;
   for (size_t i = 0; i + 2 < tokens.size(); ++i)
     if (tokens[i].text.starts_with("!") && tokens[i].text.size() > 1 &&
-        tokens[i + 1].text == "=" &&
-        (i == 0 || tokens[i - 1].text != "<"))
+        tokens[i + 1].text == "=" && (i == 0 || tokens[i - 1].text != "<"))
       aliases.try_emplace(tokens[i].text, tokens[i + 2].text);
   auto isIndex = [&](llvm::StringRef type) {
     // Follow aliases of aliases; a cycle is the parser's error, not a crash.

@@ -34,8 +34,7 @@ void readAll(int fd, std::string &out) {
 }
 } // namespace
 
-bool upgradeOnnxOpset(onnx::ModelProto &model, int target,
-                      std::string &error) {
+bool upgradeOnnxOpset(onnx::ModelProto &model, int target, std::string &error) {
   // libonnx's converter dereferences what a malformed model lacks (a fuzzer
   // found a SIGSEGV in graphProtoToGraph), so it runs in a child process:
   // the child writes 'M' + the converted model or 'E' + the message on a

@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Import/Import.h"
 #include "lib/Import/Onnx/OnnxImporter.h"
+#include "lib/Import/Import.h"
 #include "lib/Import/OnnxConvert.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -59,7 +59,8 @@ bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     if (d < 0 || d > kMaxDim || __builtin_mul_overflow(n, d, &n) || n > kMaxDim)
-      return fail("tensor '" + what + "' has a negative or overflowing "
+      return fail("tensor '" + what +
+                  "' has a negative or overflowing "
                   "dimension; the file is corrupt");
     h.shape.push_back(d);
   }
@@ -86,9 +87,9 @@ bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
       return fail("tensor '" + what + "': cannot read external data file '" +
                   p + "'");
     if (uint64_t(off) + uint64_t(n * eb) > (*buf)->getBufferSize())
-      return fail("tensor '" + what + "': external data [" + Twine(off) +
-                  ", " + Twine(off + n * eb) + ") runs past the end of '" +
-                  p + "'; the file is truncated");
+      return fail("tensor '" + what + "': external data [" + Twine(off) + ", " +
+                  Twine(off + n * eb) + ") runs past the end of '" + p +
+                  "'; the file is truncated");
     raw = (*buf)->getBuffer().substr(off, n * eb).str();
     bytes = raw;
   } else if (t.has_raw_data()) {
@@ -106,25 +107,59 @@ bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
     fill(
         [&](int64_t i) {
           switch (h.dt) {
-          case DT_F32: { float x; memcpy(&x, p + 4 * i, 4); h.fv.push_back(x); break; }
-          case DT_F64: { double x; memcpy(&x, p + 8 * i, 8); h.fv.push_back(x); break; }
+          case DT_F32: {
+            float x;
+            memcpy(&x, p + 4 * i, 4);
+            h.fv.push_back(x);
+            break;
+          }
+          case DT_F64: {
+            double x;
+            memcpy(&x, p + 8 * i, 8);
+            h.fv.push_back(x);
+            break;
+          }
           case DT_F16: {
-            uint16_t x; memcpy(&x, p + 2 * i, 2);
+            uint16_t x;
+            memcpy(&x, p + 2 * i, 2);
             APFloat f(APFloat::IEEEhalf(), APInt(16, x));
             h.fv.push_back(f.convertToFloat());
             break;
           }
           case DT_BF16: {
-            uint16_t x; memcpy(&x, p + 2 * i, 2);
-            uint32_t w = uint32_t(x) << 16; float f; memcpy(&f, &w, 4);
+            uint16_t x;
+            memcpy(&x, p + 2 * i, 2);
+            uint32_t w = uint32_t(x) << 16;
+            float f;
+            memcpy(&f, &w, 4);
             h.fv.push_back(f);
             break;
           }
-          case DT_I64: { int64_t x; memcpy(&x, p + 8 * i, 8); h.iv.push_back(Dim::of(x)); break; }
-          case DT_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); h.iv.push_back(Dim::of(x)); break; }
-          case DT_I16: { int16_t x; memcpy(&x, p + 2 * i, 2); h.iv.push_back(Dim::of(x)); break; }
-          case DT_I8: h.iv.push_back(Dim::of(int8_t(p[i]))); break;
-          case DT_U8: case DT_BOOL: h.iv.push_back(Dim::of(uint8_t(p[i]))); break;
+          case DT_I64: {
+            int64_t x;
+            memcpy(&x, p + 8 * i, 8);
+            h.iv.push_back(Dim::of(x));
+            break;
+          }
+          case DT_I32: {
+            int32_t x;
+            memcpy(&x, p + 4 * i, 4);
+            h.iv.push_back(Dim::of(x));
+            break;
+          }
+          case DT_I16: {
+            int16_t x;
+            memcpy(&x, p + 2 * i, 2);
+            h.iv.push_back(Dim::of(x));
+            break;
+          }
+          case DT_I8:
+            h.iv.push_back(Dim::of(int8_t(p[i])));
+            break;
+          case DT_U8:
+          case DT_BOOL:
+            h.iv.push_back(Dim::of(uint8_t(p[i])));
+            break;
           }
         },
         n);
@@ -135,28 +170,39 @@ bool Importer::load(const onnx::TensorProto &t, Host &h, StringRef what) {
   switch (h.dt) {
   case DT_F32:
     have = t.float_data_size();
-    for (float x : t.float_data()) h.fv.push_back(x);
+    for (float x : t.float_data())
+      h.fv.push_back(x);
     break;
   case DT_F64:
     have = t.double_data_size();
-    for (double x : t.double_data()) h.fv.push_back(x);
+    for (double x : t.double_data())
+      h.fv.push_back(x);
     break;
   case DT_I64:
     have = t.int64_data_size();
-    for (int64_t x : t.int64_data()) h.iv.push_back(Dim::of(x));
+    for (int64_t x : t.int64_data())
+      h.iv.push_back(Dim::of(x));
     break;
-  case DT_I32: case DT_I16: case DT_I8: case DT_U8: case DT_BOOL:
+  case DT_I32:
+  case DT_I16:
+  case DT_I8:
+  case DT_U8:
+  case DT_BOOL:
     have = t.int32_data_size();
-    for (int32_t x : t.int32_data()) h.iv.push_back(Dim::of(x));
+    for (int32_t x : t.int32_data())
+      h.iv.push_back(Dim::of(x));
     break;
-  case DT_F16: case DT_BF16:
+  case DT_F16:
+  case DT_BF16:
     have = t.int32_data_size();
     for (int32_t x : t.int32_data()) {
       if (h.dt == DT_F16) {
         APFloat f(APFloat::IEEEhalf(), APInt(16, uint16_t(x)));
         h.fv.push_back(f.convertToFloat());
       } else {
-        uint32_t w = uint32_t(uint16_t(x)) << 16; float f; memcpy(&f, &w, 4);
+        uint32_t w = uint32_t(uint16_t(x)) << 16;
+        float f;
+        memcpy(&f, &w, 4);
         h.fv.push_back(f);
       }
     }
@@ -189,7 +235,8 @@ Value Importer::materialize(Val &val, StringRef name) {
     return {};
   }
   // Float initializers with more than one element are weights.
-  if (!val.weightName.empty() && isFloatDT(val.dt) && type.getNumElements() > 1) {
+  if (!val.weightName.empty() && isFloatDT(val.dt) &&
+      type.getNumElements() > 1) {
     const onnx::TensorProto *t = inits.lookup(val.weightName);
     std::string file;
     int64_t offset = 0;
@@ -205,8 +252,10 @@ Value Importer::materialize(Val &val, StringRef name) {
       llvm::sys::path::append(p, locName);
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(p, size)) {
-        fail("weight '" + val.weightName + "': cannot read its external data "
-             "file '" + p + "'");
+        fail("weight '" + val.weightName +
+             "': cannot read its external data "
+             "file '" +
+             p + "'");
         return {};
       }
       uint64_t need = uint64_t(type.getNumElements()) * dtBytes(val.dt);
@@ -224,7 +273,8 @@ Value Importer::materialize(Val &val, StringRef name) {
         // Typed (non-raw) fields: small enough to be a constant, or not
         // referenceable in place.
         if (type.getNumElements() * dtBytes(val.dt) > kInlineLimit) {
-          fail("weight '" + val.weightName + "' is stored in typed fields, "
+          fail("weight '" + val.weightName +
+               "' is stored in typed fields, "
                "not raw_data; re-save the model with raw_data or external "
                "data (onnx.save(..., save_as_external_data=True))");
           return {};
@@ -232,9 +282,10 @@ Value Importer::materialize(Val &val, StringRef name) {
       } else {
         uint64_t need = uint64_t(type.getNumElements()) * dtBytes(val.dt);
         if (it->second.size != need) {
-          fail("weight '" + val.weightName + "' has " +
-               Twine(it->second.size) + " bytes of raw_data but its shape "
-               "needs " + Twine(need) + "; the file is corrupt");
+          fail("weight '" + val.weightName + "' has " + Twine(it->second.size) +
+               " bytes of raw_data but its shape "
+               "needs " +
+               Twine(need) + "; the file is corrupt");
           return {};
         }
         file = path;
@@ -243,8 +294,8 @@ Value Importer::materialize(Val &val, StringRef name) {
     }
     if (!file.empty()) {
       auto src = ExternAttr::get(ctx, b.getStringAttr(file), offset);
-      val.v = WeightOp::create(b, loc, type, b.getStringAttr(val.weightName),
-                               src);
+      val.v =
+          WeightOp::create(b, loc, type, b.getStringAttr(val.weightName), src);
       return val.v;
     }
   }
@@ -256,7 +307,8 @@ Value Importer::materialize(Val &val, StringRef name) {
   }
   Host &h = *val.host;
   if (!h.allConst()) {
-    fail("value '" + name + "' depends on a dynamic dimension at run time "
+    fail("value '" + name +
+         "' depends on a dynamic dimension at run time "
          "(a shape computation the importer cannot fold); export with static "
          "shapes for this part of the graph");
     return {};
@@ -290,7 +342,8 @@ Value Importer::materialize(Val &val, StringRef name) {
       if (w > 1 && w < 64 && !llvm::isIntN(w, d.c) &&
           !llvm::isUIntN(w, uint64_t(d.c))) {
         fail("the folded value " + Twine(d.c) + " of '" + name +
-             "' does not fit its " + Twine(w) + "-bit element type; the "
+             "' does not fit its " + Twine(w) +
+             "-bit element type; the "
              "file is corrupt or the graph overflows at import time");
         return {};
       }
@@ -306,7 +359,8 @@ Value Importer::materialize(Val &val, StringRef name) {
 bool Importer::readShape(const onnx::TypeProto &type, StringRef name,
                          Val &val) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape())
-    return fail("graph input '" + name + "' has no tensor shape; export "
+    return fail("graph input '" + name +
+                "' has no tensor shape; export "
                 "with shapes (dynamic dims may be named)");
   val.dt = type.tensor_type().elem_type();
   if (!elemType(val.dt))
@@ -364,7 +418,8 @@ bool Importer::hostInts(Val *v, SmallVector<Dim> &out, StringRef what) {
   if (!v->weightName.empty() && !initHost(v->weightName, *v))
     return false;
   if (!v->host || v->host->isF())
-    return fail("input '" + what + "' must be an integer tensor known at "
+    return fail("input '" + what +
+                "' must be an integer tensor known at "
                 "import time (it is computed at run time); export with "
                 "static values for it");
   out.assign(v->host->iv.begin(), v->host->iv.end());
@@ -378,7 +433,8 @@ bool Importer::constInts(Val *v, SmallVector<int64_t> &out, StringRef what) {
   out.clear();
   for (const Dim &d : ds) {
     if (!d.isConst())
-      return fail("input '" + what + "' depends on a dynamic dimension; it "
+      return fail("input '" + what +
+                  "' depends on a dynamic dimension; it "
                   "must be a constant");
     out.push_back(d.c);
   }
@@ -397,8 +453,8 @@ Value Importer::dimValue(const Dim &d) {
            "with static shapes for this part of the graph");
       return {};
     }
-    Value size = tensor::DimOp::create(b, loc, it->second.first,
-                                       it->second.second);
+    Value size =
+        tensor::DimOp::create(b, loc, it->second.first, it->second.second);
     v = v ? arith::MulIOp::create(b, loc, v, size).getResult() : size;
   }
   return v;
@@ -485,7 +541,8 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       for (int64_t d : h.shape)
         shape += (shape.empty() ? "" : "x") + std::to_string(d);
       return fail("folding gives a malformed or too large value (shape [" +
-                  shape + "]); the node's inputs or attributes are "
+                  shape +
+                  "]); the node's inputs or attributes are "
                   "inconsistent; the file is corrupt");
     }
     Val r;
@@ -503,8 +560,10 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     h.dt = DT_I64;
     int64_t r = in[0]->shape.size();
     int64_t s = attrInt(node, "start", 0), e = attrInt(node, "end", r);
-    if (s < 0) s += r;
-    if (e < 0) e += r;
+    if (s < 0)
+      s += r;
+    if (e < 0)
+      e += r;
     s = std::clamp<int64_t>(s, 0, r);
     e = std::clamp<int64_t>(e, s, r);
     for (int64_t i = s; i < e; ++i)
@@ -530,14 +589,17 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       if (!load(a->t(), h, node.output(0)))
         return false;
     } else if (const auto *a = attr(node, "value_float")) {
-      h.dt = DT_F32; h.fv = {a->f()};
+      h.dt = DT_F32;
+      h.fv = {a->f()};
     } else if (const auto *a = attr(node, "value_floats")) {
-      h.dt = DT_F32; h.fv.assign(a->floats().begin(), a->floats().end());
+      h.dt = DT_F32;
+      h.fv.assign(a->floats().begin(), a->floats().end());
       h.shape = {int64_t(h.fv.size())};
     } else if (const auto *a = attr(node, "value_int")) {
       h.iv = {Dim::of(a->i())};
     } else if (const auto *a = attr(node, "value_ints")) {
-      for (int64_t x : a->ints()) h.iv.push_back(Dim::of(x));
+      for (int64_t x : a->ints())
+        h.iv.push_back(Dim::of(x));
       h.shape = {int64_t(h.iv.size())};
     } else {
       return fail("Constant without a supported value attribute");
@@ -551,7 +613,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     if (!isHost(v))
       return true;
   auto H = [&](int i) -> Host & { return *in[i]->host; };
-  auto hasIn = [&](size_t i) { return i < in.size() && in[i] && in[i]->present; };
+  auto hasIn = [&](size_t i) {
+    return i < in.size() && in[i] && in[i]->present;
+  };
   // Each input of a fold is known (absent optional ones aside); a value a
   // file made inconsistent never reaches a folder.
   for (size_t i = 0; i < in.size(); ++i)
@@ -575,18 +639,23 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       return fail("Cast to element type " + Twine(to64) + " is not supported");
     int to = int(to64);
     if (isFloatDT(to) && !h.isF()) {
-      if (!h.allConst()) return true;
-      for (const Dim &d : h.iv) h.fv.push_back(double(d.c));
+      if (!h.allConst())
+        return true;
+      for (const Dim &d : h.iv)
+        h.fv.push_back(double(d.c));
       h.iv.clear();
     } else if (!isFloatDT(to) && h.isF()) {
       for (double d : h.fv) {
         if (to != DT_BOOL && !(std::fabs(d) < 9.2e18))
-          return fail("Cast of " + std::to_string(d) + " to an integer overflows");
+          return fail("Cast of " + std::to_string(d) +
+                      " to an integer overflows");
         h.iv.push_back(Dim::of(to == DT_BOOL ? d != 0 : int64_t(d)));
       }
       h.fv.clear();
     } else if (to == DT_BOOL) {
-      for (Dim &d : h.iv) if (d.isConst()) d.c = d.c != 0;
+      for (Dim &d : h.iv)
+        if (d.isConst())
+          d.c = d.c != 0;
     }
     // Integer casts wrap to the target width, as ONNX Runtime does.
     if (!isFloatDT(to) && to != DT_BOOL && dtBytes(to) < 8) {
@@ -604,7 +673,8 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host h = H(0);
     SmallVector<int64_t> axes;
     if (hasIn(1)) {
-      if (!constInts(in[1], axes, "axes")) return false;
+      if (!constInts(in[1], axes, "axes"))
+        return false;
     } else if (auto a = attrInts(node, "axes")) {
       axes = *a;
     }
@@ -614,7 +684,9 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
         if (!axisIn(a, r, "Unsqueeze axis"))
           return false;
       llvm::sort(axes);
-      for (int64_t a : axes) h.shape.insert(h.shape.begin() + std::min<int64_t>(a, h.shape.size()), 1);
+      for (int64_t a : axes)
+        h.shape.insert(h.shape.begin() + std::min<int64_t>(a, h.shape.size()),
+                       1);
     } else {
       int64_t r = h.shape.size();
       for (int64_t &a : axes)
@@ -622,9 +694,12 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
           return false;
       SmallVector<int64_t> ns;
       for (int64_t i = 0; i < r; ++i) {
-        bool drop = axes.empty() ? h.shape[i] == 1
-                                 : llvm::any_of(axes, [&](int64_t a) { return (a < 0 ? a + r : a) == i; });
-        if (!drop) ns.push_back(h.shape[i]);
+        bool drop =
+            axes.empty() ? h.shape[i] == 1 : llvm::any_of(axes, [&](int64_t a) {
+              return (a < 0 ? a + r : a) == i;
+            });
+        if (!drop)
+          ns.push_back(h.shape[i]);
       }
       h.shape = ns;
     }
@@ -633,29 +708,35 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   if (op == "Reshape") {
     Host h = H(0);
     SmallVector<int64_t> s;
-    if (!constInts(in[1], s, "shape")) return false;
+    if (!constInts(in[1], s, "shape"))
+      return false;
     // 0 copies the input's dimension unless `allowzero` (then it is 0).
     bool allowZero = attrInt(node, "allowzero", 0);
     int64_t known = 1, neg = -1;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == 0 && !allowZero && i < h.shape.size()) s[i] = h.shape[i];
-      if (s[i] == -1 && neg < 0) neg = i;
+      if (s[i] == 0 && !allowZero && i < h.shape.size())
+        s[i] = h.shape[i];
+      if (s[i] == -1 && neg < 0)
+        neg = i;
       else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known))
         return fail("Reshape to an invalid shape (a negative dimension, two "
                     "-1s or an overflowing size); the file is corrupt");
     }
-    if (neg >= 0) s[neg] = known ? h.numel() / known : 0;
+    if (neg >= 0)
+      s[neg] = known ? h.numel() / known : 0;
     h.shape = s;
     return setHost(std::move(h));
   }
   if (op == "Concat") {
-    if (!hasIn(0)) return true;
+    if (!hasIn(0))
+      return true;
     int64_t r = H(0).shape.size();
     int64_t axis = attrInt(node, "axis", 0);
-    if (!axisIn(axis, r, "Concat axis")) return false;
+    if (!axisIn(axis, r, "Concat axis"))
+      return false;
     for (size_t i = 0; i < in.size(); ++i)
-      if (hasIn(i) && (H(i).shape.size() != size_t(r) ||
-                       H(i).isF() != H(0).isF()))
+      if (hasIn(i) &&
+          (H(i).shape.size() != size_t(r) || H(i).isF() != H(0).isF()))
         return fail("Concat of inputs with different ranks or element types; "
                     "the file is corrupt");
     Host h;
@@ -663,17 +744,22 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     h.shape = H(0).shape;
     h.shape[axis] = 0;
     for (size_t i = 0; i < in.size(); ++i)
-      if (hasIn(i)) h.shape[axis] += H(i).shape[axis];
+      if (hasIn(i))
+        h.shape[axis] += H(i).shape[axis];
     int64_t outer = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= h.shape[i];
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= h.shape[i];
     for (int64_t o = 0; o < outer; ++o)
       for (size_t i = 0; i < in.size(); ++i) {
-        if (!hasIn(i)) continue;
+        if (!hasIn(i))
+          continue;
         Host &x = H(i);
         int64_t chunk = x.numel() / std::max<int64_t>(outer, 1);
         for (int64_t k = 0; k < chunk; ++k) {
-          if (h.isF()) h.fv.push_back(x.f(o * chunk + k));
-          else h.iv.push_back(x.iv[o * chunk + k]);
+          if (h.isF())
+            h.fv.push_back(x.f(o * chunk + k));
+          else
+            h.iv.push_back(x.iv[o * chunk + k]);
         }
       }
     return setHost(std::move(h));
@@ -682,18 +768,25 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host &x = H(0), &idx = H(1);
     int64_t r = x.shape.size();
     int64_t axis = attrInt(node, "axis", 0);
-    if (!axisIn(axis, r, "Gather axis")) return false;
+    if (!axisIn(axis, r, "Gather axis"))
+      return false;
     if (idx.isF())
       return fail("Gather indices must be integers; the file is corrupt");
-    if (!idx.allConst()) return true;
+    if (!idx.allConst())
+      return true;
     Host h;
     h.dt = x.dt;
-    for (int64_t i = 0; i < axis; ++i) h.shape.push_back(x.shape[i]);
-    for (int64_t d : idx.shape) h.shape.push_back(d);
-    for (int64_t i = axis + 1; i < r; ++i) h.shape.push_back(x.shape[i]);
+    for (int64_t i = 0; i < axis; ++i)
+      h.shape.push_back(x.shape[i]);
+    for (int64_t d : idx.shape)
+      h.shape.push_back(d);
+    for (int64_t i = axis + 1; i < r; ++i)
+      h.shape.push_back(x.shape[i]);
     int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= x.shape[i];
-    for (int64_t i = axis + 1; i < r; ++i) inner *= x.shape[i];
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= x.shape[i];
+    for (int64_t i = axis + 1; i < r; ++i)
+      inner *= x.shape[i];
     for (int64_t o = 0; o < outer; ++o)
       for (const Dim &id : idx.iv) {
         int64_t k = id.c < 0 ? id.c + x.shape[axis] : id.c;
@@ -701,23 +794,30 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
           return fail("Gather index " + Twine(id.c) + " is out of range");
         for (int64_t j = 0; j < inner; ++j) {
           int64_t e = (o * x.shape[axis] + k) * inner + j;
-          if (h.isF()) h.fv.push_back(x.fv[e]); else h.iv.push_back(x.iv[e]);
+          if (h.isF())
+            h.fv.push_back(x.fv[e]);
+          else
+            h.iv.push_back(x.iv[e]);
         }
       }
     return setHost(std::move(h));
   }
   if (op == "Slice") {
     Host &x = H(0);
-    if (x.shape.size() != 1) return true;
+    if (x.shape.size() != 1)
+      return true;
     SmallVector<int64_t> st, en, ax, sp;
     if (!constInts(in[1], st, "starts") || !constInts(in[2], en, "ends"))
       return false;
-    if (hasIn(3) && !constInts(in[3], ax, "axes")) return false;
-    if (hasIn(4) && !constInts(in[4], sp, "steps")) return false;
+    if (hasIn(3) && !constInts(in[3], ax, "axes"))
+      return false;
+    if (hasIn(4) && !constInts(in[4], sp, "steps"))
+      return false;
     if (st.size() != 1 || en.size() != 1 || ax.size() > 1 || sp.size() > 1 ||
         (ax.size() == 1 && ax[0] != 0 && ax[0] != -1))
       return fail("Slice of a 1-D value needs one start, one end and axis 0 "
-                  "(got " + Twine(st.size()) + " starts, " + Twine(en.size()) +
+                  "(got " +
+                  Twine(st.size()) + " starts, " + Twine(en.size()) +
                   " ends); the file is corrupt");
     int64_t n = x.shape[0];
     int64_t s = st[0], e = en[0], step = sp.empty() ? 1 : sp[0];
@@ -726,21 +826,26 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
                   "corrupt");
     // Clamped as the ONNX reference does; no index below leaves [0, n) and
     // the count is computed, not stepped to (a huge step cannot overflow).
-    if (s < 0) s = std::max<int64_t>(s, -n) + n;
-    if (e < 0) e = std::max<int64_t>(e, -n - 1) + n;
+    if (s < 0)
+      s = std::max<int64_t>(s, -n) + n;
+    if (e < 0)
+      e = std::max<int64_t>(e, -n - 1) + n;
     Host h;
     h.dt = x.dt;
     auto take = [&](int64_t i) {
       h.isF() ? h.fv.push_back(x.fv[i]) : h.iv.push_back(x.iv[i]);
     };
     if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, n); e = std::clamp<int64_t>(e, 0, n);
+      s = std::clamp<int64_t>(s, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
       int64_t count = e > s ? (e - s - 1) / step + 1 : 0;
       for (int64_t k = 0; k < count; ++k)
         take(s + k * step);
     } else {
-      s = std::clamp<int64_t>(s, -1, n - 1); e = std::clamp<int64_t>(e, -1, n - 1);
-      int64_t count = s > e ? (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1 : 0;
+      s = std::clamp<int64_t>(s, -1, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      int64_t count =
+          s > e ? (s - e - 1) / (step == INT64_MIN ? INT64_MAX : -step) + 1 : 0;
       for (int64_t k = 0; k < count; ++k)
         take(s + k * step);
     }
@@ -750,9 +855,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   if (op == "ConstantOfShape") {
     SmallVector<int64_t> s;
     SmallVector<Dim> ds;
-    if (!hostInts(in[0], ds, "shape")) return false;
+    if (!hostInts(in[0], ds, "shape"))
+      return false;
     for (const Dim &d : ds) {
-      if (!d.isConst()) return true; // emitted as a broadcast
+      if (!d.isConst())
+        return true; // emitted as a broadcast
       if (d.c < 0)
         return fail("ConstantOfShape with a negative dimension " + Twine(d.c) +
                     "; the file is corrupt");
@@ -763,7 +870,8 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     double v = 0;
     if (const auto *a = attr(node, "value")) {
       Host vv;
-      if (!load(a->t(), vv, "value")) return false;
+      if (!load(a->t(), vv, "value"))
+        return false;
       if (vv.numel() != 1)
         return fail("ConstantOfShape 'value' must hold one element; the file "
                     "is corrupt");
@@ -774,7 +882,10 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     int64_t n = h.numel();
     if (n < 0 || n > kInlineLimit || n * dtBytes(h.dt) > kInlineLimit)
       return true;
-    if (h.isF()) h.fv.assign(n, v); else h.iv.assign(n, Dim::of(int64_t(v)));
+    if (h.isF())
+      h.fv.assign(n, v);
+    else
+      h.iv.assign(n, Dim::of(int64_t(v)));
     return setHost(std::move(h));
   }
   if (op == "Range") {
@@ -791,9 +902,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       // Integers exactly: (limit - start) and the count in 128 bits; every
       // element lies between start and limit, so it fits int64.
       int64_t a = s.iv[0].c, lim = l.iv[0].c, dd = d.iv[0].c;
-      if (dd == 0) return fail("Range with a zero step");
+      if (dd == 0)
+        return fail("Range with a zero step");
       __int128 diff = __int128(lim) - a;
-      __int128 steps = diff / dd + ((diff % dd != 0) && ((diff > 0) == (dd > 0)));
+      __int128 steps =
+          diff / dd + ((diff % dd != 0) && ((diff > 0) == (dd > 0)));
       if (steps >= kInlineLimit)
         return fail("Range is too long (start " + std::to_string(a) +
                     ", limit " + std::to_string(lim) + ", delta " +
@@ -806,7 +919,8 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       return setHost(std::move(h));
     }
     double a = s.f(0), lim = l.f(0), dd = d.f(0);
-    if (dd == 0) return fail("Range with a zero step");
+    if (dd == 0)
+      return fail("Range with a zero step");
     double steps = std::ceil((lim - a) / dd);
     if (!std::isfinite(a) || !std::isfinite(lim) || !std::isfinite(dd) ||
         !(steps < double(kInlineLimit)))
@@ -826,8 +940,10 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     int64_t k = 0;
     if (hasIn(1)) {
       SmallVector<int64_t> kk;
-      if (!constInts(in[1], kk, "k")) return false;
-      if (kk.size() != 1) return fail("Trilu 'k' must be a scalar");
+      if (!constInts(in[1], kk, "k"))
+        return false;
+      if (kk.size() != 1)
+        return fail("Trilu 'k' must be a scalar");
       k = std::clamp<int64_t>(kk[0], -kMaxDim, kMaxDim);
     }
     bool upper = attrInt(node, "upper", 1);
@@ -839,24 +955,35 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     for (int64_t e = 0; e < h.numel(); ++e) {
       int64_t i = (e / C) % R, j = e % C;
       bool keep = upper ? j - i >= k : j - i <= k;
-      if (!keep) { if (h.isF()) h.fv[e] = 0; else h.iv[e] = Dim::of(0); }
+      if (!keep) {
+        if (h.isF())
+          h.fv[e] = 0;
+        else
+          h.iv[e] = Dim::of(0);
+      }
     }
     return setHost(std::move(h));
   }
   if (op == "Expand") {
     Host &x = H(0);
     SmallVector<int64_t> s;
-    if (!H(1).allConst()) return true; // a run-time shape: emitted
-    if (!constInts(in[1], s, "shape")) return false;
+    if (!H(1).allConst())
+      return true; // a run-time shape: emitted
+    if (!constInts(in[1], s, "shape"))
+      return false;
     if (llvm::any_of(s, [](int64_t d) { return d < 0; }))
       return fail("Expand to a negative dimension; the file is corrupt");
     SmallVector<Dim> xs, ss, os;
-    for (int64_t d : x.shape) xs.push_back(Dim::of(d));
-    for (int64_t d : s) ss.push_back(Dim::of(d));
-    if (!broadcast(xs, ss, os)) return false;
+    for (int64_t d : x.shape)
+      xs.push_back(Dim::of(d));
+    for (int64_t d : s)
+      ss.push_back(Dim::of(d));
+    if (!broadcast(xs, ss, os))
+      return false;
     Host h;
     h.dt = x.dt;
-    for (const Dim &d : os) h.shape.push_back(d.c);
+    for (const Dim &d : os)
+      h.shape.push_back(d.c);
     if (h.numel() < 0 || h.numel() > kInlineLimit ||
         h.numel() * dtBytes(h.dt) > kInlineLimit)
       return true;
@@ -870,8 +997,11 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     Host &x = H(0);
     int64_t r = x.shape.size();
     SmallVector<int64_t> perm;
-    if (auto p = attrInts(node, "perm")) perm = *p;
-    else for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+    if (auto p = attrInts(node, "perm"))
+      perm = *p;
+    else
+      for (int64_t i = r - 1; i >= 0; --i)
+        perm.push_back(i);
     {
       SmallVector<int64_t> sorted(perm);
       llvm::sort(sorted);
@@ -882,49 +1012,74 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     }
     Host h;
     h.dt = x.dt;
-    for (int64_t p : perm) h.shape.push_back(x.shape[p]);
+    for (int64_t p : perm)
+      h.shape.push_back(x.shape[p]);
     SmallVector<int64_t> xs = stridesOf(x.shape), os = stridesOf(h.shape);
     for (int64_t e = 0; e < h.numel(); ++e) {
       int64_t k = 0;
-      for (int64_t i = 0; i < r; ++i) k += ((e / os[i]) % h.shape[i]) * xs[perm[i]];
+      for (int64_t i = 0; i < r; ++i)
+        k += ((e / os[i]) % h.shape[i]) * xs[perm[i]];
       h.isF() ? h.fv.push_back(x.fv[k]) : h.iv.push_back(x.iv[k]);
     }
     return setHost(std::move(h));
   }
   // Elementwise on host values.
-  static const StringRef unary[] = {"Neg", "Sqrt", "Reciprocal", "Exp", "Log",
-                                    "Abs", "Not", "Erf", "Tanh", "Sigmoid",
-                                    "Relu"};
-  static const StringRef binary[] = {"Add", "Sub", "Mul", "Div", "Pow",
-                                     "Equal", "Less", "Greater", "And", "Or",
-                                     "Max", "Min", "LessOrEqual",
-                                     "GreaterOrEqual", "Mod"};
+  static const StringRef unary[] = {"Neg",  "Sqrt",    "Reciprocal", "Exp",
+                                    "Log",  "Abs",     "Not",        "Erf",
+                                    "Tanh", "Sigmoid", "Relu"};
+  static const StringRef binary[] = {
+      "Add",     "Sub", "Mul", "Div", "Pow", "Equal",       "Less",
+      "Greater", "And", "Or",  "Max", "Min", "LessOrEqual", "GreaterOrEqual",
+      "Mod"};
   if (llvm::is_contained(unary, op)) {
     Host h = H(0);
     if (h.isF()) {
       for (double &x : h.fv) {
-        if (op == "Neg") x = -x; else if (op == "Sqrt") x = std::sqrt(x);
-        else if (op == "Reciprocal") x = 1 / x; else if (op == "Exp") x = std::exp(x);
-        else if (op == "Log") x = std::log(x); else if (op == "Abs") x = std::fabs(x);
-        else if (op == "Erf") x = std::erf(x); else if (op == "Tanh") x = std::tanh(x);
-        else if (op == "Sigmoid") x = 1 / (1 + std::exp(-x));
-        else if (op == "Relu") x = std::max(x, 0.0);
-        else return true;
+        if (op == "Neg")
+          x = -x;
+        else if (op == "Sqrt")
+          x = std::sqrt(x);
+        else if (op == "Reciprocal")
+          x = 1 / x;
+        else if (op == "Exp")
+          x = std::exp(x);
+        else if (op == "Log")
+          x = std::log(x);
+        else if (op == "Abs")
+          x = std::fabs(x);
+        else if (op == "Erf")
+          x = std::erf(x);
+        else if (op == "Tanh")
+          x = std::tanh(x);
+        else if (op == "Sigmoid")
+          x = 1 / (1 + std::exp(-x));
+        else if (op == "Relu")
+          x = std::max(x, 0.0);
+        else
+          return true;
       }
     } else {
-      if (!h.allConst()) return true;
+      if (!h.allConst())
+        return true;
       for (Dim &d : h.iv) {
-        if (op == "Neg") d.c = -d.c; else if (op == "Not") d.c = !d.c;
-        else if (op == "Abs") d.c = std::abs(d.c);
-        else if (op == "Relu") d.c = std::max<int64_t>(d.c, 0);
-        else return true;
+        if (op == "Neg")
+          d.c = -d.c;
+        else if (op == "Not")
+          d.c = !d.c;
+        else if (op == "Abs")
+          d.c = std::abs(d.c);
+        else if (op == "Relu")
+          d.c = std::max<int64_t>(d.c, 0);
+        else
+          return true;
       }
     }
     return setHost(std::move(h));
   }
   if (llvm::is_contained(binary, op)) {
     // Max and Min are variadic: one input (or more than two) is left to emit.
-    if (in.size() != 2 || !hasIn(0) || !hasIn(1)) return true;
+    if (in.size() != 2 || !hasIn(0) || !hasIn(1))
+      return true;
     Host &x = H(0), &y = H(1);
     if (x.isF() != y.isF())
       return fail("inputs of different element types (" + Twine(x.dt) +
@@ -932,15 +1087,20 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
     SmallVector<int64_t> os;
     {
       SmallVector<Dim> a, c, o;
-      for (int64_t d : x.shape) a.push_back(Dim::of(d));
-      for (int64_t d : y.shape) c.push_back(Dim::of(d));
-      if (!broadcast(a, c, o)) return false;
-      for (const Dim &d : o) os.push_back(d.c);
+      for (int64_t d : x.shape)
+        a.push_back(Dim::of(d));
+      for (int64_t d : y.shape)
+        c.push_back(Dim::of(d));
+      if (!broadcast(a, c, o))
+        return false;
+      for (const Dim &d : o)
+        os.push_back(d.c);
     }
     {
       Host probe;
       probe.shape = os;
-      if (probe.numel() < 0 || probe.numel() > kInlineLimit) return true;
+      if (probe.numel() < 0 || probe.numel() > kInlineLimit)
+        return true;
     }
     bool cmp = op == "Equal" || op == "Less" || op == "Greater" ||
                op == "LessOrEqual" || op == "GreaterOrEqual";
@@ -951,59 +1111,104 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
       int64_t i = bcastIndex(e, os, x.shape), j = bcastIndex(e, os, y.shape);
       if (x.isF()) {
         double a = x.fv[i], c = y.f(j), r;
-        if (op == "Add") r = a + c; else if (op == "Sub") r = a - c;
-        else if (op == "Mul") r = a * c; else if (op == "Div") r = a / c;
-        else if (op == "Pow") r = std::pow(a, c); else if (op == "Max") r = std::max(a, c);
-        else if (op == "Min") r = std::min(a, c);
-        else if (op == "Equal") r = a == c; else if (op == "Less") r = a < c;
-        else if (op == "Greater") r = a > c; else if (op == "LessOrEqual") r = a <= c;
-        else if (op == "GreaterOrEqual") r = a >= c;
-        else return true;
-        if (cmp) h.iv.push_back(Dim::of(r != 0)); else h.fv.push_back(r);
+        if (op == "Add")
+          r = a + c;
+        else if (op == "Sub")
+          r = a - c;
+        else if (op == "Mul")
+          r = a * c;
+        else if (op == "Div")
+          r = a / c;
+        else if (op == "Pow")
+          r = std::pow(a, c);
+        else if (op == "Max")
+          r = std::max(a, c);
+        else if (op == "Min")
+          r = std::min(a, c);
+        else if (op == "Equal")
+          r = a == c;
+        else if (op == "Less")
+          r = a < c;
+        else if (op == "Greater")
+          r = a > c;
+        else if (op == "LessOrEqual")
+          r = a <= c;
+        else if (op == "GreaterOrEqual")
+          r = a >= c;
+        else
+          return true;
+        if (cmp)
+          h.iv.push_back(Dim::of(r != 0));
+        else
+          h.fv.push_back(r);
         continue;
       }
       const Dim &a = x.iv[i], &c = y.iv[j];
       std::optional<Dim> r;
-      if (op == "Mul") r = mulDim(a, c);
+      if (op == "Mul")
+        r = mulDim(a, c);
       else if (op == "Div") {
         if (a.isConst() && c.isConst()) {
-          if (c.c == 0) return fail("integer division by zero");
-          if (c.c == -1 && a.c == INT64_MIN) return fail("integer division overflows");
+          if (c.c == 0)
+            return fail("integer division by zero");
+          if (c.c == -1 && a.c == INT64_MIN)
+            return fail("integer division overflows");
           // ONNX integer Div truncates toward zero.
           r = Dim::of(a.c / c.c);
-        } else r = divDim(a, c);
-      } else if (op == "Equal" && a == c) r = Dim::of(1);
+        } else
+          r = divDim(a, c);
+      } else if (op == "Equal" && a == c)
+        r = Dim::of(1);
       else if (a.isConst() && c.isConst()) {
         int64_t p = a.c, q = c.c, v;
         // Wrapping arithmetic, as the int64 kernels would: no UB on a file's
         // values.
-        if (op == "Add") v = int64_t(uint64_t(p) + uint64_t(q));
-        else if (op == "Sub") v = int64_t(uint64_t(p) - uint64_t(q));
-        else if (op == "Equal") v = p == q; else if (op == "Less") v = p < q;
-        else if (op == "Greater") v = p > q; else if (op == "LessOrEqual") v = p <= q;
-        else if (op == "GreaterOrEqual") v = p >= q;
-        else if (op == "And") v = p && q; else if (op == "Or") v = p || q;
-        else if (op == "Max") v = std::max(p, q); else if (op == "Min") v = std::min(p, q);
+        if (op == "Add")
+          v = int64_t(uint64_t(p) + uint64_t(q));
+        else if (op == "Sub")
+          v = int64_t(uint64_t(p) - uint64_t(q));
+        else if (op == "Equal")
+          v = p == q;
+        else if (op == "Less")
+          v = p < q;
+        else if (op == "Greater")
+          v = p > q;
+        else if (op == "LessOrEqual")
+          v = p <= q;
+        else if (op == "GreaterOrEqual")
+          v = p >= q;
+        else if (op == "And")
+          v = p && q;
+        else if (op == "Or")
+          v = p || q;
+        else if (op == "Max")
+          v = std::max(p, q);
+        else if (op == "Min")
+          v = std::min(p, q);
         else if (op == "Mod") {
-          if (!q) return fail("modulo by zero");
+          if (!q)
+            return fail("modulo by zero");
           // fmod=1: the sign of the dividend (C's %); the default fmod=0:
           // the sign of the divisor (Python's %).
           v = q == -1 ? 0 : p % q;
           if (!attrInt(node, "fmod", 0) && v != 0 && ((v < 0) != (q < 0)))
             v += q;
-        }
-        else if (op == "Pow") {
+        } else if (op == "Pow") {
           // By squaring (a file's exponent may be 2^62), wrapping.
           uint64_t base = uint64_t(p), acc = 1;
           for (int64_t e = std::max<int64_t>(q, 0); e; e >>= 1, base *= base)
-            if (e & 1) acc *= base;
+            if (e & 1)
+              acc *= base;
           v = int64_t(acc);
-        }
-        else return true;
+        } else
+          return true;
         r = Dim::of(v);
-      } else if (op == "Max" && c.isConst() && c.c <= 1) r = a; // max(dyn, 1)
-      else if (op == "Max" && a.isConst() && a.c <= 1) r = c;
-      if (!r) return true;
+      } else if (op == "Max" && c.isConst() && c.c <= 1)
+        r = a; // max(dyn, 1)
+      else if (op == "Max" && a.isConst() && a.c <= 1)
+        r = c;
+      if (!r)
+        return true;
       h.iv.push_back(*r);
     }
     return setHost(std::move(h));
@@ -1011,18 +1216,25 @@ bool Importer::tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
   if (op == "Where") {
     Host &cnd = H(0), &x = H(1), &y = H(2);
     SmallVector<Dim> a, c, d, o1, o;
-    for (int64_t k : cnd.shape) a.push_back(Dim::of(k));
-    for (int64_t k : x.shape) c.push_back(Dim::of(k));
-    for (int64_t k : y.shape) d.push_back(Dim::of(k));
-    if (!broadcast(a, c, o1) || !broadcast(o1, d, o)) return false;
+    for (int64_t k : cnd.shape)
+      a.push_back(Dim::of(k));
+    for (int64_t k : x.shape)
+      c.push_back(Dim::of(k));
+    for (int64_t k : y.shape)
+      d.push_back(Dim::of(k));
+    if (!broadcast(a, c, o1) || !broadcast(o1, d, o))
+      return false;
     if (cnd.isF() || x.isF() != y.isF())
       return fail("Where needs a bool condition and two inputs of one element "
                   "type; the file is corrupt");
     Host h;
     h.dt = x.dt;
-    for (const Dim &k : o) h.shape.push_back(k.c);
-    if (h.numel() < 0 || h.numel() > kInlineLimit) return true;
-    if (!cnd.allConst()) return true;
+    for (const Dim &k : o)
+      h.shape.push_back(k.c);
+    if (h.numel() < 0 || h.numel() > kInlineLimit)
+      return true;
+    if (!cnd.allConst())
+      return true;
     for (int64_t e = 0; e < h.numel(); ++e) {
       bool t = cnd.iv[bcastIndex(e, h.shape, cnd.shape)].c != 0;
       Host &src = t ? x : y;
@@ -1098,7 +1310,8 @@ bool Importer::importNode(const onnx::NodeProto &node) {
     }
     auto it = vals.find(name);
     if (it == vals.end())
-      return fail("input '" + name + "' is not produced by any node, "
+      return fail("input '" + name +
+                  "' is not produced by any node, "
                   "initializer or graph input");
     in.push_back(&it->second);
   }
@@ -1115,8 +1328,10 @@ bool Importer::importNode(const onnx::NodeProto &node) {
         axes.assign(1, a.i());
       for (int64_t ax : axes)
         if (ax < -r || ax > hi)
-          return fail("axis " + Twine(ax) + " is out of range for an input "
-                      "of rank " + Twine(r) + "; the file is corrupt");
+          return fail("axis " + Twine(ax) +
+                      " is out of range for an input "
+                      "of rank " +
+                      Twine(r) + "; the file is corrupt");
     }
   }
   if (!checkAttributes(node, op))
@@ -1308,8 +1523,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   if (int(order.size()) != n) {
     for (int i = 0; i < n; ++i)
       if (indeg[i]) {
-        fail("the graph has a cycle through node '" + g.node(i).name() +
-             "' (" + g.node(i).op_type() + "); ONNX graphs must be acyclic");
+        fail("the graph has a cycle through node '" + g.node(i).name() + "' (" +
+             g.node(i).op_type() + "); ONNX graphs must be acyclic");
         break;
       }
     return nullptr;

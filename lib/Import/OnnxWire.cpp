@@ -40,7 +40,8 @@ struct Reader {
   }
   /// Reads one field header and, for length-delimited fields, the extent of
   /// its payload; skips the payload of every other wire type.
-  bool field(uint64_t &number, uint64_t &start, uint64_t &size, bool &lenDelim) {
+  bool field(uint64_t &number, uint64_t &start, uint64_t &size,
+             bool &lenDelim) {
     uint64_t key;
     if (!varint(key))
       return false;

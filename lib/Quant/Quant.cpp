@@ -88,8 +88,8 @@ std::string_view scaleName(ScaleType s) {
 }
 
 std::optional<Format> parseFormat(std::string_view name) {
-  for (Format f : {Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Int4,
-                   Format::Int8})
+  for (Format f :
+       {Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Int4, Format::Int8})
     if (name == formatName(f))
       return f;
   return std::nullopt;
@@ -162,8 +162,9 @@ fmt::Result<Scheme> parseScheme(std::string_view text) {
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     std::string_view p = parts[i];
-    if (!p.empty() && std::all_of(p.begin(), p.end(),
-                                  [](char c) { return c >= '0' && c <= '9'; })) {
+    if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        })) {
       if (i != 1)
         return bad("the block size comes right after the format");
       if (p.size() > 6)
@@ -256,8 +257,8 @@ float storeRounded(ScaleType t, float v, bool up, std::byte *p) {
 
 float blockScale(const Scheme &s, std::span<const std::byte> in, int64_t k,
                  int64_t r, int64_t b) {
-  return scaleToF32(s.scale, in.data() + r * s.rowBytes(k) +
-                                 b * s.blockBytes());
+  return scaleToF32(s.scale,
+                    in.data() + r * s.rowBytes(k) + b * s.blockBytes());
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,34 +4,34 @@
 
 #include "loom/runtime/CpuFeatures.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/IR/PassInstrumentation.h"
-#include "llvm/IR/PassTimingInfo.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/ThreadPool.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassInstrumentation.h"
+#include "llvm/IR/PassTimingInfo.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace mlir;
 
@@ -79,12 +79,10 @@ createTargetMachine(StringRef cpu, const llvm::SubtargetFeatures &features,
     builder->getFeatures() = features;
   }
   builder->setRelocationModel(llvm::Reloc::PIC_);
-  builder->setCodeGenOptLevel(optLevel >= 3
-                                  ? llvm::CodeGenOptLevel::Aggressive
-                                  : llvm::CodeGenOptLevel::Default);
+  builder->setCodeGenOptLevel(optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                                            : llvm::CodeGenOptLevel::Default);
   auto tm = builder->createTargetMachine();
-  if (tm && !cpu.empty() &&
-      !(*tm)->getMCSubtargetInfo()->isCPUStringValid(cpu))
+  if (tm && !cpu.empty() && !(*tm)->getMCSubtargetInfo()->isCPUStringValid(cpu))
     return llvm::createStringError(
         "not a CPU that LLVM knows for " + (*tm)->getTargetTriple().str() +
         " (e.g. x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver3; "
@@ -92,8 +90,8 @@ createTargetMachine(StringRef cpu, const llvm::SubtargetFeatures &features,
   return tm;
 }
 
-CpuTargetAttr resolveCpuTarget(MLIRContext *ctx, StringRef cpu,
-                               bool portable, std::string &error) {
+CpuTargetAttr resolveCpuTarget(MLIRContext *ctx, StringRef cpu, bool portable,
+                               std::string &error) {
   StringRef name = !cpu.empty() ? cpu : portable ? "x86-64-v2" : "";
   auto tm = createTargetMachine(name, llvm::SubtargetFeatures(), 3);
   if (!tm) {
@@ -126,8 +124,8 @@ struct ModulePart {
 
 /// Runs LLVM's optimisation pipeline at `optLevel` for `tm`, with LLVM's
 /// per-pass timing report when `timePasses` (one thread only).
-void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm,
-                    unsigned optLevel, bool timePasses) {
+void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
+                    bool timePasses) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -274,8 +272,7 @@ void compilePart(ModulePart &part, StringRef cpu,
                  const CpuEmitOptions &options, TimingScope &timing) {
   llvm::LLVMContext context;
   auto m = llvm::parseBitcodeFile(
-      llvm::MemoryBufferRef(StringRef(part.bitcode.data(),
-                                      part.bitcode.size()),
+      llvm::MemoryBufferRef(StringRef(part.bitcode.data(), part.bitcode.size()),
                             "part"),
       context);
   if (!m) {
@@ -304,8 +301,8 @@ void compilePart(ModulePart &part, StringRef cpu,
 bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
                        const CpuEmitOptions &options, std::string &error,
                        CpuTargetInfo *info) {
-  TimingScope timing = options.timing ? options.timing->nest("emit library")
-                                      : TimingScope();
+  TimingScope timing =
+      options.timing ? options.timing->nest("emit library") : TimingScope();
   // The CPU and features the lowering assumed: exactly the target's
   // features of the vocabulary on, the others off.
   auto target =
@@ -321,8 +318,7 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
       features.AddFeature(name, target.hasFeature(name));
   auto tm = createTargetMachine(cpu, features, options.optLevel);
   if (!tm) {
-    error =
-        "loom.target: CPU '" + cpu + "': " + llvm::toString(tm.takeError());
+    error = "loom.target: CPU '" + cpu + "': " + llvm::toString(tm.takeError());
     return false;
   }
   CpuTargetInfo generated;
@@ -396,8 +392,7 @@ bool emitSharedLibrary(ModuleOp module, const std::string &soPath,
   {
     TimingScope parallel = timing.nest(
         "optimise + codegen (" + std::to_string(parts.size()) + " parts, " +
-        std::to_string(std::min<size_t>(threads, parts.size())) +
-        " threads)");
+        std::to_string(std::min<size_t>(threads, parts.size())) + " threads)");
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(threads));
     for (ModulePart &part : parts)
       pool.async([&, p = &part] {

@@ -92,7 +92,8 @@ std::string trim(const std::string &s) {
 }
 } // namespace
 
-std::string applyChatTemplate(ChatFormat f, const std::vector<ChatMessage> &msgs,
+std::string applyChatTemplate(ChatFormat f,
+                              const std::vector<ChatMessage> &msgs,
                               bool addGenerationPrompt, const Tokenizer &tok) {
   std::string out;
   switch (f) {

@@ -34,8 +34,8 @@ fmt::Error typeError(const std::string &file, std::string_view key,
                         ", expected ", want);
 }
 
-fmt::Result<std::optional<std::string>>
-optString(const GgufFile &f, std::string_view key) {
+fmt::Result<std::optional<std::string>> optString(const GgufFile &f,
+                                                  std::string_view key) {
   const GgufValue *v = f.find(key);
   if (!v)
     return std::optional<std::string>();
@@ -67,15 +67,14 @@ fmt::Status optId(const GgufFile &f, std::string_view key, size_t n,
     return typeError(f.fileName(), key, *v, "an unsigned integer");
   if (*u >= n)
     return fmt::makeError(f.fileName(), ": metadata key '", key, "' = ", *u,
-                          " is out of range (the vocabulary has ",
-                          uint64_t(n), " tokens)");
+                          " is out of range (the vocabulary has ", uint64_t(n),
+                          " tokens)");
   id = int32_t(*u);
   return fmt::success();
 }
 
-fmt::Result<const GgufValue *> stringArray(const GgufFile &f,
-                                           std::string_view key,
-                                           bool required) {
+fmt::Result<const GgufValue *>
+stringArray(const GgufFile &f, std::string_view key, bool required) {
   const GgufValue *v = f.find(key);
   if (!v) {
     if (required)
@@ -129,8 +128,7 @@ Tokenizer::fromGguf(const std::string &path) {
   if (const GgufValue *v = file.find("tokenizer.ggml.scores")) {
     if (!v->isArray() || (v->elementType() != GgufValueType::F32 &&
                           v->elementType() != GgufValueType::I32))
-      return typeError(path, "tokenizer.ggml.scores", *v,
-                       "an array of f32");
+      return typeError(path, "tokenizer.ggml.scores", *v, "an array of f32");
     if (v->size() < n)
       return fmt::makeError(path, ": tokenizer.ggml.scores has ", v->size(),
                             " entries for ", uint64_t(n), " tokens");
@@ -152,9 +150,8 @@ Tokenizer::fromGguf(const std::string &path) {
       return typeError(path, "tokenizer.ggml.token_type", *v,
                        "an array of i32");
     if (v->size() < n)
-      return fmt::makeError(path, ": tokenizer.ggml.token_type has ",
-                            v->size(), " entries for ", uint64_t(n),
-                            " tokens");
+      return fmt::makeError(path, ": tokenizer.ggml.token_type has ", v->size(),
+                            " entries for ", uint64_t(n), " tokens");
     size_t i = 0;
     for (GgufValue t : *v) {
       if (i == n)
@@ -162,13 +159,27 @@ Tokenizer::fromGguf(const std::string &path) {
       // gguf token types: 1 normal, 2 unknown, 3 control, 4 user defined,
       // 5 unused, 6 byte; anything else is "undefined" (decodes to nothing).
       switch (*t.asInt()) {
-      case 1: m->attr[i] = AttrNormal; break;
-      case 2: m->attr[i] = AttrUnknown; break;
-      case 3: m->attr[i] = AttrControl; break;
-      case 4: m->attr[i] = AttrUserDefined; break;
-      case 5: m->attr[i] = AttrUnused; break;
-      case 6: m->attr[i] = AttrByte; break;
-      default: m->attr[i] = 0; break;
+      case 1:
+        m->attr[i] = AttrNormal;
+        break;
+      case 2:
+        m->attr[i] = AttrUnknown;
+        break;
+      case 3:
+        m->attr[i] = AttrControl;
+        break;
+      case 4:
+        m->attr[i] = AttrUserDefined;
+        break;
+      case 5:
+        m->attr[i] = AttrUnused;
+        break;
+      case 6:
+        m->attr[i] = AttrByte;
+        break;
+      default:
+        m->attr[i] = 0;
+        break;
       }
       ++i;
     }
@@ -199,8 +210,9 @@ Tokenizer::fromGguf(const std::string &path) {
       size_t sp = s.size() > 1 ? s.find(' ', 1) : std::string_view::npos;
       if (sp == std::string_view::npos)
         return fmt::makeError(path, ": tokenizer.ggml.merges entry ", rank,
-                              " '", s, "' is not two tokens separated by a "
-                                        "space");
+                              " '", s,
+                              "' is not two tokens separated by a "
+                              "space");
       // The first occurrence of a pair keeps its rank (as in llama.cpp).
       m->mergeRank.emplace(Impl::mergeKey(s.substr(0, sp), s.substr(sp + 1)),
                            rank);

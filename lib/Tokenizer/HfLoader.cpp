@@ -191,11 +191,10 @@ Tokenizer::fromHfJson(const std::string &path) {
   if (model.contains("dropout") && !model["dropout"].is_null())
     return L.err("BPE dropout is not supported");
 
-  LOOM_FMT_CHECK(L.normalizer(j.contains("normalizer") ? j["normalizer"]
-                                                        : json()));
-  LOOM_FMT_CHECK(L.preTokenizer(j.contains("pre_tokenizer")
-                                    ? j["pre_tokenizer"]
-                                    : json()));
+  LOOM_FMT_CHECK(
+      L.normalizer(j.contains("normalizer") ? j["normalizer"] : json()));
+  LOOM_FMT_CHECK(L.preTokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"]
+                                                            : json()));
   if (L.byteLevel && L.spmStyle)
     return L.err("both ByteLevel and SentencePiece-style (U+2581) settings; "
                  "not a tokenizer Loom knows");
@@ -223,8 +222,8 @@ Tokenizer::fromHfJson(const std::string &path) {
     return L.err("added_tokens is not a list");
   if (added.is_array())
     for (const json &a : added) {
-      if (!a.is_object() || !a.contains("id") ||
-          !a["id"].is_number_integer() || a["id"].get<int64_t>() < 0 ||
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
+          a["id"].get<int64_t>() < 0 ||
           a["id"].get<int64_t>() >= (int64_t(1) << 24) ||
           !a.contains("content") || !a["content"].is_string())
         return L.err("an added_tokens entry lacks an integer id or a content "
@@ -268,8 +267,9 @@ Tokenizer::fromHfJson(const std::string &path) {
       m->attr[i] = AttrByte;
     m->toId[t] = int32_t(i);
   }
-  std::string unk = model.contains("unk_token") ? tokenString(model["unk_token"])
-                                                : std::string();
+  std::string unk = model.contains("unk_token")
+                        ? tokenString(model["unk_token"])
+                        : std::string();
   if (!unk.empty()) {
     if (int32_t id = m->find(unk); id >= 0) {
       m->unkId = id;
@@ -310,8 +310,8 @@ Tokenizer::fromHfJson(const std::string &path) {
 
   // BOS/EOS from the post-processor's template ...
   std::string bos, eos;
-  const json &post = j.contains("post_processor") ? j["post_processor"]
-                                                  : json();
+  const json &post =
+      j.contains("post_processor") ? j["post_processor"] : json();
   if (post.is_object() && str(post, "type") == "TemplateProcessing" &&
       post.contains("single") && post["single"].is_array() &&
       !post["single"].empty()) {

@@ -86,8 +86,8 @@ preTokenizerPatterns(std::string_view pre) {
   if (is({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone",
           "minerva-7b"}))
     return std::vector<std::string>{"\\p{N}", kGpt2};
-  if (is({"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "mpt", "olmo",
-          "jais", "exaone4"}))
+  if (is({"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "mpt", "olmo", "jais",
+          "exaone4"}))
     return std::vector<std::string>{kGpt2};
   if (is({"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "dbrx",
           "smaug-bpe"}))
@@ -114,10 +114,10 @@ SplitRegex::compile(const std::string &pattern, const std::string &where) {
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
-    return fmt::makeError(where, ": pre-tokenizer regex '", pattern,
-                          "' does not compile (PCRE2: ",
-                          reinterpret_cast<const char *>(msg), " at offset ",
-                          uint64_t(errOff), ")");
+    return fmt::makeError(
+        where, ": pre-tokenizer regex '", pattern,
+        "' does not compile (PCRE2: ", reinterpret_cast<const char *>(msg),
+        " at offset ", uint64_t(errOff), ")");
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); // best effort
   std::shared_ptr<SplitRegex> re(new SplitRegex());

@@ -73,7 +73,8 @@ std::vector<Symbol> charSymbols(std::string_view word) {
   int index = 0;
   while (off < word.size()) {
     size_t n = std::min(word.size() - off, utf8LeadLength(uint8_t(word[off])));
-    syms.push_back({index - 1, off + n == word.size() ? -1 : index + 1, off, n});
+    syms.push_back(
+        {index - 1, off + n == word.size() ? -1 : index + 1, off, n});
     off += n;
     ++index;
   }
@@ -105,9 +106,7 @@ void Tokenizer::Impl::bpeWord(std::string_view word,
   };
   std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(
       worse);
-  auto symText = [&](int i) {
-    return word.substr(syms[i].off, syms[i].n);
-  };
+  auto symText = [&](int i) { return word.substr(syms[i].off, syms[i].n); };
   auto addBigram = [&](int l, int r) {
     if (l < 0 || r < 0)
       return;
@@ -126,8 +125,8 @@ void Tokenizer::Impl::bpeWord(std::string_view word,
     Symbol &l = syms[b.left], &r = syms[b.right];
     if (l.n == 0 || r.n == 0)
       continue;
-    if (l.n + r.n != b.text.size() ||
-        word.substr(l.off, l.n + r.n) != b.text || l.next != b.right)
+    if (l.n + r.n != b.text.size() || word.substr(l.off, l.n + r.n) != b.text ||
+        l.next != b.right)
       continue; // outdated
     mergeInto(syms, b.left, b.right);
     addBigram(l.prev, b.left);
@@ -279,9 +278,9 @@ struct Fragment {
 };
 } // namespace
 
-fmt::Result<std::vector<int32_t>>
-Tokenizer::encode(std::string_view text, bool addSpecial,
-                  bool parseSpecial) const {
+fmt::Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text,
+                                                    bool addSpecial,
+                                                    bool parseSpecial) const {
   const Impl &m = *impl;
   std::vector<Fragment> frags;
   if (!text.empty())
@@ -415,8 +414,8 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
       char x1 = b[i + 1];
       if (x1 == 's' || x1 == 'm')
         c.pop_back();
-      else if (i + 2 < b.size() &&
-               ((x1 == 'r' && b[i + 2] == 'e') || (x1 == 'v' && b[i + 2] == 'e')))
+      else if (i + 2 < b.size() && ((x1 == 'r' && b[i + 2] == 'e') ||
+                                    (x1 == 'v' && b[i + 2] == 'e')))
         c.pop_back();
     }
     c += x;
@@ -478,9 +477,9 @@ fmt::Status Tokenizer::Impl::finish() {
     const std::string &t = text[i];
     int32_t id = int32_t(i);
     auto makeControl = [&] { attr[i] = uint8_t(attr[i] | AttrControl); };
-    if (eotId < 0 && oneOf(t, {"<|eot_id|>", "<|im_end|>", "<|end|>",
-                               "<end_of_turn>", "<|endoftext|>",
-                               "<|end_of_text|>", "<EOT>", "_<EOT>"})) {
+    if (eotId < 0 &&
+        oneOf(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                  "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>"})) {
       eotId = id;
       makeControl();
     }
@@ -488,8 +487,8 @@ fmt::Status Tokenizer::Impl::finish() {
       eomId = id;
       makeControl();
     }
-    if (fimPad < 0 && oneOf(t, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",
-                                "<PAD>"})) {
+    if (fimPad < 0 &&
+        oneOf(t, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"})) {
       fimPad = id;
       makeControl();
     }

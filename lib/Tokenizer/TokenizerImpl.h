@@ -1,4 +1,5 @@
-//===- TokenizerImpl.h - Internals shared by the tokenizer files -*- C++ -*-===//
+//===- TokenizerImpl.h - Internals shared by the tokenizer files -*- C++
+//-*-===//
 //
 // Part of the Loom project.
 //
@@ -55,7 +56,8 @@ private:
 
 /// The pre-tokenizer regexes llama.cpp uses for a tokenizer.ggml.pre name;
 /// an empty vector and an Error for names Loom does not know.
-fmt::Result<std::vector<std::string>> preTokenizerPatterns(std::string_view pre);
+fmt::Result<std::vector<std::string>>
+preTokenizerPatterns(std::string_view pre);
 
 /// How a piece of text becomes symbols before merging.
 enum class ModelKind {
@@ -83,12 +85,12 @@ struct Tokenizer::Impl {
   /// Special tokens searched in the text, longest first.
   std::vector<int32_t> specialOrder;
 
-  bool ignoreMerges = false;   // llama3: a whole word in the vocab is a token
+  bool ignoreMerges = false; // llama3: a whole word in the vocab is a token
   bool addBos = false, addEos = false;
-  bool addSpacePrefix = false; // SPM: " " before the first text fragment
-  bool escapeSpaces = false;   // SPM / CharBpe: " " -> U+2581
+  bool addSpacePrefix = false;    // SPM: " " before the first text fragment
+  bool escapeSpaces = false;      // SPM / CharBpe: " " -> U+2581
   bool prefixAtStartOnly = false; // CharBpe, HF Metaspace prepend_scheme first
-  bool cleanSpaces = false;    // llama.cpp's detokenize clean-up (gpt2 pre)
+  bool cleanSpaces = false;       // llama.cpp's detokenize clean-up (gpt2 pre)
   int32_t bosId = -1, eosId = -1, eotId = -1, eomId = -1, unkId = -1;
   std::unordered_set<int32_t> eog;
   std::string chatTemplate;

@@ -72,8 +72,8 @@ std::vector<uint32_t> decodeLikeLlama(std::string_view s) {
     } else if (!(b & 0x10)) {
       if (i + 2 < n && isCont(at(i + 1)) && isCont(at(i + 2))) {
         len = 3;
-        cp = ((b & 0x0F) << 12) | ((at(i + 1) & 0x3F) << 6) |
-             (at(i + 2) & 0x3F);
+        cp =
+            ((b & 0x0F) << 12) | ((at(i + 1) & 0x3F) << 6) | (at(i + 2) & 0x3F);
       }
     } else if (!(b & 0x08)) {
       if (i + 3 < n && isCont(at(i + 1)) && isCont(at(i + 2)) &&

@@ -38,7 +38,8 @@ int64_t bytesOf(Type type) {
 
 /// True for host operations that may stay: they touch no buffer's contents.
 bool isHostSafe(Operation *op) {
-  if (isa<gpu::GPUDialect>(op->getDialect()) || op->hasTrait<OpTrait::ConstantLike>() ||
+  if (isa<gpu::GPUDialect>(op->getDialect()) ||
+      op->hasTrait<OpTrait::ConstantLike>() ||
       isa<func::ReturnOp, memref::AllocOp, memref::DeallocOp, memref::CopyOp,
           memref::GetGlobalOp, memref::ExtractAlignedPointerAsIndexOp,
           memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op))
@@ -93,9 +94,8 @@ struct GpuHostProgramPass
       auto nvvm = [&](StringRef name, Value x) -> Value {
         if (type != f32)
           x = arith::ExtFOp::create(b, loc, f32, x);
-        Value r = LLVM::CallIntrinsicOp::create(b, loc, Type(f32),
-                                                b.getStringAttr(name),
-                                                ValueRange{x})
+        Value r = LLVM::CallIntrinsicOp::create(
+                      b, loc, Type(f32), b.getStringAttr(name), ValueRange{x})
                       .getResult(0);
         return type == f32 ? r : arith::TruncFOp::create(b, loc, type, r);
       };
@@ -112,13 +112,17 @@ struct GpuHostProgramPass
         r = nvvm("llvm.nvvm.trunc.f", op->getOperand(0));
       else if (isa<math::RsqrtOp>(op))
         r = arith::DivFOp::create(
-            b, loc, arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0)),
+            b, loc,
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 1.0)),
             nvvm("llvm.nvvm.sqrt.rn.f", op->getOperand(0)));
       else {
         Value x = op->getOperand(0);
-        Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
-        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
-        r = arith::SelectOp::create(b, loc, neg, arith::NegFOp::create(b, loc, x), x);
+        Value zero =
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+        Value neg =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+        r = arith::SelectOp::create(b, loc, neg,
+                                    arith::NegFOp::create(b, loc, x), x);
       }
       op->getResult(0).replaceAllUsesWith(r);
       op->erase();
@@ -159,7 +163,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   };
 
   b.setInsertionPointToStart(&body);
-  Value token = gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
+  Value token =
+      gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
   // Buffers to free before the return: device copies of host memory.
   SmallVector<Value> copies;
   // Host memory used by device code: a device copy replaces every use.
@@ -209,9 +214,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     Value asInt = arith::IndexCastOp::create(b, loc, i64, aligned);
     Value address = LLVM::IntToPtrOp::create(b, loc, ptr, asInt);
     Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
-    Value device = func::CallOp::create(b, loc, residentFn(),
-                                        ValueRange{address, size})
-                       .getResult(0);
+    Value device =
+        func::CallOp::create(b, loc, residentFn(), ValueRange{address, size})
+            .getResult(0);
     // {allocated, aligned, offset, sizes, strides} as the memref's LLVM type.
     int64_t rank = type.getRank();
     SmallVector<Type> fields = {ptr, ptr, i64};
@@ -312,8 +317,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
           v = h;
           continue;
         }
-        auto host = memref::AllocOp::create(b, loc, type,
-                                            b.getI64IntegerAttr(64));
+        auto host =
+            memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
         token = gpu::MemcpyOp::create(b, loc, tokenType, {token}, host, v)
                     .getAsyncToken();
         bool isCopy = llvm::is_contained(copies, v);

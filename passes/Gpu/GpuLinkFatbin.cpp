@@ -73,7 +73,8 @@ struct GpuLinkFatbinPass
       if (!target || object.getFormat() != gpu::CompilationTarget::Binary)
         return binary.emitError()
                << "loom-gpu-link-fatbin: expected cubins of #nvvm.target "
-                  "(gpu-module-to-binary{format=bin}), got " << object;
+                  "(gpu-module-to-binary{format=bin}), got "
+               << object;
       StringRef chip = target.getChip();
       if (!chip.consume_front("sm_"))
         return binary.emitError() << "unexpected chip " << target.getChip();
@@ -83,8 +84,8 @@ struct GpuLinkFatbinPass
       std::error_code ec;
       llvm::raw_fd_ostream os(*path, ec);
       if (ec)
-        return binary.emitError() << "cannot write " << *path << ": "
-                                  << ec.message();
+        return binary.emitError()
+               << "cannot write " << *path << ": " << ec.message();
       os << object.getObject().getValue();
       os.close();
       args.push_back(("--image3=kind=elf,sm=" + chip + ",file=" + *path).str());
@@ -104,7 +105,8 @@ struct GpuLinkFatbinPass
     if (rc != 0 || !data) {
       auto logText = llvm::MemoryBuffer::getFile(*log);
       return binary.emitError()
-             << "fatbinary failed (" << (why.empty() ? "exit " + std::to_string(rc) : why)
+             << "fatbinary failed ("
+             << (why.empty() ? "exit " + std::to_string(rc) : why)
              << "): " << (logText ? (*logText)->getBuffer().trim() : "");
     }
     auto first = cast<gpu::ObjectAttr>(binary.getObjects()[0]);

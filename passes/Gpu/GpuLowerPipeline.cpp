@@ -88,7 +88,8 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
     toBinary.toolkitPath = options.toolkit;
   pm.addPass(createGpuModuleToBinaryPass(toBinary));
   if (options.format == "fatbin")
-    pm.addPass(createGpuLinkFatbinPass(GpuLinkFatbinPassOptions{options.toolkit}));
+    pm.addPass(
+        createGpuLinkFatbinPass(GpuLinkFatbinPassOptions{options.toolkit}));
 
   // Host code: the mgpu* calls, then the CPU bundle's tail.
   pm.addPass(createConvertMathToLLVMPass());
@@ -104,9 +105,9 @@ namespace {
 struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
   ListOption<std::string> chips{*this, "chips",
                                 llvm::cl::desc("chips (default sm_80,sm_90)")};
-  Option<std::string> format{
-      *this, "format", llvm::cl::desc("fatbin (default), bin or isa"),
-      llvm::cl::init("fatbin")};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("fatbin (default), bin or isa"),
+                             llvm::cl::init("fatbin")};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block"),
                             llvm::cl::init(256)};

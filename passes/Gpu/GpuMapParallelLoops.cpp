@@ -70,7 +70,8 @@ struct GpuMapParallelLoopsPass
     for (scf::ParallelOp loop : outermostLoops(module)) {
       auto [blocks, threads] =
           scf::tileParallelLoop(loop, {blockSize}, /*noMinMaxBounds=*/true);
-      if (failed(gpu::setMappingAttr(blocks, {mapTo(gpu::Processor::BlockX)})) ||
+      if (failed(
+              gpu::setMappingAttr(blocks, {mapTo(gpu::Processor::BlockX)})) ||
           failed(
               gpu::setMappingAttr(threads, {mapTo(gpu::Processor::ThreadX)})))
         return signalPassFailure();

@@ -91,8 +91,8 @@ bool isPlainBuffer(Value v) {
 Value pointerOf(OpBuilder &b, Location loc, Value memref) {
   Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  i64);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
 }
 
 struct GpuMatmulsToCublasPass
@@ -102,7 +102,8 @@ struct GpuMatmulsToCublasPass
     SmallVector<linalg::LinalgOp> products;
     module.walk([&](linalg::LinalgOp op) {
       if (op->getParentOfType<gpu::GPUModuleOp>() ||
-          !op.hasPureBufferSemantics() || !linalg::isaContractionOpInterface(op))
+          !op.hasPureBufferSemantics() ||
+          !linalg::isaContractionOpInterface(op))
         return;
       products.push_back(op);
     });

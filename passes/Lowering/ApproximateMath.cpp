@@ -29,12 +29,12 @@ struct ApproximateMathPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathF32ExpansionPatterns(patterns, [](StringRef) { return true; });
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef) { return true; });
+    populateMathPolynomialApproximationPatterns(patterns,
+                                                [](StringRef) { return true; });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-    auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract |
-                 arith::FastMathFlags::afn;
+    auto flags = arith::FastMathFlags::reassoc |
+                 arith::FastMathFlags::contract | arith::FastMathFlags::afn;
     // Arithmetic only: a cast pair (f32 -> f16 -> f32) must keep rounding.
     getOperation().walk([&](Operation *op) {
       if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,

@@ -73,9 +73,9 @@ Value AttentionEmitter::attentionGemm(Operation *op, Value a, Value rhs,
     });
   }
   Value batch = arith::MulIOp::create(b, loc, dim(a, 0), cIndex(heads));
-  SmallVector<Value> args{ctx,           cI32(0),      cI32(tb),     indexToI64(batch),
-                  cI64(heads),   cI64(group),  indexToI64(m), indexToI64(n),
-                  indexToI64(k)};
+  SmallVector<Value> args{
+      ctx,         cI32(0),       cI32(tb),      indexToI64(batch), cI64(heads),
+      cI64(group), indexToI64(m), indexToI64(n), indexToI64(k)};
   return kernel({a, rhs}, type, sizes, [&](ValueRange bufs) {
     SmallVector<Value> all = args;
     for (Value buf : bufs)

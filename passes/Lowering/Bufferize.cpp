@@ -6,9 +6,10 @@
 // entry points need, plus the BufferizableOpInterface models of the
 // collectives (CollectivePatterns.cpp) and of loom_cpu.kernel (the GEMM and
 // quantized-kernel calls, KernelCall.cpp), which emit their runtime calls on
-// the buffers the analysis chose. The analysis therefore sees every read and write of a
-// call: no buffer handed to a call is overwritten before the call, and a
-// call's result is an ordinary buffer that later ops may overwrite in place.
+// the buffers the analysis chose. The analysis therefore sees every read and
+// write of a call: no buffer handed to a call is overwritten before the call,
+// and a call's result is an ordinary buffer that later ops may overwrite in
+// place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,8 +48,8 @@ namespace {
 LogicalResult markInputsReadOnly(ModuleOp module) {
   auto readOnly = BoolAttr::get(module.getContext(), false);
   llvm::StringMap<ArrayAttr> recorded; // entry name -> its arg_attrs
-  if (auto entries = module->getAttrOfType<ArrayAttr>(
-          LoomDialect::kEntryPointsAttrName))
+  if (auto entries =
+          module->getAttrOfType<ArrayAttr>(LoomDialect::kEntryPointsAttrName))
     for (auto e : entries.getAsRange<DictionaryAttr>())
       if (auto name = e.getAs<StringAttr>("name"))
         recorded[name.getValue()] = e.getAs<ArrayAttr>("arg_attrs");

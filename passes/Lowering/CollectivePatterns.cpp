@@ -153,10 +153,10 @@ struct CollectiveEmitter : Emitter {
     }
     if (!n)
       return cI64(known);
-    return indexToI64(known == 1 ? n
-                                 : arith::MulIOp::create(b, loc, n,
-                                                         cIndex(known))
-                                       .getResult());
+    return indexToI64(
+        known == 1
+            ? n
+            : arith::MulIOp::create(b, loc, n, cIndex(known)).getResult());
   }
   /// A fresh identity-layout buffer of `type` (a tensor type) with `sizes`
   /// (all of them; the static ones are ignored).
@@ -260,8 +260,7 @@ Value CollectiveEmitter::allReduce(AllReduceOp op, Value ctx, Value in,
 Value CollectiveEmitter::allGather(AllGatherOp op, Value ctx, Value in) {
   auto group = *groupOf(op, op.getMeshAttr(), op.getMeshAxes());
   int32_t dt = *dtypeOf(op, op.getType());
-  int64_t gd =
-      normAxis(op.getGatherDim(), op.getInput().getType().getRank());
+  int64_t gd = normAxis(op.getGatherDim(), op.getInput().getType().getRank());
   SmallVector<Value> s = sizes(in), outSizes = s;
   if (std::optional<int64_t> c = getConstantIntValue(s[gd]))
     outSizes[gd] = cIndex(*c * group.first);
@@ -278,8 +277,7 @@ Value CollectiveEmitter::reduceScatter(ReduceScatterOp op, Value ctx,
                                        Value in) {
   auto group = *groupOf(op, op.getMeshAttr(), op.getMeshAxes());
   int32_t dt = *dtypeOf(op, op.getType());
-  int64_t sd =
-      normAxis(op.getScatterDim(), op.getInput().getType().getRank());
+  int64_t sd = normAxis(op.getScatterDim(), op.getInput().getType().getRank());
   SmallVector<Value> s = sizes(in), outSizes = s;
   outSizes[sd] = divIndex(s[sd], group.first);
   Value out = alloc(op.getType(), outSizes);
@@ -312,29 +310,27 @@ Value CollectiveEmitter::allToAll(AllToAllOp op, Value ctx, Value in) {
 
 LogicalResult CollectiveEmitter::send(SendOp op, Value ctx, Value in) {
   int32_t dt = *dtypeOf(op, op.getInput().getType());
-  FailureOr<Value> peer =
-      peerRank(op, ctx, op.getMeshAttr(), op.getMeshAxes(), op.getPeer(),
-               op.getShift());
+  FailureOr<Value> peer = peerRank(op, ctx, op.getMeshAttr(), op.getMeshAxes(),
+                                   op.getPeer(), op.getShift());
   if (failed(peer))
     return failure();
-  callRuntime("loom_rt_send", ValueRange{ctx, cI32(dt), ptrOf(in),
-                                         count(sizes(in)), *peer,
-                                         cI64(op.getChannel())});
+  callRuntime("loom_rt_send",
+              ValueRange{ctx, cI32(dt), ptrOf(in), count(sizes(in)), *peer,
+                         cI64(op.getChannel())});
   return success();
 }
 
 FailureOr<Value> CollectiveEmitter::recv(RecvOp op, Value ctx) {
   auto type = cast<RankedTensorType>(op.getType());
   int32_t dt = *dtypeOf(op, type);
-  FailureOr<Value> peer =
-      peerRank(op, ctx, op.getMeshAttr(), op.getMeshAxes(), op.getPeer(),
-               op.getShift());
+  FailureOr<Value> peer = peerRank(op, ctx, op.getMeshAttr(), op.getMeshAxes(),
+                                   op.getPeer(), op.getShift());
   if (failed(peer))
     return failure();
   Value out = alloc(type, {});
-  callRuntime("loom_rt_recv", ValueRange{ctx, cI32(dt), ptrOf(out),
-                                         cI64(type.getNumElements()), *peer,
-                                         cI64(op.getChannel())});
+  callRuntime("loom_rt_recv",
+              ValueRange{ctx, cI32(dt), ptrOf(out), cI64(type.getNumElements()),
+                         *peer, cI64(op.getChannel())});
   return out;
 }
 
@@ -411,7 +407,6 @@ FailureOr<Value> CollectiveEmitter::lowerLocalSlice(LocalSliceOp op,
       [](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; });
 }
 
-
 LogicalResult loom::lowering::verifyCollectives(ModuleOp module) {
   WalkResult r = module.walk([](CollectiveOpInterface op) {
     Operation *o = op;
@@ -419,7 +414,8 @@ LogicalResult loom::lowering::verifyCollectives(ModuleOp module) {
         failed(groupOf(o, op.getMeshAttr(), op.getMeshAxes())) ||
         failed(dtypeOf(o, communicatedType(o))))
       return WalkResult::interrupt();
-    if (auto recv = dyn_cast<RecvOp>(o); recv && !recv.getType().hasStaticShape()) {
+    if (auto recv = dyn_cast<RecvOp>(o);
+        recv && !recv.getType().hasStaticShape()) {
       recv.emitOpError() << "loom.recv needs a static shape to lower";
       return WalkResult::interrupt();
     }
@@ -458,8 +454,7 @@ FailureOr<Value> contiguousInput(Operation *op, RewriterBase &rewriter,
                                  const BufferizationOptions &options,
                                  const BufferizationState &state,
                                  CollectiveEmitter &e) {
-  FailureOr<Value> buf =
-      getBuffer(rewriter, op->getOperand(0), options, state);
+  FailureOr<Value> buf = getBuffer(rewriter, op->getOperand(0), options, state);
   if (failed(buf))
     return failure();
   return e.contiguous(*buf);
@@ -468,7 +463,8 @@ FailureOr<Value> contiguousInput(Operation *op, RewriterBase &rewriter,
 /// The identity-layout buffer type of a result the op allocates.
 BufferLikeType allocatedType(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
-  return cast<BufferLikeType>(MemRefType::get(t.getShape(), t.getElementType()));
+  return cast<BufferLikeType>(
+      MemRefType::get(t.getShape(), t.getElementType()));
 }
 
 /// The name of the (pass-internal) attribute by which loom-bufferize tells
@@ -500,10 +496,10 @@ struct AllReduceModel
   bool bufferizesToAllocation(Operation *op, Value) const {
     return !inPlace(op);
   }
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
-                const BufferizationState &state,
-                SmallVector<Value> &stack) const {
+  FailureOr<BufferLikeType> getBufferType(Operation *op, Value value,
+                                          const BufferizationOptions &options,
+                                          const BufferizationState &state,
+                                          SmallVector<Value> &stack) const {
     if (!inPlace(op))
       return allocatedType(value);
     return bufferization::getBufferType(op->getOperand(0), options, state,
@@ -520,8 +516,8 @@ struct AllReduceModel
     Value in = c.e.contiguous(*buf);
     Value result;
     if (!inPlace(op)) {
-      result = c.e.allReduce(ar, c.ctx, in,
-                             c.e.alloc(ar.getType(), c.e.sizes(in)));
+      result =
+          c.e.allReduce(ar, c.ctx, in, c.e.alloc(ar.getType(), c.e.sizes(in)));
     } else {
       c.e.allReduce(ar, c.ctx, in, in);
       // A strided operand was reduced in a row-major copy: write it back.
@@ -555,8 +551,7 @@ struct ReadOnlyOperandModel
 /// all_gather, reduce_scatter, all_to_all: read the operand, write a fresh
 /// buffer (the result has another shape, or another rank's data).
 template <typename Op, Value (CollectiveEmitter::*Lower)(Op, Value, Value)>
-struct OutOfPlaceModel
-    : ReadOnlyOperandModel<OutOfPlaceModel<Op, Lower>, Op> {
+struct OutOfPlaceModel : ReadOnlyOperandModel<OutOfPlaceModel<Op, Lower>, Op> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
   FailureOr<BufferLikeType> getBufferType(Operation *, Value value,
                                           const BufferizationOptions &,
@@ -592,8 +587,7 @@ struct SendModel : ReadOnlyOperandModel<SendModel, SendOp> {
 };
 
 /// recv: writes a fresh buffer.
-struct RecvModel
-    : BufferizableOpInterface::ExternalModel<RecvModel, RecvOp> {
+struct RecvModel : BufferizableOpInterface::ExternalModel<RecvModel, RecvOp> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
   FailureOr<BufferLikeType> getBufferType(Operation *, Value value,
                                           const BufferizationOptions &,

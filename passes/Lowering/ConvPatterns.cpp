@@ -99,8 +99,9 @@ Value ConvEmitter::convInit(RankedTensorType type, Value bias, Value like,
   auto btype = RankedTensorType::get(bshape, type.getElementType());
   Value bv = btype == bias.getType() ? bias : reshape(bias, btype);
   AffineMap map = AffineMap::get(type.getRank(), 0, exprs, b.getContext());
-  return generic(type, {bv}, {map}, all,
-                 [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+  return generic(
+      type, {bv}, {map}, all,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 Value ConvEmitter::groupedConv(Value x, Value w, Value bias, int64_t groups,
@@ -113,7 +114,8 @@ Value ConvEmitter::groupedConv(Value x, Value w, Value bias, int64_t groups,
   int64_t k = xt.getRank() - 2, g = groups;
   int64_t cg = xt.getDimSize(1) / g, mg = type.getDimSize(1) / g;
   ArrayRef<int64_t> kernel = wt.getShape().drop_front(2);
-  // [N, G, C/G, D...] and [G, M/G, C/G, K...] (transposed: [G, C/G, M/G, K...]).
+  // [N, G, C/G, D...] and [G, M/G, C/G, K...] (transposed: [G, C/G, M/G,
+  // K...]).
   SmallVector<int64_t> xs = {xt.getDimSize(0), g, cg};
   xs.append(xt.getShape().begin() + 2, xt.getShape().end());
   SmallVector<int64_t> ws = {g, transposed ? cg : mg, transposed ? mg : cg};
@@ -128,15 +130,15 @@ Value ConvEmitter::groupedConv(Value x, Value w, Value bias, int64_t groups,
   // Loops: n, g, m, o_1..o_k | c, kk_1..kk_k.
   unsigned nl = 4 + 2 * k;
   auto d = [&](int64_t i) { return b.getAffineDimExpr(i); };
-  SmallVector<AffineExpr> xe = {d(0), d(1), d(3 + k)}, we, oe = {d(0), d(1), d(2)},
-                          win;
+  SmallVector<AffineExpr> xe = {d(0), d(1), d(3 + k)}, we,
+                          oe = {d(0), d(1), d(2)}, win;
   we = transposed ? SmallVector<AffineExpr>{d(1), d(3 + k), d(2)}
                   : SmallVector<AffineExpr>{d(1), d(2), d(3 + k)};
   for (int64_t i = 0; i < k; ++i) {
     xe.push_back(d(3 + i) * strides[i] + d(4 + k + i) * dilations[i]);
-    we.push_back(transposed ? b.getAffineConstantExpr(kernel[i] - 1) -
-                                  d(4 + k + i)
-                            : d(4 + k + i));
+    we.push_back(transposed
+                     ? b.getAffineConstantExpr(kernel[i] - 1) - d(4 + k + i)
+                     : d(4 + k + i));
     oe.push_back(d(3 + i));
     win.push_back(d(4 + k + i));
   }
@@ -201,8 +203,8 @@ Value ConvEmitter::lowerConvTranspose(ConvTransposeOp op,
   // Spread: input element i lands at i * stride, zeros between.
   if (llvm::any_of(st, [](int64_t s) { return s > 1; })) {
     SmallVector<int64_t> shape(xt.getShape());
-    SmallVector<OpFoldResult> offsets(xt.getRank(), b.getIndexAttr(0)),
-        sz, strides(2, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> offsets(xt.getRank(), b.getIndexAttr(0)), sz,
+        strides(2, b.getIndexAttr(1));
     for (int64_t i = 0; i < xt.getRank(); ++i)
       sz.push_back(dimOfr(x, i));
     for (int64_t i = 0; i < k; ++i) {
@@ -261,12 +263,13 @@ Value ConvEmitter::windowReduce(Value x, Value init, ArrayRef<int64_t> kernel,
               dl = b.getI64TensorAttr(dilations);
     Operation *pool;
     if (k == 1)
-      pool = isMax ? linalg::PoolingNcwMaxOp::create(
-                         b, loc, TypeRange{type}, ins, ValueRange{init}, s, dl)
-                         .getOperation()
-                   : linalg::PoolingNcwSumOp::create(
-                         b, loc, TypeRange{type}, ins, ValueRange{init}, s, dl)
-                         .getOperation();
+      pool = isMax
+                 ? linalg::PoolingNcwMaxOp::create(b, loc, TypeRange{type}, ins,
+                                                   ValueRange{init}, s, dl)
+                       .getOperation()
+                 : linalg::PoolingNcwSumOp::create(b, loc, TypeRange{type}, ins,
+                                                   ValueRange{init}, s, dl)
+                       .getOperation();
     else
       pool = isMax ? linalg::PoolingNchwMaxOp::create(
                          b, loc, TypeRange{type}, ins, ValueRange{init}, s, dl)
@@ -317,8 +320,8 @@ Value ConvEmitter::lowerPool(PoolOp op, PoolOp::Adaptor a) {
   // hold the reduction's identity and count for nothing.
   SmallVector<int64_t> lo(pads.take_front(k)), hi(pads.drop_front(k)), extra;
   for (int64_t i = 0; i < k; ++i) {
-    int64_t need = (type.getDimSize(i + 2) - 1) * st[i] +
-                   dil[i] * (kernel[i] - 1) + 1;
+    int64_t need =
+        (type.getDimSize(i + 2) - 1) * st[i] + dil[i] * (kernel[i] - 1) + 1;
     int64_t have = xt.getDimSize(i + 2) + lo[i] + hi[i];
     extra.push_back(std::max<int64_t>(need - have, 0));
   }
@@ -338,18 +341,19 @@ Value ConvEmitter::lowerPool(PoolOp op, PoolOp::Adaptor a) {
     for (int64_t kk : kernel)
       n *= static_cast<double>(kk);
     Value c = cFloat(b, loc, ft, n);
-    return elementwise(type, {r},
-                       [&](OpBuilder &bb, Location l, ValueRange args) {
-                         return arith::DivFOp::create(bb, l, args[0], c)
-                             .getResult();
-                       });
+    return elementwise(
+        type, {r}, [&](OpBuilder &bb, Location l, ValueRange args) {
+          return arith::DivFOp::create(bb, l, args[0], c).getResult();
+        });
   }
   // The count of each window: the same window sum over ones.
   SmallVector<int64_t> oneShape = {1, 1};
   oneShape.append(xt.getShape().begin() + 2, xt.getShape().end());
   auto oneType = RankedTensorType::get(oneShape, ft);
   Value ones = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(oneType, ArrayRef<Attribute>(b.getFloatAttr(ft, 1.0))));
+      b, loc,
+      DenseElementsAttr::get(oneType,
+                             ArrayRef<Attribute>(b.getFloatAttr(ft, 1.0))));
   Value counted = pad(ones, lo, hi, op.getCountIncludePad() ? 1.0 : 0.0);
   counted = pad(counted, SmallVector<int64_t>(k, 0), extra, 0.0);
   SmallVector<int64_t> countShape = {1, 1};
@@ -359,11 +363,10 @@ Value ConvEmitter::lowerPool(PoolOp op, PoolOp::Adaptor a) {
                          cFloat(b, loc, ft, 0.0));
   Value count =
       windowReduce(counted, countInit, kernel, st, dil, false, countType);
-  return elementwise(type, {r, count},
-                     [](OpBuilder &bb, Location l, ValueRange args) {
-                       return arith::DivFOp::create(bb, l, args[0], args[1])
-                           .getResult();
-                     });
+  return elementwise(
+      type, {r, count}, [](OpBuilder &bb, Location l, ValueRange args) {
+        return arith::DivFOp::create(bb, l, args[0], args[1]).getResult();
+      });
 }
 
 } // namespace
@@ -371,10 +374,9 @@ Value ConvEmitter::lowerPool(PoolOp op, PoolOp::Adaptor a) {
 void loom::lowering::populateConvPatterns(TypeConverter &converter,
                                           RewritePatternSet &patterns,
                                           const LoweringOptions &opts) {
-  patterns.add<
-      EmitterPattern<ConvOp, ConvEmitter, &ConvEmitter::lowerConv>,
-      EmitterPattern<ConvTransposeOp, ConvEmitter,
-                     &ConvEmitter::lowerConvTranspose>,
-      EmitterPattern<PoolOp, ConvEmitter, &ConvEmitter::lowerPool>>(
+  patterns.add<EmitterPattern<ConvOp, ConvEmitter, &ConvEmitter::lowerConv>,
+               EmitterPattern<ConvTransposeOp, ConvEmitter,
+                              &ConvEmitter::lowerConvTranspose>,
+               EmitterPattern<PoolOp, ConvEmitter, &ConvEmitter::lowerPool>>(
       converter, patterns.getContext(), opts);
 }

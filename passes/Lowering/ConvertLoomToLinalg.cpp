@@ -101,8 +101,8 @@ struct ConvertLoomToLinalgPass
     target.addIllegalDialect<LoomDialect>();
     // Collectives stay: they become runtime calls on the buffers that
     // loom-bufferize gives them (CollectivePatterns.cpp).
-    target.addLegalOp<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-                      SendOp, RecvOp>();
+    target.addLegalOp<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp, SendOp,
+                      RecvOp>();
     target.addDynamicallyLegalOp<AllToAllOp>(isContiguousAllToAll);
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
       return converter.isSignatureLegal(fn.getFunctionType()) &&

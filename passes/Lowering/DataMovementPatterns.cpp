@@ -143,14 +143,14 @@ Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
   sizes.push_back(r);
   const int64_t g = il.rows, head = il.fields * il.fieldBytes;
   // The rows in full groups: N rounded down to g.
-  Value full = tableType.isDynamicDim(0)
-                   ? arith::MulIOp::create(
-                         b, loc,
-                         arith::DivUIOp::create(b, loc, dim(table, 0),
-                                                cIndex(g)),
-                         cIndex(g))
-                         .getResult()
-                   : cIndex(tableType.getDimSize(0) / g * g);
+  Value full =
+      tableType.isDynamicDim(0)
+          ? arith::MulIOp::create(
+                b, loc,
+                arith::DivUIOp::create(b, loc, dim(table, 0), cIndex(g)),
+                cIndex(g))
+                .getResult()
+          : cIndex(tableType.getDimSize(0) / g * g);
   return generic(
       type, {ids}, {idsMap(rank)}, sizes,
       [&](OpBuilder &bb, Location l, ValueRange a) -> Value {
@@ -238,11 +238,11 @@ struct ReshapeLowering : LoomPattern<ReshapeOp> {
   LogicalResult
   matchAndRewrite(ReshapeOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
-    return replaceOrFail(
-        rewriter, op,
-        emitter(rewriter, op)
-            .reshapeTo(op, a.getInput(), op.getResult().getType(),
-                       a.getSizes()));
+    return replaceOrFail(rewriter, op,
+                         emitter(rewriter, op)
+                             .reshapeTo(op, a.getInput(),
+                                        op.getResult().getType(),
+                                        a.getSizes()));
   }
 };
 

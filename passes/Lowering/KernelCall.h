@@ -1,4 +1,5 @@
-//===- KernelCall.h - runtime calls on buffers, in destination style -*- C++ -*-===//
+//===- KernelCall.h - runtime calls on buffers, in destination style -*- C++
+//-*-===//
 //
 // `loom_cpu.kernel` (KernelCall.td): the lowering's one internal op. It
 // stands for runtime calls (the GEMM, the quantized kernels) that read and

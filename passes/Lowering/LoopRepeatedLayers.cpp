@@ -120,10 +120,9 @@ private:
     };
     for (Operation &op : fn.getBody().front()) {
       auto call = dyn_cast<func::CallOp>(op);
-      auto callee =
-          call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                     call, call.getCalleeAttr())
-               : func::FuncOp();
+      auto callee = call ? SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                               call, call.getCalleeAttr())
+                         : func::FuncOp();
       if (!callee || !callee->hasAttr(LoomDialect::kLayerAttrName)) {
         flush();
         continue;
@@ -145,9 +144,8 @@ private:
     llvm::SmallDenseSet<unsigned> carriedResults;
     for (unsigned j = 0; j < numOperands; ++j) {
       Value first = calls.front().getOperand(j);
-      if (llvm::all_of(calls, [&](func::CallOp c) {
-            return c.getOperand(j) == first;
-          }))
+      if (llvm::all_of(
+              calls, [&](func::CallOp c) { return c.getOperand(j) == first; }))
         continue;
       // The residual stream: call c's operand is a result of call c - 1.
       auto res = dyn_cast<OpResult>(calls[1].getOperand(j));
@@ -174,9 +172,9 @@ private:
           !llvm::all_of(llvm::seq<size_t>(0, n), [&](size_t c) {
             return argOf(c) == base + stride * static_cast<int64_t>(c);
           })) {
-        LLVM_DEBUG(llvm::dbgs() << "operand " << j << " of @"
-                                << calls[0].getCallee()
-                                << " varies irregularly: not looped\n");
+        LLVM_DEBUG(llvm::dbgs()
+                   << "operand " << j << " of @" << calls[0].getCallee()
+                   << " varies irregularly: not looped\n");
         return std::nullopt;
       }
       plan[j] = {OperandPlan::Table, 0, base, stride};
@@ -282,8 +280,8 @@ private:
       last.getResult(r).replaceAllUsesWith(forOp.getResult(k));
     for (func::CallOp c : llvm::reverse(calls))
       c->erase();
-    LLVM_DEBUG(llvm::dbgs() << "looped " << calls.size() << " calls of @"
-                            << forOp << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "looped " << calls.size() << " calls of @" << forOp << "\n");
   }
 };
 

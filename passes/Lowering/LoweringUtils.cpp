@@ -344,11 +344,11 @@ FailureOr<Value> Emitter::reshapeTo(Operation *op, Value input,
           Value lin;
           for (int64_t d = 0; d < type.getRank(); ++d) {
             Value i = linalg::IndexOp::create(bb, l, d);
-            lin = lin ? arith::AddIOp::create(
-                            bb, l, arith::MulIOp::create(bb, l, lin, shape[d]),
-                            i)
-                            .getResult()
-                      : i;
+            lin =
+                lin ? arith::AddIOp::create(
+                          bb, l, arith::MulIOp::create(bb, l, lin, shape[d]), i)
+                          .getResult()
+                    : i;
           }
           return tensor::ExtractOp::create(bb, l, flat, ValueRange{lin});
         });
@@ -667,10 +667,9 @@ FailureOr<Value> loom::lowering::contextOf(Operation *op) {
 Value Emitter::kernel(ValueRange inputs, RankedTensorType type,
                       ArrayRef<Value> sizes,
                       llvm::function_ref<void(ValueRange)> body) {
-  return KernelOp::create(b, loc, inputs, ValueRange{emptyAll(type, sizes)},
-                          [&](OpBuilder &, Location, ValueRange bufs) {
-                            body(bufs);
-                          })
+  return KernelOp::create(
+             b, loc, inputs, ValueRange{emptyAll(type, sizes)},
+             [&](OpBuilder &, Location, ValueRange bufs) { body(bufs); })
       .getResult(0);
 }
 

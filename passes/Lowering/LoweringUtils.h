@@ -26,10 +26,10 @@
 #ifndef LOOM_PASSES_LOWERING_LOWERINGUTILS_H
 #define LOOM_PASSES_LOWERING_LOWERINGUTILS_H
 
+#include "loom/Support/Axis.h"
 #include "passes/Lowering/KernelCall.h"
 #include "passes/Lowering/Passes.h"
 #include "passes/Lowering/QuantKernels.h"
-#include "loom/Support/Axis.h"
 
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"

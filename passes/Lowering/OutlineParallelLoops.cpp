@@ -127,7 +127,7 @@ struct OutlineParallelLoopsPass
                      ArrayRef<Value> keptExtents) {
     Value work = arith::ConstantIndexOp::create(b, loc, 1);
     std::function<int64_t(Block &, Value &)> count = [&](Block &blk,
-                                                        Value &factor) {
+                                                         Value &factor) {
       int64_t ops = 0;
       for (Operation &op : blk) {
         ++ops;
@@ -156,8 +156,8 @@ struct OutlineParallelLoopsPass
           }
           Value sub = arith::MulIOp::create(
               b, loc, trips,
-              arith::MulIOp::create(
-                  b, loc, inner, arith::ConstantIndexOp::create(b, loc, n)));
+              arith::MulIOp::create(b, loc, inner,
+                                    arith::ConstantIndexOp::create(b, loc, n)));
           factor = arith::AddIOp::create(b, loc, factor, sub);
         } else {
           for (Region &r : op.getRegions())
@@ -190,8 +190,8 @@ struct OutlineParallelLoopsPass
     llvm::SetVector<Value> above, captured;
     SmallVector<Operation *> constants;
     getUsedValuesDefinedAbove(par.getRegion(), above);
-    for (ValueRange r : {par.getLowerBound(), par.getUpperBound(),
-                         par.getStep()})
+    for (ValueRange r :
+         {par.getLowerBound(), par.getUpperBound(), par.getStep()})
       above.insert(r.begin(), r.end());
     for (Value v : above) {
       Operation *def = v.getDefiningOp();
@@ -236,11 +236,12 @@ struct OutlineParallelLoopsPass
     for (unsigned d = 0; d < split; ++d)
       n = arith::MulIOp::create(b, loc, n, extents[d]);
     Value grain;
-    if (auto attr = par->getAttrOfType<IntegerAttr>(loom::kParallelGrainAttrName)) {
+    if (auto attr =
+            par->getAttrOfType<IntegerAttr>(loom::kParallelGrainAttrName)) {
       grain = arith::ConstantIntOp::create(b, loc, i64, attr.getInt());
     } else {
-      Value work = workPerIndex(b, loc, par,
-                                ArrayRef<Value>(extents).drop_front(split));
+      Value work =
+          workPerIndex(b, loc, par, ArrayRef<Value>(extents).drop_front(split));
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       Value minWork = arith::ConstantIndexOp::create(b, loc, this->minWork);
       work = arith::MaxUIOp::create(b, loc, work, one);
@@ -262,9 +263,8 @@ struct OutlineParallelLoopsPass
       else if (isa<MemRefType>(v.getType()))
         field = UnrealizedConversionCastOp::create(b, loc, fields[i], v)
                     .getResult(0);
-      Value slot = LLVM::GEPOp::create(
-          b, loc, ptr, closureTy, closure,
-          ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, closureTy, closure,
+                                       ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
       LLVM::StoreOp::create(b, loc, field, slot);
     }
 
@@ -287,9 +287,9 @@ struct OutlineParallelLoopsPass
     for (Operation *c : constants)
       fb.clone(*c, map);
     for (auto [i, v] : llvm::enumerate(captured)) {
-      Value slot = LLVM::GEPOp::create(
-          fb, loc, ptr, closureTy, entry->getArgument(0),
-          ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+      Value slot =
+          LLVM::GEPOp::create(fb, loc, ptr, closureTy, entry->getArgument(0),
+                              ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
       Value field = LLVM::LoadOp::create(fb, loc, fields[i], slot);
       if (isa<IndexType>(v.getType()))
         field = arith::IndexCastOp::create(fb, loc, v.getType(), field);
@@ -341,8 +341,8 @@ struct OutlineParallelLoopsPass
     func::ReturnOp::create(fb, loc);
 
     // --- The call ---------------------------------------------------------
-    Value fnPtr = func::ConstantOp::create(b, loc, bodyType,
-                                           SymbolRefAttr::get(fn));
+    Value fnPtr =
+        func::ConstantOp::create(b, loc, bodyType, SymbolRefAttr::get(fn));
     Value nullCtx = LLVM::ZeroOp::create(b, loc, ptr);
     Value n64 = arith::IndexCastOp::create(b, loc, i64, n);
     func::CallOp::create(b, loc, runtimeFn,

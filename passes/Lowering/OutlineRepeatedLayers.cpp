@@ -69,8 +69,8 @@ Attribute weightLayout(Value v) {
   auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!fn)
     return {};
-  auto desc = fn.getArgAttrOfType<DictionaryAttr>(
-      arg.getArgNumber(), LoomDialect::kWeightAttrName);
+  auto desc = fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                  LoomDialect::kWeightAttrName);
   return desc ? desc.get("interleave") : Attribute();
 }
 
@@ -83,8 +83,8 @@ class EntryOutliner {
 public:
   EntryOutliner(func::FuncOp fn, unsigned minOps,
                 SmallVectorImpl<func::FuncOp> &layers, unsigned &counter)
-      : fn(fn), minOps(std::max(1u, minOps)), layers(layers),
-        counter(counter) {}
+      : fn(fn), minOps(std::max(1u, minOps)), layers(layers), counter(counter) {
+  }
 
   LogicalResult run() {
     hoistConstants();
@@ -162,7 +162,7 @@ private:
   /// The operand codes of the range [start, start + period), one list per
   /// op, or failure when the range cannot be outlined.
   FailureOr<SmallVector<SmallVector<OperandCode>>> codesOf(size_t start,
-                                                          size_t period) {
+                                                           size_t period) {
     SmallVector<SmallVector<OperandCode>> codes;
     llvm::DenseMap<Value, int64_t> externals;
     for (size_t j = 0; j < period; ++j) {
@@ -207,8 +207,7 @@ private:
           return false;
         if (p.kind == OperandCode::Constant && p.constant != q.constant &&
             !OperationEquivalence::isEquivalentTo(
-                p.constant, q.constant,
-                OperationEquivalence::IgnoreLocations))
+                p.constant, q.constant, OperationEquivalence::IgnoreLocations))
           return false;
       }
     return true;
@@ -334,9 +333,8 @@ private:
         for (size_t c = 0; c < run.copies; ++c) {
           size_t s = run.start + c * p;
           Value v = ops[s + j]->getResult(r);
-          if (llvm::any_of(v.getUsers(), [&](Operation *u) {
-                return !inside(u, s, p);
-              })) {
+          if (llvm::any_of(v.getUsers(),
+                           [&](Operation *u) { return !inside(u, s, p); })) {
             escaping.emplace_back(j, r);
             break;
           }
@@ -352,8 +350,7 @@ private:
     for (size_t j = 0; j < period; ++j)
       for (Value v : ops[start + j]->getOperands()) {
         Operation *def = v.getDefiningOp();
-        bool internal = def && position.count(def) &&
-                        position[def] >= start &&
+        bool internal = def && position.count(def) && position[def] >= start &&
                         position[def] < start + period;
         if (internal || isConstant(def) || v == context())
           continue;
@@ -386,9 +383,9 @@ private:
     OpBuilder b(ctx);
     b.setInsertionPoint(fn);
     Location loc = ops[run.start]->getLoc();
-    auto layer = func::FuncOp::create(
-        b, loc, (fn.getName() + "_layer").str(),
-        FunctionType::get(ctx, argTypes, resultTypes));
+    auto layer =
+        func::FuncOp::create(b, loc, (fn.getName() + "_layer").str(),
+                             FunctionType::get(ctx, argTypes, resultTypes));
     layer.setPrivate();
     layer->setAttr(LoomDialect::kLayerAttrName, UnitAttr::get(ctx));
     // Kept out of line by LLVM: func-to-llvm carries `passthrough` to
@@ -402,11 +399,11 @@ private:
         continue;
       // What the lowering reads of a weight argument, and the input's name
       // when every repeat passes the same input.
-      if (auto w = fn.getArgAttr(arg.getArgNumber(),
-                                 LoomDialect::kWeightAttrName))
+      if (auto w =
+              fn.getArgAttr(arg.getArgNumber(), LoomDialect::kWeightAttrName))
         layer.setArgAttr(i + 1, LoomDialect::kWeightAttrName, w);
-      if (auto name = fn.getArgAttr(arg.getArgNumber(),
-                                    LoomDialect::kNameAttrName))
+      if (auto name =
+              fn.getArgAttr(arg.getArgNumber(), LoomDialect::kNameAttrName))
         if (llvm::all_of(llvm::seq<size_t>(1, run.copies), [&](size_t c) {
               return externalsOf(run.start + c * p, p)[i] == v;
             }))
@@ -453,9 +450,9 @@ private:
         op->erase();
       }
     }
-    LLVM_DEBUG(llvm::dbgs() << "outlined " << run.copies << " x " << p
-                            << " ops of @" << fn.getName() << " into @"
-                            << layer.getName() << "\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "outlined " << run.copies << " x " << p << " ops of @"
+               << fn.getName() << " into @" << layer.getName() << "\n");
     return success();
   }
 

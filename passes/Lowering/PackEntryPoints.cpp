@@ -54,9 +54,9 @@ struct PackEntryPointsPass
         }
       b.setInsertionPointToEnd(module.getBody());
       Location loc = iface.getLoc();
-      auto entry = LLVM::LLVMFuncOp::create(
-          b, loc, ("loom_entry_" + name).str(),
-          LLVM::LLVMFunctionType::get(voidT, {ptrT}));
+      auto entry =
+          LLVM::LLVMFuncOp::create(b, loc, ("loom_entry_" + name).str(),
+                                   LLVM::LLVMFunctionType::get(voidT, {ptrT}));
       Block *body = entry.addEntryBlock(b);
       b.setInsertionPointToStart(body);
       Value argv = body->getArgument(0);

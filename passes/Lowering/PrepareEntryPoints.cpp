@@ -37,8 +37,8 @@ struct PrepareEntryPointsPass
   /// f32-activation kernels keep the rows as stored (docs/QUANTIZE.md).
   bool interleaves(MutableArrayRef<WeightOp> uses) const {
     auto q = dyn_cast<QTensorType>(uses.front().getType());
-    if (!interleave || !q || !q.getStorageType() ||
-        q.getShape().size() != 2 || q.getShape()[0] < kQWeightInterleaveRows)
+    if (!interleave || !q || !q.getStorageType() || q.getShape().size() != 2 ||
+        q.getShape()[0] < kQWeightInterleaveRows)
       return false;
     bool matmul = false;
     for (WeightOp w : uses)
@@ -86,8 +86,7 @@ struct PrepareEntryPointsPass
           fn->hasAttr(LoomDialect::kEntryAttrName)) {
         continue; // already prepared
       }
-      if (failed(fn.insertArgument(0, ptrType,
-                                   DictionaryAttr::get(ctx, {}),
+      if (failed(fn.insertArgument(0, ptrType, DictionaryAttr::get(ctx, {}),
                                    fn.getLoc()))) {
         fn.emitOpError() << "cannot add the runtime context argument";
         return signalPassFailure();
@@ -122,17 +121,17 @@ struct PrepareEntryPointsPass
         for (WeightOp w : uses)
           if (w.getType() != first.getType()) {
             w.emitOpError() << "weight '" << name
-                            << "' is used with two types: "
-                            << first.getType() << " and " << w.getType();
+                            << "' is used with two types: " << first.getType()
+                            << " and " << w.getType();
             return signalPassFailure();
           }
         unsigned index = fn.getNumArguments();
         if (failed(fn.insertArgument(
                 index, first.getType(),
                 DictionaryAttr::get(
-                    ctx, {NamedAttribute(
-                             StringAttr::get(ctx, kWeightArgAttrName),
-                             DictionaryAttr::get(ctx, desc))}),
+                    ctx,
+                    {NamedAttribute(StringAttr::get(ctx, kWeightArgAttrName),
+                                    DictionaryAttr::get(ctx, desc))}),
                 first.getLoc()))) {
           first.emitOpError() << "cannot add a weight argument";
           return signalPassFailure();

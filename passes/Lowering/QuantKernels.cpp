@@ -18,8 +18,8 @@
 // once per tile row: a GEMV streams it exactly once, and each tile
 // prefetches the rows of the next one. Vectors are 16 lanes of f32 (one
 // AVX-512 register, two AVX2 ones); LLVM picks the instructions for the
-// module's loom.target CPU. With int8 activations (the second half of KernelGen) the
-// products are integer dot products (vpdpbusd with AVX512-VNNI).
+// module's loom.target CPU. With int8 activations (the second half of
+// KernelGen) the products are integer dot products (vpdpbusd with AVX512-VNNI).
 //
 // With int8 activations on weights in the interleaved layout (groups of 8
 // rows, docs/QUANTIZE.md) the 8 rows of a group are the 8 lanes instead:
@@ -102,8 +102,8 @@ struct KernelGen {
   Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
   Value mul(Value a, Value c) { return arith::MulIOp::create(b, loc, a, c); }
   Value zeroF() {
-    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(
-                                                 vf(), b.getF32FloatAttr(0)));
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vf(), b.getF32FloatAttr(0)));
   }
   Value splatI8(int64_t v) {
     return arith::ConstantOp::create(
@@ -150,15 +150,15 @@ struct KernelGen {
       Value next = arith::MinUIOp::create(
           b, loc, add(row, ci(-prefetchBytes * tileRows)),
           arith::SubIOp::create(b, loc, n, ci(1)));
-      memref::PrefetchOp::create(b, loc, w, ValueRange{next, blkByte},
-                                 false, 0, true);
+      memref::PrefetchOp::create(b, loc, w, ValueRange{next, blkByte}, false, 0,
+                                 true);
       return;
     }
     Value rowBytesV = ci(nb * bb);
     // Clamp to the row: the next row's start is prefetched anyway.
-    Value off = arith::MinUIOp::create(b, loc, add(blkByte, ci(prefetchBytes)),
-                                       arith::SubIOp::create(b, loc, rowBytesV,
-                                                             ci(1)));
+    Value off =
+        arith::MinUIOp::create(b, loc, add(blkByte, ci(prefetchBytes)),
+                               arith::SubIOp::create(b, loc, rowBytesV, ci(1)));
     memref::PrefetchOp::create(b, loc, w, ValueRange{row, off},
                                /*isWrite=*/false, /*localityHint=*/0,
                                /*isDataCache=*/true);
@@ -169,8 +169,8 @@ struct KernelGen {
     auto raw = vector::LoadOp::create(
         b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
         ValueRange{row, off});
-    Value v = vector::BitCastOp::create(
-        b, loc, VectorType::get({1}, scaleType), raw);
+    Value v =
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, scaleType), raw);
     Value s = vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0});
     if (!scaleType.isF32())
       s = arith::ExtFOp::create(b, loc, f32(), s);
@@ -242,17 +242,15 @@ struct KernelGen {
               Value xl = vector::LoadOp::create(b, loc, vf(), x,
                                                 ValueRange{xrows[i], kLo});
               Value xh = four ? vector::LoadOp::create(
-                                    b, loc, vf(), x,
-                                    ValueRange{xrows[i], kHi})
+                                    b, loc, vf(), x, ValueRange{xrows[i], kHi})
                                     .getResult()
                               : Value();
               if (!sym) {
-                Value s = xh ? arith::AddFOp::create(b, loc, xl, xh)
-                                   .getResult()
-                             : xl;
-                xs[i] = xs[i] ? arith::AddFOp::create(b, loc, xs[i], s)
-                                    .getResult()
-                              : s;
+                Value s =
+                    xh ? arith::AddFOp::create(b, loc, xl, xh).getResult() : xl;
+                xs[i] =
+                    xs[i] ? arith::AddFOp::create(b, loc, xs[i], s).getResult()
+                          : s;
               }
               for (int64_t j = 0; j < NR; ++j) {
                 Value &pij = p[i * NR + j];
@@ -335,16 +333,16 @@ struct KernelGen {
           xv.push_back(vector::LoadOp::create(
               b, loc, vf(), x, ValueRange{m, add(kBase, ci(c * VL))}));
           Value a = math::AbsFOp::create(b, loc, xv.back());
-          amax = amax ? arith::MaxNumFOp::create(b, loc, amax, a).getResult()
-                      : a;
+          amax =
+              amax ? arith::MaxNumFOp::create(b, loc, amax, a).getResult() : a;
         }
         Value am = vector::ReductionOp::create(
             b, loc, vector::CombiningKind::MAXNUMF, amax);
         Value c127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(127));
         Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
         Value d = arith::DivFOp::create(b, loc, am, c127);
-        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                          am, zero);
+        Value pos =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, am, zero);
         Value inv = arith::SelectOp::create(
             b, loc, pos, arith::DivFOp::create(b, loc, c127, am), zero);
         // Level l codes round the residual of the levels before it at
@@ -384,24 +382,24 @@ struct KernelGen {
                 b, loc, q8, xq, ValueRange{m, add(kBase, ci(l * K + c * VL))});
             Value sq = vector::ReductionOp::create(
                 b, loc, vector::CombiningKind::ADD, qi);
-            sumq[l] = sumq[l]
-                          ? arith::AddIOp::create(b, loc, sumq[l], sq).getResult()
-                          : sq;
+            sumq[l] =
+                sumq[l] ? arith::AddIOp::create(b, loc, sumq[l], sq).getResult()
+                        : sq;
           }
           if (!sym) {
             Value sx = vector::ReductionOp::create(
                 b, loc, vector::CombiningKind::ADD, xv[c],
                 arith::FastMathFlags::reassoc);
-            sumx = sumx ? arith::AddFOp::create(b, loc, sumx, sx).getResult()
-                        : sx;
+            sumx =
+                sumx ? arith::AddFOp::create(b, loc, sumx, sx).getResult() : sx;
           }
         }
         memref::StoreOp::create(b, loc, d, dxm, ValueRange{m, blk});
         for (int64_t l = 0; l < levels; ++l) {
-          Value bias = arith::MulIOp::create(
-              b, loc, sumq[l],
-              arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                           -codeOffset()));
+          Value bias =
+              arith::MulIOp::create(b, loc, sumq[l],
+                                    arith::ConstantIntOp::create(
+                                        b, loc, b.getI32Type(), -codeOffset()));
           memref::StoreOp::create(b, loc, bias, biasm,
                                   ValueRange{m, add(blk, ci(l * nb))});
         }
@@ -419,8 +417,8 @@ struct KernelGen {
     auto raw = vector::LoadOp::create(
         b, loc, VectorType::get({scaleBytes}, b.getI8Type()), w,
         ValueRange{row, off});
-    Value v = vector::BitCastOp::create(
-        b, loc, VectorType::get({1}, scaleType), raw);
+    Value v =
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, scaleType), raw);
     Value s8 = vector::BroadcastOp::create(
         b, loc, VectorType::get({8}, scaleType),
         vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{0}));
@@ -441,8 +439,8 @@ struct KernelGen {
       return chunks;
     }
     if (B == 32) {
-      Value raw = vector::LoadOp::create(b, loc, vi8(), w,
-                                         ValueRange{row, base});
+      Value raw =
+          vector::LoadOp::create(b, loc, vi8(), w, ValueRange{row, base});
       Value lo = arith::AndIOp::create(b, loc, raw, splatI8(15));
       Value hi = arith::ShRUIOp::create(b, loc, raw, splatI8(4));
       SmallVector<int64_t> mask;
@@ -453,8 +451,8 @@ struct KernelGen {
     }
     int64_t half = B / 2 / 32;
     for (int64_t c = 0; c < half; ++c) {
-      Value raw = vector::LoadOp::create(b, loc, vi8x32(), w,
-                                         ValueRange{row, add(base, ci(32 * c))});
+      Value raw = vector::LoadOp::create(
+          b, loc, vi8x32(), w, ValueRange{row, add(base, ci(32 * c))});
       chunks[c] = lowNibbles(raw);
       chunks[half + c] = highNibbles(raw);
     }
@@ -470,8 +468,8 @@ struct KernelGen {
     if (!fn) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(module.getBody());
-      fn = func::FuncOp::create(
-          b, loc, name, b.getFunctionType(TypeRange(args), {result}));
+      fn = func::FuncOp::create(b, loc, name,
+                                b.getFunctionType(TypeRange(args), {result}));
       fn.setPrivate();
     }
     return func::CallOp::create(b, loc, fn, args).getResult(0);
@@ -482,8 +480,7 @@ struct KernelGen {
   /// products of bytes 4l .. 4l + 3 (vpdpbusd).
   Value dot(Value acc, Value wu, Value xs) {
     if (vnni)
-      return intrinsic("llvm.x86.avx512.vpdpbusd.256", vi32x8(),
-                       {acc, wu, xs});
+      return intrinsic("llvm.x86.avx512.vpdpbusd.256", vi32x8(), {acc, wu, xs});
     if (avx2) {
       // vpmaddubsw sums pairs of u8 x s8 products in i16 (saturating), then
       // vpmaddwd pairs of those, times `scale`, in the i32 lanes. The u8
@@ -510,9 +507,9 @@ struct KernelGen {
       return arith::AddIOp::create(b, loc, acc, sum);
     }
     auto v32 = VectorType::get({32}, b.getI32Type());
-    Value p = arith::MulIOp::create(b, loc,
-                                    arith::ExtUIOp::create(b, loc, v32, wu),
-                                    arith::ExtSIOp::create(b, loc, v32, xs));
+    Value p =
+        arith::MulIOp::create(b, loc, arith::ExtUIOp::create(b, loc, v32, wu),
+                              arith::ExtSIOp::create(b, loc, v32, xs));
     for (int64_t s = 0; s < 4; ++s) {
       SmallVector<int64_t> mask;
       for (int64_t i = 0; i < 8; ++i)
@@ -534,8 +531,9 @@ struct KernelGen {
         continue;
       }
       Value k = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(
-                      vf8(), b.getF32FloatAttr(1.0 / std::pow(254.0, l))));
+          b, loc,
+          DenseElementsAttr::get(vf8(),
+                                 b.getF32FloatAttr(1.0 / std::pow(254.0, l))));
       t = t ? vector::FMAOp::create(b, loc, f, k, t).getResult()
             : arith::MulFOp::create(b, loc, f, k).getResult();
     }
@@ -581,8 +579,8 @@ struct KernelGen {
             if (!sym)
               sx = vector::InsertOp::create(
                   b, loc,
-                  memref::LoadOp::create(b, loc, sxm, ValueRange{mi, blk}),
-                  zf, ArrayRef<int64_t>{0});
+                  memref::LoadOp::create(b, loc, sxm, ValueRange{mi, blk}), zf,
+                  ArrayRef<int64_t>{0});
             SmallVector<SmallVector<Value>> xs(levels);
             for (int64_t l = 0; l < levels; ++l)
               for (int64_t c = 0; c < B / 32; ++c)
@@ -621,8 +619,8 @@ struct KernelGen {
         b, loc, VectorType::get({4}, b.getI8Type()), xq, ValueRange{m, k});
     Value word = vector::ExtractOp::create(
         b, loc,
-        vector::BitCastOp::create(b, loc,
-                                  VectorType::get({1}, b.getI32Type()), raw),
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()),
+                                  raw),
         ArrayRef<int64_t>{0});
     return vector::BitCastOp::create(
         b, loc, vi8x32(), vector::BroadcastOp::create(b, loc, vi32x8(), word));
@@ -633,8 +631,8 @@ struct KernelGen {
     Value raw = vector::LoadOp::create(
         b, loc, VectorType::get({8 * scaleBytes}, b.getI8Type()), wflat,
         ValueRange{off});
-    Value v = vector::BitCastOp::create(b, loc, VectorType::get({8}, scaleType),
-                                        raw);
+    Value v =
+        vector::BitCastOp::create(b, loc, VectorType::get({8}, scaleType), raw);
     if (scaleType.isF32())
       return v;
     return arith::ExtFOp::create(b, loc, vf8(), v);
@@ -679,9 +677,8 @@ struct KernelGen {
                                          ValueRange{m, add(blk, ci(l * nb))})));
           Value values = add(base, ci(G * valOff));
           for (int64_t u = 0; u < units; ++u) {
-            Value v = vector::LoadOp::create(b, loc, vi8x32(), wflat,
-                                             ValueRange{add(values,
-                                                            ci(32 * u))});
+            Value v = vector::LoadOp::create(
+                b, loc, vi8x32(), wflat, ValueRange{add(values, ci(32 * u))});
             // (codes, k of their first activation) pairs of this unit.
             SmallVector<std::pair<Value, int64_t>> parts;
             if (four) {
@@ -750,9 +747,8 @@ struct KernelGen {
         ValueRange{ci(1), ci(1)});
     // Blocks of nChunk x K multiply-adds: about 64K of them per thread at
     // least, so that small products stay on one thread.
-    par->setAttr(kParallelGrainAttrName,
-                 b.getI64IntegerAttr(
-                     std::max<int64_t>(1, 65536 / (nChunk * K))));
+    par->setAttr(kParallelGrainAttrName, b.getI64IntegerAttr(std::max<int64_t>(
+                                             1, 65536 / (nChunk * K))));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(par.getBody()->getTerminator());
     Value m0 = mul(par.getInductionVars()[0], ci(mChunk));
@@ -775,8 +771,8 @@ struct KernelGen {
     // lo + (hi - lo) rounded down to a multiple of t.
     auto floorTo = [&](Value lo, Value hi, int64_t t) -> Value {
       Value len = arith::SubIOp::create(b, loc, hi, lo);
-      return arith::SubIOp::create(
-          b, loc, hi, arith::RemUIOp::create(b, loc, len, ci(t)));
+      return arith::SubIOp::create(b, loc, hi,
+                                   arith::RemUIOp::create(b, loc, len, ci(t)));
     };
     if (G) {
       // Interleaved weights: MR rows of x (then the last ones one by one)

@@ -53,8 +53,7 @@ constexpr int64_t kQWeightInterleaveRows = 8;
 /// group's rows' unit u next to each other. The rows after the last full
 /// group stay as they are.
 struct QWeightInterleave {
-  int64_t rows = 0, blockBytes = 0, fields = 0, fieldBytes = 0,
-          unitBytes = 0;
+  int64_t rows = 0, blockBytes = 0, fields = 0, fieldBytes = 0, unitBytes = 0;
 };
 QWeightInterleave interleaveOf(QuantAttr q);
 
@@ -111,9 +110,8 @@ bool parseQKernelTuning(llvm::StringRef tile, llvm::StringRef prefetch,
 /// int8 activations only). A new kernel is built through `b` (the calling
 /// pattern's rewriter) at the end of `module`.
 mlir::func::FuncOp getOrCreateQMatmulKernel(mlir::OpBuilder &b,
-                                            mlir::ModuleOp module,
-                                            QuantAttr q, int64_t k,
-                                            QKernelActivations act,
+                                            mlir::ModuleOp module, QuantAttr q,
+                                            int64_t k, QKernelActivations act,
                                             bool targetIsa = true,
                                             bool interleaved = false,
                                             const QKernelTuning &tuning = {});

@@ -231,10 +231,10 @@ FailureOr<Value> QuantEmitter::quantizedMatmulKernel(QMatmulOp op,
   int64_t wCols = cast<RankedTensorType>(wv.getType()).getShape().back();
   Value m = activationLevels(how.act) ? numElements(x, 0, rank - 1) : Value();
   return kernel({x, wv}, type, ySizes, [&](ValueRange bufs) {
-    SmallVector<Value> args{castTo(collapse(bufs[0]), {dyn, k}, b.getF32Type()),
-                            castTo(bufs[1], {dyn, wCols}, b.getI8Type()),
-                            castTo(collapse(bufs[2]), {dyn, dyn},
-                                   b.getF32Type())};
+    SmallVector<Value> args{
+        castTo(collapse(bufs[0]), {dyn, k}, b.getF32Type()),
+        castTo(bufs[1], {dyn, wCols}, b.getI8Type()),
+        castTo(collapse(bufs[2]), {dyn, dyn}, b.getF32Type())};
     if (int64_t levels = activationLevels(how.act)) {
       // Scratch of the int8 activations: codes, scales, offsets, sums.
       int64_t nb = k / qt.getQuant().getBlockSize();

@@ -29,8 +29,7 @@ namespace {
 ArrayAttr dictionaries(Builder &b, ArrayAttr attrs, unsigned n) {
   if (attrs)
     return attrs;
-  return b.getArrayAttr(
-      SmallVector<Attribute>(n, b.getDictionaryAttr({})));
+  return b.getArrayAttr(SmallVector<Attribute>(n, b.getDictionaryAttr({})));
 }
 
 struct RecordEntryPointsPass
@@ -45,18 +44,15 @@ struct RecordEntryPointsPass
       entries.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("name", fn.getSymNameAttr()),
            b.getNamedAttr("type", TypeAttr::get(fn.getFunctionType())),
-           b.getNamedAttr("arg_attrs",
-                          dictionaries(b, fn.getArgAttrsAttr(),
-                                       fn.getNumArguments())),
-           b.getNamedAttr("res_attrs",
-                          dictionaries(b, fn.getResAttrsAttr(),
-                                       fn.getNumResults()))}));
+           b.getNamedAttr("arg_attrs", dictionaries(b, fn.getArgAttrsAttr(),
+                                                    fn.getNumArguments())),
+           b.getNamedAttr("res_attrs", dictionaries(b, fn.getResAttrsAttr(),
+                                                    fn.getNumResults()))}));
     }
     SmallVector<Attribute> meshes;
     for (MeshOp mesh : module.getOps<MeshOp>())
       meshes.push_back(mesh.getMesh());
-    module->setAttr(LoomDialect::kEntryPointsAttrName,
-                    b.getArrayAttr(entries));
+    module->setAttr(LoomDialect::kEntryPointsAttrName, b.getArrayAttr(entries));
     module->setAttr(LoomDialect::kMeshesAttrName, b.getArrayAttr(meshes));
   }
 };

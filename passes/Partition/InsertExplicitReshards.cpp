@@ -41,7 +41,6 @@ using namespace loom::partition;
 
 namespace {
 
-
 /// `%s = loom.shard %v to S` right after `v` is defined; replaces the uses
 /// of `v` for which `use` returns true.
 ShardOp insertShard(OpBuilder &b, Value v, ShardingAttr s,
@@ -144,8 +143,8 @@ LogicalResult checkPartials(Operation *op) {
   auto resultMismatch = [&](ArrayRef<StringRef> expected) {
     return op->emitOpError()
            << "result is partial over " << axesStr(out.partial)
-           << " but its operands make it partial over "
-           << axesStr(expected) << "; fix the result's sharding or reshard "
+           << " but its operands make it partial over " << axesStr(expected)
+           << "; fix the result's sharding or reshard "
            << "the operands";
   };
   if (isa<ShardOp, func::CallOp, func::ReturnOp>(op))
@@ -157,8 +156,8 @@ LogicalResult checkPartials(Operation *op) {
         first = i;
         return notLinear();
       }
-    ArrayRef<StringRef> p = first < 0 ? ArrayRef<StringRef>()
-                                      : ArrayRef<StringRef>(ins[0].partial);
+    ArrayRef<StringRef> p =
+        first < 0 ? ArrayRef<StringRef>() : ArrayRef<StringRef>(ins[0].partial);
     if (setOf(p) != setOf(out.partial))
       return resultMismatch(p);
     return success();
@@ -176,9 +175,8 @@ LogicalResult checkPartials(Operation *op) {
     return success();
   }
   if (isa<MulOp, DivOp, MatmulOp>(op)) {
-    int partials = llvm::count_if(ins, [](const Layout &l) {
-      return !l.partial.empty();
-    });
+    int partials =
+        llvm::count_if(ins, [](const Layout &l) { return !l.partial.empty(); });
     if (partials > 1)
       return op->emitOpError()
              << "both operands hold partial sums; a product of two partial "
@@ -331,8 +329,8 @@ LogicalResult checkQMatmul(QMatmulOp qm) {
     return mismatch("the weight's N dimension", w.dims[0], y.dims[r - 1]);
   for (unsigned d = 0; d + 1 < r; ++d)
     if (x.dims[d] != y.dims[d])
-      return mismatch("the input's dimension " + std::to_string(d),
-                      x.dims[d], y.dims[d]);
+      return mismatch("the input's dimension " + std::to_string(d), x.dims[d],
+                      y.dims[d]);
   return success();
 }
 
@@ -462,8 +460,8 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
           return fn.emitOpError()
                  << "argument " << i << " is sharded " << l.str()
                  << " but arrives whole on every rank" << kRunDecide;
-        LDBG() << "@" << fn.getSymName() << " argument " << i << ": "
-               << l.str() << " from whole";
+        LDBG() << "@" << fn.getSymName() << " argument " << i << ": " << l.str()
+               << " from whole";
         insertShard(b, entry.getArgument(i), s,
                     [](OpOperand &) { return true; });
       }
@@ -478,9 +476,9 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
           continue;
         Layout l = Layout::of(s, rankOf(w.getType()));
         if (!l.partial.empty())
-          return w.emitOpError() << "weight is declared partial over "
-                                 << axesStr(l.partial)
-                                 << "; every rank maps the whole weight";
+          return w.emitOpError()
+                 << "weight is declared partial over " << axesStr(l.partial)
+                 << "; every rank maps the whole weight";
         if (l.isReplicated()) {
           if (!checkOnly)
             op->removeAttr(LoomDialect::kShardingAttrName);
@@ -501,21 +499,20 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
                                    << " but has no `loom.split`" << kRunDecide;
           }
           MLIRContext *ctx = w.getContext();
-          op->setAttr("loom.split",
-                      DictionaryAttr::get(
-                          ctx, {NamedAttribute(StringAttr::get(ctx, "axes"),
-                                               s.getDims()),
-                                NamedAttribute(StringAttr::get(ctx, "shape"),
-                                               DenseI64ArrayAttr::get(
-                                                   ctx, t.getShape()))}));
+          op->setAttr(
+              "loom.split",
+              DictionaryAttr::get(
+                  ctx,
+                  {NamedAttribute(StringAttr::get(ctx, "axes"), s.getDims()),
+                   NamedAttribute(StringAttr::get(ctx, "shape"),
+                                  DenseI64ArrayAttr::get(ctx, t.getShape()))}));
           continue;
         }
         if (checkOnly)
-          return w.emitOpError() << "is sharded " << l.str()
-                                 << " but every rank maps it whole"
-                                 << kRunDecide;
-        LDBG() << "weight " << w.getName() << ": " << l.str()
-               << " from whole";
+          return w.emitOpError()
+                 << "is sharded " << l.str() << " but every rank maps it whole"
+                 << kRunDecide;
+        LDBG() << "weight " << w.getName() << ": " << l.str() << " from whole";
         op->removeAttr(LoomDialect::kShardingAttrName);
         insertShard(b, w.getResult(), s, [](OpOperand &) { return true; });
         continue;
@@ -527,10 +524,10 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
         bool entryPoint = callee.isPublic() && !callee.isExternal();
         for (OpOperand &operand : call->getOpOperands()) {
           unsigned i = operand.getOperandNumber();
-          ShardingAttr want =
-              entryPoint ? ShardingAttr()
-                         : callee.getArgAttrOfType<ShardingAttr>(
-                               i, LoomDialect::kShardingAttrName);
+          ShardingAttr want = entryPoint
+                                  ? ShardingAttr()
+                                  : callee.getArgAttrOfType<ShardingAttr>(
+                                        i, LoomDialect::kShardingAttrName);
           if (failed(reshardOperand(b, operand, want, mesh, checkOnly)))
             return failure();
         }

@@ -107,15 +107,14 @@ bool reduceThenSlice(AllReduceOp ar, MeshAttr mesh) {
   if (!dim)
     return false;
   OpBuilder b(slice);
-  SmallVector<StringRef> order = namesOf(cast<ArrayAttr>(slice.getSplit()[*dim]));
+  SmallVector<StringRef> order =
+      namesOf(cast<ArrayAttr>(slice.getSplit()[*dim]));
   Value v = reduceScatter(b, ar.getLoc(), ar.getInput(), *dim, order,
                           ar.getMeshAttr(), mesh, ar.getReduction());
-  SmallVector<Attribute> rest(slice.getSplit().begin(),
-                              slice.getSplit().end());
+  SmallVector<Attribute> rest(slice.getSplit().begin(), slice.getSplit().end());
   rest[*dim] = b.getArrayAttr({});
-  bool more = llvm::any_of(rest, [](Attribute a) {
-    return !cast<ArrayAttr>(a).empty();
-  });
+  bool more = llvm::any_of(
+      rest, [](Attribute a) { return !cast<ArrayAttr>(a).empty(); });
   if (more)
     v = LocalSliceOp::create(b, slice.getLoc(), slice.getType(), v,
                              slice.getMeshAttr(), b.getArrayAttr(rest));
@@ -129,8 +128,7 @@ bool reduceThenSlice(AllReduceOp ar, MeshAttr mesh) {
 /// operands), so that it can run on a block of rows.
 bool isRowWise(Operation *op, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
-  if (op->getNumResults() != 1 ||
-      op->getResult(0).getType() != v.getType())
+  if (op->getNumResults() != 1 || op->getResult(0).getType() != v.getType())
     return false;
   if (auto rms = dyn_cast<RmsNormOp>(op))
     return rms.getInput() == v && t.getRank() >= 2;
@@ -141,8 +139,8 @@ bool isRowWise(Operation *op, Value v) {
     return ln.getInput() == v && axis >= 1;
   }
   return op->hasTrait<OpTrait::Elementwise>() ||
-         isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SelectOp,
-             CastOp>(op);
+         isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SelectOp, CastOp>(
+             op);
 }
 
 /// Pattern 2: all_reduce -> row-wise chain with a norm  =>
@@ -218,8 +216,8 @@ bool sequenceParallelNorm(AllReduceOp ar, MeshAttr mesh) {
     }
     prev = op->getResult(0);
     auto rt = cast<RankedTensorType>(prev.getType());
-    prev.setType(RankedTensorType::get(shardType.getShape(),
-                                       rt.getElementType()));
+    prev.setType(
+        RankedTensorType::get(shardType.getShape(), rt.getElementType()));
     shard = prev;
   }
   b.setInsertionPointAfter(chain.back());
@@ -260,13 +258,12 @@ struct OptimizeCollectivesPass
           int64_t bc = bytesOf(c);
           auto ta = cast<RankedTensorType>(a.getInput().getType());
           // The same input twice is CSE's business, not a merge.
-          if (bc < 0 || ba + bc > kMergeBytes ||
-              c.getInput() == a.getInput() ||
+          if (bc < 0 || ba + bc > kMergeBytes || c.getInput() == a.getInput() ||
               c.getMeshAttr() != a.getMeshAttr() ||
               c.getMeshAxes() != a.getMeshAxes() ||
               c.getReduction() != a.getReduction() ||
-              cast<RankedTensorType>(c.getInput().getType())
-                      .getElementType() != ta.getElementType())
+              cast<RankedTensorType>(c.getInput().getType()).getElementType() !=
+                  ta.getElementType())
             continue;
           // The second input must be available where the first runs.
           Operation *def = c.getInput().getDefiningOp();
@@ -285,9 +282,9 @@ struct OptimizeCollectivesPass
               b, loc, RankedTensorType::get({na + nc}, elem),
               ValueRange{flat(a.getInput(), na), flat(c.getInput(), nc)},
               uint64_t(0));
-          Value red = AllReduceOp::create(b, loc, both.getType(), both,
-                                          a.getMeshAttr(), a.getMeshAxes(),
-                                          a.getReductionAttr());
+          Value red =
+              AllReduceOp::create(b, loc, both.getType(), both, a.getMeshAttr(),
+                                  a.getMeshAxes(), a.getReductionAttr());
           auto part = [&](int64_t start, int64_t n, RankedTensorType t) {
             Value sl = SliceOp::create(b, loc, RankedTensorType::get({n}, elem),
                                        red, ArrayRef<int64_t>{start},

@@ -1,8 +1,8 @@
 //===- Partition.cpp - the partitioner's materialise step -----------------===//
 //
 // After the decide step (InsertExplicitReshards.cpp) every change of
-// sharding is a loom.shard. This step rewrites each function in place to the program of
-// one rank:
+// sharding is a loom.shard. This step rewrites each function in place to the
+// program of one rank:
 //  - every value gets its local type (each dimension divided by the product
 //    of the sizes of its axes); ops whose attributes encode global sizes are
 //    adjusted (slice limits, constants) or refused with a diagnostic when
@@ -17,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/Support/Axis.h"
 #include "passes/Partition/Passes.h"
 #include "passes/Partition/ShardingUtils.h"
-#include "loom/Support/Axis.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -54,8 +54,7 @@ struct OpLayouts {
 class Materializer {
 public:
   Materializer(ModuleOp module, MeshAttr mesh, FlatSymbolRefAttr meshSym)
-      : module(module), mesh(mesh), meshSym(meshSym),
-        b(module.getContext()) {}
+      : module(module), mesh(mesh), meshSym(meshSym), b(module.getContext()) {}
 
   LogicalResult run();
 
@@ -96,8 +95,8 @@ Value Materializer::localSlice(Location loc, Value v,
     shape[d] = localSize(shape[d], axes, mesh);
     entries.push_back(axesAttr(b.getContext(), axes));
   }
-  return LocalSliceOp::create(b, loc, RankedTensorType::get(shape,
-                                                            t.getElementType()),
+  return LocalSliceOp::create(b, loc,
+                              RankedTensorType::get(shape, t.getElementType()),
                               v, meshSym, b.getArrayAttr(entries));
 }
 
@@ -132,23 +131,22 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
     case cost::ReshardStep::ReduceScatter:
       scale(s.dim, p, false);
       v = ReduceScatterOp::create(
-          b, loc, RankedTensorType::get(shape, t.getElementType()), v,
-          meshSym, axes, b.getI64IntegerAttr(s.dim),
+          b, loc, RankedTensorType::get(shape, t.getElementType()), v, meshSym,
+          axes, b.getI64IntegerAttr(s.dim),
           ReductionAttr::get(ctx, Reduction::sum));
       break;
     case cost::ReshardStep::AllGather:
       scale(s.dim, p, true);
-      v = AllGatherOp::create(
-          b, loc, RankedTensorType::get(shape, t.getElementType()), v,
-          meshSym, axes, b.getI64IntegerAttr(s.dim));
+      v = AllGatherOp::create(b, loc,
+                              RankedTensorType::get(shape, t.getElementType()),
+                              v, meshSym, axes, b.getI64IntegerAttr(s.dim));
       break;
     case cost::ReshardStep::AllToAll:
       scale(s.dim, p, false);
       scale(s.concatDim, p, true);
       v = AllToAllOp::create(
-          b, loc, RankedTensorType::get(shape, t.getElementType()), v,
-          meshSym, axes, b.getI64IntegerAttr(s.dim),
-          b.getI64IntegerAttr(s.concatDim));
+          b, loc, RankedTensorType::get(shape, t.getElementType()), v, meshSym,
+          axes, b.getI64IntegerAttr(s.dim), b.getI64IntegerAttr(s.concatDim));
       break;
     case cost::ReshardStep::LocalSlice: {
       SmallVector<SmallVector<StringRef, 2>> split;
@@ -163,12 +161,9 @@ FailureOr<Value> Materializer::reshard(ShardOp op, const Layout &src,
 }
 
 LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
-  bool sharded = llvm::any_of(l.ins, [](const Layout &x) {
-                   return !x.isReplicated();
-                 }) ||
-                 llvm::any_of(l.outs, [](const Layout &x) {
-                   return !x.isReplicated();
-                 });
+  bool sharded =
+      llvm::any_of(l.ins, [](const Layout &x) { return !x.isReplicated(); }) ||
+      llvm::any_of(l.outs, [](const Layout &x) { return !x.isReplicated(); });
   if (!sharded)
     return success();
   if (!isa<LoomDialect>(op->getDialect()) && !isa<func::CallOp>(op))
@@ -230,8 +225,8 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
     int64_t axis = normAxis(cc.getAxis(), rank);
     for (auto [i, in] : llvm::enumerate(l.ins))
       if (!in.dims[axis].empty())
-        return refuse(op, "operand " + std::to_string(i), axis,
-                      in.dims[axis], "the op concatenates along it");
+        return refuse(op, "operand " + std::to_string(i), axis, in.dims[axis],
+                      "the op concatenates along it");
     if (!l.outs[0].dims[axis].empty())
       return refuse(op, "the result", axis, l.outs[0].dims[axis],
                     "the op concatenates along it");
@@ -341,8 +336,8 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
     auto local = cast<RankedTensorType>(getLocalType(global, l.outs[0], mesh));
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
     if (dense && dense.isSplat()) {
-      c.setValueAttr(DenseElementsAttr::get(local,
-                                            dense.getSplatValue<Attribute>()));
+      c.setValueAttr(
+          DenseElementsAttr::get(local, dense.getSplatValue<Attribute>()));
       c.getResult().setType(local);
       return success();
     }
@@ -355,23 +350,23 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
     return success();
   } else if (auto rs = dyn_cast<ReshapeOp>(op)) {
     auto in = cast<RankedTensorType>(rs.getInput().getType()); // local
-    auto out = cast<RankedTensorType>(getLocalType(
-        rs.getResult().getType(), l.outs[0], mesh));
+    auto out = cast<RankedTensorType>(
+        getLocalType(rs.getResult().getType(), l.outs[0], mesh));
     if (in.hasStaticShape() && out.hasStaticShape() &&
         in.getNumElements() != out.getNumElements())
       return op->emitOpError()
              << "the operand " << l.ins[0].str() << " and the result "
-             << l.outs[0].str() << " are split differently: locally "
-             << in << " would become " << out
+             << l.outs[0].str() << " are split differently: locally " << in
+             << " would become " << out
              << "; reshard one of them with loom.shard";
   }
 
   for (auto [r, layout] : llvm::zip(op->getResults(), l.outs)) {
     Type local = getLocalType(r.getType(), layout, mesh);
     if (!local)
-      return op->emitOpError() << "result " << r.getResultNumber()
-                               << " of type " << r.getType()
-                               << " cannot be sharded";
+      return op->emitOpError()
+             << "result " << r.getResultNumber() << " of type " << r.getType()
+             << " cannot be sharded";
     r.setType(local);
   }
   return success();
@@ -396,11 +391,10 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
   // stage's boundary arguments (the previous stage's rank sends its local
   // shard; docs/PIPELINE.md).
   for (BlockArgument arg : entry.getArguments()) {
-    bool state =
-        fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName) !=
-        nullptr;
-    bool boundary = fn.getArgAttr(arg.getArgNumber(), "loom.boundary") !=
-                    nullptr;
+    bool state = fn.getArgAttr(arg.getArgNumber(),
+                               LoomDialect::kStateAttrName) != nullptr;
+    bool boundary =
+        fn.getArgAttr(arg.getArgNumber(), "loom.boundary") != nullptr;
     if (fn.isPrivate() || state || boundary) {
       Layout l = Layout::of(arg);
       if (Type t = getLocalType(arg.getType(), l, mesh))
@@ -430,9 +424,8 @@ LogicalResult Materializer::runOnFunction(func::FuncOp fn) {
     if (failed(localise(&op, l)))
       return failure();
   }
-  fn.setType(FunctionType::get(
-      fn.getContext(), entry.getArgumentTypes(),
-      entry.getTerminator()->getOperandTypes()));
+  fn.setType(FunctionType::get(fn.getContext(), entry.getArgumentTypes(),
+                               entry.getTerminator()->getOperandTypes()));
   // A state argument now has its local type: its sharding (which describes
   // the global value) has done its job.
   if (fn.isPublic())
@@ -466,9 +459,8 @@ LogicalResult Materializer::run() {
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
         fn.removeArgAttr(i, LoomDialect::kShardingAttrName);
       for (unsigned i = 0; i < fn.getNumResults(); ++i)
-        fn.removeResultAttr(
-            i, StringAttr::get(op->getContext(),
-                               LoomDialect::kShardingAttrName));
+        fn.removeResultAttr(i, StringAttr::get(op->getContext(),
+                                               LoomDialect::kShardingAttrName));
     }
   });
   return success();

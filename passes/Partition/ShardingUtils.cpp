@@ -25,9 +25,9 @@
 
 #include "passes/Partition/ShardingUtils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -135,8 +135,8 @@ ShardingAttr getValueSharding(Value v) {
     return getResultSharding(res.getOwner(), res.getResultNumber());
   }
   auto arg = cast<BlockArgument>(v);
-  auto fn = dyn_cast_or_null<FunctionOpInterface>(
-      arg.getOwner()->getParentOp());
+  auto fn =
+      dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp());
   if (!fn || arg.getOwner() != &fn.getFunctionBody().front())
     return {};
   return fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
@@ -180,8 +180,8 @@ Type getLocalType(Type type, const Layout &layout, MeshAttr mesh) {
     return out;
   };
   if (auto t = dyn_cast<RankedTensorType>(type))
-    return RankedTensorType::get(localShape(t.getShape()),
-                                 t.getElementType(), t.getEncoding());
+    return RankedTensorType::get(localShape(t.getShape()), t.getElementType(),
+                                 t.getEncoding());
   if (auto q = dyn_cast<QTensorType>(type))
     return QTensorType::get(q.getContext(), localShape(q.getShape()),
                             q.getQuant());
@@ -222,16 +222,16 @@ SmallVector<StringRef, 2> axisNames(ArrayRef<int> axes, MeshAttr mesh) {
   return out;
 }
 
-FailureOr<std::vector<cost::ReshardStep>>
-planReshard(const Layout &src, const Layout &dst, MeshAttr mesh,
-            std::string &error) {
+FailureOr<std::vector<cost::ReshardStep>> planReshard(const Layout &src,
+                                                      const Layout &dst,
+                                                      MeshAttr mesh,
+                                                      std::string &error) {
   // Said here with the axes' names; the model refuses the same case.
   for (StringRef a : dst.partial)
     if (!llvm::is_contained(src.partial, a)) {
       error = "the target sharding " + dst.str() +
-              " holds partial sums over axis '" + a.str() +
-              "' but the value " + src.str() +
-              " does not; a reshard cannot create partial sums";
+              " holds partial sums over axis '" + a.str() + "' but the value " +
+              src.str() + " does not; a reshard cannot create partial sums";
       return failure();
     }
   cost::Layout from = toCostLayout(src, mesh), to = toCostLayout(dst, mesh);

@@ -78,9 +78,10 @@ llvm::SmallVector<llvm::StringRef, 2> axisNames(llvm::ArrayRef<int> axes,
 /// lib/Cost's planReshard (include/loom/Cost/Reshard.h), the one model the
 /// sharding planner prices. Fails, with a message in `error`, when `dst` is
 /// partial over an axis that `src` is not.
-mlir::FailureOr<std::vector<cost::ReshardStep>>
-planReshard(const Layout &src, const Layout &dst, MeshAttr mesh,
-            std::string &error);
+mlir::FailureOr<std::vector<cost::ReshardStep>> planReshard(const Layout &src,
+                                                            const Layout &dst,
+                                                            MeshAttr mesh,
+                                                            std::string &error);
 
 /// Whether `axes` are in increasing mesh order (then the runtime's group
 /// order over their mask is their listed order).

@@ -79,15 +79,15 @@ struct Units {
   SmallVector<int64_t> layers; ///< layer index of unit 1 + i
   int64_t count() const { return static_cast<int64_t>(layers.size()) + 2; }
   int64_t post() const { return count() - 1; }
-  std::vector<double> time;   ///< predicted seconds (the costed entry)
-  std::vector<double> peak;   ///< largest working set of one op (bytes)
-  std::vector<double> cut;    ///< bytes live across the end of unit u
-  std::vector<int64_t> pin;   ///< stage pinned by loom.stage, -1 none
+  std::vector<double> time; ///< predicted seconds (the costed entry)
+  std::vector<double> peak; ///< largest working set of one op (bytes)
+  std::vector<double> cut;  ///< bytes live across the end of unit u
+  std::vector<int64_t> pin; ///< stage pinned by loom.stage, -1 none
   std::vector<Operation *> pinAt;
-  std::vector<int64_t> ops;   ///< ops of the costed entry
+  std::vector<int64_t> ops; ///< ops of the costed entry
   std::vector<Operation *> firstOp;
   std::vector<bool> embedding;
-  double outputBytes = 0;     ///< the costed entry's results, one microbatch
+  double outputBytes = 0; ///< the costed entry's results, one microbatch
   llvm::StringMap<Resource> resources;
 };
 
@@ -171,17 +171,16 @@ LocalTensor StageAssigner::local(Value v) const {
   bool state = false;
   if (auto arg = dyn_cast<BlockArgument>(v))
     if (auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-      state = fn.getArgAttr(arg.getArgNumber(),
-                            LoomDialect::kStateAttrName) != nullptr;
+      state = fn.getArgAttr(arg.getArgNumber(), LoomDialect::kStateAttrName) !=
+              nullptr;
   if (state)
     if (auto llm = module->getAttrOfType<DictionaryAttr>("llm.model"))
       if (auto c = dyn_cast_or_null<IntegerAttr>(llm.get("context_length")))
         context = c.getInt();
   double n = 1;
   for (int64_t d : *shape)
-    n *= static_cast<double>(ShapedType::isDynamic(d)
-                                 ? (state ? context : o.dynamicSize)
-                                 : d);
+    n *= static_cast<double>(
+        ShapedType::isDynamic(d) ? (state ? context : o.dynamicSize) : d);
   double bytes = 0;
   if (auto q = dyn_cast<QTensorType>(v.getType()))
     bytes = n / static_cast<double>(q.getQuant().getBlockSize()) *
@@ -234,7 +233,8 @@ double StageAssigner::opTime(Operation *op) const {
 /// The weights an op reads directly, or through reshards or other floating
 /// one-operand ops of them (the cast of a bf16 weight to f32, a transpose):
 /// so the final norm and the head of a bf16 model start *post*.
-static void weightsOf(Operation *op, const llvm::DenseSet<Operation *> &floating,
+static void weightsOf(Operation *op,
+                      const llvm::DenseSet<Operation *> &floating,
                       SmallVectorImpl<WeightOp> &out) {
   for (Value v : op->getOperands()) {
     Operation *def = v.getDefiningOp();
@@ -265,8 +265,8 @@ LogicalResult StageAssigner::classify(FunctionUnits &f) {
     for (WeightOp w : ws) {
       if (auto l = layerOfWeightName(w.getName())) {
         auto it = llvm::lower_bound(units.layers, *l);
-        layerUnit = std::max<int64_t>(layerUnit,
-                                      1 + (it - units.layers.begin()));
+        layerUnit =
+            std::max<int64_t>(layerUnit, 1 + (it - units.layers.begin()));
       } else {
         other = true;
       }
@@ -299,9 +299,8 @@ LogicalResult StageAssigner::classify(FunctionUnits &f) {
     int64_t k = pin.getIndex(), u = f.unit[&op];
     if (k >= p)
       return op.emitError() << "loom.stage = " << k << " but the mesh's '"
-                            << kAxis << "' axis has " << p
-                            << " stages (0-" << p - 1
-                            << "); pin a stage in that range";
+                            << kAxis << "' axis has " << p << " stages (0-"
+                            << p - 1 << "); pin a stage in that range";
     if (units.pin[u] >= 0 && units.pin[u] != k)
       return op.emitError()
              << "loom.stage = " << k << " but " << layerRange(u, u)
@@ -318,8 +317,7 @@ LogicalResult StageAssigner::classify(FunctionUnits &f) {
 void StageAssigner::measure(FunctionUnits &f, bool costed) {
   Block &body = f.func.getBody().front();
   int64_t n = units.count();
-  auto resourceUse = [&](StringRef key, double bytes, bool state,
-                         int64_t u) {
+  auto resourceUse = [&](StringRef key, double bytes, bool state, int64_t u) {
     Resource &r = units.resources[key];
     if (r.units.empty())
       r.units.resize(n);
@@ -349,10 +347,9 @@ void StageAssigner::measure(FunctionUnits &f, bool costed) {
                               LoomDialect::kStateAttrName)) {
           auto name = f.func.getArgAttrOfType<StringAttr>(
               arg.getArgNumber(), LoomDialect::kNameAttrName);
-          std::string key =
-              name ? "state:" + name.getValue().str()
-                   : "state:" + f.func.getSymName().str() + "#" +
-                         std::to_string(arg.getArgNumber());
+          std::string key = name ? "state:" + name.getValue().str()
+                                 : "state:" + f.func.getSymName().str() + "#" +
+                                       std::to_string(arg.getArgNumber());
           resourceUse(key, localBytes(v), true, u);
         }
     if (!costed)
@@ -461,8 +458,10 @@ FailureOr<std::vector<int64_t>> StageAssigner::parseStagesOption() {
     return module.emitError() << "--stages '" << o.stages << "': " << why;
   };
   if (static_cast<int64_t>(parts.size()) != p)
-    return bad("gives " + Twine(parts.size()) + " layer ranges but the mesh "
-               "has " + Twine(p) + " stages ('" + kAxis + "=" + Twine(p) +
+    return bad("gives " + Twine(parts.size()) +
+               " layer ranges but the mesh "
+               "has " +
+               Twine(p) + " stages ('" + kAxis + "=" + Twine(p) +
                "'); give one range per stage, e.g. 0-9,10-19");
   int64_t first = units.layers.front(), last = units.layers.back();
   std::vector<int64_t> ends;
@@ -471,15 +470,16 @@ FailureOr<std::vector<int64_t>> StageAssigner::parseStagesOption() {
     auto [lo, hi] = part.trim().split('-');
     int64_t a = 0, b = 0;
     if (lo.trim().getAsInteger(10, a) ||
-        (hi.empty() ? (b = a, false) : hi.trim().getAsInteger(10, b)) ||
-        a > b)
+        (hi.empty() ? (b = a, false) : hi.trim().getAsInteger(10, b)) || a > b)
       return bad("range " + Twine(k) + " ('" + part +
                  "') is not FIRST-LAST with FIRST <= LAST");
     for (int64_t l : {a, b})
       if (!llvm::is_contained(units.layers, l))
         return bad("range " + Twine(k) + " (" + part + ") names layer " +
-                   Twine(l) + ", which the model does not have (its layers "
-                   "are " + Twine(first) + "-" + Twine(last) + ")");
+                   Twine(l) +
+                   ", which the model does not have (its layers "
+                   "are " +
+                   Twine(first) + "-" + Twine(last) + ")");
     if (a < expect)
       return bad("ranges " + Twine(k - 1) + " and " + Twine(k) +
                  " overlap at layer " + Twine(a) +
@@ -489,8 +489,8 @@ FailureOr<std::vector<int64_t>> StageAssigner::parseStagesOption() {
                  part + "); the ranges must cover layers " + Twine(first) +
                  "-" + Twine(last));
     expect = b + 1;
-    int64_t endUnit = 1 + (llvm::lower_bound(units.layers, b) -
-                           units.layers.begin());
+    int64_t endUnit =
+        1 + (llvm::lower_bound(units.layers, b) - units.layers.begin());
     ends.push_back(k + 1 == parts.size() ? units.post() : endUnit);
   }
   if (expect <= last)
@@ -585,8 +585,7 @@ FailureOr<std::vector<int64_t>> StageAssigner::balance() {
     return module.emitError()
            << "no split of " << units.layers.size() << " layers into " << p
            << " pipeline stages fits a device: the best one's "
-           << describe(any, worst)
-           << "; use more stages (a larger '" << kAxis
+           << describe(any, worst) << "; use more stages (a larger '" << kAxis
            << "'), split more (tp), or raise --memory-limit";
   }
   double limit = slowest * (1 + 1e-9) + 1e-300;
@@ -626,10 +625,10 @@ void StageAssigner::write(ArrayRef<int64_t> ends) {
       op.setAttr(LoomDialect::kStageAttrName, StageAttr::get(ctx, k));
     }
   Builder b(ctx);
-  module->setAttr(kPipelineAttr,
-                  b.getDictionaryAttr(
-                      {b.getNamedAttr("axis", b.getStringAttr(kAxis)),
-                       b.getNamedAttr("stages", b.getI64IntegerAttr(p))}));
+  module->setAttr(
+      kPipelineAttr,
+      b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr(kAxis)),
+                           b.getNamedAttr("stages", b.getI64IntegerAttr(p))}));
 }
 
 LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
@@ -701,8 +700,8 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
     }
     auto ms = [](double t) { return llvm::format("%.4g ms", t * 1e3); };
     os << "; units: before the layers " << ms(units.time[0])
-       << (units.embedding[0] ? " (embedding)" : "") << ", a layer "
-       << ms(lo) << " to " << ms(hi) << " (mean "
+       << (units.embedding[0] ? " (embedding)" : "") << ", a layer " << ms(lo)
+       << " to " << ms(hi) << " (mean "
        << ms(sum / static_cast<double>(units.layers.size()))
        << "), after the layers " << ms(units.time[units.post()]);
     module.emitRemark() << text;
@@ -712,12 +711,12 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
     // sharding plan's summary counts the whole model over the stages).
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "pipeline on '" << kAxis << "=" << p << "': "
-       << units.layers.size() << " layers, " << o.microbatches
+    os << "pipeline on '" << kAxis << "=" << p << "': " << units.layers.size()
+       << " layers, " << o.microbatches
        << " microbatch(es), gpipe, predicted bubble "
        << llvm::format("%.1f%%", 100 * cost::pipelineBubble(p, o.microbatches))
-       << "; memory per device of each stage (a device holds "
-       << gib(capacity) << "):\n";
+       << "; memory per device of each stage (a device holds " << gib(capacity)
+       << "):\n";
     for (int64_t k = 0; k < p; ++k) {
       int64_t a = firstUnit(ends, k), b = ends[k];
       bool embedding = false;
@@ -726,8 +725,8 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
       auto m = memory(a, b);
       os << "  stage " << k << ": " << layerRange(a, b)
          << (embedding ? " + embedding" : "")
-         << (k == p - 1 && units.ops[units.post()] > 0 ? " + head" : "")
-         << ", " << llvm::format("%.4g", stageTime(a, b) * 1e3)
+         << (k == p - 1 && units.ops[units.post()] > 0 ? " + head" : "") << ", "
+         << llvm::format("%.4g", stageTime(a, b) * 1e3)
          << " ms per microbatch, " << gib(m[0] + m[1] + m[2])
          << " per device (weights " << gib(m[0]) << ", KV cache " << gib(m[1])
          << ", activations " << gib(m[2]) << ")\n";
@@ -742,8 +741,8 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
   auto parsed = llvm::json::parse((*buf)->getBuffer());
   if (!parsed || !parsed->getAsObject()) {
     llvm::consumeError(parsed.takeError());
-    return module.emitError() << "the plan '" << o.planFile
-                              << "' is not a JSON object";
+    return module.emitError()
+           << "the plan '" << o.planFile << "' is not a JSON object";
   }
   parsed->getAsObject()->try_emplace("pipeline", std::move(section));
   std::string tmp = o.planFile + ".tmp";
@@ -764,8 +763,8 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
 LogicalResult StageAssigner::run() {
   p = pipelineStages(module, &mesh);
   if (o.microbatches < 1)
-    return module.emitError() << "--microbatches " << o.microbatches
-                              << ": give at least 1";
+    return module.emitError()
+           << "--microbatches " << o.microbatches << ": give at least 1";
   if (p <= 1) {
     if (!o.stages.empty())
       return module.emitError()
@@ -825,8 +824,8 @@ LogicalResult StageAssigner::run() {
            << "more pipeline stages than layers: '" << kAxis << "=" << p
            << "' asks for " << p << " stages but the model has "
            << units.layers.size()
-           << " decoder layers (each stage needs at least one); use "
-           << kAxis << " <= " << units.layers.size();
+           << " decoder layers (each stage needs at least one); use " << kAxis
+           << " <= " << units.layers.size();
   int64_t n = units.count();
   units.time.assign(n, 0);
   units.peak.assign(n, 0);
@@ -867,10 +866,9 @@ struct AssignStagesPass
     : public loom::impl::AssignStagesPassBase<AssignStagesPass> {
   using Base::Base;
   void runOnOperation() override {
-    AssignStagesPassOptions opts{stages,         microbatches, device,
-                                 meshJson,       memoryLimitGiB,
-                                 dynamicSize,    planFile,     verbose,
-                                 summary};
+    AssignStagesPassOptions opts{stages,   microbatches,   device,
+                                 meshJson, memoryLimitGiB, dynamicSize,
+                                 planFile, verbose,        summary};
     StageAssigner assigner(getOperation(), opts);
     if (failed(assigner.run()))
       signalPassFailure();

@@ -90,8 +90,7 @@ LogicalResult StageSplitter::readStages() {
         return op.emitError()
                << "in stage " << s.getIndex() << " uses a value of stage "
                << stage.lookup(def) << " (" << def->getName() << " at "
-               << def->getLoc()
-               << "); stages must follow the program order";
+               << def->getLoc() << "); stages must follow the program order";
     }
   }
   return success();
@@ -195,10 +194,10 @@ func::FuncOp StageSplitter::build(int64_t k, OpBuilder &b) {
   // The entry's own attributes (llm metadata, ...), then which stage it is.
   for (NamedAttribute a : fn->getDiscardableAttrs())
     stageFn->setAttr(a.getName(), a.getValue());
-  stageFn->setAttr(kStageOfAttr,
-                   b.getDictionaryAttr(
-                       {b.getNamedAttr("entry", fn.getSymNameAttr()),
-                        b.getNamedAttr("stage", b.getI64IntegerAttr(k))}));
+  stageFn->setAttr(
+      kStageOfAttr,
+      b.getDictionaryAttr({b.getNamedAttr("entry", fn.getSymNameAttr()),
+                           b.getNamedAttr("stage", b.getI64IntegerAttr(k))}));
   stageFn.setAllArgAttrs(argAttrs);
   stageFn.setAllResultAttrs(resAttrs);
 

@@ -40,10 +40,10 @@ constexpr const char *kDefaultSkip =
     "token_embd.weight,output.weight,lm_head.weight,*embed_tokens*,wte*,wpe*";
 
 QuantAttr toAttr(MLIRContext *ctx, const quant::Scheme &s) {
-  QuantFormat f = s.format == quant::Format::Int4 ? QuantFormat::int4
-                                                  : QuantFormat::int8;
-  QuantMode m = s.mode == quant::Mode::Min ? QuantMode::min
-                                           : QuantMode::symmetric;
+  QuantFormat f =
+      s.format == quant::Format::Int4 ? QuantFormat::int4 : QuantFormat::int8;
+  QuantMode m =
+      s.mode == quant::Mode::Min ? QuantMode::min : QuantMode::symmetric;
   Builder b(ctx);
   Type scale = s.scale == quant::ScaleType::F16    ? Type(b.getF16Type())
                : s.scale == quant::ScaleType::BF16 ? Type(b.getBF16Type())
@@ -172,7 +172,8 @@ struct QuantizeWeightsPass
         if (!sc)
           return fail("rule '" + r + "': " + sc.error().message);
         if (sc->isGguf() || sc->mode == quant::Mode::ZeroPoint)
-          return fail("rule '" + r + "': only int4/int8 with sym or min "
+          return fail("rule '" + r +
+                      "': only int4/int8 with sym or min "
                       "are produced");
         rule.scheme = *sc;
       }
@@ -210,10 +211,10 @@ struct QuantizeWeightsPass
           return;
         kept.push_back(llvm::json::Object{
             {"name", w.getName()},
-            {"reason", "already quantized (" +
-                           std::string(stringifyQuantFormat(
-                               q.getQuant().getFormat())) +
-                           "): kept as stored, never re-quantised"}});
+            {"reason",
+             "already quantized (" +
+                 std::string(stringifyQuantFormat(q.getQuant().getFormat())) +
+                 "): kept as stored, never re-quantised"}});
         return;
       }
       Candidate c;
@@ -288,8 +289,8 @@ struct QuantizeWeightsPass
     fmt::WeightStore store;
     // One quantized copy per (file, offset, type, shape, layout, scheme):
     // entry points that share a weight share its blocks.
-    using Key = std::tuple<std::string, int64_t, std::string, int64_t,
-                           int64_t, bool, std::string>;
+    using Key = std::tuple<std::string, int64_t, std::string, int64_t, int64_t,
+                           bool, std::string>;
     std::map<Key, std::pair<int64_t, int64_t>> done; // -> offset, bytes
     llvm::json::Array tensors;
     int64_t offset = 0, inBytes = 0;
@@ -315,9 +316,13 @@ struct QuantizeWeightsPass
                             : e.isF16() ? fmt::ElementType::F16
                                         : fmt::ElementType::BF16;
       int64_t eltBytes = e.isF32() ? 4 : 2;
-      Key key{path.str().str(), src.getOffset(),
-              std::string(fmt::elementTypeName(et)), rows, cols,
-              c.transposed, quant::schemeName(s)};
+      Key key{path.str().str(),
+              src.getOffset(),
+              std::string(fmt::elementTypeName(et)),
+              rows,
+              cols,
+              c.transposed,
+              quant::schemeName(s)};
       int64_t qbytes = n * s.rowBytes(k);
       auto it = done.find(key);
       if (it == done.end()) {
@@ -440,16 +445,15 @@ struct QuantizeWeightsPass
     {
       llvm::raw_fd_ostream os(tmp, ec);
       if (ec) {
-        getOperation().emitError() << "quantize: cannot write '" << tmp
-                                   << "': " << ec.message();
+        getOperation().emitError()
+            << "quantize: cannot write '" << tmp << "': " << ec.message();
         return signalPassFailure();
       }
-      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc)))
-         << "\n";
+      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
     }
     if (std::error_code rc = llvm::sys::fs::rename(tmp, report)) {
-      getOperation().emitError() << "quantize: cannot rename '" << tmp
-                                 << "': " << rc.message();
+      getOperation().emitError()
+          << "quantize: cannot rename '" << tmp << "': " << rc.message();
       signalPassFailure();
     }
   }

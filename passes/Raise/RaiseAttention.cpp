@@ -71,17 +71,17 @@ Value ungroup(Value k) {
   auto t1 = dyn_cast<RankedTensorType>(r1.getType()),
        tb = dyn_cast<RankedTensorType>(bc.getType()),
        t2 = dyn_cast<RankedTensorType>(r2.getType());
-  if (!k0 || !t1 || !tb || !t2 || k0.getRank() != 4 || t1.getRank() != 5 || tb.getRank() != 5 ||
-      t2.getRank() != 4)
+  if (!k0 || !t1 || !tb || !t2 || k0.getRank() != 4 || t1.getRank() != 5 ||
+      tb.getRank() != 5 || t2.getRank() != 4)
     return k;
   auto s0 = k0.getShape(), s1 = t1.getShape(), sb = tb.getShape(),
        s2 = t2.getShape();
   if (ShapedType::isDynamic(s0[1]) || ShapedType::isDynamic(sb[2]))
     return k;
-  bool ok = s1[0] == s0[0] && s1[1] == s0[1] && s1[2] == 1 &&
-            s1[3] == s0[2] && s1[4] == s0[3] && sb[1] == s0[1] &&
-            sb[3] == s0[2] && sb[4] == s0[3] && s2[1] == s0[1] * sb[2] &&
-            s2[2] == s0[2] && s2[3] == s0[3];
+  bool ok = s1[0] == s0[0] && s1[1] == s0[1] && s1[2] == 1 && s1[3] == s0[2] &&
+            s1[4] == s0[3] && sb[1] == s0[1] && sb[3] == s0[2] &&
+            sb[4] == s0[3] && s2[1] == s0[1] * sb[2] && s2[2] == s0[2] &&
+            s2[3] == s0[3];
   return ok ? r1.getInput() : k;
 }
 
@@ -89,8 +89,8 @@ Value reshape4(PatternRewriter &rw, Location loc, Value v) {
   auto t = cast<RankedTensorType>(v.getType()); // rank checked by the caller
   SmallVector<int64_t> s{1};
   s.append(t.getShape().begin(), t.getShape().end());
-  return ReshapeOp::create(rw, loc, RankedTensorType::get(s, t.getElementType()),
-                           v);
+  return ReshapeOp::create(rw, loc,
+                           RankedTensorType::get(s, t.getElementType()), v);
 }
 
 /// The head count of a rank-3 [B*H, S, D] operand as torch MHA builds it:
@@ -137,9 +137,9 @@ Value splitHeads(PatternRewriter &rw, Location loc, Value v, int64_t heads) {
                          t.getDimSize(1), t.getDimSize(2)};
   SmallVector<Value> sizes;
   if (ShapedType::isDynamic(s[0]))
-    sizes.push_back(arith::DivUIOp::create(
-        rw, loc, tensor::DimOp::create(rw, loc, v, 0),
-        arith::ConstantIndexOp::create(rw, loc, heads)));
+    sizes.push_back(
+        arith::DivUIOp::create(rw, loc, tensor::DimOp::create(rw, loc, v, 0),
+                               arith::ConstantIndexOp::create(rw, loc, heads)));
   for (int64_t d = 1; d < 3; ++d)
     if (t.isDynamicDim(d))
       sizes.push_back(tensor::DimOp::create(rw, loc, v, d));
@@ -151,7 +151,8 @@ Value splitHeads(PatternRewriter &rw, Location loc, Value v, int64_t heads) {
 
 struct AttentionPattern : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rw) const override {
     if (op.getTransposeA() || op.getTransposeB())
       return failure();
     auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
@@ -228,11 +229,11 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
       auto out4 = RankedTensorType::get(
           {qt.getDimSize(0), *heads, qt.getDimSize(2), vt.getDimSize(3)},
           t.getElementType());
-      Value out = AttentionOp::create(rw, loc, TypeRange{out4}, q, k, v, mask,
-                                      Value(), Value(), Value(), Value(),
-                                      Value(), UnitAttr(),
-                                      rw.getF32FloatAttr(float(scale)))
-                      .getOutput();
+      Value out =
+          AttentionOp::create(rw, loc, TypeRange{out4}, q, k, v, mask, Value(),
+                              Value(), Value(), Value(), Value(), UnitAttr(),
+                              rw.getF32FloatAttr(float(scale)))
+              .getOutput();
       // Back to [B*H, S, Dv]: sizes from q's [B*H, S].
       SmallVector<Value> sizes;
       for (int64_t d = 0; d < 2; ++d)
@@ -254,11 +255,11 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
       shape.append(t.getShape().begin(), t.getShape().end());
       outType = RankedTensorType::get(shape, t.getElementType());
     }
-    Value out = AttentionOp::create(rw, loc, TypeRange{outType}, q, k, v, mask,
-                                    Value(), Value(), Value(), Value(),
-                                    Value(), UnitAttr(),
-                                    rw.getF32FloatAttr(float(scale)))
-                    .getOutput();
+    Value out =
+        AttentionOp::create(rw, loc, TypeRange{outType}, q, k, v, mask, Value(),
+                            Value(), Value(), Value(), Value(), UnitAttr(),
+                            rw.getF32FloatAttr(float(scale)))
+            .getOutput();
     if (rank == 3)
       out = ReshapeOp::create(rw, loc, op.getType(), out);
     rw.replaceOp(op, out);
@@ -266,7 +267,8 @@ struct AttentionPattern : OpRewritePattern<MatmulOp> {
   }
 };
 
-struct RaiseAttentionPass : loom::impl::RaiseAttentionPassBase<RaiseAttentionPass> {
+struct RaiseAttentionPass
+    : loom::impl::RaiseAttentionPassBase<RaiseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<AttentionPattern>(&getContext());

@@ -69,7 +69,8 @@ struct LayerNormPattern : OpRewritePattern<DivOp> {
       return failure();
     float eps = 0;
     Value var = statPlusEps(sq.getInput(), eps);
-    if (!var || squareOf(lastAxisReduce(var, ReduceKind::mean)) != sub.getResult())
+    if (!var ||
+        squareOf(lastAxisReduce(var, ReduceKind::mean)) != sub.getResult())
       return failure();
     if (x.getType() != op.getType())
       return failure();
@@ -140,7 +141,8 @@ struct FoldScale : OpRewritePattern<MulOp> {
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rw) const override {
     for (int i = 0; i < 2; ++i) {
       Value n = op->getOperand(i), w = op->getOperand(1 - i);
-      if (!n.hasOneUse() || !isLastDimVector(w, n) || n.getType() != op.getType())
+      if (!n.hasOneUse() || !isLastDimVector(w, n) ||
+          n.getType() != op.getType())
         continue;
       if (auto rms = n.getDefiningOp<RmsNormOp>(); rms && !rms.getScale()) {
         rw.replaceOpWithNewOp<RmsNormOp>(op, rms.getType(), rms.getInput(), w,
@@ -182,8 +184,8 @@ struct FoldBias : OpRewritePattern<AddOp> {
 struct RaiseNormsPass : loom::impl::RaiseNormsPassBase<RaiseNormsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<LayerNormPattern, RmsNormPattern, RmsNormDivPattern,
-                 FoldScale, FoldBias>(&getContext());
+    patterns.add<LayerNormPattern, RmsNormPattern, RmsNormDivPattern, FoldScale,
+                 FoldBias>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -56,8 +56,7 @@ bool isRotateHalf(Value v, Value x) {
   if (!cat || !xt || xt.getRank() < 1)
     return false;
   int64_t r = xt.getRank(), d = xt.getDimSize(r - 1);
-  if ( cat.getInputs().size() != 2 || ShapedType::isDynamic(d) ||
-      d % 2 ||
+  if (cat.getInputs().size() != 2 || ShapedType::isDynamic(d) || d % 2 ||
       (static_cast<int64_t>(cat.getAxis()) != -1 &&
        static_cast<int64_t>(cat.getAxis()) != r - 1))
     return false;
@@ -83,12 +82,13 @@ Value halfTable(PatternRewriter &rw, Location loc, Value t, int64_t d) {
   auto tt = cast<RankedTensorType>(t.getType());
   int64_t s = tt.getDimSize(tt.getRank() - 2);
   if (tt.getRank() != 2)
-    t = ReshapeOp::create(rw, loc, RankedTensorType::get({s, d}, tt.getElementType()), t);
+    t = ReshapeOp::create(
+        rw, loc, RankedTensorType::get({s, d}, tt.getElementType()), t);
   int64_t big = ShapedType::isDynamic(s) ? int64_t(1) << 31 : s;
-  return SliceOp::create(rw, loc,
-                         RankedTensorType::get({s, d / 2}, tt.getElementType()),
-                         t, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{big, d / 2},
-                         ArrayRef<int64_t>{1, 1});
+  return SliceOp::create(
+      rw, loc, RankedTensorType::get({s, d / 2}, tt.getElementType()), t,
+      ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{big, d / 2},
+      ArrayRef<int64_t>{1, 1});
 }
 
 struct RotaryPattern : OpRewritePattern<AddOp> {

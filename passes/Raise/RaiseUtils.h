@@ -30,7 +30,8 @@ inline std::optional<double> scalarOf(mlir::Value v) {
     return std::nullopt;
   if (llvm::isa<mlir::FloatType>(attr.getElementType()))
     return (*attr.getValues<llvm::APFloat>().begin()).convertToDouble();
-  if (attr.getElementType().isInteger(64) || attr.getElementType().isInteger(32))
+  if (attr.getElementType().isInteger(64) ||
+      attr.getElementType().isInteger(32))
     return double((*attr.getValues<llvm::APInt>().begin()).getSExtValue());
   return std::nullopt;
 }
@@ -42,7 +43,8 @@ inline bool isScalar(mlir::Value v, double want, double tol = 1e-4) {
 
 /// The factors of a product: nested loom.mul operands (each used only by
 /// the product) are expanded.
-inline void collectFactors(mlir::Value v, llvm::SmallVectorImpl<mlir::Value> &out,
+inline void collectFactors(mlir::Value v,
+                           llvm::SmallVectorImpl<mlir::Value> &out,
                            bool root = true) {
   auto mul = v.getDefiningOp<MulOp>();
   if (mul && (root || v.hasOneUse())) {
@@ -58,7 +60,8 @@ inline mlir::Value lastAxisReduce(mlir::Value r, ReduceKind kind) {
   auto red = r.getDefiningOp<ReduceOp>();
   if (!red || red.getKind() != kind || !red.getKeepDims())
     return {};
-  auto inType = llvm::dyn_cast<mlir::RankedTensorType>(red.getInput().getType());
+  auto inType =
+      llvm::dyn_cast<mlir::RankedTensorType>(red.getInput().getType());
   if (!inType || inType.getRank() < 1)
     return {};
   int64_t rank = inType.getRank();

@@ -117,9 +117,8 @@ struct DeclareMeshPass : public impl::DeclareMeshPassBase<DeclareMeshPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto json = readMeshJson(module, meshJson);
-    if (failed(json) ||
-        failed(findOrDeclareMesh(module, meshName, mesh,
-                                 *json ? &**json : nullptr)))
+    if (failed(json) || failed(findOrDeclareMesh(module, meshName, mesh,
+                                                 *json ? &**json : nullptr)))
       signalPassFailure();
   }
 };

@@ -44,8 +44,7 @@ double opTime(const cost::DeviceSpec &dev, mlir::Operation *op,
   double bytes = 0;
   for (auto [i, t] : llvm::enumerate(operands)) {
     double b = t.bytes;
-    if (static_cast<int>(i) == gathered && !results.empty() &&
-        t.elements > 0)
+    if (static_cast<int>(i) == gathered && !results.empty() && t.elements > 0)
       b *= std::min(1.0, results.front().elements / t.elements);
     bytes += b;
   }

@@ -8,8 +8,7 @@ namespace loom {
 #include "passes/Sharding/Passes.h.inc"
 
 namespace {
-struct PlanShardingPass
-    : public impl::PlanShardingPassBase<PlanShardingPass> {
+struct PlanShardingPass : public impl::PlanShardingPassBase<PlanShardingPass> {
   using Base::Base;
   void runOnOperation() override {
     PlannerOptions o;

@@ -20,11 +20,11 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
+#include "llvm/Support/DebugLog.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/DebugLog.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -92,7 +92,8 @@ struct AbstractMesh {
 class ShTable {
 public:
   int intern(const Sh &s) {
-    auto [it, inserted] = ids.try_emplace(s.key(), static_cast<int>(all.size()));
+    auto [it, inserted] =
+        ids.try_emplace(s.key(), static_cast<int>(all.size()));
     if (inserted)
       all.push_back(s);
     return it->second;
@@ -116,13 +117,13 @@ private:
 struct ValueInfo {
   Value value;
   unsigned rank = 0;
-  double bytes = 0;     ///< global bytes (dynamic dims at the assumed size)
-  double elements = 0;  ///< global elements (likewise)
+  double bytes = 0;    ///< global bytes (dynamic dims at the assumed size)
+  double elements = 0; ///< global elements (likewise)
   SmallVector<int64_t> shape; ///< static sizes, kDynamic kept
   cost::ElemType elem = cost::ElemType::F32;
-  int fixed = -1;       ///< sharding id when no choice changes it
-  bool weight = false;  ///< a loom.weight: sharding chosen at its first use
-  bool state = false;   ///< an entry's state argument (KV cache): likewise
+  int fixed = -1;      ///< sharding id when no choice changes it
+  bool weight = false; ///< a loom.weight: sharding chosen at its first use
+  bool state = false;  ///< an entry's state argument (KV cache): likewise
   int firstUse = -1, lastUse = -1;
   bool inState = false; ///< carried in the frontier
 };
@@ -135,7 +136,7 @@ struct Strategy {
 };
 
 struct Step {
-  Operation *op = nullptr; ///< the terminator for the return step
+  Operation *op = nullptr;      ///< the terminator for the return step
   SmallVector<int, 4> operands; ///< value ids
   SmallVector<int, 2> results;
   std::vector<Strategy> strategies;
@@ -181,9 +182,9 @@ public:
 
   ShTable table;
   AbstractMesh mesh;
-  size_t replayed = 0; ///< steps of the last search replayed from a layer
+  size_t replayed = 0;     ///< steps of the last search replayed from a layer
   int64_t vectorWidth = 1; ///< elements a split innermost shard keeps whole
-  double price = 0;    ///< memory price of the last search (s/byte)
+  double price = 0;        ///< memory price of the last search (s/byte)
   /// How a single-use weight is stored when its use needs `req`: as
   /// needed, or split further over one more axis and gathered before the
   /// use (FSDP / ZeRO-3 style) when the memory price makes that cheaper.
@@ -363,9 +364,8 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
   };
   auto emit = [&]() {
     for (size_t l = 0; l < numLoops; ++l)
-      if (prod[l] > 1 && (rule.loops[l].size / prod[l]) %
-                                 rule.loops[l].granule !=
-                             0)
+      if (prod[l] > 1 &&
+          (rule.loops[l].size / prod[l]) % rule.loops[l].granule != 0)
         return;
     for (auto &t : rule.operands)
       if (!innermostOk(t))
@@ -379,8 +379,8 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
       s.operands.push_back(shardingOf(t, false));
     for (auto &t : rule.results)
       s.results.push_back(shardingOf(t, true));
-    if (want && !llvm::is_contained(
-                    *want, SmallVector<int>(s.results.begin(), s.results.end())))
+    if (want && !llvm::is_contained(*want, SmallVector<int>(s.results.begin(),
+                                                            s.results.end())))
       return;
     step.strategies.push_back(std::move(s));
   };
@@ -425,7 +425,6 @@ double Planner::computeTime(const Problem &p, const Step &step,
   return opTime(mesh.spec.device, step.op, rule, operands, results, split,
                 options.dynamicSize);
 }
-
 
 //===----------------------------------------------------------------------===//
 // Building the problem
@@ -475,8 +474,9 @@ static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
                " (heads or quantization blocks); use a smaller axis";
       if (d + 1 == attr.getRank() && vectorWidth > 1 &&
           l.size % vectorWidth == 0 && (l.size / g) % vectorWidth)
-        return where + "each shard of the innermost dimension must hold "
-                       "whole vectors of " +
+        return where +
+               "each shard of the innermost dimension must hold "
+               "whole vectors of " +
                std::to_string(vectorWidth) +
                " elements; use a smaller axis or lower --vector-width";
     }
@@ -495,8 +495,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
   if (!func.getBody().hasOneBlock())
     return func.emitError()
            << "the sharding planner handles single-block functions; '"
-           << func.getSymName() << "' has "
-           << func.getBody().getBlocks().size() << " blocks";
+           << func.getSymName() << "' has " << func.getBody().getBlocks().size()
+           << " blocks";
   Block &body = func.getBody().front();
   auto addValue = [&](Value v) {
     ValueInfo info;
@@ -514,15 +514,15 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         info.bytes = n / static_cast<double>(q.getQuant().getBlockSize()) *
                      static_cast<double>(q.getQuant().getBlockBytes());
       else if (auto t = dyn_cast<ShapedType>(v.getType()))
-        info.bytes =
-            n * std::max<unsigned>(1, t.getElementTypeBitWidth() / 8);
+        info.bytes = n * std::max<unsigned>(1, t.getElementTypeBitWidth() / 8);
     }
     int id = static_cast<int>(p.values.size());
     p.values.push_back(info);
     p.valueIds[v] = id;
     return id;
   };
-  auto annotation = [&](Operation *op) -> std::optional<SmallVector<ShardingAttr>> {
+  auto annotation =
+      [&](Operation *op) -> std::optional<SmallVector<ShardingAttr>> {
     Attribute a = op->getAttr(kShardingAttrName);
     if (!a)
       return std::nullopt;
@@ -536,10 +536,10 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
   };
   auto checkMesh = [&](Operation *at, ShardingAttr s) -> LogicalResult {
     if (s.getMesh().getValue() != meshOp.getSymName())
-      return at->emitError() << "sharding on mesh " << s.getMesh()
-                             << " but the planner works on @"
-                             << meshOp.getSymName()
-                             << "; use one mesh per module";
+      return at->emitError()
+             << "sharding on mesh " << s.getMesh()
+             << " but the planner works on @" << meshOp.getSymName()
+             << "; use one mesh per module";
     auto onPipelineAxis = [](ArrayRef<StringRef> axes) {
       return llvm::is_contained(axes, kPipelineAxis);
     };
@@ -548,8 +548,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
       pp |= onPipelineAxis(s.getDimAxes(d));
     if (pp)
       return at->emitError()
-             << "sharding " << s << " uses the pipeline axis '"
-             << kPipelineAxis
+             << "sharding " << s << " uses the pipeline axis '" << kPipelineAxis
              << "', which stages layers and never splits a tensor; remove '"
              << kPipelineAxis << "' from it (docs/PIPELINE.md)";
     return success();
@@ -583,8 +582,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
         return failure();
       auto sh = fromAttr(attr, v.rank);
       if (!sh)
-        return func.emitError() << "argument " << i
-                                << ": sharding does not match the mesh";
+        return func.emitError()
+               << "argument " << i << ": sharding does not match the mesh";
       v.fixed = *sh;
     }
   }
@@ -598,7 +597,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     SmallVector<int> wantIds;
     if (want) {
       if (want->size() != op.getNumResults())
-        return op.emitError() << "'loom.sharding' needs one sharding per result";
+        return op.emitError()
+               << "'loom.sharding' needs one sharding per result";
       for (auto [r, s] : llvm::enumerate(*want)) {
         auto shape = getTensorShape(op.getResult(r).getType());
         auto id = fromAttr(s, shape ? shape->size() : 0);
@@ -652,9 +652,9 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
     // Sources: weights are placed at their first use; other operand-less
     // ops (constants) stay as annotated or replicated.
-    if (isa<WeightOp>(op) || (op.getNumOperands() == 0 &&
-                              op.getNumRegions() == 0 &&
-                              !op.hasTrait<OpTrait::IsTerminator>())) {
+    if (isa<WeightOp>(op) ||
+        (op.getNumOperands() == 0 && op.getNumRegions() == 0 &&
+         !op.hasTrait<OpTrait::IsTerminator>())) {
       for (auto [r, res] : llvm::enumerate(op.getResults())) {
         int id = addValue(res);
         ValueInfo &v = p.values[id];
@@ -723,8 +723,7 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
           for (auto [j, v] : llvm::enumerate(step.operands))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
                 !table.get(s.operands[j]).replicated() &&
-                !(p.values[v].weight &&
-                  p.values[v].value.hasOneUse()))
+                !(p.values[v].weight && p.values[v].value.hasOneUse()))
               return true;
           for (auto [j, v] : llvm::enumerate(step.results))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
@@ -759,8 +758,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
           s.operands.push_back(table.replicated(p.values[v].rank));
         for (int v : step.results)
           s.results.push_back(table.replicated(p.values[v].rank));
-        if (want && SmallVector<int>(s.results.begin(), s.results.end()) !=
-                        wantIds)
+        if (want &&
+            SmallVector<int>(s.results.begin(), s.results.end()) != wantIds)
           return op.emitError()
                  << "'" << op.getName()
                  << "' cannot be split (it has no sharding rule); remove its "
@@ -797,8 +796,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
   }
   for (ValueInfo &v : p.values)
-    v.inState = v.fixed < 0 && v.lastUse >= 0 &&
-                (!v.weight || v.lastUse > v.firstUse);
+    v.inState =
+        v.fixed < 0 && v.lastUse >= 0 && (!v.weight || v.lastUse > v.firstUse);
   // Signatures for reusing the search of repeated layers.
   for (auto [i, step] : llvm::enumerate(p.steps)) {
     int64_t ii = static_cast<int64_t>(i);
@@ -905,12 +904,12 @@ int Planner::storageFor(const ValueInfo &info, int req) {
   if (price <= 0 || info.inState || info.state ||
       isa<QTensorType>(info.value.getType()))
     return req;
-  uint64_t key = (static_cast<uint64_t>(req) << 32) ^
-                 static_cast<uint64_t>(info.value.getAsOpaquePointer() ==
-                                               nullptr
-                                           ? 0
-                                           : reinterpret_cast<uintptr_t>(
-                                                 info.value.getAsOpaquePointer()));
+  uint64_t key =
+      (static_cast<uint64_t>(req) << 32) ^
+      static_cast<uint64_t>(
+          info.value.getAsOpaquePointer() == nullptr
+              ? 0
+              : reinterpret_cast<uintptr_t>(info.value.getAsOpaquePointer()));
   auto it = storageCache.find(key);
   if (it != storageCache.end())
     return it->second;
@@ -970,8 +969,8 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
     double dCost, dTime, dMem;
     Live rel;
   };
-  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<int64_t>,
-                                                     std::vector<Out>>>>
+  std::unordered_map<
+      uint64_t, std::vector<std::pair<std::vector<int64_t>, std::vector<Out>>>>
       memo;
   std::vector<State> beam(1);
   std::vector<std::vector<std::pair<int, int>>> back;
@@ -1035,7 +1034,8 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
           if (info.fixed >= 0) {
             cur = info.fixed;
           } else if (info.weight && info.firstUse == static_cast<int>(i)) {
-            auto it = llvm::find_if(placed, [&](auto &e) { return e.first == v; });
+            auto it =
+                llvm::find_if(placed, [&](auto &e) { return e.first == v; });
             if (it == placed.end()) {
               cur = storageFor(info, req);
               placed.push_back({v, cur});
@@ -1044,8 +1044,8 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
               cur = it->second;
             }
           } else {
-            auto it = std::lower_bound(
-                st.live.begin(), st.live.end(), std::make_pair(v, -1));
+            auto it = std::lower_bound(st.live.begin(), st.live.end(),
+                                       std::make_pair(v, -1));
             if (it == st.live.end() || it->first != v)
               return p.func.emitError()
                      << "internal planner error: value not in the frontier";
@@ -1095,9 +1095,8 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
     std::vector<int> order(next.size());
     for (size_t x = 0; x < order.size(); ++x)
       order[x] = static_cast<int>(x);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return next[a].cost < next[b].cost;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return next[a].cost < next[b].cost; });
     if (order.size() > beamWidth)
       order.resize(beamWidth);
     std::vector<State> kept;
@@ -1110,15 +1109,15 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
     std::vector<Out> outs;
     for (auto [x, st] : llvm::enumerate(kept)) {
       const State &prev = beam[keptFrom[x].first];
-      Out o{keptFrom[x].first, keptFrom[x].second, st.cost - prev.cost,
-            st.time - prev.time, st.mem - prev.mem, {}};
+      Out o{keptFrom[x].first,   keptFrom[x].second, st.cost - prev.cost,
+            st.time - prev.time, st.mem - prev.mem,  {}};
       for (auto [v, sh] : st.live)
         o.rel.push_back({step.base - v, sh});
       outs.push_back(std::move(o));
     }
     bucket.push_back({std::move(key), std::move(outs)});
-    LDBG(2) << "step " << i << " (" << step.op->getName() << "): "
-            << step.strategies.size() << " strategies, " << next.size()
+    LDBG(2) << "step " << i << " (" << step.op->getName()
+            << "): " << step.strategies.size() << " strategies, " << next.size()
             << " states, kept " << kept.size() << ", best cost "
             << (kept.empty() ? 0.0 : kept.front().cost);
     beam = std::move(kept);
@@ -1134,8 +1133,7 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
   memory = beam.empty() ? 0 : beam.front().mem;
   LDBG() << "search of @" << p.func.getSymName() << " at price " << price
          << " s/byte: " << p.steps.size() << " steps (" << replayed
-         << " replayed), time " << time << " s, memory " << memory
-         << " bytes";
+         << " replayed), time " << time << " s, memory " << memory << " bytes";
   for (const ValueInfo &v : p.values)
     if (v.fixed >= 0 && v.lastUse >= 0 &&
         (!v.value.getDefiningOp() || isa<WeightOp>(v.value.getDefiningOp())))
@@ -1167,10 +1165,13 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
   OpBuilder b(ctx);
   for (auto [i, step] : llvm::enumerate(p.steps)) {
     const Strategy &s = step.strategies[choice[i]];
-    std::string at = step.op->getName().getStringRef().str() + " at " +
-                     locString(step.op);
+    std::string at =
+        step.op->getName().getStringRef().str() + " at " + locString(step.op);
     PlannedOp record{step.op->getName().getStringRef().str(),
-                     locString(step.op), {}, {}, s.time};
+                     locString(step.op),
+                     {},
+                     {},
+                     s.time};
     for (int r : s.results)
       record.results.push_back(shToString(r));
     for (int o : s.operands)
@@ -1218,9 +1219,9 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
         fp.commTime += c.time;
         placed.push_back({anchor, std::move(c)});
       }
-      LDBG() << "reshard of value #" << v << " " << shToString(cur[v])
-             << " -> " << shToString(req) << " for " << at << ": "
-             << colls.size() << " collective(s)";
+      LDBG() << "reshard of value #" << v << " " << shToString(cur[v]) << " -> "
+             << shToString(req) << " for " << at << ": " << colls.size()
+             << " collective(s)";
     }
     fp.computeTime += s.time;
     if (step.op->hasTrait<OpTrait::IsTerminator>())
@@ -1296,12 +1297,10 @@ static std::string meshText(ArrayRef<std::string> names,
 
 /// The cost model's view of a mesh: the links of `json` (a JSON mesh spec,
 /// already read) when given, else `device`'s default links.
-static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
-                                        ArrayRef<int64_t> sizes,
-                                        const cost::MeshSpec *json,
-                                        const cost::DeviceSpec &device,
-                                        int64_t devicesPerNode,
-                                        std::string &error) {
+static FailureOr<AbstractMesh>
+makeMesh(ArrayRef<std::string> names, ArrayRef<int64_t> sizes,
+         const cost::MeshSpec *json, const cost::DeviceSpec &device,
+         int64_t devicesPerNode, std::string &error) {
   AbstractMesh m;
   m.names.assign(names.begin(), names.end());
   m.sizes.assign(sizes.begin(), sizes.end());
@@ -1310,8 +1309,8 @@ static FailureOr<AbstractMesh> makeMesh(ArrayRef<std::string> names,
     m.spec = *json;
     return m;
   }
-  auto spec = cost::parseMeshSpec(meshText(names, sizes), device,
-                                  devicesPerNode);
+  auto spec =
+      cost::parseMeshSpec(meshText(names, sizes), device, devicesPerNode);
   if (!spec) {
     error = spec.error().message;
     return failure();
@@ -1417,8 +1416,8 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
             break;
           auto c2 = trial.search(tp, hiPrice, t2, m2);
           if (succeeded(c2) && m2 <= plan.memoryLimit) {
-            smallest = std::to_string(n) + " devices (--mesh tp=" +
-                       std::to_string(n) + ")";
+            smallest = std::to_string(n) +
+                       " devices (--mesh tp=" + std::to_string(n) + ")";
             break;
           }
         }
@@ -1428,8 +1427,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
                << gib(hiMem / static_cast<double>(stages))
                << " per device with the most memory-saving plan"
                << (stages > 1 ? " (the whole model over its " +
-                                    std::to_string(stages) +
-                                    " pipeline stages)"
+                                    std::to_string(stages) + " pipeline stages)"
                               : std::string())
                << ", a device holds " << gib(plan.memoryLimit)
                << "; the smallest mesh that fits has " << smallest
@@ -1463,9 +1461,9 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     }
     plan.functions.push_back(planner.apply(p, *choice));
   }
-  plan.planSeconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+  plan.planSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!options.planFile.empty()) {
     std::string tmp = options.planFile + ".tmp";
     std::error_code ec;
@@ -1551,8 +1549,9 @@ std::string planSummary(const Plan &plan) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "plan on " << plan.meshDescription << " (" << plan.device
-     << "), memory limit " << gib(plan.memoryLimit) << " per device, planned in "
-     << llvm::format("%.3f", plan.planSeconds) << " s\n";
+     << "), memory limit " << gib(plan.memoryLimit)
+     << " per device, planned in " << llvm::format("%.3f", plan.planSeconds)
+     << " s\n";
   for (const FunctionPlan &f : plan.functions) {
     os << "  @" << f.name << ": " << f.ops.size() << " ops, predicted "
        << llvm::format("%.4g", (f.computeTime + f.commTime) * 1e3)
@@ -1564,8 +1563,7 @@ std::string planSummary(const Plan &plan) {
                            : std::string())
        << gib(f.weightBytes + f.inputBytes + f.stateBytes) << " (weights "
        << gib(f.weightBytes) << ", KV cache " << gib(f.stateBytes)
-       << ", unsplit "
-       << gib(f.replicatedBytes) << ")\n";
+       << ", unsplit " << gib(f.replicatedBytes) << ")\n";
     std::map<std::string, std::pair<int, double>> byKind;
     for (const PlannedCollective &c : f.collectives) {
       std::string k = c.kind + " on {";

@@ -39,26 +39,26 @@ inline constexpr llvm::StringLiteral kShardingRuleAttrName =
     "loom.sharding_rule";
 
 struct PlannerOptions {
-  std::string mesh;            ///< "dp=2,tp=4": declare this mesh if none
-  std::string device = "cpu";  ///< lib/Cost device name
-  std::string meshJson;        ///< a JSON mesh spec file (links); optional
-  int64_t devicesPerNode = 0;  ///< 0: the device's default
-  double memoryLimit = 0;      ///< bytes per device; 0: device capacity
-  int64_t beam = 64;           ///< frontier states kept per step
-  int64_t dynamicSize = 128;   ///< assumed size of dynamic dimensions (cost)
-  int64_t vectorWidth = 8;     ///< a split innermost dim keeps whole vectors
-  std::string planFile;        ///< where to write plan JSON ("" = nowhere)
-  bool printSummary = false;   ///< print the readable summary to stderr
+  std::string mesh;           ///< "dp=2,tp=4": declare this mesh if none
+  std::string device = "cpu"; ///< lib/Cost device name
+  std::string meshJson;       ///< a JSON mesh spec file (links); optional
+  int64_t devicesPerNode = 0; ///< 0: the device's default
+  double memoryLimit = 0;     ///< bytes per device; 0: device capacity
+  int64_t beam = 64;          ///< frontier states kept per step
+  int64_t dynamicSize = 128;  ///< assumed size of dynamic dimensions (cost)
+  int64_t vectorWidth = 8;    ///< a split innermost dim keeps whole vectors
+  std::string planFile;       ///< where to write plan JSON ("" = nowhere)
+  bool printSummary = false;  ///< print the readable summary to stderr
 };
 
 /// One collective the plan needs, as predicted.
 struct PlannedCollective {
   std::string kind; ///< all_reduce, all_gather, reduce_scatter, all_to_all
   std::vector<std::string> axes;
-  double bytes = 0; ///< buffer bytes (the collective's full size)
-  double time = 0;  ///< seconds
-  std::string at;   ///< the op that needs it
-  int64_t dim = -1; ///< gather / scatter / all_to_all split dimension
+  double bytes = 0;       ///< buffer bytes (the collective's full size)
+  double time = 0;        ///< seconds
+  std::string at;         ///< the op that needs it
+  int64_t dim = -1;       ///< gather / scatter / all_to_all split dimension
   int64_t concatDim = -1; ///< all_to_all concat dimension
 };
 
@@ -66,7 +66,7 @@ struct PlannedCollective {
 struct PlannedOp {
   std::string op, loc;
   std::vector<std::string> results, operands; ///< shardings, as text
-  double time = 0; ///< predicted compute seconds
+  double time = 0;                            ///< predicted compute seconds
 };
 
 struct FunctionPlan {
@@ -75,7 +75,7 @@ struct FunctionPlan {
   double weightBytes = 0, inputBytes = 0; ///< per device
   /// Per device: state arguments (KV caches) at the model's context length.
   double stateBytes = 0;
-  double replicatedBytes = 0;             ///< per device, nothing split
+  double replicatedBytes = 0; ///< per device, nothing split
   std::vector<PlannedCollective> collectives;
   std::vector<PlannedOp> ops;
 };

@@ -127,7 +127,8 @@ std::string planHtml(const std::string &planJson,
   return loom::driver::renderPlanHtml(*plan, trace);
 }
 
-// --- Arrays -------------------------------------------------------------------
+// --- Arrays
+// -------------------------------------------------------------------
 
 using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
@@ -140,10 +141,10 @@ bool toDType(nb::dlpack::dtype t, run::DType &out) {
     run::DType dtype;
   };
   static constexpr Row kRows[] = {
-      {C::Float, 32, run::DType::F32}, {C::Float, 16, run::DType::F16},
+      {C::Float, 32, run::DType::F32},   {C::Float, 16, run::DType::F16},
       {C::Bfloat, 16, run::DType::BF16}, {C::Float, 64, run::DType::F64},
-      {C::Int, 8, run::DType::I8},     {C::Int, 32, run::DType::I32},
-      {C::Int, 64, run::DType::I64},   {C::UInt, 8, run::DType::U8},
+      {C::Int, 8, run::DType::I8},       {C::Int, 32, run::DType::I32},
+      {C::Int, 64, run::DType::I64},     {C::UInt, 8, run::DType::U8},
       {C::Bool, 8, run::DType::I1}};
   if (t.lanes != 1)
     return false;
@@ -196,11 +197,11 @@ nb::object wrapOutput(const run::Array &a) {
 }
 
 std::string describe(const run::TensorSpec &t) {
-  return std::string(run::dtypeName(t.dtype)) + " " +
-         run::shapeString(t.shape);
+  return std::string(run::dtypeName(t.dtype)) + " " + run::shapeString(t.shape);
 }
 
-// --- Bundle -------------------------------------------------------------------
+// --- Bundle
+// -------------------------------------------------------------------
 
 /// What a Bundle and its running generations share: one job at a time.
 struct Session {
@@ -215,9 +216,8 @@ public:
   Generation(std::shared_ptr<Session> session, run::GenerateOptions options,
              bool withText)
       : session(std::move(session)), withText(withText) {
-    worker = std::thread([this, options = std::move(options)] {
-      work(options);
-    });
+    worker =
+        std::thread([this, options = std::move(options)] { work(options); });
   }
   ~Generation() {
     nb::gil_scoped_release release;
@@ -376,19 +376,17 @@ public:
       run::Input in;
       in.name = name;
       if (!toDType(a.dtype(), in.array.dtype))
-        throw nb::value_error(("input '" + name +
-                               "': unsupported dtype" +
-                               (spec ? "; expected " + describe(*spec)
-                                     : std::string()))
-                                  .c_str());
+        throw nb::value_error(
+            ("input '" + name + "': unsupported dtype" +
+             (spec ? "; expected " + describe(*spec) : std::string()))
+                .c_str());
       // The executor says "dtype is f64 but ... expects f32"; here the
       // expected shape comes with it (what to pass instead).
       if (spec && in.array.dtype != spec->dtype)
-        throw nb::value_error(("input '" + name + "': dtype " +
-                               run::dtypeName(in.array.dtype) +
-                               ", but entry '" + e.name + "' expects " +
-                               describe(*spec))
-                                  .c_str());
+        throw nb::value_error(
+            ("input '" + name + "': dtype " + run::dtypeName(in.array.dtype) +
+             ", but entry '" + e.name + "' expects " + describe(*spec))
+                .c_str());
       for (size_t d = 0; d < a.ndim(); ++d)
         in.array.shape.push_back(int64_t(a.shape(d)));
       in.array.data = a.data();
@@ -603,18 +601,16 @@ NB_MODULE(_loom, m) {
                      return std::string(
                          run::backendName(b.session->executor->usesMpi()));
                    })
-      .def_prop_ro("local_ranks",
-                   [](Bundle &b) {
-                     return b.session->executor->localRanks();
-                   },
-                   "The ranks this process runs (every rank on threads, "
-                   "this process's one under MPI).")
+      .def_prop_ro(
+          "local_ranks",
+          [](Bundle &b) { return b.session->executor->localRanks(); },
+          "The ranks this process runs (every rank on threads, "
+          "this process's one under MPI).")
       .def_prop_ro("path",
                    [](Bundle &b) { return b.session->executor->bundleDir(); })
       .def_prop_ro("model", [](Bundle &b) { return b.manifest().model; })
       .def_prop_ro("mesh", [](Bundle &b) { return b.manifest().meshString(); })
-      .def_prop_ro("num_ranks",
-                   [](Bundle &b) { return b.manifest().numRanks; })
+      .def_prop_ro("num_ranks", [](Bundle &b) { return b.manifest().numRanks; })
       .def_prop_ro("entries",
                    [](Bundle &b) {
                      std::vector<std::string> names;
@@ -634,8 +630,7 @@ NB_MODULE(_loom, m) {
           [](Bundle &b, const std::string &entry) {
             nb::list l;
             for (const run::OutputSpec &o : b.entry(entry).outputs)
-              l.append(nb::make_tuple(o.name, run::dtypeName(o.dtype),
-                                      o.rank));
+              l.append(nb::make_tuple(o.name, run::dtypeName(o.dtype), o.rank));
             return l;
           },
           "entry"_a = "", "(name, dtype, rank) of each output of an entry.")
@@ -643,8 +638,8 @@ NB_MODULE(_loom, m) {
           "run",
           [](Bundle &b, const std::string &entry, nb::dict inputs,
              bool copyInputs, int64_t ctx, int microbatches) {
-            return b.run(entry, inputs, copyInputs, ctx,
-                         &b.lastInputAddresses, microbatches);
+            return b.run(entry, inputs, copyInputs, ctx, &b.lastInputAddresses,
+                         microbatches);
           },
           "entry"_a, "inputs"_a, "copy_inputs"_a = false, "ctx"_a = 0,
           "microbatches"_a = 1,
@@ -657,8 +652,8 @@ NB_MODULE(_loom, m) {
           "The data addresses handed to the executor by the last run.")
       .def("generate", &Bundle::generate, "prompt"_a, "max_tokens"_a = 256,
            "temperature"_a = 0.0f, "top_k"_a = 0, "top_p"_a = 1.0f,
-           "min_p"_a = 0.0f, "repeat_penalty"_a = 1.0f,
-           "seed"_a = nb::none(), "chat"_a = false, "system"_a = nb::none(),
+           "min_p"_a = 0.0f, "repeat_penalty"_a = 1.0f, "seed"_a = nb::none(),
+           "chat"_a = false, "system"_a = nb::none(),
            "stop"_a = std::vector<std::string>(), "ctx"_a = 0,
            "ignore_eos"_a = false,
            "Starts a generation with the bundle's decode entry; iterate "

@@ -132,8 +132,10 @@ public:
     for (auto [key, dims] : operands) {
       int64_t i = nb::cast<int64_t>(key);
       if (i < 0 || i >= int64_t(op->getNumOperands()))
-        return fail("operand " + std::to_string(i) + " does not exist (the op "
-                    "has " + std::to_string(op->getNumOperands()) + ")");
+        return fail("operand " + std::to_string(i) +
+                    " does not exist (the op "
+                    "has " +
+                    std::to_string(op->getNumOperands()) + ")");
       Attribute a = sharding(op->getOperand(i).getType(), dims,
                              "operand " + std::to_string(i));
       if (!a)
@@ -189,9 +191,9 @@ private:
                     " results (a strategy fixes every result)");
       SmallVector<Attribute> attrs;
       for (size_t i = 0; i < results.size(); ++i) {
-        Attribute a = sharding(op->getResult(i).getType(), results[i],
-                               what + " result " + std::to_string(i),
-                               partial[i]);
+        Attribute a =
+            sharding(op->getResult(i).getType(), results[i],
+                     what + " result " + std::to_string(i), partial[i]);
         if (!a)
           return false;
         attrs.push_back(a);
@@ -203,8 +205,7 @@ private:
     MLIRContext *ctx = op->getContext();
     op->setAttr(loom::kShardingCandidatesAttrName,
                 ArrayAttr::get(ctx, candidates));
-    op->setAttr(loom::kShardingRuleAttrName,
-                StringAttr::get(ctx, rule));
+    op->setAttr(loom::kShardingRuleAttrName, StringAttr::get(ctx, rule));
     return true;
   }
 
@@ -297,8 +298,8 @@ bool applyShardingRules(Operation *moduleOp, llvm::raw_ostream &diag,
         answer = rule.call(info);
       } catch (nb::python_error &e) {
         // "TypeError: message", without the traceback.
-        std::string what = nb::cast<std::string>(
-            nb::str(e.type().attr("__name__")));
+        std::string what =
+            nb::cast<std::string>(nb::str(e.type().attr("__name__")));
         std::string message = nb::cast<std::string>(nb::str(e.value()));
         diag << "loom: sharding rule '" << rule.name << "' raised on "
              << op->getName().getStringRef() << " at " << print(op->getLoc())

@@ -1,4 +1,5 @@
-//===- ShardingRules.h - custom sharding rules written in Python -*- C++ -*-===//
+//===- ShardingRules.h - custom sharding rules written in Python -*- C++
+//-*-===//
 //
 // The shard phase's hook of the Python package (driver's
 // CompileOptions::beforeShard): Python functions pin shardings of ops

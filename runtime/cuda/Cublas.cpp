@@ -52,7 +52,8 @@ const Cublas *cublas(std::string *err) {
     return &lib;
   void *h = nullptr;
   std::string tried;
-  for (const char *name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+  for (const char *name :
+       {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
     h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (h)
       break;
@@ -113,9 +114,9 @@ extern "C" int32_t loom_cuda_gemm(loom_cuda_device *dev, int32_t dtype,
                     " is not f16, bf16 or f32");
   if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX ||
       k > INT32_MAX || (m && n && k && (!a || !b || !c)))
-    return setError("loom_cuda_gemm: bad sizes or null operand (m=" +
-                    std::to_string(m) + ", n=" + std::to_string(n) +
-                    ", k=" + std::to_string(k) + ")");
+    return setError(
+        "loom_cuda_gemm: bad sizes or null operand (m=" + std::to_string(m) +
+        ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ")");
   if (!dev)
     return setError("loom_cuda_gemm: null device (open one with "
                     "loom_cuda_open)");
@@ -146,8 +147,8 @@ extern "C" int32_t loom_cuda_gemm(loom_cuda_device *dev, int32_t dtype,
                      reinterpret_cast<void *>(c), type, int(n), kCompute32F,
                      kGemmDefault);
   if (s != 0)
-    return setError("loom_cuda_gemm(m=" + std::to_string(m) + ", n=" +
-                    std::to_string(n) + ", k=" + std::to_string(k) +
+    return setError("loom_cuda_gemm(m=" + std::to_string(m) +
+                    ", n=" + std::to_string(n) + ", k=" + std::to_string(k) +
                     "): cublasGemmEx failed: " + status(cb, s));
   return ok();
 }

@@ -103,8 +103,8 @@ int32_t loom_cuda_open(int32_t ordinal, loom_cuda_device **out) {
   LOOM_CU("cuDeviceGetCount", d->cuDeviceGetCount(&n));
   if (ordinal < 0 || ordinal >= n)
     return setError("no CUDA device: device " + std::to_string(ordinal) +
-                    " does not exist (the driver reports " +
-                    std::to_string(n) + " device(s))");
+                    " does not exist (the driver reports " + std::to_string(n) +
+                    " device(s))");
   auto dev = std::make_unique<loom_cuda_device>();
   dev->drv = d;
   dev->ordinal = ordinal;
@@ -326,8 +326,12 @@ int32_t loom_cuda_cubin_sm(const void *image, int64_t size) {
   // ELF64 little-endian with e_machine EM_CUDA (190); the SM is in e_flags:
   // bits 0-7 for ELF ABI version < 8 (CUDA <= 12.x), bits 8-15 from 8 on.
   const auto *b = static_cast<const unsigned char *>(image);
-  if (!b || size < 64 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2 ||
-      b[5] != 1)
+  if (!b || size < 64 ||
+      std::memcmp(b,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      b[4] != 2 || b[5] != 1)
     return -1;
   unsigned machine = b[18] | b[19] << 8;
   if (machine != 190)
@@ -371,8 +375,8 @@ int32_t loom_cuda_module_load(loom_cuda_device *dev, const void *image,
   CUresult r = dev->drv->cuModuleLoadData(&m, data);
   if (r != kCudaSuccess)
     return setError("loom_cuda_module_load on device " +
-                    std::to_string(dev->ordinal) + " (" + dev->name +
-                    ", sm_" + std::to_string(dev->sm) +
+                    std::to_string(dev->ordinal) + " (" + dev->name + ", sm_" +
+                    std::to_string(dev->sm) +
                     "): cuModuleLoadData failed: " + resultString(r));
   *out = new loom_cuda_module{dev, m};
   return ok();

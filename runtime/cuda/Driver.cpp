@@ -44,23 +44,42 @@ void bind(T &fn, void *lib, std::initializer_list<const char *> names,
 // cuGetErrorName is not usable (a stub library, a failed cuInit).
 const char *knownResult(CUresult r) {
   switch (r) {
-  case 1: return "CUDA_ERROR_INVALID_VALUE";
-  case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
-  case 3: return "CUDA_ERROR_NOT_INITIALIZED";
-  case 34: return "CUDA_ERROR_STUB_LIBRARY (the toolkit's stub libcuda.so, not a driver)";
-  case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER (the driver is older than the runtime)";
-  case 46: return "CUDA_ERROR_DEVICE_UNAVAILABLE";
-  case 100: return "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)";
-  case 200: return "CUDA_ERROR_INVALID_IMAGE";
-  case 209: return "CUDA_ERROR_NO_BINARY_FOR_GPU (the image has no code for this GPU)";
-  case 218: return "CUDA_ERROR_INVALID_PTX";
-  case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (PTX newer than the driver)";
-  case 500: return "CUDA_ERROR_NOT_FOUND";
-  case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-  case 719: return "CUDA_ERROR_LAUNCH_FAILED";
-  case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
-  case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
-  default: return nullptr;
+  case 1:
+    return "CUDA_ERROR_INVALID_VALUE";
+  case 2:
+    return "CUDA_ERROR_OUT_OF_MEMORY";
+  case 3:
+    return "CUDA_ERROR_NOT_INITIALIZED";
+  case 34:
+    return "CUDA_ERROR_STUB_LIBRARY (the toolkit's stub libcuda.so, not a "
+           "driver)";
+  case 35:
+    return "CUDA_ERROR_INSUFFICIENT_DRIVER (the driver is older than the "
+           "runtime)";
+  case 46:
+    return "CUDA_ERROR_DEVICE_UNAVAILABLE";
+  case 100:
+    return "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)";
+  case 200:
+    return "CUDA_ERROR_INVALID_IMAGE";
+  case 209:
+    return "CUDA_ERROR_NO_BINARY_FOR_GPU (the image has no code for this GPU)";
+  case 218:
+    return "CUDA_ERROR_INVALID_PTX";
+  case 222:
+    return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (PTX newer than the driver)";
+  case 500:
+    return "CUDA_ERROR_NOT_FOUND";
+  case 700:
+    return "CUDA_ERROR_ILLEGAL_ADDRESS";
+  case 719:
+    return "CUDA_ERROR_LAUNCH_FAILED";
+  case 803:
+    return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+  case 804:
+    return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+  default:
+    return nullptr;
   }
 }
 
@@ -83,8 +102,7 @@ std::string resultString(CUresult r) {
   if (loaded && table.cuGetErrorName && table.cuGetErrorName(r, &name) == 0 &&
       name) {
     std::string s = name;
-    if (table.cuGetErrorString && table.cuGetErrorString(r, &desc) == 0 &&
-        desc)
+    if (table.cuGetErrorString && table.cuGetErrorString(r, &desc) == 0 && desc)
       s += std::string(" (") + desc + ")";
     return s;
   }
@@ -106,8 +124,8 @@ const Driver *driver(std::string *error) {
   void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *why = dlerror();
-    *error = "no CUDA device: cannot load the CUDA driver '" + path +
-             "' (" + (why ? why : "unknown error") +
+    *error = "no CUDA device: cannot load the CUDA driver '" + path + "' (" +
+             (why ? why : "unknown error") +
              "); install the NVIDIA driver, or run where a GPU is";
     return nullptr;
   }
@@ -122,11 +140,9 @@ const Driver *driver(std::string *error) {
   bind(d.cuDeviceGetName, lib, {"cuDeviceGetName"}, &missing);
   bind(d.cuDeviceGetAttribute, lib, {"cuDeviceGetAttribute"}, &missing);
   bind(d.cuDeviceTotalMem, lib, {"cuDeviceTotalMem_v2"}, &missing);
-  bind(d.cuDevicePrimaryCtxRetain, lib, {"cuDevicePrimaryCtxRetain"},
-       &missing);
+  bind(d.cuDevicePrimaryCtxRetain, lib, {"cuDevicePrimaryCtxRetain"}, &missing);
   bind(d.cuDevicePrimaryCtxRelease, lib,
-       {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"},
-       &missing);
+       {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"}, &missing);
   bind(d.cuCtxSetCurrent, lib, {"cuCtxSetCurrent"}, &missing);
   bind(d.cuCtxSynchronize, lib, {"cuCtxSynchronize"}, &missing);
   bind(d.cuMemAlloc, lib, {"cuMemAlloc_v2"}, &missing);
@@ -171,12 +187,12 @@ const Driver *driver(std::string *error) {
   if (r == kCudaSuccess)
     r = d.cuDeviceGetCount(&count);
   if (r != kCudaSuccess || count == 0) {
-    std::string why = r != kCudaSuccess
-                          ? "cuInit failed: " +
-                                std::string(knownResult(r) ? knownResult(r)
-                                                           : "CUresult " +
-                                                                 std::to_string(r))
-                          : std::string("the driver reports 0 devices");
+    std::string why =
+        r != kCudaSuccess
+            ? "cuInit failed: " +
+                  std::string(knownResult(r) ? knownResult(r)
+                                             : "CUresult " + std::to_string(r))
+            : std::string("the driver reports 0 devices");
     dlclose(lib);
     *error = "no CUDA device: " + why + " (driver '" + path + "')";
     return nullptr;

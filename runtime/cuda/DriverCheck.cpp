@@ -21,16 +21,17 @@ namespace loom::cuda {
 
 static_assert(sizeof(::CUdeviceptr) == sizeof(CUdeviceptr));
 static_assert(sizeof(::CUresult) == sizeof(CUresult));
-static_assert(int(kAttrClockRate) == (int) CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-static_assert(int(kAttrMultiprocessorCount) == (int)
-              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-static_assert(int(kAttrMemoryClockRate) == (int) CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
-static_assert(int(kAttrGlobalMemoryBusWidth) == (int)
-              CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
-static_assert(int(kAttrComputeCapabilityMajor) == (int)
-              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-static_assert(int(kAttrComputeCapabilityMinor) == (int)
-              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+static_assert(int(kAttrClockRate) == (int)CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+static_assert(int(kAttrMultiprocessorCount) ==
+              (int)CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+static_assert(int(kAttrMemoryClockRate) ==
+              (int)CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+static_assert(int(kAttrGlobalMemoryBusWidth) ==
+              (int)CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+static_assert(int(kAttrComputeCapabilityMajor) ==
+              (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(int(kAttrComputeCapabilityMinor) ==
+              (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(int(kStreamNonBlocking) == int(CU_STREAM_NON_BLOCKING));
 static_assert(int(kCaptureModeThreadLocal) ==
               int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
@@ -38,13 +39,14 @@ static_assert(int(kCaptureModeThreadLocal) ==
 // Signatures of the versioned symbols Driver.cpp binds.
 static_assert(std::is_same_v<decltype(&::cuMemAlloc_v2),
                              ::CUresult (*)(::CUdeviceptr *, size_t)>);
-static_assert(std::is_same_v<decltype(&::cuLaunchKernel),
-                             ::CUresult (*)(::CUfunction, unsigned, unsigned,
-                                            unsigned, unsigned, unsigned,
-                                            unsigned, unsigned, ::CUstream,
-                                            void **, void **)>);
-static_assert(std::is_same_v<decltype(&::cuStreamBeginCapture_v2),
-                             ::CUresult (*)(::CUstream, ::CUstreamCaptureMode)>);
+static_assert(
+    std::is_same_v<decltype(&::cuLaunchKernel),
+                   ::CUresult (*)(::CUfunction, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, unsigned, unsigned,
+                                  ::CUstream, void **, void **)>);
+static_assert(
+    std::is_same_v<decltype(&::cuStreamBeginCapture_v2),
+                   ::CUresult (*)(::CUstream, ::CUstreamCaptureMode)>);
 
 // cuBLAS values used by Cublas.cpp.
 static_assert(CUBLAS_OP_N == 0 && CUBLAS_OP_T == 1);

@@ -80,20 +80,19 @@ const Nccl *nccl(std::string *err) {
   }
   Nccl n{};
   auto get = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(h, name));
+    fn =
+        reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
     return fn != nullptr;
   };
-  bool all = get(n.getUniqueId, "ncclGetUniqueId") &&
-             get(n.commInitRank, "ncclCommInitRank") &&
-             get(n.commDestroy, "ncclCommDestroy") &&
-             get(n.commAbort, "ncclCommAbort") &&
-             get(n.allReduce, "ncclAllReduce") &&
-             get(n.allGather, "ncclAllGather") &&
-             get(n.reduceScatter, "ncclReduceScatter") &&
-             get(n.broadcast, "ncclBroadcast") && get(n.send, "ncclSend") &&
-             get(n.recv, "ncclRecv") &&
-             get(n.errorString, "ncclGetErrorString");
+  bool all =
+      get(n.getUniqueId, "ncclGetUniqueId") &&
+      get(n.commInitRank, "ncclCommInitRank") &&
+      get(n.commDestroy, "ncclCommDestroy") &&
+      get(n.commAbort, "ncclCommAbort") && get(n.allReduce, "ncclAllReduce") &&
+      get(n.allGather, "ncclAllGather") &&
+      get(n.reduceScatter, "ncclReduceScatter") &&
+      get(n.broadcast, "ncclBroadcast") && get(n.send, "ncclSend") &&
+      get(n.recv, "ncclRecv") && get(n.errorString, "ncclGetErrorString");
   if (!all) {
     dlclose(h);
     *err = "NCCL is too old (ncclSend/ncclRecv need NCCL 2.7 or newer)";
@@ -107,15 +106,24 @@ const Nccl *nccl(std::string *err) {
 // abi.h dtype -> ncclDataType_t (checked against nccl.h in DriverCheck.cpp).
 int ncclType(int32_t dtype) {
   switch (dtype) {
-  case LOOM_RT_F32: return 7;
-  case LOOM_RT_F16: return 6;
-  case LOOM_RT_BF16: return 9;
-  case LOOM_RT_F64: return 8;
-  case LOOM_RT_I8: return 0;
-  case LOOM_RT_I32: return 2;
-  case LOOM_RT_I64: return 4;
-  case LOOM_RT_U8: return 1;
-  default: return -1;
+  case LOOM_RT_F32:
+    return 7;
+  case LOOM_RT_F16:
+    return 6;
+  case LOOM_RT_BF16:
+    return 9;
+  case LOOM_RT_F64:
+    return 8;
+  case LOOM_RT_I8:
+    return 0;
+  case LOOM_RT_I32:
+    return 2;
+  case LOOM_RT_I64:
+    return 4;
+  case LOOM_RT_U8:
+    return 1;
+  default:
+    return -1;
   }
 }
 
@@ -188,7 +196,7 @@ int32_t serveId(int32_t world, int32_t port, double timeout,
                     std::to_string(port) + ": " + std::strerror(errno) +
                     " (is MASTER_PORT in use?)");
   auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(timeout));
+                                std::chrono::duration<double>(timeout));
   for (int served = 1; served < world;) {
     int ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(
                      end - Clock::now())
@@ -221,7 +229,7 @@ int32_t serveId(int32_t world, int32_t port, double timeout,
 int32_t fetchId(int32_t rank, const char *addr, int32_t port, double timeout,
                 uint8_t *id) {
   auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(timeout));
+                                std::chrono::duration<double>(timeout));
   std::string lastWhy = "no answer";
   std::string portStr = std::to_string(port);
   while (Clock::now() < end) {
@@ -265,9 +273,9 @@ int32_t fetchId(int32_t rank, const char *addr, int32_t port, double timeout,
   }
   return setError("nccl rendezvous: rank " + std::to_string(rank) +
                   " could not reach rank 0 at " + addr + ":" + portStr +
-                  " within " + std::to_string(int(timeout)) + " s (" +
-                  lastWhy + "); is rank 0 running with the same "
-                            "MASTER_ADDR/MASTER_PORT?");
+                  " within " + std::to_string(int(timeout)) + " s (" + lastWhy +
+                  "); is rank 0 running with the same "
+                  "MASTER_ADDR/MASTER_PORT?");
 }
 
 bool envInt(const char *name, int64_t &out, std::string *err) {
@@ -282,8 +290,8 @@ bool envInt(const char *name, int64_t &out, std::string *err) {
   char *e = nullptr;
   long long x = std::strtoll(v, &e, 10);
   if (*e || x < 0) {
-    *err = std::string("$") + name + "='" + v +
-           "' is not a non-negative integer";
+    *err =
+        std::string("$") + name + "='" + v + "' is not a non-negative integer";
     return false;
   }
   out = x;
@@ -330,9 +338,8 @@ void *vp(loom_cuda_ptr p) { return reinterpret_cast<void *>(p); }
 
 extern "C" {
 
-int32_t loom_cuda_tcp_exchange_id(int32_t rank, int32_t world,
-                                  const char *addr, int32_t port,
-                                  double timeout,
+int32_t loom_cuda_tcp_exchange_id(int32_t rank, int32_t world, const char *addr,
+                                  int32_t port, double timeout,
                                   uint8_t id[LOOM_CUDA_NCCL_ID_BYTES]) {
   if (!id || !addr || world < 1 || rank < 0 || rank >= world || port <= 0 ||
       port > 65535)
@@ -521,13 +528,13 @@ int32_t loom_cuda_nccl_broadcast(loom_cuda_nccl *c, int32_t dtype,
   if (root < 0 || root >= c->world)
     return setError("loom_cuda_nccl_broadcast: root " + std::to_string(root) +
                     " outside the world of " + std::to_string(c->world));
-  int r = c->lib->broadcast(vp(in), vp(out), size_t(count), type, root,
-                            c->comm, cs(stream));
+  int r = c->lib->broadcast(vp(in), vp(out), size_t(count), type, root, c->comm,
+                            cs(stream));
   return r ? ncclFail(c->lib, "ncclBroadcast", r) : ok();
 }
 
-int32_t loom_cuda_nccl_send(loom_cuda_nccl *c, int32_t dtype,
-                            loom_cuda_ptr buf, int64_t count, int32_t peer,
+int32_t loom_cuda_nccl_send(loom_cuda_nccl *c, int32_t dtype, loom_cuda_ptr buf,
+                            int64_t count, int32_t peer,
                             loom_cuda_stream stream) {
   int type;
   if (prologue(c, "loom_cuda_nccl_send", dtype, count, type))
@@ -535,13 +542,12 @@ int32_t loom_cuda_nccl_send(loom_cuda_nccl *c, int32_t dtype,
   if (peer < 0 || peer >= c->world)
     return setError("loom_cuda_nccl_send: peer " + std::to_string(peer) +
                     " outside the world of " + std::to_string(c->world));
-  int r = c->lib->send(vp(buf), size_t(count), type, peer, c->comm,
-                       cs(stream));
+  int r = c->lib->send(vp(buf), size_t(count), type, peer, c->comm, cs(stream));
   return r ? ncclFail(c->lib, "ncclSend", r) : ok();
 }
 
-int32_t loom_cuda_nccl_recv(loom_cuda_nccl *c, int32_t dtype,
-                            loom_cuda_ptr buf, int64_t count, int32_t peer,
+int32_t loom_cuda_nccl_recv(loom_cuda_nccl *c, int32_t dtype, loom_cuda_ptr buf,
+                            int64_t count, int32_t peer,
                             loom_cuda_stream stream) {
   int type;
   if (prologue(c, "loom_cuda_nccl_recv", dtype, count, type))
@@ -549,8 +555,7 @@ int32_t loom_cuda_nccl_recv(loom_cuda_nccl *c, int32_t dtype,
   if (peer < 0 || peer >= c->world)
     return setError("loom_cuda_nccl_recv: peer " + std::to_string(peer) +
                     " outside the world of " + std::to_string(c->world));
-  int r = c->lib->recv(vp(buf), size_t(count), type, peer, c->comm,
-                       cs(stream));
+  int r = c->lib->recv(vp(buf), size_t(count), type, peer, c->comm, cs(stream));
   return r ? ncclFail(c->lib, "ncclRecv", r) : ok();
 }
 

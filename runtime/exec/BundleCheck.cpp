@@ -1,4 +1,5 @@
-//===- BundleCheck.cpp - checks of a bundle before dlopen -------------------===//
+//===- BundleCheck.cpp - checks of a bundle before dlopen
+//-------------------===//
 
 #include "loom/runtime/BundleCheck.h"
 
@@ -81,9 +82,9 @@ bool checkElfLibrary(const std::string &path, std::string *error) {
                   std::to_string(ph.p_offset + ph.p_filesz) +
                   " but the file has " + std::to_string(size) + redo);
   }
-  if (eh.e_shnum && (eh.e_shentsize != sizeof(Elf64_Shdr) ||
-                     !inside(eh.e_shoff,
-                             uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr), size)))
+  if (eh.e_shnum &&
+      (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+       !inside(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr), size)))
     return fail("section headers lie outside the file of " +
                 std::to_string(size) + " bytes" + redo);
   for (unsigned i = 0; i < eh.e_shnum; ++i) {

@@ -10,8 +10,8 @@
 
 #include "loom/runtime/Executor.h"
 
-#include "Loader.h"
 #include "../Comm.h"
+#include "Loader.h"
 #include "loom/runtime/State.h"
 #include "loom/runtime/Strided.h"
 #include "loom/runtime/abi.h"
@@ -129,14 +129,14 @@ namespace {
 
 /// The entry each local rank runs for `name`: the entry itself, or, for a
 /// pipelined entry, the stage of the rank's pipeline coordinate.
-std::map<int64_t, const Entry *> rankEntries(const Manifest &m,
-                                             const std::string &name,
-                                             const std::vector<int64_t> &ranks) {
+std::map<int64_t, const Entry *>
+rankEntries(const Manifest &m, const std::string &name,
+            const std::vector<int64_t> &ranks) {
   std::map<int64_t, const Entry *> out;
   const PipelineEntry *pe = m.pipeline.find(name);
   for (int64_t r : ranks)
-    out[r] = pe ? m.findEntry(pe->stages[size_t(m.stageOf(r))])
-                : m.findEntry(name);
+    out[r] =
+        pe ? m.findEntry(pe->stages[size_t(m.stageOf(r))]) : m.findEntry(name);
   return out;
 }
 
@@ -182,10 +182,12 @@ void Executor::resetState(const std::string &entry) {
       P->state.erase(s);
 }
 
-std::vector<std::vector<PipelineStep>>
-pipelineSchedule(PipelineSchedule kind, int64_t stages, int64_t microbatches,
-                 bool withBackward) {
-  std::vector<std::vector<PipelineStep>> out(size_t(std::max<int64_t>(stages, 0)));
+std::vector<std::vector<PipelineStep>> pipelineSchedule(PipelineSchedule kind,
+                                                        int64_t stages,
+                                                        int64_t microbatches,
+                                                        bool withBackward) {
+  std::vector<std::vector<PipelineStep>> out(
+      size_t(std::max<int64_t>(stages, 0)));
   int64_t m = microbatches;
   for (int64_t k = 0; k < stages; ++k) {
     auto &steps = out[size_t(k)];
@@ -354,15 +356,14 @@ Status concatMicrobatches(const Entry &e,
       if (s != a.shape)
         return Error{"output '" + e.outputs[k].name +
                      "': microbatches returned different shapes " +
-                     shapeString(a.shape) + " and " +
-                     shapeString(p[k].shape)};
+                     shapeString(a.shape) + " and " + shapeString(p[k].shape)};
       rows += p[k].shape[0];
     }
     a.shape[0] = rows;
     Buffer b = allocBuffer(a.numBytes());
     if (!b && a.numBytes() > 0)
-      return Error{"out of memory concatenating output '" +
-                   e.outputs[k].name + "'"};
+      return Error{"out of memory concatenating output '" + e.outputs[k].name +
+                   "'"};
     char *dst = static_cast<char *>(b.get());
     for (auto &p : parts) {
       if (p[k].numBytes() > 0)
@@ -480,15 +481,16 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   // A boundary transfer's trace event (category "p2p", docs/RUNTIME.md).
   auto traceP2p = [&](const char *what, const char *dir, int64_t mb,
                       int64_t peer, int64_t t0, int64_t bytes) {
-    loom::rt::traceSpan(
-        ctx,
-        std::string(what) + " " + job.name + " mb " + std::to_string(mb) +
-            " " + dir + " rank " + std::to_string(peer),
-        "p2p", t0, loom_rt_now_ns(),
-        "{\"entry\":\"" + job.name + "\",\"stage\":" +
-            std::to_string(plan.stage) + ",\"microbatch\":" +
-            std::to_string(mb) + ",\"peer\":" + std::to_string(peer) +
-            ",\"bytes\":" + std::to_string(bytes) + "}");
+    loom::rt::traceSpan(ctx,
+                        std::string(what) + " " + job.name + " mb " +
+                            std::to_string(mb) + " " + dir + " rank " +
+                            std::to_string(peer),
+                        "p2p", t0, loom_rt_now_ns(),
+                        "{\"entry\":\"" + job.name +
+                            "\",\"stage\":" + std::to_string(plan.stage) +
+                            ",\"microbatch\":" + std::to_string(mb) +
+                            ",\"peer\":" + std::to_string(peer) +
+                            ",\"bytes\":" + std::to_string(bytes) + "}");
   };
   auto postRecv = [&](int64_t mb) {
     Boundaries::Slot &s = bd.slot[mb & 1];
@@ -500,15 +502,15 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       for (int64_t d : spec.shape)
         n *= d;
       if (!s.recv[j]) {
-        s.recv[j] = allocBuffer(std::max<int64_t>(n * dtypeSize(spec.dtype), 1));
+        s.recv[j] =
+            allocBuffer(std::max<int64_t>(n * dtypeSize(spec.dtype), 1));
         if (!s.recv[j])
           loom::rt::failRank(ctx, "out of memory for the boundary input '" +
                                       spec.name + "'");
       }
       s.shape[j] = spec.shape;
-      loom::rt::irecv(ctx, rtDtype(spec.dtype), s.recv[j].get(),
-                      n,
-                      plan.prev, kBoundaryTag + 2 * int64_t(j), s.recvReq[j]);
+      loom::rt::irecv(ctx, rtDtype(spec.dtype), s.recv[j].get(), n, plan.prev,
+                      kBoundaryTag + 2 * int64_t(j), s.recvReq[j]);
     }
   };
   auto finishRecv = [&](int64_t mb) {
@@ -543,8 +545,8 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     for (size_t j = 0; j < e.outputs.size(); ++j) {
       const OutputSpec &o = e.outputs[j];
       std::vector<int64_t> shape;
-      int64_t n = packOutput(ctx, o, views[j], s.send[j], s.sendBytes[j],
-                             shape);
+      int64_t n =
+          packOutput(ctx, o, views[j], s.send[j], s.sendBytes[j], shape);
       // The peer's input of this boundary; a dynamic one gets the shape.
       int64_t tag = kBoundaryTag + 2 * int64_t(j);
       for (const TensorSpec &in : plan.nextEntry->inputs)
@@ -554,8 +556,8 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
                           int64_t(shape.size()), plan.next, tag + 1,
                           s.headerReq[j]);
         }
-      loom::rt::isend(ctx, rtDtype(o.dtype), s.send[j].get(), n, plan.next,
-                      tag, s.sendReq[j]);
+      loom::rt::isend(ctx, rtDtype(o.dtype), s.send[j].get(), n, plan.next, tag,
+                      s.sendReq[j]);
       bytes += n * dtypeSize(o.dtype);
     }
     if (traced)
@@ -586,8 +588,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
     // The stage's forward steps in schedule order (microbatches 0..m-1:
     // the boundaries arrive in that order; receives of the next one are
     // posted before this one computes).
-    const std::vector<PipelineStep> &steps =
-        job.schedule[size_t(plan.stage)];
+    const std::vector<PipelineStep> &steps = job.schedule[size_t(plan.stage)];
     if (plan.prev >= 0 && !steps.empty())
       postRecv(steps.front().microbatch);
     for (size_t si = 0; si < steps.size(); ++si) {
@@ -633,8 +634,7 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
       plan.fn(args.data());
       if (traced)
         loom::rt::traceSpan(ctx, callName + std::to_string(mb), "pipeline", c0,
-                            loom_rt_now_ns(),
-                            mbArgs(job.name, plan.stage, mb));
+                            loom_rt_now_ns(), mbArgs(job.name, plan.stage, mb));
       if (plan.next >= 0) {
         sendResults(mb, words);
       } else if (last && plan.returns) {
@@ -696,7 +696,8 @@ Status checkInput(const TensorSpec &spec, const ArrayRef &a,
   if (m > 1) {
     if (shape.empty())
       return Error{where + ": a scalar has no batch dimension to split into " +
-                   std::to_string(m) + " microbatches (--microbatches needs "
+                   std::to_string(m) +
+                   " microbatches (--microbatches needs "
                    "dimension 0 on every input)"};
     if (spec.shape[0] < 0 && shape[0] % m != 0)
       return Error{where + ": the batch (dimension 0) is " +
@@ -849,7 +850,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
     for (const TensorSpec &t : e.inputs) {
       if (!t.state.empty())
         return Error{what + "entry '" + e.name + "' has the state input '" +
-                     t.name + "' (a KV cache); its microbatches would share "
+                     t.name +
+                     "' (a KV cache); its microbatches would share "
                      "one cache (not supported: run them one by one)"};
       if (job.byBatchDim) {
         // Dimension 0 only today (a view; another needs a strided copy).
@@ -869,13 +871,16 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       // batch: splitting it could pair rows that do not belong together.
       if (t.shape[0] < 0)
         return Error{"--microbatches " + std::to_string(mb) + ": input '" +
-                     t.name + "' of entry '" + e.name + "' has a dynamic "
-                     "dimension 0 (" + shapeString(t.shape) +
+                     t.name + "' of entry '" + e.name +
+                     "' has a dynamic "
+                     "dimension 0 (" +
+                     shapeString(t.shape) +
                      "), not a compiled batch size to split; microbatches "
                      "need every input's dimension 0 to be the batch"};
     }
     if (job.byBatchDim && !anySplit)
-      return Error{what + "entry '" + e.name + "' has no input with a "
+      return Error{what + "entry '" + e.name +
+                   "' has no input with a "
                    "batch_dim to split into microbatches"};
     for (const OutputSpec &o : e.outputs) {
       if (job.byBatchDim && o.batchDim < 0)
@@ -1010,7 +1015,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
     // there (the manifest lists each stage's weights on its ranks only).
     if (plan.weights->size() != plan.entry->weights.size())
       return Error{"entry '" + plan.entry->name + "' has no weights on rank " +
-                   std::to_string(r) + " (a stage of a pipelined entry runs "
+                   std::to_string(r) +
+                   " (a stage of a pipelined entry runs "
                    "on the ranks of its stage: run the pipelined entry)"};
   }
 

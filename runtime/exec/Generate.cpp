@@ -11,8 +11,8 @@
 
 #include "loom/runtime/Generate.h"
 
-#include "Loader.h"
 #include "../Comm.h"
+#include "Loader.h"
 #include "loom/runtime/Executor.h"
 #include "loom/runtime/State.h"
 #include "loom/runtime/Strided.h"
@@ -126,7 +126,7 @@ struct GenJob {
   const OpenOptions *open = nullptr;
   const Manifest *m = nullptr;
   std::vector<StageGen> stages; ///< one without a pipeline
-  int64_t vocab = 0; ///< 0: take the logits' width
+  int64_t vocab = 0;            ///< 0: take the logits' width
   int64_t ctx = 0;
   int64_t batchLocal = 1;
   /// Groups of sequences in flight (a pipelined decode with more sequences
@@ -247,20 +247,20 @@ bool RankGen::setUp() {
     return false;
   }
   for (int64_t grp = 0; grp < J.groups; ++grp)
-  for (const StateArg &s : St->states) {
-    Buffer b = allocBuffer(s.bytes, /*zero=*/true);
-    if (!b) {
-      Failure = "out of memory for the KV cache (" +
-                humanBytes(double(s.bytes)) + " for '" +
-                St->entry->inputs[s.index].name + "')";
-      return false;
+    for (const StateArg &s : St->states) {
+      Buffer b = allocBuffer(s.bytes, /*zero=*/true);
+      if (!b) {
+        Failure = "out of memory for the KV cache (" +
+                  humanBytes(double(s.bytes)) + " for '" +
+                  St->entry->inputs[s.index].name + "')";
+        return false;
+      }
+      std::vector<int64_t> strides(s.shape.size());
+      rowMajorStrides(int64_t(s.shape.size()), s.shape.data(), strides.data());
+      StateDescs.push_back(makeDescriptor(b.get(), s.shape, strides));
+      Bound.notOwned.insert(b.get());
+      StateBufs.push_back(std::move(b));
     }
-    std::vector<int64_t> strides(s.shape.size());
-    rowMajorStrides(int64_t(s.shape.size()), s.shape.data(), strides.data());
-    StateDescs.push_back(makeDescriptor(b.get(), s.shape, strides));
-    Bound.notOwned.insert(b.get());
-    StateBufs.push_back(std::move(b));
-  }
   Seqs = J.seqs;
   for (int64_t i = 0; i < J.groups * J.batchLocal; ++i) {
     SamplingParams p = J.o->sampling;
@@ -303,11 +303,11 @@ void RankGen::sendBoundaries() {
   std::vector<OutputView> views = outputViews(e, ResultWords);
   for (size_t j = 0; j < e.outputs.size(); ++j) {
     PendingSend &ps = Sends[j]; // its last send is done (waitSends)
-    int64_t n = packOutput(Ctx, e.outputs[j], views[j], ps.data, ps.capacity,
-                           ps.shape);
+    int64_t n =
+        packOutput(Ctx, e.outputs[j], views[j], ps.data, ps.capacity, ps.shape);
     int64_t tag = kGenBoundaryTag + 2 * int64_t(j);
-    loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(),
-                    int64_t(ps.shape.size()), Next, tag + 1, ps.header);
+    loom::rt::isend(Ctx, LOOM_RT_I64, ps.shape.data(), int64_t(ps.shape.size()),
+                    Next, tag + 1, ps.header);
     loom::rt::isend(Ctx, rtDtype(e.outputs[j].dtype), ps.data.get(), n, Next,
                     tag, ps.body);
   }
@@ -370,9 +370,8 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
         "decode stage " + std::to_string(Stage) + " mb " + std::to_string(grp),
         "pipeline", c0, loom_rt_now_ns(),
         "{\"entry\":\"decode\",\"stage\":" + std::to_string(Stage) +
-            ",\"microbatch\":" + std::to_string(grp) +
-            ",\"position\":" + std::to_string(pos) + ",\"tokens\":" +
-            std::to_string(S) + "}");
+            ",\"microbatch\":" + std::to_string(grp) + ",\"position\":" +
+            std::to_string(pos) + ",\"tokens\":" + std::to_string(S) + "}");
   if (Next >= 0) {
     // Not the last stage: the results go on; the logits come from there.
     sendBoundaries();
@@ -761,8 +760,8 @@ bool RankGen::generateInFlight() {
           if (st == 0)
             toks[size_t(b)].assign(s.prompt.begin() + s.pos, s.prompt.end());
           else
-            toks[size_t(b)].assign(
-                1, s.generated.empty() ? 0 : s.generated.back());
+            toks[size_t(b)].assign(1, s.generated.empty() ? 0
+                                                          : s.generated.back());
         }
         if (!step(toks, std::min(pos, J.ctx - 1), grp))
           return false;

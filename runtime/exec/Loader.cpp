@@ -18,10 +18,10 @@
 
 #include <atomic>
 #include <dlfcn.h>
-#include <unistd.h>
-#include <sys/stat.h>
-#include <mutex>
 #include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -150,7 +150,6 @@ void releaseCudaResident() {
     release();
 }
 
-
 double nowMs() { return double(loom_rt_now_ns()) / 1e6; }
 
 std::string shapeString(const std::vector<int64_t> &shape) {
@@ -262,8 +261,8 @@ void *dlopenViaFreshName(const fs::path &lib) {
   if (!dir)
     return nullptr;
   fs::path link = fs::path(dir) / (std::to_string(getpid()) + "-" +
-                                   std::to_string(counter.fetch_add(1)) +
-                                   "-" + lib.filename().string());
+                                   std::to_string(counter.fetch_add(1)) + "-" +
+                                   lib.filename().string());
   void *handle = nullptr;
   if (symlink(abs.c_str(), link.c_str()) == 0) {
     handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -294,8 +293,10 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
   fs::path lib = resolveBundlePath(bundle, m.library);
   std::error_code ec;
   if (!fs::exists(lib, ec)) {
-    *error = "library '" + m.library + "' named by manifest.json not found "
-             "(looked for " + lib.string() + ")";
+    *error = "library '" + m.library +
+             "' named by manifest.json not found "
+             "(looked for " +
+             lib.string() + ")";
     return false;
   }
   if (std::string why = checkBeforeDlopen(m, lib.string()); !why.empty()) {
@@ -408,8 +409,9 @@ public:
     int fill = int(frac * width + 0.5);
     std::string bar(size_t(fill), '#');
     bar.append(size_t(width - fill), ' ');
-    std::fprintf(stderr, "\rloom-run: mapping weights [%s] %3d%% %zu/%zu "
-                         "slices, %s / %s",
+    std::fprintf(stderr,
+                 "\rloom-run: mapping weights [%s] %3d%% %zu/%zu "
+                 "slices, %s / %s",
                  bar.c_str(), int(frac * 100 + 0.5), doneSlices, Slices,
                  humanBytes(double(doneBytes)).c_str(),
                  humanBytes(double(Total)).c_str());
@@ -454,8 +456,8 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
     for (const WeightSlice &s : it->second) {
       fs::path p = resolveBundlePath(bundle, s.file);
       std::string where = "rank " + std::to_string(r) + " weight '" + s.name +
-                          "' (offset " + std::to_string(s.offset) +
-                          ", size " + std::to_string(s.nbytes) + ")";
+                          "' (offset " + std::to_string(s.offset) + ", size " +
+                          std::to_string(s.nbytes) + ")";
       auto f = loom::rt::mapFile(p.string(), &err);
       if (!f) {
         *error = where + ": " + err;
@@ -517,8 +519,7 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
     }
     const void *p = loom_rt_weight(ctx, int64_t(k));
     std::vector<int64_t> contiguous(w.shape.size());
-    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
-                    contiguous.data());
+    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(), contiguous.data());
     const Interleave &il = e.interleave[k];
     if (w.strides != contiguous || il.rows) {
       // This rank's copy, made once at load: a partitioned weight whose
@@ -567,8 +568,8 @@ int64_t packOutput(loom_rt_ctx *ctx, const OutputSpec &o, const OutputView &v,
   std::vector<int64_t> rowMajor(size_t(o.rank));
   rowMajorStrides(o.rank, shape.data(), rowMajor.data());
   if (n > 0)
-    copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es,
-                v.strides, buf.get(), rowMajor.data());
+    copyStrided(es, o.rank, shape.data(), v.aligned + v.offset * es, v.strides,
+                buf.get(), rowMajor.data());
   return n;
 }
 
@@ -581,15 +582,14 @@ Buffer recvBoundary(loom_rt_ctx *ctx, const TensorSpec &t, int64_t src,
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0 || (t.shape[d] >= 0 && shape[d] != t.shape[d]))
       loom::rt::failRank(ctx, "boundary input '" + t.name +
-                                  "' received the shape " +
-                                  shapeString(shape) + ", expected " +
-                                  shapeString(t.shape));
+                                  "' received the shape " + shapeString(shape) +
+                                  ", expected " + shapeString(t.shape));
     n *= shape[d];
   }
   Buffer b = allocBuffer(std::max<int64_t>(n * dtypeSize(t.dtype), 1));
   if (!b)
-    loom::rt::failRank(ctx, "out of memory for the boundary input '" +
-                                t.name + "'");
+    loom::rt::failRank(ctx,
+                       "out of memory for the boundary input '" + t.name + "'");
   loom_rt_recv(ctx, rtDtype(t.dtype), b.get(), n, src, tag);
   return b;
 }

@@ -27,7 +27,6 @@ namespace loom::run {
 
 using EntryFn = void (*)(void **);
 
-
 /// The runtime ABI's dtype (LOOM_RT_*) of a manifest dtype (i1 travels as
 /// u8, one byte).
 int32_t rtDtype(DType t);

@@ -1,4 +1,5 @@
-//===- Manifest.cpp - the bundle's manifest.json ------------------------------===//
+//===- Manifest.cpp - the bundle's manifest.json
+//------------------------------===//
 //
 // Built with -fno-exceptions: nlohmann::json is used with parse(text, nullptr,
 // false) and type checks before every access (JSON_NOEXCEPTION).
@@ -153,8 +154,8 @@ struct Reader {
     out = v.get<int64_t>();
     return true;
   }
-  bool integer(const Json &obj, const std::string &path,
-               const std::string &key, int64_t &out) {
+  bool integer(const Json &obj, const std::string &path, const std::string &key,
+               int64_t &out) {
     const Json *v = get(obj, path, key);
     return v && integer(*v, join(path, key), out);
   }
@@ -205,14 +206,14 @@ struct Reader {
     if (!integer(obj, path, "batch_dim", out))
       return false;
     if (out < 0 || out >= rank)
-      return fail(path + ".batch_dim",
-                  std::to_string(out) + " is not a dimension of a tensor of "
-                  "rank " + std::to_string(rank));
+      return fail(path + ".batch_dim", std::to_string(out) +
+                                           " is not a dimension of a tensor of "
+                                           "rank " +
+                                           std::to_string(rank));
     return true;
   }
-  bool tensors(const Json &obj, const std::string &path,
-               const std::string &key, std::vector<TensorSpec> &out,
-               int64_t minDim) {
+  bool tensors(const Json &obj, const std::string &path, const std::string &key,
+               std::vector<TensorSpec> &out, int64_t minDim) {
     const Json *a = array(obj, path, key);
     if (!a)
       return false;
@@ -231,8 +232,8 @@ struct Reader {
             !integer((*a)[i], ip, "ctx_dim", t.ctxDim))
           return false;
         if (t.state != "kv_cache")
-          return fail(ip + ".state", "unknown state '" + t.state +
-                                         "' (expected kv_cache)");
+          return fail(ip + ".state",
+                      "unknown state '" + t.state + "' (expected kv_cache)");
         if (t.ctxDim < 0 || t.ctxDim >= int64_t(t.shape.size()) ||
             t.shape[size_t(t.ctxDim)] != -1)
           return fail(ip + ".ctx_dim",
@@ -369,11 +370,12 @@ bool parsePipeline(const Json &root, Reader &r, Manifest &m) {
       std::string name = (*it)[k].get<std::string>();
       const Entry *e = m.findEntry(name);
       if (!e)
-        return r.fail(sp, "names no entry ('" + name +
-                              "' is not in \"entries\")");
+        return r.fail(sp,
+                      "names no entry ('" + name + "' is not in \"entries\")");
       if (!used.insert(name).second)
-        return r.fail(sp, "'" + name + "' is the stage of more than one "
-                                       "pipelined entry or position");
+        return r.fail(sp, "'" + name +
+                              "' is the stage of more than one "
+                              "pipelined entry or position");
       pe.stages.push_back(name);
       stages.push_back(e);
     }
@@ -445,9 +447,10 @@ bool parsePipeline(const Json &root, Reader &r, Manifest &m) {
                         "input '" + in.name + "' of '" + stages[k]->name +
                             "' differs from the input of that name of an "
                             "earlier stage (" +
-                            (in.state.empty() ? "dtype, shape, entry_arg or batch_dim"
-                                              : "state is owned by one "
-                                                "stage") +
+                            (in.state.empty()
+                                 ? "dtype, shape, entry_arg or batch_dim"
+                                 : "state is owned by one "
+                                   "stage") +
                             ")");
       }
     std::stable_sort(ins.begin(), ins.end(), [](const auto &a, const auto &b) {
@@ -519,7 +522,8 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
   if (m.abiVersion < 1 || m.abiVersion > runtimeAbi)
     return r.fail("abi_version",
                   "the bundle's code was generated against runtime ABI "
-                  "version " + std::to_string(m.abiVersion) +
+                  "version " +
+                      std::to_string(m.abiVersion) +
                       ", but this Loom runtime has ABI version " +
                       std::to_string(runtimeAbi) + " (runs versions 1 to " +
                       std::to_string(runtimeAbi) +
@@ -546,8 +550,8 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
           !r.str(jt, "tokenizer", "file", m.tokenizer.file))
         return false;
       if (m.tokenizer.format != "gguf" && m.tokenizer.format != "hf")
-        return r.fail("tokenizer.format", "'" + m.tokenizer.format +
-                                              "' (expected gguf or hf)");
+        return r.fail("tokenizer.format",
+                      "'" + m.tokenizer.format + "' (expected gguf or hf)");
     }
   } else if (!r.str(root, "", "model", m.model)) {
     return false;
@@ -657,14 +661,13 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
           !r.integer((*outs)[k], op, "rank", o.rank))
         return false;
       if (o.rank < 0 || o.rank > 64)
-        return r.fail(op + ".rank", std::to_string(o.rank) +
-                                        " is not a rank in [0, 64]");
+        return r.fail(op + ".rank",
+                      std::to_string(o.rank) + " is not a rank in [0, 64]");
       if ((*outs)[k].contains("shape")) {
         if (!r.ints((*outs)[k], op, "shape", o.shape, -1))
           return false;
         if (int64_t(o.shape.size()) != o.rank)
-          return r.fail(op + ".shape", "has " +
-                                           std::to_string(o.shape.size()) +
+          return r.fail(op + ".shape", "has " + std::to_string(o.shape.size()) +
                                            " dimensions but rank is " +
                                            std::to_string(o.rank));
       }
@@ -719,9 +722,10 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       for (size_t a = 0; a < expect.size(); ++a)
         want += (a ? "," : "") + std::to_string(expect[a]);
       return r.fail(p + ".coords", "do not match the row-major "
-                                   "coordinates [" + want + "] of rank " +
-                                   std::to_string(ri.rank) + " in the mesh " +
-                                   m.meshString());
+                                   "coordinates [" +
+                                       want + "] of rank " +
+                                       std::to_string(ri.rank) +
+                                       " in the mesh " + m.meshString());
     }
     if (jr.is_object() && jr.contains("ir") && !r.str(jr, p, "ir", ri.ir))
       return false;
@@ -767,24 +771,23 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
         if (s.offset < 0 || s.nbytes < 0)
           return r.fail(sp, "negative offset or nbytes");
         if (s.shape.size() != spec.shape.size())
-          return r.fail(sp + ".shape",
-                        "has " + std::to_string(s.shape.size()) +
-                            " dimensions but weight '" + spec.name +
-                            "' has " + std::to_string(spec.shape.size()));
+          return r.fail(sp + ".shape", "has " + std::to_string(s.shape.size()) +
+                                           " dimensions but weight '" +
+                                           spec.name + "' has " +
+                                           std::to_string(spec.shape.size()));
         if (s.strides.size() != s.shape.size())
-          return r.fail(sp + ".strides", "has " +
-                                             std::to_string(s.strides.size()) +
-                                             " entries for a shape of " +
-                                             std::to_string(s.shape.size()) +
-                                             " dimensions");
+          return r.fail(sp + ".strides",
+                        "has " + std::to_string(s.strides.size()) +
+                            " entries for a shape of " +
+                            std::to_string(s.shape.size()) + " dimensions");
         // Every slice has the shape of its weight: the entry's argument
         // type. (A slice of another shape would be passed to code compiled
         // for the weight's.)
         if (s.shape != spec.shape)
           return r.fail(sp + ".shape",
                         shapeText(s.shape) + " is not the shape " +
-                            shapeText(spec.shape) + " of weight '" +
-                            spec.name + "' of entry '" + e.name +
+                            shapeText(spec.shape) + " of weight '" + spec.name +
+                            "' of entry '" + e.name +
                             "'; the manifest does not match its library "
                             "(recompile with loomc)");
         // The strided extent of the slice must lie inside its bytes; every
@@ -798,8 +801,8 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
             continue;
           }
           int64_t reach = 0;
-          overflow |= __builtin_mul_overflow(s.shape[d] - 1, s.strides[d],
-                                             &reach);
+          overflow |=
+              __builtin_mul_overflow(s.shape[d] - 1, s.strides[d], &reach);
           overflow |= __builtin_add_overflow(extent, reach, &extent);
         }
         int64_t es = dtypeSize(spec.dtype), extentBytes = 0, elemBytes = 0;
@@ -815,10 +818,9 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                                 " + nbytes " + std::to_string(s.nbytes) +
                                 " overflows");
         if (!empty && extentBytes > s.nbytes)
-          return r.fail(sp, "shape and strides reach " +
-                                std::to_string(extentBytes) +
-                                " bytes but nbytes is " +
-                                std::to_string(s.nbytes));
+          return r.fail(
+              sp, "shape and strides reach " + std::to_string(extentBytes) +
+                      " bytes but nbytes is " + std::to_string(s.nbytes));
         if (elemBytes > s.nbytes)
           return r.fail(sp, "shape holds " + std::to_string(elemBytes) +
                                 " bytes of " + dtypeName(spec.dtype) +

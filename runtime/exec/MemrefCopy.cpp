@@ -1,4 +1,5 @@
-//===- MemrefCopy.cpp - memrefCopy for generated code ------------------------===//
+//===- MemrefCopy.cpp - memrefCopy for generated code
+//------------------------===//
 //
 // Code lowered from `memref.copy` of non-identity layouts calls
 //   void memrefCopy(int64_t elemSize, UnrankedMemRef *src, UnrankedMemRef *dst)
@@ -98,8 +99,7 @@ void copyStrided(int64_t elemSize, int64_t rank, const int64_t *sizes,
   // Both views contiguous row-major (ignoring size-1 dims): one memcpy.
   bool contiguous = true;
   for (int64_t d = rank - 1, expect = 1; d >= 0; --d) {
-    if (sizes[d] != 1 &&
-        (srcStrides[d] != expect || dstStrides[d] != expect)) {
+    if (sizes[d] != 1 && (srcStrides[d] != expect || dstStrides[d] != expect)) {
       contiguous = false;
       break;
     }

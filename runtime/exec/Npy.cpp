@@ -1,4 +1,5 @@
-//===- Npy.cpp - minimal .npy reader/writer ---------------------------------===//
+//===- Npy.cpp - minimal .npy reader/writer
+//---------------------------------===//
 
 #include "loom/runtime/Npy.h"
 
@@ -55,8 +56,8 @@ struct Scanner {
   size_t i = 0;
   explicit Scanner(const std::string &text) : s(text) {}
   void ws() {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-                            s[i] == '\r'))
+    while (i < s.size() &&
+           (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
       ++i;
   }
   bool eat(char c) {
@@ -122,14 +123,16 @@ bool normaliseDescr(const std::string &raw, std::string &out,
   if (kind.substr(1) == "1" || kind == "V2") {
     out = "|" + kind; // byte order is irrelevant
   } else if (order == '>') {
-    *error = "dtype '" + raw + "' is big-endian; save it little-endian "
+    *error = "dtype '" + raw +
+             "' is big-endian; save it little-endian "
              "(numpy: a.astype(a.dtype.newbyteorder('<')))";
     return false;
   } else {
     out = "<" + kind;
   }
   if (npyItemSize(out) == 0) {
-    *error = "unsupported dtype '" + raw + "' (supported: <f4 <f2 <f8 <i8 "
+    *error = "unsupported dtype '" + raw +
+             "' (supported: <f4 <f2 <f8 <i8 "
              "<i4 |i1 |u1 |b1, and <u2 or |V2 holding bf16 bits)";
     return false;
   }
@@ -204,7 +207,9 @@ bool parseNpyHeader(const std::string &header, std::string &descr,
   }
   if (!haveDescr || !haveOrder || !haveShape) {
     *error = std::string("header lacks '") +
-             (!haveDescr ? "descr" : !haveOrder ? "fortran_order" : "shape") +
+             (!haveDescr   ? "descr"
+              : !haveOrder ? "fortran_order"
+                           : "shape") +
              "'";
     return false;
   }
@@ -248,8 +253,7 @@ namespace {
 /// bytes it copied; `size` is the whole image's size (the data promised by
 /// the header is checked against it before anything is allocated).
 template <typename ReadFn>
-bool readNpyImpl(ReadFn read, int64_t size, NpyArray &out,
-                 std::string *error) {
+bool readNpyImpl(ReadFn read, int64_t size, NpyArray &out, std::string *error) {
   auto fail = [&](const std::string &msg) {
     *error = msg;
     return false;
@@ -305,18 +309,16 @@ bool readNpyImpl(ReadFn read, int64_t size, NpyArray &out,
   // allocate (or read) more than the file holds.
   int64_t have = size - pre - int64_t(hlen);
   if (bytes > have)
-    return fail("truncated data: the header promises " +
-                std::to_string(bytes) + " bytes (shape " +
-                npyShapeString(out.shape) + ", " + out.descr +
-                "), the file has " + std::to_string(have));
+    return fail("truncated data: the header promises " + std::to_string(bytes) +
+                " bytes (shape " + npyShapeString(out.shape) + ", " +
+                out.descr + "), the file has " + std::to_string(have));
   out.data = allocBuffer(bytes);
   if (!out.data)
     return fail("out of memory reading " + std::to_string(bytes) + " bytes");
   size_t got = bytes ? read(out.data.get(), size_t(bytes)) : 0;
   if (int64_t(got) != bytes)
-    return fail("truncated data: the header promises " +
-                std::to_string(bytes) + " bytes, the file has " +
-                std::to_string(got));
+    return fail("truncated data: the header promises " + std::to_string(bytes) +
+                " bytes, the file has " + std::to_string(got));
   return true;
 }
 
@@ -378,7 +380,8 @@ bool readNpyBytes(const void *data, size_t size, NpyArray &out,
 bool writeNpyTemp(const std::string &path, const std::string &descr,
                   const std::vector<int64_t> &shape, const void *data,
                   int64_t nbytes, std::string *tmpOut, std::string *error) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, "
+  std::string dict = "{'descr': '" + descr +
+                     "', 'fortran_order': False, "
                      "'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
     dict += (i ? ", " : "") + std::to_string(shape[i]);
@@ -456,8 +459,8 @@ bool writeNpy(const std::string &path, const std::string &descr,
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int savedErrno = errno;
     ::unlink(tmp.c_str());
-    *error = "cannot rename '" + tmp + "' to '" + path + "': " +
-             std::strerror(savedErrno);
+    *error = "cannot rename '" + tmp + "' to '" + path +
+             "': " + std::strerror(savedErrno);
     return false;
   }
   return true;

@@ -15,11 +15,9 @@ std::string validateSamplingParams(const SamplingParams &p) {
   if (p.topK < 0)
     return "--top-k must be >= 0 (0 = off), got " + std::to_string(p.topK);
   if (!(p.topP > 0 && p.topP <= 1))
-    return "--top-p must be in (0, 1] (1 = off), got " +
-           std::to_string(p.topP);
+    return "--top-p must be in (0, 1] (1 = off), got " + std::to_string(p.topP);
   if (!(p.minP >= 0 && p.minP <= 1))
-    return "--min-p must be in [0, 1] (0 = off), got " +
-           std::to_string(p.minP);
+    return "--min-p must be in [0, 1] (0 = off), got " + std::to_string(p.minP);
   if (!(p.repeatPenalty > 0) || !std::isfinite(p.repeatPenalty))
     return "--repeat-penalty must be > 0 (1 = off), got " +
            std::to_string(p.repeatPenalty);
@@ -47,10 +45,9 @@ std::vector<Candidate> sortedCandidates(const std::vector<float> &logits) {
   c.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i)
     c.push_back({int32_t(i), logits[i]});
-  std::stable_sort(c.begin(), c.end(), [](const Candidate &a,
-                                          const Candidate &b) {
-    return a.logit > b.logit;
-  });
+  std::stable_sort(
+      c.begin(), c.end(),
+      [](const Candidate &a, const Candidate &b) { return a.logit > b.logit; });
   return c;
 }
 
@@ -121,9 +118,9 @@ int32_t drawFrom(const std::vector<Candidate> &c, double u) {
 int32_t Sampler::sample(const float *logits, size_t vocab) {
   std::vector<float> l(logits, logits + vocab);
   if (P.repeatPenalty != 1 && P.repeatLastN != 0) {
-    size_t n = P.repeatLastN < 0 ? History.size()
-                                 : std::min(History.size(),
-                                            size_t(P.repeatLastN));
+    size_t n = P.repeatLastN < 0
+                   ? History.size()
+                   : std::min(History.size(), size_t(P.repeatLastN));
     std::vector<int32_t> recent(History.end() - ptrdiff_t(n), History.end());
     applyRepeatPenalty(l, recent, P.repeatPenalty);
   }

@@ -41,8 +41,8 @@ bool chooseContext(const Manifest &m, const Entry &e, int64_t requested,
   std::vector<std::vector<int64_t>> shapes;
   for (const NpyArray *a : given)
     shapes.push_back(a ? a->shape : std::vector<int64_t>());
-  return chooseContextForShapes(m, e, requested, shapes, copies,
-                                availableBytes, ctx, error);
+  return chooseContextForShapes(m, e, requested, shapes, copies, availableBytes,
+                                ctx, error);
 }
 
 bool chooseContextForShapes(const Manifest &m, const Entry &e,
@@ -78,9 +78,11 @@ bool chooseContextForShapes(const Manifest &m, const Entry &e,
     return false;
   }
   if (requested > 0 && limit > 0 && requested > limit) {
-    *error = "--ctx " + std::to_string(requested) + " is beyond the model's "
-             "context length " + std::to_string(limit) +
-             "; pass --ctx " + std::to_string(limit) + " or less";
+    *error = "--ctx " + std::to_string(requested) +
+             " is beyond the model's "
+             "context length " +
+             std::to_string(limit) + "; pass --ctx " + std::to_string(limit) +
+             " or less";
     return false;
   }
   ctx = requested > 0 ? requested : fromFiles;
@@ -95,7 +97,8 @@ bool chooseContextForShapes(const Manifest &m, const Entry &e,
     return true;
   }
   if (limit <= 0) {
-    *error = "entry '" + e.name + "' has a KV cache but the bundle names no "
+    *error = "entry '" + e.name +
+             "' has a KV cache but the bundle names no "
              "context length; pass --ctx N";
     return false;
   }
@@ -128,9 +131,9 @@ bool checkPositions(const Entry &e, const NpyArray *positions, int64_t ctx,
                     std::string *error) {
   if (!positions)
     return true;
-  return checkPositions(e, positions->shape, positions->itemSize,
-                        reinterpret_cast<const int64_t *>(positions->data.get()),
-                        ctx, error);
+  return checkPositions(
+      e, positions->shape, positions->itemSize,
+      reinterpret_cast<const int64_t *>(positions->data.get()), ctx, error);
 }
 
 bool checkPositions(const Entry &e, const std::vector<int64_t> &shape,
@@ -139,8 +142,8 @@ bool checkPositions(const Entry &e, const std::vector<int64_t> &shape,
   if (!positions || !hasState(e))
     return true;
   if (shape.size() != 1 || itemSize != 8) {
-    *error = "input 'positions' of entry '" + e.name +
-             "' must be a 1-D int64 array";
+    *error =
+        "input 'positions' of entry '" + e.name + "' must be a 1-D int64 array";
     return false;
   }
   int64_t n = shape[0];
@@ -177,8 +180,7 @@ int64_t availableMemory() {
   return std::numeric_limits<int64_t>::max() / 4;
 }
 
-std::string stateFileName(const TensorSpec &spec, int64_t rank,
-                          bool allRanks) {
+std::string stateFileName(const TensorSpec &spec, int64_t rank, bool allRanks) {
   std::string stem = npyFileStem(spec.name);
   return allRanks ? stem + ".rank" + std::to_string(rank) + ".npy"
                   : stem + ".npy";

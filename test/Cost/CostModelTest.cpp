@@ -16,7 +16,8 @@ Efficiency ideal() { return Efficiency{1, 1, 1}; }
 TEST(Collectives, BytesPerRank) {
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllReduce, 800, 8), 1400);
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllGather, 800, 8), 700);
-  EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::ReduceScatter, 800, 4), 600);
+  EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::ReduceScatter, 800, 4),
+                   600);
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllToAll, 800, 2), 400);
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::SendRecv, 800, 2), 800);
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllReduce, 800, 1), 0);

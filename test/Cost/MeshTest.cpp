@@ -110,9 +110,9 @@ TEST(MeshSpec, JsonErrorsNameTheField) {
                 R"({"device": "h100", "axes": [{"name": "tp", "size": -1}]})")),
             "mesh spec: axes[0] ('tp'): field 'size' must be a positive "
             "integer");
-  EXPECT_EQ(errorOf(parseMeshJson(
-                R"({"device": "h100", "axes": [{"size": 2}]})")),
-            "mesh spec: axes[0]: missing field 'name'");
+  EXPECT_EQ(
+      errorOf(parseMeshJson(R"({"device": "h100", "axes": [{"size": 2}]})")),
+      "mesh spec: axes[0]: missing field 'name'");
   EXPECT_NE(errorOf(parseMeshJson(R"({"device": "h100", "axes":
                 [{"name": "tp", "size": 2, "link": "carrier-pigeon"}]})"))
                 .find("axes[0] ('tp'): field 'link': unknown link"),

@@ -16,12 +16,15 @@ TEST(Gpt, ParameterCountsMatchThePaper) {
     double p = gptParameters(row.model);
     EXPECT_NEAR(p, row.paperParams, 0.05e9) << row.name << ": " << p;
   }
-  EXPECT_NEAR(gptParameters(megatronTable1PipelineFree()[2].model) / 7.5e9,
-              1.0, 0.01);
+  EXPECT_NEAR(gptParameters(megatronTable1PipelineFree()[2].model) / 7.5e9, 1.0,
+              0.01);
   EXPECT_NEAR(gptParameters(megatronTable1PipelineFree()[3].model) / 18.4e9,
               1.0, 0.01);
   // The larger rows of Table 1 (h, a, l) state 4 digits: within 1%.
-  struct Big { double params; int64_t h, a, l; };
+  struct Big {
+    double params;
+    int64_t h, a, l;
+  };
   for (Big b : {Big{39.1e9, 8192, 64, 48}, Big{76.1e9, 10240, 80, 60},
                 Big{145.6e9, 12288, 96, 80}, Big{310.1e9, 16384, 128, 96},
                 Big{529.6e9, 20480, 128, 105}, Big{1008e9, 25600, 160, 128}}) {
@@ -49,11 +52,13 @@ TEST(Gpt, FlopsFormula) {
 TEST(Gpt, PipelineBubble) {
   GptConfig c{4096, 32, 32, 2048, 51200, 64};
   DeviceSpec d = a100_80gb();
-  for (auto [p, m, frac] : {std::tuple{4, 1, 0.75}, {4, 4, 3.0 / 7},
-                           {4, 16, 3.0 / 19}, {1, 8, 0.0}}) {
+  for (auto [p, m, frac] : {std::tuple{4, 1, 0.75},
+                            {4, 4, 3.0 / 7},
+                            {4, 16, 3.0 / 19},
+                            {1, 8, 0.0}}) {
     ParallelConfig par{1, p, 1, 64 / m, 0};
-    MeshSpec mesh = megatronMesh(d, par, megatronIntraNode(),
-                                 megatronInterNode());
+    MeshSpec mesh =
+        megatronMesh(d, par, megatronIntraNode(), megatronInterNode());
     auto e = estimateTraining(c, par, mesh);
     ASSERT_TRUE(e.ok()) << e.error().message;
     EXPECT_EQ(e->microBatches, m);
@@ -83,10 +88,10 @@ TEST(Gpt, TensorParallelCommunication) {
   EXPECT_NEAR(e2->tpCommTime, 16 * (4 * 40 + 2) * one, 1e-9);
   // DP gradients: 2 bytes per parameter of the tp shard, ring over 32 on IB.
   double grads = gptParameters(c) / 8 * 2;
-  EXPECT_NEAR(e->dpCommTime,
-              collectiveTime(Collective::AllReduce, grads, 32,
-                             megatronInterNode()),
-              1e-9);
+  EXPECT_NEAR(
+      e->dpCommTime,
+      collectiveTime(Collective::AllReduce, grads, 32, megatronInterNode()),
+      1e-9);
   TrainingOptions overlap;
   overlap.dpOverlap = 0.75;
   auto e3 = estimateTraining(c, par, mesh, overlap);
@@ -102,17 +107,16 @@ TEST(Gpt, MemoryPerDevice) {
   auto e = estimateTraining(c, par, mesh);
   ASSERT_TRUE(e.ok());
   double P = gptParameters(c) / 8;
-  EXPECT_DOUBLE_EQ(e->memory.weights + e->memory.gradients +
-                       e->memory.optimizer,
-                   16 * P);
+  EXPECT_DOUBLE_EQ(
+      e->memory.weights + e->memory.gradients + e->memory.optimizer, 16 * P);
   EXPECT_GT(e->memory.activations, 0);
   EXPECT_TRUE(e->fitsInMemory);
   // 18.4B on t=1 needs ~300 GB of model state: does not fit 80 GB.
   ParallelConfig t1{1, 1, 256, 1, 0};
-  auto e1 = estimateTraining(
-      c, t1,
-      megatronMesh(megatronDevice(), t1, megatronIntraNode(),
-                   megatronInterNode()));
+  auto e1 =
+      estimateTraining(c, t1,
+                       megatronMesh(megatronDevice(), t1, megatronIntraNode(),
+                                    megatronInterNode()));
   ASSERT_TRUE(e1.ok());
   EXPECT_FALSE(e1->fitsInMemory);
   EXPECT_GT(e1->memory.total(), 290e9);
@@ -122,17 +126,15 @@ TEST(Gpt, IllegalLayoutsNameTheField) {
   GptConfig c{6144, 48, 40, 2048, 51200, 512};
   DeviceSpec d = megatronDevice();
   auto run = [&](ParallelConfig par) {
-    return estimateTraining(c, par,
-                            megatronMesh(d, par, megatronIntraNode(),
-                                         megatronInterNode()));
+    return estimateTraining(
+        c, par, megatronMesh(d, par, megatronIntraNode(), megatronInterNode()));
   };
   auto r = run({5, 1, 1, 1, 0});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "layout: tp=5 does not divide heads=48");
   r = run({1, 41, 1, 1, 0});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message,
-            "layout: pp=41 is more stages than layers=40");
+  EXPECT_EQ(r.error().message, "layout: pp=41 is more stages than layers=40");
   // Any stage count up to the layers is legal: 40 layers on 3 stages.
   r = run({1, 3, 1, 1, 0});
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -258,15 +260,14 @@ TEST(Pipeline, BalancedStages) {
   // More stages than layers is refused with the numbers.
   auto bad = balanceStages(4, 5, 1.0, 0, 0);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message,
-            "stages: pp=5 is more stages than layers=4");
+  EXPECT_EQ(bad.error().message, "stages: pp=5 is more stages than layers=4");
 }
 
 TEST(Pipeline, StepAndStageMemory) {
   GptConfig c{4096, 32, 32, 2048, 51200, 64};
   ParallelConfig par{1, 4, 1, 4, 0};
-  MeshSpec mesh = megatronMesh(a100_80gb(), par, megatronIntraNode(),
-                               megatronInterNode());
+  MeshSpec mesh =
+      megatronMesh(a100_80gb(), par, megatronIntraNode(), megatronInterNode());
   auto e = estimateTraining(c, par, mesh);
   ASSERT_TRUE(e.ok()) << e.error().message;
   ASSERT_EQ(e->stages.size(), 4u);
@@ -286,8 +287,7 @@ TEST(Pipeline, StepAndStageMemory) {
   double ckpt = 2.0 * 2048 * 4 * 4096 * 8; // 2 s b h bytes x 8 layers
   EXPECT_GT(e->stages[0].memory.activations, 4 * ckpt);
   EXPECT_LT(e->stages[0].memory.activations, 4 * ckpt + 10e9);
-  EXPECT_GT(e->stages[0].memory.activations -
-                e->stages[1].memory.activations,
+  EXPECT_GT(e->stages[0].memory.activations - e->stages[1].memory.activations,
             0.99 * ckpt);
   // A tied embedding: the last stage keeps its copy.
   EXPECT_GT(e->stages[3].params, e->stages[1].params);
@@ -298,16 +298,16 @@ TEST(Pipeline, StepAndStageMemory) {
   ASSERT_TRUE(e2.ok()) << e2.error().message;
   EXPECT_DOUBLE_EQ(e2->bubbleFraction, pipelineBubble(4, 16, 2));
   EXPECT_NEAR(e2->stepTime,
-              (16 + 1.5) * (e2->stageTime + 4 * e2->p2pTime) +
-                  e2->dpCommTime,
+              (16 + 1.5) * (e2->stageTime + 4 * e2->p2pTime) + e2->dpCommTime,
               1e-9);
 }
 
 TEST(Pipeline, InferenceKeepsTheKvCache) {
   GptConfig c = llamaShape(4096, 32, 8, 32, 14336, 128256, 4096, 16);
   ParallelConfig par{2, 4, 1, 1, 0};
-  MeshSpec mesh = megatronMesh(h100_sxm(), par, defaultIntraNodeLink(h100_sxm()),
-                               defaultInterNodeLink(h100_sxm()));
+  MeshSpec mesh =
+      megatronMesh(h100_sxm(), par, defaultIntraNodeLink(h100_sxm()),
+                   defaultInterNodeLink(h100_sxm()));
   TrainingOptions o;
   o.inference = true;
   auto e = estimateTraining(c, par, mesh, o);
@@ -320,8 +320,7 @@ TEST(Pipeline, InferenceKeepsTheKvCache) {
     EXPECT_EQ(st.memory.optimizer, 0);
   }
   EXPECT_EQ(e->dpCommTime, 0);
-  EXPECT_DOUBLE_EQ(e->modelFlopsPerIteration,
-                   16 * forwardFlopsPerSequence(c));
+  EXPECT_DOUBLE_EQ(e->modelFlopsPerIteration, 16 * forwardFlopsPerSequence(c));
 }
 
 TEST(Llama, ShapeAndFlops) {

@@ -1,4 +1,5 @@
-//===- GgufTest.cpp - GGUF reader on hand-built files ----------------------===//
+//===- GgufTest.cpp - GGUF reader on hand-built files
+//----------------------===//
 //
 // Part of the Loom project.
 //
@@ -227,8 +228,8 @@ TEST(Gguf, HeaderErrors) {
                        "version 1 (32-bit counts) is not supported"));
   EXPECT_TRUE(contains(errorOf(buildGguf(0, {}, {}, 0, 32, 4)),
                        "byte 4: unsupported GGUF version 4"));
-  EXPECT_TRUE(contains(errorOf(buildGguf(0, {}, {}, 0, 32, 0x03000000)),
-                       "big-endian"));
+  EXPECT_TRUE(
+      contains(errorOf(buildGguf(0, {}, {}, 0, 32, 0x03000000)), "big-endian"));
   // Version 2 has the same layout.
   EXPECT_EQ(errorOf(buildGguf(0, {}, {}, 0, 32, 2)), "<no error>");
   // Huge counts are rejected before any allocation.
@@ -273,13 +274,13 @@ TEST(Gguf, MetadataErrors) {
   for (int i = 0; i < 20; ++i)
     deep.u32(kArray).u64(1);
   deep.u32(kU32).u64(0);
-  EXPECT_TRUE(contains(errorOf(buildGguf(1, deep, {}, 0, 1)),
-                       "nested deeper than 8"));
+  EXPECT_TRUE(
+      contains(errorOf(buildGguf(1, deep, {}, 0, 1)), "nested deeper than 8"));
   // Bools other than 0/1, duplicate keys.
   Bytes boolean;
   boolean.str("k").u32(kBool).u8(2);
-  EXPECT_TRUE(contains(errorOf(buildGguf(1, boolean, {}, 0, 1)),
-                       "bool value 2"));
+  EXPECT_TRUE(
+      contains(errorOf(buildGguf(1, boolean, {}, 0, 1)), "bool value 2"));
   Bytes dup;
   dup.str("k").u32(kU32).u32(1).str("k").u32(kU32).u32(2);
   EXPECT_TRUE(contains(errorOf(buildGguf(2, dup, {}, 0, 1)),
@@ -304,8 +305,8 @@ TEST(Gguf, TensorErrors) {
                           "than the maximum of 4"))
       << e;
   EXPECT_TRUE(contains(one({"t", {4, -2}, 0, 0}), "dimension 1 is negative"));
-  EXPECT_TRUE(contains(one({"t", {1ll << 40, 1ll << 40}, 0, 0}),
-                       "overflows int64"));
+  EXPECT_TRUE(
+      contains(one({"t", {1ll << 40, 1ll << 40}, 0, 0}), "overflows int64"));
   // The element count fits but the byte size does not.
   EXPECT_TRUE(contains(one({"t", {1ll << 30, 1ll << 30, 4}, 28, 0}),
                        "overflows 64 bits"));
@@ -339,8 +340,8 @@ TEST(Gguf, SupportedTypes) {
   EXPECT_FALSE(ggmlTypeToElementType(12));
   EXPECT_EQ(ggmlTypeName(30), "BF16");
   EXPECT_EQ(ggmlTypeName(1000), "");
-  auto bf = parseGguf(buildGguf(0, {}, {{"t", {4, 2}, 30, 0}}, 16).span(),
-                      "m.gguf");
+  auto bf =
+      parseGguf(buildGguf(0, {}, {{"t", {4, 2}, 30, 0}}, 16).span(), "m.gguf");
   ASSERT_TRUE(bf) << bf.error().message;
   EXPECT_EQ(bf->tensors()[0].format, ElementType::BF16);
   EXPECT_EQ(bf->tensors()[0].nbytes, 16u);

@@ -180,45 +180,46 @@ TEST(HfConfig, Errors) {
                        "that is negative"));
   EXPECT_TRUE(contains(errorOf("{" + base + R"(,"hidden_size":64.5})"),
                        "got a floating-point number"));
-  EXPECT_TRUE(contains(errorOf("{" + base + R"(,"hidden_size":0})"),
-                       "got 0"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":66})"),
-      "num_attention_heads = 4: must "
-      "divide hidden_size = 66 (or the file must give head_dim)"));
+  EXPECT_TRUE(contains(errorOf("{" + base + R"(,"hidden_size":0})"), "got 0"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":66})"),
+               "num_attention_heads = 4: must "
+               "divide hidden_size = 66 (or the file must give head_dim)"));
   EXPECT_TRUE(contains(
       errorOf("{" + base + R"(,"hidden_size":64,"num_key_value_heads":3})"),
       "num_key_value_heads = 3: must divide num_attention_heads = 4"));
   // The rules the GGUF importer applies too (LlmHyperParams.h).
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":0})"),
-      "key 'rope_theta' at byte"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":-5})"),
-      "rope_theta = -5: must be a finite number > 0 and <= 1e+12"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rms_norm_eps":0})"),
-      "rms_norm_eps = 0: must be a finite number > 0 and <= 1"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":0})"),
+               "key 'rope_theta' at byte"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":-5})"),
+               "rope_theta = -5: must be a finite number > 0 and <= 1e+12"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":64,"rms_norm_eps":0})"),
+               "rms_norm_eps = 0: must be a finite number > 0 and <= 1"));
   EXPECT_TRUE(contains(
       errorOf("{" + base + R"(,"hidden_size":64,"head_dim":16,)" +
               R"("max_position_embeddings":2000000000})"),
       "max_position_embeddings = 2000000000: must be an integer >= 1 and "
       "<= 1073741824"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":"big"})"),
-      "key 'rope_theta'"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":64,"rope_theta":"big"})"),
+               "key 'rope_theta'"));
   EXPECT_TRUE(contains(
       errorOf("{" + base + R"(,"hidden_size":64,"tie_word_embeddings":1})"),
       "expected true or false"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base +
+                       R"(,"hidden_size":64,"rope_scaling":{"factor":"x"}})"),
+               "key 'rope_scaling'"));
+  EXPECT_TRUE(
+      contains(errorOf("{" + base + R"(,"hidden_size":64,"rope_scaling":[1]})"),
+               "expected an object or null"));
   EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rope_scaling":{"factor":"x"}})"),
-      "key 'rope_scaling'"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base + R"(,"hidden_size":64,"rope_scaling":[1]})"),
-      "expected an object or null"));
-  EXPECT_TRUE(contains(
-      errorOf("{" + base +
-              R"(,"hidden_size":64,"num_attention_heads":99999999999999999999})"),
+      errorOf(
+          "{" + base +
+          R"(,"hidden_size":64,"num_attention_heads":99999999999999999999})"),
       "key 'num_attention_heads'"));
   EXPECT_TRUE(contains(errorOf(R"({"model_type": )"),
                        "config.json: byte 15: invalid JSON"));

@@ -105,19 +105,17 @@ TEST(Safetensors, Errors) {
   EXPECT_TRUE(contains(e, "m.safetensors: byte 28: invalid JSON")) << e;
   EXPECT_TRUE(contains(errorOf(R"({"a":1})", 0), "tensor 'a' at byte 9: the "
                                                  "entry is an integer"));
-  EXPECT_TRUE(contains(
-      errorOf(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", 4),
-      "'dtype' is missing"));
+  EXPECT_TRUE(
+      contains(errorOf(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", 4),
+               "'dtype' is missing"));
   e = errorOf(R"({"a":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})",
               1);
   EXPECT_TRUE(contains(e, "dtype 'F8_E4M3' is not supported")) << e;
   EXPECT_TRUE(contains(
-      errorOf(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
-              4),
+      errorOf(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
       "shape[0] is not a non-negative"));
   EXPECT_TRUE(contains(
-      errorOf(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})",
-              4),
+      errorOf(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4),
       "shape[0] is not a non-negative"));
   EXPECT_TRUE(contains(
       errorOf(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4),
@@ -131,11 +129,11 @@ TEST(Safetensors, Errors) {
   EXPECT_TRUE(contains(
       errorOf(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 4),
       "'data_offsets' is missing or not an array of two"));
-  EXPECT_TRUE(contains(
-      errorOf(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],)"
-              R"("data_offsets":[0,4]}})",
-              4),
-      "overflows int64"));
+  EXPECT_TRUE(
+      contains(errorOf(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],)"
+                       R"("data_offsets":[0,4]}})",
+                       4),
+               "overflows int64"));
   EXPECT_TRUE(contains(
       errorOf(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
@@ -149,11 +147,10 @@ TEST(Safetensors, Errors) {
       "2 bytes after the last tensor"));
   EXPECT_TRUE(contains(errorOf(R"({"__metadata__":{"a":1}})", 0),
                        "'__metadata__' entry 'a' is an integer"));
-  EXPECT_TRUE(contains(
-      errorOf(R"({"a":{"dtype":"F32","shape":[1],)"
-              R"("data_offsets":[0,18446744073709551616]}})",
-              4),
-      "'data_offsets' are not non-negative 64-bit"));
+  EXPECT_TRUE(contains(errorOf(R"({"a":{"dtype":"F32","shape":[1],)"
+                               R"("data_offsets":[0,18446744073709551616]}})",
+                               4),
+                       "'data_offsets' are not non-negative 64-bit"));
   // Invalid UTF-8 in the header is a JSON error, not a crash.
   EXPECT_TRUE(contains(errorOf("{\"\xff\":1}", 0), "invalid JSON"));
   // An empty model is valid.
@@ -162,12 +159,11 @@ TEST(Safetensors, Errors) {
 
 TEST(Safetensors, ShardedIndex) {
   TempDir dir;
-  Bytes s1 = buildSt(
-      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
-  Bytes s2 = buildSt(
-      R"({"b":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},)"
-      R"("c":{"dtype":"U8","shape":[1],"data_offsets":[3,4]}})",
-      4);
+  Bytes s1 =
+      buildSt(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  Bytes s2 = buildSt(R"({"b":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},)"
+                     R"("c":{"dtype":"U8","shape":[1],"data_offsets":[3,4]}})",
+                     4);
   dir.write("model-00001-of-00002.safetensors", s1.span());
   dir.write("model-00002-of-00002.safetensors", s2.span());
   std::string index = dir.write(
@@ -190,32 +186,34 @@ TEST(Safetensors, ShardedIndex) {
   EXPECT_TRUE(r->tensorBytes(*c));
 
   // A tensor of the map missing from its shard.
-  std::string bad = dir.write(
-      "missing.index.json",
-      std::string_view(R"({"weight_map":{"a":"model-00001-of-00002.safetensors",)"
-                       R"("z":"model-00001-of-00002.safetensors"}})"));
+  std::string bad =
+      dir.write("missing.index.json",
+                std::string_view(
+                    R"({"weight_map":{"a":"model-00001-of-00002.safetensors",)"
+                    R"("z":"model-00001-of-00002.safetensors"}})"));
   auto e = openSafetensorsIndex(bad);
   ASSERT_FALSE(e);
   EXPECT_TRUE(contains(e.error().message, "tensor 'z' of the weight_map is "
                                           "not in shard"))
       << e.error().message;
   // A shard tensor that the map puts elsewhere (or nowhere).
-  std::string wrong = dir.write(
-      "wrong.index.json",
-      std::string_view(R"({"weight_map":{"a":"model-00002-of-00002.safetensors",)"
-                       R"("b":"model-00002-of-00002.safetensors"}})"));
+  std::string wrong =
+      dir.write("wrong.index.json",
+                std::string_view(
+                    R"({"weight_map":{"a":"model-00002-of-00002.safetensors",)"
+                    R"("b":"model-00002-of-00002.safetensors"}})"));
   e = openSafetensorsIndex(wrong);
   ASSERT_FALSE(e);
   EXPECT_TRUE(contains(e.error().message, "not in the weight_map"));
-  std::string missingShard = dir.write(
-      "noshard.index.json",
-      std::string_view(R"({"weight_map":{"a":"nope.safetensors"}})"));
+  std::string missingShard =
+      dir.write("noshard.index.json",
+                std::string_view(R"({"weight_map":{"a":"nope.safetensors"}})"));
   e = openSafetensorsIndex(missingShard);
   ASSERT_FALSE(e);
   EXPECT_TRUE(contains(e.error().message, "shard 'nope.safetensors'"));
-  std::string escape = dir.write(
-      "escape.index.json",
-      std::string_view(R"({"weight_map":{"a":"../etc/passwd"}})"));
+  std::string escape =
+      dir.write("escape.index.json",
+                std::string_view(R"({"weight_map":{"a":"../etc/passwd"}})"));
   e = openSafetensorsIndex(escape);
   ASSERT_FALSE(e);
   EXPECT_TRUE(contains(e.error().message, "not a file name relative"));

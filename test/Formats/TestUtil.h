@@ -1,4 +1,5 @@
-//===- TestUtil.h - Byte builders and temp files for format tests -*- C++ -*-===//
+//===- TestUtil.h - Byte builders and temp files for format tests -*- C++
+//-*-===//
 //
 // Part of the Loom project.
 //

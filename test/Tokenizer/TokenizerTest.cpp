@@ -1,4 +1,5 @@
-//===- TokenizerTest.cpp - GoogleTest units of lib/Tokenizer ---------------===//
+//===- TokenizerTest.cpp - GoogleTest units of lib/Tokenizer
+//---------------===//
 //
 // Part of the Loom project.
 //
@@ -135,9 +136,8 @@ GgufBuilder tinyBpe() {
     toks.push_back(gpt2Char(uint8_t(b)));
     types.push_back(1);
   }
-  std::vector<std::string> merges = {"h e", "l l", "he ll", "hell o",
-                                     "Ġ w", "Ġw o", "r l", "Ġwo rl",
-                                     "Ġworl d", "1 2"};
+  std::vector<std::string> merges = {"h e",  "l l", "he ll",  "hell o",  "Ġ w",
+                                     "Ġw o", "r l", "Ġwo rl", "Ġworl d", "1 2"};
   for (const std::string &m : merges) {
     std::string t = m;
     t.erase(t.find(' '), 1);
@@ -170,13 +170,27 @@ GgufBuilder tinySpm() {
     scores.push_back(0);
   }
   const std::vector<std::pair<std::string, float>> pieces = {
-      {"\xE2\x96\x81", -1},           {"h", -2},  {"e", -2}, {"l", -2},
-      {"o", -2},                      {"w", -2},  {"r", -2}, {"d", -2},
-      {"\xE2\x96\x81h", -3},          {"ll", -3}, {"he", -4},
-      {"\xE2\x96\x81hell", -5},       {"\xE2\x96\x81hello", -6},
-      {"\xE2\x96\x81w", -7},          {"or", -8}, {"\xE2\x96\x81wor", -9},
-      {"\xE2\x96\x81world", -10},     {"\xE2\x96\x81he", -4.5},
-      {"\xE2\x96\x81hel", -4.8},      {"ld", -9.5}, {"\xE2\x96\x81worl", -9.7}};
+      {"\xE2\x96\x81", -1},
+      {"h", -2},
+      {"e", -2},
+      {"l", -2},
+      {"o", -2},
+      {"w", -2},
+      {"r", -2},
+      {"d", -2},
+      {"\xE2\x96\x81h", -3},
+      {"ll", -3},
+      {"he", -4},
+      {"\xE2\x96\x81hell", -5},
+      {"\xE2\x96\x81hello", -6},
+      {"\xE2\x96\x81w", -7},
+      {"or", -8},
+      {"\xE2\x96\x81wor", -9},
+      {"\xE2\x96\x81world", -10},
+      {"\xE2\x96\x81he", -4.5},
+      {"\xE2\x96\x81hel", -4.8},
+      {"ld", -9.5},
+      {"\xE2\x96\x81worl", -9.7}};
   for (const auto &[p, s] : pieces) {
     toks.push_back(p);
     types.push_back(1);
@@ -218,14 +232,16 @@ const std::vector<std::string> kRoundTrip = {
     "  leading and trailing  ",
     "tabs\tand\nnewlines\r\n",
     "digits 1234567890 12",
-    "caf\xC3\xA9 na\xC3\xAF" "ve",
+    "caf\xC3\xA9 na\xC3\xAF"
+    "ve",
     "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C",
     "emoji \xF0\x9F\x8D\x95 zwj \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9",
     "it's they'll WE'VE",
     std::string("nul \0 inside", 12),
 };
 
-// --- Byte-level BPE ------------------------------------------------------------
+// --- Byte-level BPE
+// ------------------------------------------------------------
 
 TEST(TokenizerBpe, MergesByRank) {
   TempDir dir;
@@ -301,7 +317,8 @@ TEST(TokenizerBpe, AddBosFromMetadata) {
   EXPECT_EQ(enc(*t, "hello", false).size(), 1u);
 }
 
-// --- SentencePiece ------------------------------------------------------------
+// --- SentencePiece
+// ------------------------------------------------------------
 
 TEST(TokenizerSpm, MergesByScoreWithSpacePrefix) {
   TempDir dir;
@@ -354,7 +371,9 @@ TEST(Utf8Stream, InvalidSequences) {
   // A lone continuation byte can never complete: replaced at once.
   EXPECT_EQ(s.push("x\x80y"), "x" + kFffd + "y");
   // A truncated sequence followed by ASCII: one U+FFFD for the subpart.
-  EXPECT_EQ(s.push("\xE2\x82" "z"), kFffd + "z");
+  EXPECT_EQ(s.push("\xE2\x82"
+                   "z"),
+            kFffd + "z");
   // Overlong, surrogate and out-of-range forms.
   EXPECT_EQ(s.push("\xC0\xAF"), kFffd + kFffd);
   EXPECT_EQ(s.push("\xED\xA0\x80"), kFffd + kFffd + kFffd);
@@ -365,7 +384,8 @@ TEST(Utf8Stream, InvalidSequences) {
   EXPECT_EQ(s.flush(), "");
 }
 
-// --- Malformed metadata --------------------------------------------------------
+// --- Malformed metadata
+// --------------------------------------------------------
 
 void expectError(const GgufBuilder &g, const std::string &needle) {
   TempDir dir;
@@ -377,37 +397,45 @@ void expectError(const GgufBuilder &g, const std::string &needle) {
 
 TEST(TokenizerErrors, MalformedMetadata) {
   expectError(tinyBpe().drop("tokenizer.ggml.model"), "no tokenizer metadata");
-  expectError(tinyBpe().drop("tokenizer.ggml.model").str("tokenizer.ggml.model",
-                                                         "wordpiece"),
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.model")
+                  .str("tokenizer.ggml.model", "wordpiece"),
               "'wordpiece' is not supported");
   expectError(tinyBpe().drop("tokenizer.ggml.merges"),
               "'tokenizer.ggml.merges' is missing");
   expectError(tinyBpe().drop("tokenizer.ggml.tokens"),
               "'tokenizer.ggml.tokens' is missing");
-  expectError(tinyBpe().drop("tokenizer.ggml.tokens").ints(
-                  "tokenizer.ggml.tokens", {1, 2}),
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.tokens")
+                  .ints("tokenizer.ggml.tokens", {1, 2}),
               "expected an array of strings");
-  expectError(tinyBpe().drop("tokenizer.ggml.bos_token_id")
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.bos_token_id")
                   .u32("tokenizer.ggml.bos_token_id", 999999),
               "out of range");
-  expectError(tinyBpe().drop("tokenizer.ggml.token_type")
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.token_type")
                   .ints("tokenizer.ggml.token_type", {1, 1}),
               "token_type has 2 entries");
-  expectError(tinyBpe().drop("tokenizer.ggml.pre")
-                  .str("tokenizer.ggml.pre", "klingon"),
-              "pre-tokenizer 'klingon' is not supported");
-  expectError(tinyBpe().drop("tokenizer.ggml.merges")
+  expectError(
+      tinyBpe().drop("tokenizer.ggml.pre").str("tokenizer.ggml.pre", "klingon"),
+      "pre-tokenizer 'klingon' is not supported");
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.merges")
                   .strings("tokenizer.ggml.merges", {"ab"}),
               "is not two tokens");
-  expectError(tinyBpe().drop("tokenizer.ggml.add_bos_token")
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.add_bos_token")
                   .u32("tokenizer.ggml.add_bos_token", 1),
               "expected a bool");
-  expectError(tinyBpe().drop("tokenizer.ggml.bos_token_id")
+  expectError(tinyBpe()
+                  .drop("tokenizer.ggml.bos_token_id")
                   .drop("tokenizer.ggml.add_bos_token")
                   .boolean("tokenizer.ggml.add_bos_token", true),
               "no tokenizer.ggml.bos_token_id");
-  expectError(tinySpm().drop("tokenizer.ggml.scores").ints(
-                  "tokenizer.ggml.scores", {1}),
+  expectError(tinySpm()
+                  .drop("tokenizer.ggml.scores")
+                  .ints("tokenizer.ggml.scores", {1}),
               "scores has 1 entries");
 }
 
@@ -457,8 +485,8 @@ TEST(TokenizerBpe, RandomInputs) {
   ASSERT_TRUE(bpe && spm);
   uint32_t seed = 7;
   auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
-  const uint32_t cps[] = {0x20, 0x61, 0x31, 0x0A, 0x09, 0xE9, 0x3B1, 0x4E16,
-                          0x1F355, 0x200D, 0x3000, 0x27};
+  const uint32_t cps[] = {0x20,  0x61,   0x31,    0x0A,   0x09,   0xE9,
+                          0x3B1, 0x4E16, 0x1F355, 0x200D, 0x3000, 0x27};
   for (int iter = 0; iter < 300; ++iter) {
     std::string raw;
     for (int k = 0; k < int(next() % 24); ++k)
@@ -489,10 +517,12 @@ TEST(TokenizerBpe, RandomInputs) {
   }
 }
 
-// --- Chat templates ------------------------------------------------------------
+// --- Chat templates
+// ------------------------------------------------------------
 
 TEST(Chat, DetectAndRefuse) {
-  EXPECT_EQ(*tok::detectChatFormat("x <|im_start|> y"), tok::ChatFormat::ChatML);
+  EXPECT_EQ(*tok::detectChatFormat("x <|im_start|> y"),
+            tok::ChatFormat::ChatML);
   EXPECT_EQ(*tok::detectChatFormat("<|start_header_id|>"),
             tok::ChatFormat::Llama3);
   EXPECT_EQ(*tok::detectChatFormat("[INST]"), tok::ChatFormat::Mistral);
@@ -527,7 +557,8 @@ TEST(Chat, MatchesJinjaRenderings) {
       types.push_back(1);
     }
     g.drop("tokenizer.ggml.tokens").strings("tokenizer.ggml.tokens", toks);
-    g.drop("tokenizer.ggml.token_type").ints("tokenizer.ggml.token_type", types);
+    g.drop("tokenizer.ggml.token_type")
+        .ints("tokenizer.ggml.token_type", types);
     g.drop("tokenizer.ggml.merges").strings("tokenizer.ggml.merges", {});
     g.drop("tokenizer.ggml.bos_token_id").u32("tokenizer.ggml.bos_token_id", 0);
     g.drop("tokenizer.ggml.eos_token_id").u32("tokenizer.ggml.eos_token_id", 1);
@@ -542,8 +573,9 @@ TEST(Chat, MatchesJinjaRenderings) {
       std::vector<tok::ChatMessage> msgs;
       for (const auto &m : c["messages"])
         msgs.push_back({m["role"], m["content"]});
-      EXPECT_EQ(tok::applyChatTemplate(*f, msgs, c["add_generation_prompt"], *t),
-                c["expected"].get<std::string>())
+      EXPECT_EQ(
+          tok::applyChatTemplate(*f, msgs, c["add_generation_prompt"], *t),
+          c["expected"].get<std::string>())
           << tm["name"];
       ++checked;
     }
@@ -557,10 +589,10 @@ std::string smollm2Path() {
   if (const char *p = std::getenv("LOOM_SMOLLM2_GGUF"))
     return p;
   const char *home = std::getenv("HOME");
-  std::string cache = std::getenv("LOOM_MODEL_CACHE")
-                          ? std::getenv("LOOM_MODEL_CACHE")
-                          : std::string(home ? home : "/root") +
-                                "/.cache/loom/models";
+  std::string cache =
+      std::getenv("LOOM_MODEL_CACHE")
+          ? std::getenv("LOOM_MODEL_CACHE")
+          : std::string(home ? home : "/root") + "/.cache/loom/models";
   return cache + "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 

@@ -1,4 +1,5 @@
-//===- test/gpu/QMatmulEmulationTest.cpp - the kernels' arithmetic on a CPU ===//
+//===- test/gpu/QMatmulEmulationTest.cpp - the kernels' arithmetic on a CPU
+//===//
 //
 // No GPU in CI, so the generated kernels are also emitted as host functions
 // (KernelOptions::hostEmulation: same emitter, same index arithmetic, loads,
@@ -56,9 +57,9 @@ struct Case {
 };
 
 std::string name(const Case &c) {
-  return std::string(c.format) + "_b" + std::to_string(c.block) + "_" +
-         c.mode + "_" + c.scale + "_" + c.act + "_n" + std::to_string(c.n) +
-         "_k" + std::to_string(c.k);
+  return std::string(c.format) + "_b" + std::to_string(c.block) + "_" + c.mode +
+         "_" + c.scale + "_" + c.act + "_n" + std::to_string(c.n) + "_k" +
+         std::to_string(c.k);
 }
 
 // gtest prints parameters in test listings (and ctest names); a readable
@@ -102,8 +103,9 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
   auto engine = ExecutionEngine::create(*module, eo);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
 
-  ref::Format f{c.format, std::string(modeName(spec.mode)), c.scale, c.act,
-                c.block, c.n, c.k};
+  ref::Format f{
+      c.format, std::string(modeName(spec.mode)), c.scale, c.act, c.block, c.n,
+      c.k};
   // The reference names the modes as --list prints them.
   std::mt19937 rng(7);
   std::vector<uint8_t> w = ref::randomWeight(f, rng);
@@ -124,8 +126,8 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
     void *xp = half ? static_cast<void *>(xh.data()) : x.data();
     std::vector<float> y(size_t(m * c.n));
     bool gemv = m <= opts.maxGemvBatch;
-    std::string kernel = gemv ? gemvKernelName(spec, int(m))
-                              : tiledKernelName(spec);
+    std::string kernel =
+        gemv ? gemvKernelName(spec, int(m)) : tiledKernelName(spec);
     auto sym = (*engine)->lookup(kernel);
     ASSERT_TRUE(bool(sym)) << kernel;
     auto fn = reinterpret_cast<KernelFn>(*sym);
@@ -134,8 +136,7 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
       std::vector<float> part(size_t(m * c.n * 32), 0.0f);
       for (int32_t b = 0; b < int32_t((c.n + 7) / 8); ++b)
         for (int32_t t = 0; t < 128; ++t)
-          fn(w.data(), xp, part.data(), int32_t(m), t, b, 0, nullptr,
-             nullptr);
+          fn(w.data(), xp, part.data(), int32_t(m), t, b, 0, nullptr, nullptr);
       for (size_t i = 0; i < y.size(); ++i) {
         float s = 0;
         for (int l = 0; l < 32; ++l)
@@ -154,8 +155,7 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
           std::vector<std::thread> threads;
           for (int32_t t = 0; t < 256; ++t)
             threads.emplace_back([&, t] {
-              fn(w.data(), xp, yp, int32_t(m), t, bx, by, xs.data(),
-                 ws.data());
+              fn(w.data(), xp, yp, int32_t(m), t, bx, by, xs.data(), ws.data());
             });
           for (auto &th : threads)
             th.join();

@@ -1,4 +1,5 @@
-//===- test/gpu/QuantReference.h - reference qmatmul weights, CPU side -*- C++ -*-===//
+//===- test/gpu/QuantReference.h - reference qmatmul weights, CPU side -*- C++
+//-*-===//
 //
 // Random weights in the block formats the qmatmul kernels read, and their
 // dequantization, written from the layout's description
@@ -73,7 +74,7 @@ inline Layout layoutOf(const Format &s) {
   l.bits = s.format == "q8_0" || s.format == "int8" ? 8 : 4;
   l.block = s.block;
   l.sb = s.scale == "f32" ? 4 : 2;
-  l.vo = s.mode == "min" ? 2 * l.sb
+  l.vo = s.mode == "min"                     ? 2 * l.sb
          : s.mode == "zero_point" && !l.gguf ? l.sb + 1
                                              : l.sb;
   l.bb = l.vo + l.block * l.bits / 8;
@@ -132,7 +133,8 @@ inline std::vector<uint8_t> randomWeight(const Format &s, std::mt19937 &rng) {
 }
 
 /// Dequantized [n, k] weight.
-inline std::vector<float> dequant(const Format &s, const std::vector<uint8_t> &w) {
+inline std::vector<float> dequant(const Format &s,
+                                  const std::vector<uint8_t> &w) {
   Layout l = layoutOf(s);
   std::vector<float> out(size_t(s.n * s.k));
   int64_t nb = s.k / l.block;
@@ -141,7 +143,7 @@ inline std::vector<float> dequant(const Format &s, const std::vector<uint8_t> &w
       const uint8_t *p = w.data() + (r * nb + b) * l.bb;
       float d = getScale(p, s.scale);
       float m = s.mode == "min" ? getScale(p + l.sb, s.scale) : 0.0f;
-      int z = s.mode == "zero_point" ? (l.gguf ? 8 : p[l.sb])
+      int z = s.mode == "zero_point"                 ? (l.gguf ? 8 : p[l.sb])
               : s.mode == "symmetric" && l.bits == 4 ? 8
                                                      : 0;
       const uint8_t *v = p + l.vo;

@@ -58,8 +58,8 @@ void checkAllReduce(int n, int32_t dt, int32_t op, int64_t count,
     return 0;
   });
   EXPECT_EQ(bad.load(), 0) << "n=" << n << " dtype=" << dtypeName(dt)
-                           << " op=" << reduceOpName(op)
-                           << " count=" << count << " inPlace=" << inPlace;
+                           << " op=" << reduceOpName(op) << " count=" << count
+                           << " inPlace=" << inPlace;
 }
 
 } // namespace
@@ -107,8 +107,8 @@ TEST(AllReduce, SixtyFourMegabytes) {
       std::vector<float> buf(count);
       for (int64_t i = 0; i < count; ++i)
         buf[i] = float((i & 1023) + r);
-      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, buf.data(),
-                         buf.data(), count, LOOM_RT_ALL_AXES);
+      loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, buf.data(), buf.data(),
+                         count, LOOM_RT_ALL_AXES);
       int64_t local = 0;
       for (int64_t i = 0; i < count; ++i)
         local += buf[i] != float(n * (i & 1023) + n * (n - 1) / 2);
@@ -155,9 +155,8 @@ TEST(AllReduce, HalfSumsInF32) {
   }
 }
 
-class GatherSweep
-    : public ::testing::TestWithParam<
-          std::tuple<int, std::pair<int64_t, int64_t>>> {};
+class GatherSweep : public ::testing::TestWithParam<
+                        std::tuple<int, std::pair<int64_t, int64_t>>> {};
 
 TEST_P(GatherSweep, AllGather) {
   auto [n, shape] = GetParam();
@@ -193,8 +192,8 @@ TEST_P(GatherSweep, ReduceScatter) {
     // in_m[o][j][i] = m + 10*(o*n*inner + j*inner + i)
     for (int64_t k = 0; k < outer * n * inner; ++k)
       in[k] = double(r) + 10.0 * double(k);
-    loom_rt_reduce_scatter(ctx, LOOM_RT_F64, LOOM_RT_SUM, in.data(),
-                           out.data(), outer, inner, LOOM_RT_ALL_AXES);
+    loom_rt_reduce_scatter(ctx, LOOM_RT_F64, LOOM_RT_SUM, in.data(), out.data(),
+                           outer, inner, LOOM_RT_ALL_AXES);
     int64_t local = 0;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
@@ -229,8 +228,8 @@ TEST(ReduceScatter, HalfTypes) {
       Buf in(dt, outer * n * inner), out(dt, outer * inner);
       for (int64_t k = 0; k < outer * n * inner; ++k)
         in.set(k, value(r, k));
-      loom_rt_reduce_scatter(ctx, dt, LOOM_RT_MAX, in.data(), out.data(),
-                             outer, inner, LOOM_RT_ALL_AXES);
+      loom_rt_reduce_scatter(ctx, dt, LOOM_RT_MAX, in.data(), out.data(), outer,
+                             inner, LOOM_RT_ALL_AXES);
       int64_t local = 0;
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
@@ -271,12 +270,11 @@ TEST_P(AllToAllSweep, Blocks) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, AllToAllSweep,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
-                                            ::testing::Values(int64_t(0),
-                                                              int64_t(1),
-                                                              int64_t(17),
-                                                              int64_t(999))));
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, AllToAllSweep,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
+                       ::testing::Values(int64_t(0), int64_t(1), int64_t(17),
+                                         int64_t(999))));
 
 // Groups of a 2x4 mesh: mask 1 = axis 0 (columns, p=2), mask 2 = axis 1
 // (rows, p=4), mask 3 = world, mask 0 = self.
@@ -391,8 +389,8 @@ TEST(SendRecv, Rings) {
         for (float x : in)
           local += x != float(left);
         std::fill(in.begin(), in.end(), -1.0f);
-        loom_rt_sendrecv(ctx, LOOM_RT_F32, out.data(), count, right,
-                         in.data(), count, left, 9);
+        loom_rt_sendrecv(ctx, LOOM_RT_F32, out.data(), count, right, in.data(),
+                         count, left, 9);
         for (float x : in)
           local += x != float(left);
       }

@@ -1,4 +1,5 @@
-//===- test/runtime/DTypeTest.cpp - f16/bf16 conversions, kernels -*- C++ -*-===//
+//===- test/runtime/DTypeTest.cpp - f16/bf16 conversions, kernels -*- C++
+//-*-===//
 
 #include "DType.h"
 

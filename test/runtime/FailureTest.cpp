@@ -103,8 +103,7 @@ TEST(Failure, AbortStopsRecvAndBarrier) {
       << joined(res);
   EXPECT_TRUE(anyContains(res, "rank 1: recv(dtype=f32, count=1, peer=0"))
       << joined(res);
-  EXPECT_TRUE(anyContains(res, "barrier(axes_mask=0x1) failed"))
-      << joined(res);
+  EXPECT_TRUE(anyContains(res, "barrier(axes_mask=0x1) failed")) << joined(res);
 }
 
 TEST(Failure, NonZeroReturnFailsTheJob) {
@@ -135,8 +134,7 @@ TEST(Failure, CollectiveTimeoutNamesMissingRank) {
         if (loom_rt_rank(ctx) == 1)
           return 0; // "forgets" the all_gather
         int64_t in = 1, out[3];
-        loom_rt_all_gather(ctx, LOOM_RT_I64, &in, out, 1, 1,
-                           LOOM_RT_ALL_AXES);
+        loom_rt_all_gather(ctx, LOOM_RT_I64, &in, out, 1, 1, LOOM_RT_ALL_AXES);
         return 0;
       },
       opts(0.3), &res);
@@ -230,36 +228,44 @@ TEST(FailureDeathTest, ExitModeExitsProcess) {
       {
         LaunchOptions o;
         o.onFailure = OnFailure::Exit;
-        runThreads(2, {}, [](loom_rt_ctx *ctx) {
-          if (loom_rt_rank(ctx) == 1)
-            loom_rt_abort(ctx, "exit mode");
-          loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
-          return 0;
-        }, o);
+        runThreads(
+            2, {},
+            [](loom_rt_ctx *ctx) {
+              if (loom_rt_rank(ctx) == 1)
+                loom_rt_abort(ctx, "exit mode");
+              loom_rt_barrier(ctx, LOOM_RT_ALL_AXES);
+              return 0;
+            },
+            o);
         std::_Exit(0);
       },
-      ::testing::ExitedWithCode(1), "rank 1: aborted by loom_rt_abort: exit mode");
+      ::testing::ExitedWithCode(1),
+      "rank 1: aborted by loom_rt_abort: exit mode");
 }
 
 TEST(Trace, WritesChromeTrace) {
   std::string path = ::testing::TempDir() + "/loom_rt_trace.json";
   LaunchOptions o = opts(60);
   o.tracePath = path;
-  int rc = runThreads(2, {}, [](loom_rt_ctx *ctx) {
-    loom_rt_trace_begin(ctx, "layer0");
-    float x = 1;
-    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, &x, &x, 1,
-                       LOOM_RT_ALL_AXES);
-    loom_rt_trace_end(ctx, "layer0");
-    return 0;
-  }, o);
+  int rc = runThreads(
+      2, {},
+      [](loom_rt_ctx *ctx) {
+        loom_rt_trace_begin(ctx, "layer0");
+        float x = 1;
+        loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, &x, &x, 1,
+                           LOOM_RT_ALL_AXES);
+        loom_rt_trace_end(ctx, "layer0");
+        return 0;
+      },
+      o);
   ASSERT_EQ(rc, 0);
   std::ifstream is(path);
   std::string text((std::istreambuf_iterator<char>(is)),
                    std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"name\":\"layer0\",\"ph\":\"B\""), std::string::npos);
-  EXPECT_NE(text.find("\"name\":\"all_reduce\",\"ph\":\"E\",\"pid\":0,\"tid\":1"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("\"name\":\"all_reduce\",\"ph\":\"E\",\"pid\":0,\"tid\":1"),
+      std::string::npos)
       << text;
 }
 
@@ -286,7 +292,8 @@ TEST(Failure, AbortWhilePeersReadLargeBuffers) {
         },
         opts(60), &res);
     EXPECT_NE(rc, 0);
-    EXPECT_NE(res.messages[0].find("rank 0 (coords [0,0]): aborted by loom_rt_abort: stop"),
+    EXPECT_NE(res.messages[0].find(
+                  "rank 0 (coords [0,0]): aborted by loom_rt_abort: stop"),
               std::string::npos)
         << joined(res);
     EXPECT_EQ(res.messages.size(), 4u) << joined(res);

@@ -22,11 +22,9 @@ using loom::rt::openBlasCoreFor;
 TEST(Gemm, CoreFromFeaturesNotModelNumbers) {
   // (amd, avx, avx2, fma, avx512, avx512bf16)
   EXPECT_EQ(openBlasCoreFor(false, true, true, true, true, false), "SkylakeX");
-  EXPECT_EQ(openBlasCoreFor(false, true, true, true, true, true),
-            "Cooperlake");
+  EXPECT_EQ(openBlasCoreFor(false, true, true, true, true, true), "Cooperlake");
   EXPECT_EQ(openBlasCoreFor(true, true, true, true, true, false), "SkylakeX");
-  EXPECT_EQ(openBlasCoreFor(false, true, true, true, false, false),
-            "Haswell");
+  EXPECT_EQ(openBlasCoreFor(false, true, true, true, false, false), "Haswell");
   EXPECT_EQ(openBlasCoreFor(true, true, true, true, false, false), "Zen");
   // AVX2 without FMA is not Haswell's kernels' ISA.
   EXPECT_EQ(openBlasCoreFor(false, true, true, false, false, false),
@@ -42,8 +40,7 @@ TEST(Gemm, BackendIsNamed) {
 #ifdef __x86_64__
   // With OpenBLAS on an x86 host with AVX, the core was chosen from the
   // features (or OPENBLAS_CORETYPE was given).
-  if (b.find("OpenBLAS") != std::string::npos &&
-      __builtin_cpu_supports("avx"))
+  if (b.find("OpenBLAS") != std::string::npos && __builtin_cpu_supports("avx"))
     EXPECT_NE(b.find("core "), std::string::npos) << b;
   // The packed kernel for weights is named when the CPU has one.
   if (loom::rt::bestGemmKernel() != loom::rt::GemmKernel::None &&
@@ -137,13 +134,12 @@ TEST(Gemm, PackedKernelsOddSizes) {
         std::vector<float> c(size_t(s.m * ldc), 42.0f);
         loom::rt::PackedB pb = loom::rt::packGemmB(tb, s.k, s.n, b.data());
         ASSERT_TRUE(pb.data);
-        loom::rt::gemmPacked(nullptr, kernel, s.m, a.data(), lda, pb,
-                             c.data(), ldc);
-        std::string what = std::string(loom::rt::gemmKernelName(kernel)) +
-                           " m=" + std::to_string(s.m) +
-                           " n=" + std::to_string(s.n) +
-                           " k=" + std::to_string(s.k) +
-                           " tb=" + std::to_string(tb);
+        loom::rt::gemmPacked(nullptr, kernel, s.m, a.data(), lda, pb, c.data(),
+                             ldc);
+        std::string what =
+            std::string(loom::rt::gemmKernelName(kernel)) +
+            " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+            " k=" + std::to_string(s.k) + " tb=" + std::to_string(tb);
         expectMatches(s.m, s.n, s.k, tb, a, lda, b, c, ldc, what);
         // The padding between rows of C is not written.
         for (int64_t i = 0; i < s.m; ++i)
@@ -178,11 +174,11 @@ TEST(Gemm, MappedWeightPackedAndThreadIndependent) {
       o.quiet = true;
       o.threadsPerRank = threads;
       int rc = loom::rt::runThreads(
-          1, {}, [&](loom_rt_ctx *ctx) {
+          1, {},
+          [&](loom_rt_ctx *ctx) {
             std::string err;
             if (!loom::rt::mapWeight(ctx, 0, path.string(), 0,
-                                     int64_t(w.size() * sizeof(float)),
-                                     &err))
+                                     int64_t(w.size() * sizeof(float)), &err))
               return 1;
             auto *wp = static_cast<const float *>(loom_rt_weight(ctx, 0));
             loom_rt_sgemm(ctx, 0, tb, m, n, k, a.data(), wp, c.data());
@@ -198,12 +194,11 @@ TEST(Gemm, MappedWeightPackedAndThreadIndependent) {
         // The packed kernel's bits: the product did not go to OpenBLAS.
         loom::rt::PackedB pb = loom::rt::packGemmB(tb, k, n, w.data());
         std::vector<float> direct(size_t(m * n));
-        loom::rt::gemmPacked(nullptr, loom::rt::bestGemmKernel(), m,
-                             a.data(), k, pb, direct.data(), n);
+        loom::rt::gemmPacked(nullptr, loom::rt::bestGemmKernel(), m, a.data(),
+                             k, pb, direct.data(), n);
         EXPECT_EQ(c, direct);
         results.push_back(c);
-      }
-      else
+      } else
         EXPECT_EQ(c, results[size_t(tb)]) << "threads=" << threads;
     }
   std::filesystem::remove(path);
@@ -246,8 +241,8 @@ TEST(Gemm, BatchedGroupedQueryOnThreads) {
           std::vector<float> ci(c.begin() + i * m * n,
                                 c.begin() + (i + 1) * m * n);
           expectMatches(m, n, k, tb, ai, k, bi, ci, n,
-                        "product " + std::to_string(i) + " m=" +
-                            std::to_string(m));
+                        "product " + std::to_string(i) +
+                            " m=" + std::to_string(m));
         }
         if (first.empty())
           first = c;

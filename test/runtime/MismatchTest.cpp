@@ -51,13 +51,13 @@ void expectMismatch(const RankBody &body, const std::string &call0,
   std::string all = joined(res);
   EXPECT_NE(all.find("rank 0"), std::string::npos) << all;
   EXPECT_NE(all.find("collective mismatch in the group of ranks {0,1}: "
-                     "this rank called " + call0 + " but rank 1 called " +
-                     call1),
+                     "this rank called " +
+                     call0 + " but rank 1 called " + call1),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("this rank called " + call1 + " but rank 0 called " +
-                     call0),
-            std::string::npos)
+  EXPECT_NE(
+      all.find("this rank called " + call1 + " but rank 0 called " + call0),
+      std::string::npos)
       << all;
 }
 
@@ -212,9 +212,9 @@ TEST(Launch, ThreadCreationFailureIsAnError) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "child died of signal "
-                                 << (WIFSIGNALED(status) ? WTERMSIG(status)
-                                                         : 0);
+  ASSERT_TRUE(WIFEXITED(status))
+      << "child died of signal "
+      << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   if (WEXITSTATUS(status) == 3)
     GTEST_SKIP() << "the address-space limit did not stop thread creation";
   EXPECT_EQ(WEXITSTATUS(status), 0);

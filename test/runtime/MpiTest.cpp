@@ -65,8 +65,8 @@ int collectives(loom_rt_ctx *ctx) {
   allReduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, 1 << 20, true);
 
   // all_gather [outer][inner] -> [outer][p][inner]
-  for (auto [outer, inner] : {std::pair<int64_t, int64_t>{1, 5}, {3, 5},
-                              {7, 333}, {2, 0}}) {
+  for (auto [outer, inner] :
+       {std::pair<int64_t, int64_t>{1, 5}, {3, 5}, {7, 333}, {2, 0}}) {
     for (int32_t dt : {LOOM_RT_I32, LOOM_RT_BF16}) {
       Buf in(dt, outer * inner), out(dt, outer * n * inner);
       for (int64_t k = 0; k < outer * inner; ++k)
@@ -89,8 +89,8 @@ int collectives(loom_rt_ctx *ctx) {
       Buf in(dt, outer * n * inner), out(dt, outer * inner);
       for (int64_t k = 0; k < outer * n * inner; ++k)
         in.set(k, value(r, k));
-      loom_rt_reduce_scatter(ctx, dt, LOOM_RT_SUM, in.data(), out.data(),
-                             outer, inner, LOOM_RT_ALL_AXES);
+      loom_rt_reduce_scatter(ctx, dt, LOOM_RT_SUM, in.data(), out.data(), outer,
+                             inner, LOOM_RT_ALL_AXES);
       int64_t wrong = 0;
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {

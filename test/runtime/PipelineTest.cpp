@@ -25,9 +25,9 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -52,7 +52,9 @@ Json tensor(const std::string &name, std::vector<int64_t> shape) {
   return {{"name", name}, {"dtype", "f32"}, {"shape", shape}};
 }
 Json output(const std::string &name, std::vector<int64_t> shape) {
-  return {{"name", name}, {"dtype", "f32"}, {"rank", shape.size()},
+  return {{"name", name},
+          {"dtype", "f32"},
+          {"rank", shape.size()},
           {"shape", shape}};
 }
 
@@ -92,8 +94,8 @@ Json slice(int64_t layer0, int64_t nl, const Model &mo) {
           {"strides", {mo.H * mo.H, mo.H, 1}}};
 }
 
-void finish(const fs::path &dir, Json &m, const std::function<void(Json &)> &edit,
-            bool hashPipeline = true) {
+void finish(const fs::path &dir, Json &m,
+            const std::function<void(Json &)> &edit, bool hashPipeline = true) {
   m["integrity"] = {{"library", fnv(readAll(dir / "k.so"))},
                     {"entries", fnv(m["entries"].dump())}};
   if (hashPipeline && m.contains("pipeline"))
@@ -114,10 +116,14 @@ std::string makeFull(const std::string &name, const Model &mo) {
        {"inputs", {tensor("x", {mo.B, mo.H}), tensor("bias", {mo.B, mo.H})}},
        {"outputs", {output("y", {mo.B, mo.H})}},
        {"weights", {tensor("W", {mo.layers, mo.H, mo.H})}}});
-  Json m = {{"format", "loom-bundle"}, {"version", 1}, {"abi_version", 1},
+  Json m = {{"format", "loom-bundle"},
+            {"version", 1},
+            {"abi_version", 1},
             {"model", "pipe-test"},
             {"mesh", {{"axes", {"world"}}, {"shape", {1}}}},
-            {"num_ranks", 1}, {"library", "k.so"}, {"entries", entries},
+            {"num_ranks", 1},
+            {"library", "k.so"},
+            {"entries", entries},
             {"ranks",
              {{{"rank", 0},
                {"coords", {0}},
@@ -165,7 +171,9 @@ std::string makePipelined(const std::string &name, const Model &mo,
       in.push_back(b);
       out.push_back(output("y", {mo.B, mo.H}));
     }
-    entries.push_back({{"name", n}, {"symbol", sym}, {"inputs", in},
+    entries.push_back({{"name", n},
+                       {"symbol", sym},
+                       {"inputs", in},
                        {"outputs", out},
                        {"weights", {tensor("W", {ls, mo.H, mo.H})}}});
   }
@@ -186,13 +194,19 @@ std::string makePipelined(const std::string &name, const Model &mo,
          {"weights",
           {{"f__stage" + std::to_string(k), {slice(k * ls, ls, mo)}}}}});
   }
-  Json m = {{"format", "loom-bundle"}, {"version", 1}, {"abi_version", 1},
+  Json m = {{"format", "loom-bundle"},
+            {"version", 1},
+            {"abi_version", 1},
             {"model", "pipe-test"},
             {"mesh", {{"axes", axes}, {"shape", shape}}},
-            {"num_ranks", n}, {"library", "k.so"}, {"entries", entries},
+            {"num_ranks", n},
+            {"library", "k.so"},
+            {"entries", entries},
             {"ranks", ranks},
             {"pipeline",
-             {{"axis", "pp"}, {"axis_index", ai}, {"stages", p},
+             {{"axis", "pp"},
+              {"axis_index", ai},
+              {"stages", p},
               {"entries", {{"f", names}}}}}};
   finish(dir, m, edit, hashPipeline);
   return dir.string();
@@ -242,8 +256,7 @@ std::vector<float> runF(const std::string &dir, const Model &mo, int64_t rows,
     return {};
   if (rank)
     *rank = res.ranks[0].rank;
-  EXPECT_EQ(res.ranks[0].outputs[0].shape,
-            (std::vector<int64_t>{rows, mo.H}));
+  EXPECT_EQ(res.ranks[0].outputs[0].shape, (std::vector<int64_t>{rows, mo.H}));
   return values(res.ranks[0].outputs[0]);
 }
 
@@ -252,8 +265,8 @@ void expectNear(const std::vector<float> &a, const std::vector<float> &b,
   ASSERT_EQ(a.size(), b.size());
   float worst = 0;
   for (size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::fabs(a[i] - b[i]) /
-                                std::max(1.0f, std::fabs(b[i])));
+    worst = std::max(worst,
+                     std::fabs(a[i] - b[i]) / std::max(1.0f, std::fabs(b[i])));
   EXPECT_LE(worst, tol);
 }
 
@@ -261,7 +274,7 @@ struct MeshCase {
   const char *name;
   std::vector<std::string> axes;
   std::vector<int64_t> shape;
-  int64_t lastRank; ///< first rank of the last stage
+  int64_t lastRank;                ///< first rank of the last stage
   const char *groupMask = nullptr; ///< a collective over these axes per call
 };
 
@@ -302,8 +315,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MeshCase{"pp4", {"pp"}, {4}, 3},
                       MeshCase{"dp2pp2", {"dp", "pp"}, {2, 2}, 1, "1"},
                       MeshCase{"pp2tp2", {"pp", "tp"}, {2, 2}, 2, "2"},
-                      MeshCase{"dp2pp2tp2", {"dp", "pp", "tp"}, {2, 2, 2}, 2,
-                               "5"}),
+                      MeshCase{
+                          "dp2pp2tp2", {"dp", "pp", "tp"}, {2, 2, 2}, 2, "5"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // A stage entry run alone by name (every rank runs that stage, its boundary
@@ -409,7 +422,9 @@ TEST(Pipeline, RefusesBadSections) {
   // A boundary of another per-rank shape than the result it receives.
   refused(
       "shape",
-      [](Json &m) { m["entries"][1]["inputs"][0]["shape"] = {4, 8}; },
+      [](Json &m) {
+        m["entries"][1]["inputs"][0]["shape"] = {4, 8};
+      },
       "input 'h' (boundary 0) is f32 [4, 8] per rank, but result 0 'h' of "
       "stage 0 ('f__stage0') is f32 [4, 16]");
   // (the entries hash covers that edit too; re-hash to reach the check)
@@ -427,8 +442,7 @@ TEST(Pipeline, RefusesBadSections) {
   // The section is covered by the integrity hashes.
   refused("nohash", {}, "integrity.pipeline", /*hash=*/false);
   refused(
-      "tampered",
-      [](Json &m) { m["pipeline"]["schedule"] = "1f1b"; },
+      "tampered", [](Json &m) { m["pipeline"]["schedule"] = "1f1b"; },
       "integrity.pipeline");
 }
 
@@ -474,15 +488,15 @@ double measuredBubble(
 
 // The trace of a pp = p run with m microbatches: one "forward stage k mb i"
 // event per call with its args, p2p events, and a bubble of (p-1)/(m+p-1)
-// within 0.04 (absolute). Every call also sleeps 40 ms (a fixed compute time, so that
-// the loaded 2-core test machine measures the schedule, not the cores).
+// within 0.04 (absolute). Every call also sleeps 40 ms (a fixed compute time,
+// so that the loaded 2-core test machine measures the schedule, not the cores).
 TEST(Pipeline, TraceAndBubble) {
   Model mo;
   ::setenv("LOOM_TEST_STAGE_SLEEP_US", "40000", 1);
   for (int64_t p : {2, 4})
     for (int m : {1, 4, 16}) {
-      std::string name = "bubble-p" + std::to_string(p) + "-m" +
-                         std::to_string(m);
+      std::string name =
+          "bubble-p" + std::to_string(p) + "-m" + std::to_string(m);
       std::string dir = makePipelined(name, mo, {"pp"}, {p});
       std::string trace = dir + "/trace.json";
       OpenOptions oo = threads();
@@ -517,8 +531,8 @@ TEST(Pipeline, TraceAndBubble) {
       EXPECT_EQ(e["cat"], "pipeline");
       EXPECT_EQ(e["ph"], "X");
       EXPECT_EQ(e["tid"], 1);
-      EXPECT_EQ(e["args"], (Json{{"entry", "f"}, {"stage", 1},
-                                 {"microbatch", 1}}));
+      EXPECT_EQ(e["args"],
+                (Json{{"entry", "f"}, {"stage", 1}, {"microbatch", 1}}));
     }
   EXPECT_TRUE(found);
 }
@@ -529,16 +543,15 @@ TEST(Pipeline, TraceAndBubble) {
 TEST(Pipeline, BubbleWithCompute) {
   unsigned cores = std::thread::hardware_concurrency();
   if (cores < 8 && !std::getenv("LOOM_TEST_BUBBLE_COMPUTE"))
-    GTEST_SKIP() << "needs 8 cores for pp=4 with compute (has " << cores
-                 << ")";
+    GTEST_SKIP() << "needs 8 cores for pp=4 with compute (has " << cores << ")";
   Model mo;
   mo.B = 64;
   mo.H = 512;
   mo.layers = 16;
   for (int64_t p : {2, 4})
     for (int m : {1, 4, 16}) {
-      std::string name = "cbubble-p" + std::to_string(p) + "-m" +
-                         std::to_string(m);
+      std::string name =
+          "cbubble-p" + std::to_string(p) + "-m" + std::to_string(m);
       std::string dir = makePipelined(name, mo, {"pp"}, {p});
       OpenOptions oo = threads(1);
       oo.tracePath = dir + "/trace.json";
@@ -569,10 +582,10 @@ TEST(Pipeline, RankDiesMidSchedule) {
     o.microbatches = 4;
     RunResult res;
     double t0 = nowMs();
-    Status st = (*ex)->run({{"x", {DType::F32, {4 * mo.B, mo.H}, x.data()}},
-                            {"bias", {DType::F32, {4 * mo.B, mo.H},
-                                      bias.data()}}},
-                           o, res);
+    Status st =
+        (*ex)->run({{"x", {DType::F32, {4 * mo.B, mo.H}, x.data()}},
+                    {"bias", {DType::F32, {4 * mo.B, mo.H}, bias.data()}}},
+                   o, res);
     double ms = nowMs() - t0;
     ASSERT_FALSE(bool(st)) << "rank " << dead;
     EXPECT_TRUE(res.jobFailed);
@@ -630,7 +643,8 @@ std::string makeDecode(const std::string &name, bool split,
   int64_t e0 = 0, w0 = kV * kD * 4, w1 = w0 + kD * kD * 4;
   Json E = tensor("E", {kV, kD}), W0 = tensor("W0", {kD, kD}),
        W1 = tensor("W1", {kD, kD});
-  Json tokens = itensor("tokens", {1, -1}), positions = itensor("positions", {-1});
+  Json tokens = itensor("tokens", {1, -1}),
+       positions = itensor("positions", {-1});
   Json logits = {{"name", "logits"}, {"dtype", "f32"}, {"rank", 2}};
   Json entries = Json::array(), ranks = Json::array();
   int64_t n = 1;
@@ -639,62 +653,72 @@ std::string makeDecode(const std::string &name, bool split,
   size_t ai = size_t(std::find(axes.begin(), axes.end(), "pp") - axes.begin());
   if (!split) {
     entries.push_back(
-        {{"name", "decode"}, {"symbol", "loom_entry_decode_full"},
-         {"inputs", {tokens, positions, cache("cache0", -1),
-                     cache("cache1", -1)}},
-         {"outputs", {logits}}, {"weights", {E, W0, W1}}});
+        {{"name", "decode"},
+         {"symbol", "loom_entry_decode_full"},
+         {"inputs",
+          {tokens, positions, cache("cache0", -1), cache("cache1", -1)}},
+         {"outputs", {logits}},
+         {"weights", {E, W0, W1}}});
     for (int64_t r = 0; r < n; ++r)
-      ranks.push_back({{"rank", r}, {"coords", {r}},
-                       {"weights", {{"decode", {wslice("E", e0, kV),
-                                                wslice("W0", w0, kD),
-                                                wslice("W1", w1, kD)}}}}});
+      ranks.push_back({{"rank", r},
+                       {"coords", {r}},
+                       {"weights",
+                        {{"decode",
+                          {wslice("E", e0, kV), wslice("W0", w0, kD),
+                           wslice("W1", w1, kD)}}}}});
   } else {
     Json t = tokens, p = positions, h = tensor("h", {1, -1, kD});
     t["entry_arg"] = 0;
     p["entry_arg"] = 1;
-    Json hout = {{"name", "h"}, {"dtype", "f32"}, {"rank", 3},
-                 {"shape", {1, -1, kD}}};
+    Json hout = {
+        {"name", "h"}, {"dtype", "f32"}, {"rank", 3}, {"shape", {1, -1, kD}}};
     h["boundary"] = 0;
     entries.push_back({{"name", "decode__stage0"},
                        {"symbol", "loom_entry_decode_s0"},
                        {"inputs", {t, p, cache("cache0", 2)}},
-                       {"outputs", {hout}}, {"weights", {E, W0}}});
+                       {"outputs", {hout}},
+                       {"weights", {E, W0}}});
     Json lg = logits;
     lg["shape"] = {1, kV};
     entries.push_back({{"name", "decode__stage1"},
                        {"symbol", "loom_entry_decode_s1"},
                        {"inputs", {h, p, cache("cache1", 3)}},
-                       {"outputs", {lg}}, {"weights", {E, W1}}});
+                       {"outputs", {lg}},
+                       {"weights", {E, W1}}});
     for (int64_t r = 0; r < n; ++r) {
       std::vector<int64_t> c(shape.size());
       for (int64_t a = int64_t(shape.size()) - 1, rest = r; a >= 0; --a) {
         c[size_t(a)] = rest % shape[size_t(a)];
         rest /= shape[size_t(a)];
       }
-      Json w = c[ai] == 0
-                   ? Json{{"decode__stage0",
-                           {wslice("E", e0, kV), wslice("W0", w0, kD)}}}
-                   : Json{{"decode__stage1",
-                           {wslice("E", e0, kV), wslice("W1", w1, kD)}}};
+      Json w = c[ai] == 0 ? Json{{"decode__stage0",
+                                  {wslice("E", e0, kV), wslice("W0", w0, kD)}}}
+                          : Json{{"decode__stage1",
+                                  {wslice("E", e0, kV), wslice("W1", w1, kD)}}};
       ranks.push_back({{"rank", r}, {"coords", c}, {"weights", w}});
     }
   }
-  Json m = {{"format", "loom-bundle"}, {"version", 1}, {"abi_version", 1},
+  Json m = {{"format", "loom-bundle"},
+            {"version", 1},
+            {"abi_version", 1},
             {"model", "toy-lm"},
             {"mesh", {{"axes", axes}, {"shape", shape}}},
-            {"num_ranks", n}, {"library", "k.so"}, {"entries", entries},
+            {"num_ranks", n},
+            {"library", "k.so"},
+            {"entries", entries},
             {"ranks", ranks}};
   if (split)
-    m["pipeline"] = {{"axis", "pp"}, {"axis_index", ai}, {"stages", 2},
-                     {"entries", {{"decode", {"decode__stage0",
-                                              "decode__stage1"}}}}};
+    m["pipeline"] = {
+        {"axis", "pp"},
+        {"axis_index", ai},
+        {"stages", 2},
+        {"entries", {{"decode", {"decode__stage0", "decode__stage1"}}}}};
   finish(dir, m, {});
   return dir.string();
 }
 
 std::vector<std::vector<int32_t>>
-generateAll(const std::string &dir,
-            std::vector<std::vector<int32_t>> prompts) {
+generateAll(const std::string &dir, std::vector<std::vector<int32_t>> prompts) {
   auto ex = Executor::open(dir, threads());
   EXPECT_TRUE(bool(ex)) << ex.error().message;
   if (!ex)
@@ -786,8 +810,8 @@ TEST(Pipeline, GenerationInFlightKeepsStagesBusy) {
 /// B(k, i) after F(k, i) and B(k+1, i)); the makespan, or -1 on a deadlock,
 /// and each stage's most activations held at once (forwards not yet
 /// backward).
-int64_t simulate(const std::vector<std::vector<PipelineStep>> &sched,
-                 int64_t m, std::vector<int64_t> &peak) {
+int64_t simulate(const std::vector<std::vector<PipelineStep>> &sched, int64_t m,
+                 std::vector<int64_t> &peak) {
   int64_t p = int64_t(sched.size());
   std::map<std::tuple<int64_t, int64_t, bool>, int64_t> done; // -> end time
   std::vector<size_t> next(size_t(p), 0);
@@ -857,9 +881,8 @@ TEST(Pipeline, Schedules) {
         EXPECT_EQ(simulate(full, m, peak), 2 * (m + p - 1))
             << "p=" << p << " m=" << m;
         for (int64_t k = 0; k < p; ++k)
-          EXPECT_EQ(peak[size_t(k)], kind == PipelineSchedule::GPipe
-                                         ? m
-                                         : std::min(m, p - k))
+          EXPECT_EQ(peak[size_t(k)],
+                    kind == PipelineSchedule::GPipe ? m : std::min(m, p - k))
               << "p=" << p << " m=" << m << " stage " << k;
       }
     }
@@ -891,11 +914,14 @@ TEST(Pipeline, LoomRunThreadsAndMpi) {
                      bias = input(big.B * mo.H, 0.1f);
   std::string err;
   ASSERT_TRUE(writeNpy(dir + "/x.npy", "<f4", {big.B, mo.H}, x.data(),
-                       int64_t(x.size() * 4), &err)) << err;
+                       int64_t(x.size() * 4), &err))
+      << err;
   ASSERT_TRUE(writeNpy(dir + "/bias.npy", "<f4", {big.B, mo.H}, bias.data(),
-                       int64_t(bias.size() * 4), &err)) << err;
-  std::string args = " " + dir + " --input x=" + dir + "/x.npy --input bias=" +
-                     dir + "/bias.npy --microbatches 2 --threads 1 --output ";
+                       int64_t(bias.size() * 4), &err))
+      << err;
+  std::string args = " " + dir + " --input x=" + dir +
+                     "/x.npy --input bias=" + dir +
+                     "/bias.npy --microbatches 2 --threads 1 --output ";
   std::vector<std::string> runs = {std::string(LOOM_RUN_BIN) +
                                    " --backend threads" + args + dir +
                                    "/threads"};

@@ -1,4 +1,5 @@
-//===- test/runtime/ThreadPoolTest.cpp - loom_rt_parallel_for ----*- C++ -*-===//
+//===- test/runtime/ThreadPoolTest.cpp - loom_rt_parallel_for ----*- C++
+//-*-===//
 //
 // The pool of a rank: the partition covers [0, n) once with chunks of at
 // least `grain`, each chunk runs on its own thread, one thread and nested
@@ -76,21 +77,26 @@ void countBody(void *closure, int64_t begin, int64_t end) {
 TEST(ThreadPool, EachIndexOnceOnDistinctThreads) {
   for (int ranks : {1, 2}) {
     std::atomic<int> bad{0};
-    int rc = runThreads(ranks, {}, [&](loom_rt_ctx *ctx) {
-      if (loom_rt_num_threads(ctx) != 4 || loom_rt_num_threads(nullptr) != 4)
-        ++bad;
-      for (int64_t n : {1, 7, 8, 1000, 4097}) {
-        Hits h(n);
-        loom_rt_parallel_for(ctx, n, 2, countBody, &h);
-        for (auto &c : h.count)
-          if (c.load() != 1)
+    int rc = runThreads(
+        ranks, {},
+        [&](loom_rt_ctx *ctx) {
+          if (loom_rt_num_threads(ctx) != 4 ||
+              loom_rt_num_threads(nullptr) != 4)
             ++bad;
-        size_t chunks = ThreadPool::partition(n, 2, 16).size() - 1;
-        if (h.threads.empty() || h.threads.size() > std::min<size_t>(4, n < 4 ? 1 : chunks))
-          ++bad;
-      }
-      return 0;
-    }, withThreads(4));
+          for (int64_t n : {1, 7, 8, 1000, 4097}) {
+            Hits h(n);
+            loom_rt_parallel_for(ctx, n, 2, countBody, &h);
+            for (auto &c : h.count)
+              if (c.load() != 1)
+                ++bad;
+            size_t chunks = ThreadPool::partition(n, 2, 16).size() - 1;
+            if (h.threads.empty() ||
+                h.threads.size() > std::min<size_t>(4, n < 4 ? 1 : chunks))
+              ++bad;
+          }
+          return 0;
+        },
+        withThreads(4));
     EXPECT_EQ(rc, 0);
     EXPECT_EQ(bad.load(), 0) << ranks << " ranks";
   }
@@ -102,17 +108,20 @@ TEST(ThreadPool, EachIndexOnceOnDistinctThreads) {
 // index exactly once in each of many jobs, and the loop ends.
 TEST(ThreadPool, BackToBackJobsNeverRunAChunkTwice) {
   std::atomic<int> bad{0};
-  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-    for (int job = 0; job < 20000; ++job) {
-      int64_t n = 2 + job % 7;
-      Hits h(n);
-      loom_rt_parallel_for(ctx, n, 1, countBody, &h);
-      for (auto &c : h.count)
-        if (c.load() != 1)
-          ++bad;
-    }
-    return 0;
-  }, withThreads(2));
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *ctx) {
+        for (int job = 0; job < 20000; ++job) {
+          int64_t n = 2 + job % 7;
+          Hits h(n);
+          loom_rt_parallel_for(ctx, n, 1, countBody, &h);
+          for (auto &c : h.count)
+            if (c.load() != 1)
+              ++bad;
+        }
+        return 0;
+      },
+      withThreads(2));
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(bad.load(), 0);
 }
@@ -126,27 +135,33 @@ void slowBody(void *closure, int64_t begin, int64_t end) {
 // runs the chunks no worker has claimed yet, so a slow wake-up costs no
 // more than running serially).
 TEST(ThreadPool, WorkersTakePart) {
-  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-    Hits h(4);
-    loom_rt_parallel_for(ctx, 4, 1, slowBody, &h);
-    EXPECT_GE(h.threads.size(), 2u);
-    for (auto &c : h.count)
-      EXPECT_EQ(c.load(), 1);
-    return 0;
-  }, withThreads(4));
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *ctx) {
+        Hits h(4);
+        loom_rt_parallel_for(ctx, 4, 1, slowBody, &h);
+        EXPECT_GE(h.threads.size(), 2u);
+        for (auto &c : h.count)
+          EXPECT_EQ(c.load(), 1);
+        return 0;
+      },
+      withThreads(4));
   EXPECT_EQ(rc, 0);
 }
 
 // One thread: the body runs once, on the rank's thread, over [0, n).
 TEST(ThreadPool, OneThreadRunsInline) {
-  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-    EXPECT_EQ(loom_rt_num_threads(ctx), 1);
-    Hits h(100);
-    loom_rt_parallel_for(ctx, 100, 1, countBody, &h);
-    EXPECT_EQ(h.threads.size(), 1u);
-    EXPECT_EQ(*h.threads.begin(), std::this_thread::get_id());
-    return 0;
-  }, withThreads(1));
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *ctx) {
+        EXPECT_EQ(loom_rt_num_threads(ctx), 1);
+        Hits h(100);
+        loom_rt_parallel_for(ctx, 100, 1, countBody, &h);
+        EXPECT_EQ(h.threads.size(), 1u);
+        EXPECT_EQ(*h.threads.begin(), std::this_thread::get_id());
+        return 0;
+      },
+      withThreads(1));
   EXPECT_EQ(rc, 0);
   // Outside any rank (null context, no pool): serial on the caller.
   Hits h(10);
@@ -174,14 +189,17 @@ void nestedBody(void *closure, int64_t begin, int64_t end) {
 }
 
 TEST(ThreadPool, NestedCallsRunSerially) {
-  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-    Nested n;
-    loom_rt_parallel_for(ctx, 64, 1, nestedBody, &n);
-    EXPECT_EQ(n.serialInner.load(), 64);
-    for (auto &c : n.inner.count)
-      EXPECT_EQ(c.load(), 1);
-    return 0;
-  }, withThreads(3));
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *ctx) {
+        Nested n;
+        loom_rt_parallel_for(ctx, 64, 1, nestedBody, &n);
+        EXPECT_EQ(n.serialInner.load(), 64);
+        for (auto &c : n.inner.count)
+          EXPECT_EQ(c.load(), 1);
+        return 0;
+      },
+      withThreads(3));
   EXPECT_EQ(rc, 0);
 }
 
@@ -201,11 +219,14 @@ void abortingBody(void *closure, int64_t begin, int64_t end) {
 // chunk is done; the job fails with the message, no hang.
 TEST(ThreadPool, FailingBodyFailsJob) {
   LaunchResult res;
-  int rc = runThreads(2, {}, [&](loom_rt_ctx *ctx) {
-    Abort a{1000, ctx};
-    loom_rt_parallel_for(ctx, a.n, 1, abortingBody, &a);
-    return 0;
-  }, withThreads(2), &res);
+  int rc = runThreads(
+      2, {},
+      [&](loom_rt_ctx *ctx) {
+        Abort a{1000, ctx};
+        loom_rt_parallel_for(ctx, a.n, 1, abortingBody, &a);
+        return 0;
+      },
+      withThreads(2), &res);
   EXPECT_NE(rc, 0);
   bool found = false;
   for (auto &m : res.messages)
@@ -238,11 +259,14 @@ TEST(ThreadPool, ResultsIndependentOfThreadCount) {
   std::vector<float> ref;
   for (int t : {1, 2, 3, 4, 8}) {
     std::vector<float> y(static_cast<size_t>(rows));
-    int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-      RowSums r{&x, &y, cols};
-      loom_rt_parallel_for(ctx, rows, 4, rowSumBody, &r);
-      return 0;
-    }, withThreads(t));
+    int rc = runThreads(
+        1, {},
+        [&](loom_rt_ctx *ctx) {
+          RowSums r{&x, &y, cols};
+          loom_rt_parallel_for(ctx, rows, 4, rowSumBody, &r);
+          return 0;
+        },
+        withThreads(t));
     ASSERT_EQ(rc, 0);
     if (ref.empty())
       ref = y;
@@ -257,11 +281,14 @@ TEST(ThreadPool, DefaultThreadCount) {
   EXPECT_GE(cores, 1);
   EXPECT_EQ(defaultRankThreads(1), cores);
   EXPECT_EQ(defaultRankThreads(cores * 2), 1);
-  int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
-    EXPECT_EQ(loom_rt_num_threads(ctx), cores);
-    EXPECT_EQ(rankThreads(ctx), cores);
-    return 0;
-  }, withThreads(0));
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *ctx) {
+        EXPECT_EQ(loom_rt_num_threads(ctx), cores);
+        EXPECT_EQ(rankThreads(ctx), cores);
+        return 0;
+      },
+      withThreads(0));
   EXPECT_EQ(rc, 0);
 }
 

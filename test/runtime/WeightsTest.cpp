@@ -60,9 +60,9 @@ TEST(Weights, ShortFileNamesOffsetAndSize) {
   std::string path = writeFile("loom_rt_short.bin", 100);
   int rc = runThreads(1, {}, [&](loom_rt_ctx *ctx) {
     char err[512];
-    EXPECT_EQ(loom_rt_ctx_map_weight(ctx, 0, path.c_str(), 64, 40, err,
-                                     sizeof(err)),
-              -1);
+    EXPECT_EQ(
+        loom_rt_ctx_map_weight(ctx, 0, path.c_str(), 64, 40, err, sizeof(err)),
+        -1);
     std::string e = err;
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find("offset 64"), std::string::npos) << e;

@@ -45,9 +45,8 @@ struct Options {
 };
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: loom-inspect FILE [--json] [--no-checksum] "
-               "[--max-array N] [--dequant NAME --out x.npy]\n");
+  std::fprintf(stderr, "usage: loom-inspect FILE [--json] [--no-checksum] "
+                       "[--max-array N] [--dequant NAME --out x.npy]\n");
   return 2;
 }
 
@@ -121,7 +120,8 @@ int writeNpy(const std::string &path, const std::vector<float> &values,
              const std::vector<int64_t> &shape) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
-    header += std::to_string(shape[i]) + (shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
+    header += std::to_string(shape[i]) +
+              (shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
   header += "), }";
   // Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
   size_t total = 10 + header.size() + 1;
@@ -217,8 +217,8 @@ int main(int argc, char **argv) {
     FILE *f = std::fopen(opt.input.c_str(), "rb");
     char magic[4] = {0, 0, 0, 0};
     if (f) {
-      isGguf = std::fread(magic, 1, 4, f) == 4 &&
-               std::memcmp(magic, "GGUF", 4) == 0;
+      isGguf =
+          std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
       std::fclose(f);
     }
     if (!isGguf && endsWith(opt.input, ".gguf"))
@@ -265,8 +265,8 @@ int main(int argc, char **argv) {
       if (t.name == opt.dequant)
         ref = &t;
     if (!ref)
-      return fail(makeError(opt.input, ": no tensor named '", opt.dequant,
-                            "'"));
+      return fail(
+          makeError(opt.input, ": no tensor named '", opt.dequant, "'"));
     auto bytes = store.bytes(*ref);
     if (!bytes)
       return fail(bytes.error());
@@ -279,13 +279,11 @@ int main(int argc, char **argv) {
 
   Json tensors = Json::array();
   for (const TensorRef &t : model.tensors) {
-    Json j = {{"name", t.name},
-              {"format", std::string(elementTypeName(t.format))},
-              {"shape", t.shape},
-              {"strides", t.strides},
-              {"file", t.file},
-              {"offset", t.offset},
-              {"nbytes", t.nbytes}};
+    Json j = {
+        {"name", t.name},    {"format", std::string(elementTypeName(t.format))},
+        {"shape", t.shape},  {"strides", t.strides},
+        {"file", t.file},    {"offset", t.offset},
+        {"nbytes", t.nbytes}};
     if (opt.checksum) {
       auto bytes = store.bytes(t);
       if (!bytes)
@@ -315,8 +313,7 @@ int main(int argc, char **argv) {
     const Json &e = it.value();
     if (isGguf) {
       std::string value = dump(e["value"]);
-      if (e.contains("count") &&
-          e["count"].get<uint64_t>() > e["value"].size())
+      if (e.contains("count") && e["count"].get<uint64_t>() > e["value"].size())
         value += " ... (" + std::to_string(e["count"].get<uint64_t>()) +
                  " elements)";
       std::printf("  %s: %s = %s\n", it.key().c_str(),

@@ -40,9 +40,10 @@
 // failures as diagnostics at their place in the model file (checked with
 // --verify-diagnostics against the annotations of the positional input).
 static llvm::cl::opt<std::string>
-    importModelPath("import", llvm::cl::desc("Import a model file (.onnx, "
-                                             ".gguf, Hugging Face directory "
-                                             "or config.json) and print it"),
+    importModelPath("import",
+                    llvm::cl::desc("Import a model file (.onnx, "
+                                   ".gguf, Hugging Face directory "
+                                   "or config.json) and print it"),
                     llvm::cl::value_desc("model"), llvm::cl::init(""));
 
 int main(int argc, char **argv) {

@@ -171,14 +171,13 @@ void printBench(const Executor &ex, const GenerateResult &res) {
   double steps = double(std::max<int64_t>(b.decodeSteps, 1));
   double perTok = b.decodeMs / steps, fn = b.decodeFnMs / steps,
          comm = b.decodeCommMs / steps;
-  std::printf("loom-run bench: model %s, %lld rank(s) (mesh %s), %s, ctx "
-              "%lld, %zu sequence(s), %s thread(s) per rank\n",
-              m.model.c_str(), (long long)m.numRanks, m.meshString().c_str(),
-              backendName(ex.usesMpi()), (long long)res.ctx,
-              res.sequences.size(),
-              threadsString(ex.options().threadsPerRank, ex.usesMpi(),
-                            m.numRanks)
-                  .c_str());
+  std::printf(
+      "loom-run bench: model %s, %lld rank(s) (mesh %s), %s, ctx "
+      "%lld, %zu sequence(s), %s thread(s) per rank\n",
+      m.model.c_str(), (long long)m.numRanks, m.meshString().c_str(),
+      backendName(ex.usesMpi()), (long long)res.ctx, res.sequences.size(),
+      threadsString(ex.options().threadsPerRank, ex.usesMpi(), m.numRanks)
+          .c_str());
   std::printf("  GEMM: %s\n", loom::rt::gemmBackend().c_str());
   std::printf("  prefill: %lld tokens in %.3f ms = %.1f tokens/s\n",
               (long long)b.prefillTokens, b.prefillMs,

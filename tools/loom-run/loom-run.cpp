@@ -18,8 +18,8 @@
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/Npy.h"
 #include "loom/runtime/NpyName.h"
-#include "loom/runtime/State.h"
 #include "loom/runtime/Runtime.h"
+#include "loom/runtime/State.h"
 
 #include <algorithm>
 #include <atomic>
@@ -115,7 +115,7 @@ struct Options {
   int microbatches = 1;
   std::string trace;
   double timeout = 0; // <= 0: the runtime's default
-  int threads = 0;     // --threads; 0: the runtime's default
+  int threads = 0;    // --threads; 0: the runtime's default
   bool progress = false;
   int device = -1; // --device; -1: not given
   GenerateFlags gen;
@@ -394,13 +394,15 @@ public:
   void printMappedNames() const {
     for (const OutputSpec &o : E.outputs)
       if (loom::npyFileStem(o.name) != o.name)
-        std::fprintf(stderr, "loom-run: note: output '%s' is written to "
-                     "'%s'\n", o.name.c_str(),
-                     (fs::path(O.outputDir) /
-                      (loom::npyFileStem(o.name) +
-                       (O.allRanks ? ".rank<R>.npy" : ".npy")))
-                         .string()
-                         .c_str());
+        std::fprintf(
+            stderr,
+            "loom-run: note: output '%s' is written to "
+            "'%s'\n",
+            o.name.c_str(),
+            (fs::path(O.outputDir) / (loom::npyFileStem(o.name) +
+                                      (O.allRanks ? ".rank<R>.npy" : ".npy")))
+                .string()
+                .c_str());
   }
 
 private:

@@ -216,8 +216,7 @@ int main(int argc, char **argv) {
       text = a;
       haveText = true;
     } else {
-      return fail("more than one TEXT argument ('" + a +
-                  "'); quote the text");
+      return fail("more than one TEXT argument ('" + a + "'); quote the text");
     }
   }
 
@@ -239,13 +238,11 @@ int main(int argc, char **argv) {
   if (info) {
     std::printf("model: %s\npre: %s\nvocab: %zu\nbos: %d\neos: %d\n"
                 "add_bos: %d\nadd_eos: %d\n",
-                t.modelKind().c_str(), t.preTokenizer().c_str(),
-                t.vocabSize(), t.bos(), t.eos(), int(t.addsBos()),
-                int(t.addsEos()));
+                t.modelKind().c_str(), t.preTokenizer().c_str(), t.vocabSize(),
+                t.bos(), t.eos(), int(t.addsBos()), int(t.addsEos()));
     auto f = tok::detectChatFormat(t.chatTemplate());
-    std::printf("chat: %s\n",
-                f ? std::string(tok::chatFormatName(*f)).c_str()
-                  : f.error().message.c_str());
+    std::printf("chat: %s\n", f ? std::string(tok::chatFormatName(*f)).c_str()
+                                : f.error().message.c_str());
     return 0;
   }
 

@@ -22,31 +22,35 @@ loom::driver::CompileOptions gOptions;
 
 cl::OptionCategory loomcCategory("loomc options");
 
-cl::opt<std::string, true> inputFilename(cl::Positional,
-                                   cl::desc("<model: .mlir | .onnx | .gguf | "
-                                            "config.json | HF folder>"),
-                                   cl::location(gOptions.input),
-    cl::cat(loomcCategory));
-cl::opt<std::string, true> outputFilename("o", cl::desc("Output file or bundle "
-                                                  "directory"),
-                                    cl::value_desc("path"), cl::location(gOptions.output),
-    cl::cat(loomcCategory));
-cl::opt<std::string, true> compileTo("compile-to",
+cl::opt<std::string, true>
+    inputFilename(cl::Positional,
+                  cl::desc("<model: .mlir | .onnx | .gguf | "
+                           "config.json | HF folder>"),
+                  cl::location(gOptions.input), cl::cat(loomcCategory));
+cl::opt<std::string, true> outputFilename("o",
+                                          cl::desc("Output file or bundle "
+                                                   "directory"),
+                                          cl::value_desc("path"),
+                                          cl::location(gOptions.output),
+                                          cl::cat(loomcCategory));
+cl::opt<std::string, true>
+    compileTo("compile-to",
               cl::desc("Stop after this phase: import, raise, quantize, "
                        "shard, pipeline, partition, lower, bundle"),
               cl::value_desc("phase"), cl::location(gOptions.compileTo),
-    cl::cat(loomcCategory));
+              cl::cat(loomcCategory));
 cl::opt<std::string, true> compileFrom(
     "compile-from",
     cl::desc("Resume after this phase: the input is the .mlir that "
              "--compile-to=<phase> wrote (e.g. --compile-from=partition)"),
     cl::value_desc("phase"), cl::location(gOptions.compileFrom),
     cl::cat(loomcCategory));
-cl::opt<std::string, true> meshSpec("mesh",
-                              cl::desc("Device mesh, e.g. dp=2,tp=4, or a "
-                                       "JSON spec file"),
-                              cl::value_desc("spec"), cl::location(gOptions.mesh),
-    cl::cat(loomcCategory));
+cl::opt<std::string, true>
+    meshSpec("mesh",
+             cl::desc("Device mesh, e.g. dp=2,tp=4, or a "
+                      "JSON spec file"),
+             cl::value_desc("spec"), cl::location(gOptions.mesh),
+             cl::cat(loomcCategory));
 cl::opt<int64_t, true> devicesFlag(
     "devices",
     cl::desc("Number of devices, without --mesh: the cost model chooses dp, "
@@ -61,10 +65,10 @@ cl::opt<int64_t, true> planBatch(
              "context)"),
     cl::value_desc("N"), cl::location(gOptions.planBatch), cl::init(1),
     cl::cat(loomcCategory));
-cl::opt<std::string, true> quantSpec("quant",
-                               cl::desc("Weight quantization, e.g. int4:32"),
-                               cl::value_desc("spec"), cl::location(gOptions.quant),
-    cl::cat(loomcCategory));
+cl::opt<std::string, true>
+    quantSpec("quant", cl::desc("Weight quantization, e.g. int4:32"),
+              cl::value_desc("spec"), cl::location(gOptions.quant),
+              cl::cat(loomcCategory));
 cl::opt<std::string, true> quantSkip(
     "quant-skip",
     cl::desc("Weights kept in float under --quant: comma-separated globs, "
@@ -85,45 +89,44 @@ cl::opt<std::string, true> quantAct(
              "integer dot products) or int8x3 (three int8 levels per block: "
              "about f32's accuracy, integer dot products)"),
     cl::value_desc("auto|f32|int8|int8x3"), cl::location(gOptions.quantAct),
-    cl::init("auto"),
-    cl::cat(loomcCategory));
+    cl::init("auto"), cl::cat(loomcCategory));
 cl::opt<std::string, true> quantFile(
     "quant-file",
     cl::desc("File the quantized weights are written to (default: "
              "weights/quant.bin inside a bundle, else <-o>.qweights)"),
     cl::value_desc("path"), cl::location(gOptions.quantFile),
     cl::cat(loomcCategory));
-cl::opt<std::string, true> quantReport(
-    "quant-report",
-    cl::desc("JSON error report per quantized tensor (default: "
-             "weights/quant.report.json inside a bundle, else "
-             "<quant-file>.report.json)"),
-    cl::value_desc("path"), cl::location(gOptions.quantReport),
-    cl::cat(loomcCategory));
+cl::opt<std::string, true>
+    quantReport("quant-report",
+                cl::desc("JSON error report per quantized tensor (default: "
+                         "weights/quant.report.json inside a bundle, else "
+                         "<quant-file>.report.json)"),
+                cl::value_desc("path"), cl::location(gOptions.quantReport),
+                cl::cat(loomcCategory));
 cl::opt<bool, true> quantInterleave(
     "quant-interleave",
     cl::desc("Give the weights of int8-activation quantized matmuls the "
              "interleaved layout, made by loom-run at load (default on; "
              "--quant-interleave=0: keep the rows as stored)"),
-    cl::location(gOptions.quantInterleave),
-    cl::cat(loomcCategory));
-cl::list<std::string, std::vector<std::string>> plugins("plugin",
-                              cl::desc("Load a pass plugin (shared library); "
-                                       "run its passes with --shard-passes"),
-                              cl::value_desc("path"), cl::location(gOptions.plugins),
-    cl::cat(loomcCategory));
+    cl::location(gOptions.quantInterleave), cl::cat(loomcCategory));
+cl::list<std::string, std::vector<std::string>>
+    plugins("plugin",
+            cl::desc("Load a pass plugin (shared library); "
+                     "run its passes with --shard-passes"),
+            cl::value_desc("path"), cl::location(gOptions.plugins),
+            cl::cat(loomcCategory));
 cl::opt<std::string, true> shardPasses(
     "shard-passes",
     cl::desc("Passes run at the start of the shard phase, before the "
              "planner, e.g. 'loom-pin-attention-heads{axis=tp}'"),
     cl::value_desc("pipeline"), cl::location(gOptions.shardPasses),
     cl::cat(loomcCategory));
-cl::opt<std::string, true> deviceName(
-    "device",
-    cl::desc("Device of every rank for the cost model: a100-40gb, "
-             "a100-80gb, h100-sxm, h200, cpu"),
-    cl::value_desc("name"), cl::location(gOptions.device),
-    cl::cat(loomcCategory));
+cl::opt<std::string, true>
+    deviceName("device",
+               cl::desc("Device of every rank for the cost model: a100-40gb, "
+                        "a100-80gb, h100-sxm, h200, cpu"),
+               cl::value_desc("name"), cl::location(gOptions.device),
+               cl::cat(loomcCategory));
 cl::opt<double, true> memoryLimit(
     "memory-limit",
     cl::desc("Memory per device in GiB for the planner (default: the "
@@ -169,19 +172,21 @@ cl::opt<std::string, true> traceOverlay(
     cl::cat(loomcCategory));
 cl::opt<bool> listPhases("list-phases", cl::desc("Print the phases and exit"),
                          cl::cat(loomcCategory));
-cl::opt<bool, true> verbose("v", cl::desc("Say what each phase does and where "
-                                    "compile time goes"),
-                      cl::location(gOptions.verbose),
-    cl::cat(loomcCategory));
+cl::opt<bool, true> verbose("v",
+                            cl::desc("Say what each phase does and where "
+                                     "compile time goes"),
+                            cl::location(gOptions.verbose),
+                            cl::cat(loomcCategory));
 cl::opt<unsigned, true> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
-                           cl::location(gOptions.optLevel),
-    cl::cat(loomcCategory));
-cl::opt<unsigned, true> jobs("j",
-                       cl::desc("Threads that optimise and compile the "
-                                "generated code in parallel (default: the "
-                                "cores available)"),
-                       cl::value_desc("N"), cl::location(gOptions.jobs),
-    cl::cat(loomcCategory));
+                                 cl::location(gOptions.optLevel),
+                                 cl::cat(loomcCategory));
+cl::opt<unsigned, true>
+    jobs("j",
+         cl::desc("Threads that optimise and compile the "
+                  "generated code in parallel (default: the "
+                  "cores available)"),
+         cl::value_desc("N"), cl::location(gOptions.jobs),
+         cl::cat(loomcCategory));
 cl::opt<uint64_t, true> largeFunction(
     "large-function",
     cl::desc("Code parts holding a function of this many LLVM instructions "
@@ -190,15 +195,13 @@ cl::opt<uint64_t, true> largeFunction(
     cl::cat(loomcCategory));
 cl::opt<unsigned, true> largeFunctionOpt(
     "large-function-opt",
-    cl::desc("LLVM optimisation level of large functions' parts"),
-    cl::Hidden, cl::location(gOptions.largeFunctionOpt),
-    cl::cat(loomcCategory));
+    cl::desc("LLVM optimisation level of large functions' parts"), cl::Hidden,
+    cl::location(gOptions.largeFunctionOpt), cl::cat(loomcCategory));
 cl::opt<bool, true> timeLLVMPasses(
     "time-llvm-passes",
     cl::desc("LLVM's per-pass timing report of the code generation (one "
              "thread)"),
-    cl::Hidden, cl::location(gOptions.timeLLVMPasses),
-    cl::cat(loomcCategory));
+    cl::Hidden, cl::location(gOptions.timeLLVMPasses), cl::cat(loomcCategory));
 cl::opt<int64_t, true> contextLimit(
     "context-limit",
     cl::desc("Longest context the compiled LLM serves (GGUF / Hugging Face "
@@ -213,11 +216,11 @@ cl::opt<std::string, true> weightDtype(
              "the config's torch_dtype, else f32)"),
     cl::value_desc("type"), cl::location(gOptions.weightDtype),
     cl::cat(loomcCategory));
-cl::opt<bool, true> portable("portable",
-                       cl::desc("Generate code for any x86-64-v2 CPU instead "
-                                "of the host CPU"),
-                       cl::location(gOptions.portable),
-    cl::cat(loomcCategory));
+cl::opt<bool, true>
+    portable("portable",
+             cl::desc("Generate code for any x86-64-v2 CPU instead "
+                      "of the host CPU"),
+             cl::location(gOptions.portable), cl::cat(loomcCategory));
 cl::opt<std::string, true> qmatmulMode(
     "qmatmul",
     cl::desc("How every quantized matmul lowers, overriding --quant-act: "
@@ -229,13 +232,12 @@ cl::opt<bool, true> noOutlineLayers(
     "no-outline-layers",
     cl::desc("Keep repeated layers inline in each entry point instead of "
              "one function per distinct layer (A/B measurements)"),
-    cl::location(gOptions.noOutlineLayers),
-    cl::cat(loomcCategory));
-cl::opt<bool, true> noGemm("no-gemm",
-                     cl::desc("Generate every matmul instead of calling the "
-                              "runtime's GEMM (A/B measurements, debugging)"),
-                     cl::location(gOptions.noGemm),
-    cl::cat(loomcCategory));
+    cl::location(gOptions.noOutlineLayers), cl::cat(loomcCategory));
+cl::opt<bool, true>
+    noGemm("no-gemm",
+           cl::desc("Generate every matmul instead of calling the "
+                    "runtime's GEMM (A/B measurements, debugging)"),
+           cl::location(gOptions.noGemm), cl::cat(loomcCategory));
 cl::opt<std::string, true> qmmTile(
     "qmm-tile",
     cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "
@@ -254,8 +256,7 @@ cl::opt<std::string, true> cpuName(
              "skylake-avx512, znver3...) instead of the host CPU; the "
              "manifest records it and its features, and loom-run refuses "
              "a host that lacks one"),
-    cl::value_desc("name"), cl::location(gOptions.cpu),
-    cl::cat(loomcCategory));
+    cl::value_desc("name"), cl::location(gOptions.cpu), cl::cat(loomcCategory));
 
 void parseCommandLine(int argc, char **argv) {
   loom::driver::registerMLIRCommandLineOptions();

@@ -58,12 +58,11 @@ Attribute MeshAttr::parse(AsmParser &parser, Type) {
 
 void MeshAttr::print(AsmPrinter &printer) const {
   printer << '<';
-  llvm::interleaveComma(llvm::zip(getAxisNames(), getAxisSizes()), printer,
-                        [&](auto axis) {
-                          printer.printKeywordOrString(
-                              std::get<0>(axis).getValue());
-                          printer << " = " << std::get<1>(axis);
-                        });
+  llvm::interleaveComma(
+      llvm::zip(getAxisNames(), getAxisSizes()), printer, [&](auto axis) {
+        printer.printKeywordOrString(std::get<0>(axis).getValue());
+        printer << " = " << std::get<1>(axis);
+      });
   printer << '>';
 }
 
@@ -153,14 +152,14 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   ArrayAttr partial = ArrayAttr::get(ctx, {});
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
       parser.parseComma() ||
-      parser.parseCommaSeparatedList(
-          AsmParser::Delimiter::Square, [&]() -> ParseResult {
-            ArrayAttr axes;
-            if (parseAxisSet(parser, axes))
-              return failure();
-            dims.push_back(axes);
-            return success();
-          }))
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&]() -> ParseResult {
+                                       ArrayAttr axes;
+                                       if (parseAxisSet(parser, axes))
+                                         return failure();
+                                       dims.push_back(axes);
+                                       return success();
+                                     }))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
     if (parser.parseKeyword("partial") || parser.parseEqual() ||
@@ -169,8 +168,8 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
-                    ctx, mesh, ArrayAttr::get(ctx, dims), partial);
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, ctx,
+                    mesh, ArrayAttr::get(ctx, dims), partial);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
@@ -188,10 +187,9 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   printer << '>';
 }
 
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayAttr dims,
-                     ArrayAttr partial) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh, ArrayAttr dims,
+                                   ArrayAttr partial) {
   if (!mesh)
     return emitError() << "sharding needs a mesh symbol";
   llvm::StringSet<> seen;
@@ -320,9 +318,8 @@ Attribute QuantAttr::parse(AsmParser &parser, Type) {
         return {};
       std::optional<QuantMode> m = symbolizeQuantMode(modeName);
       if (!m) {
-        parser.emitError(modeLoc)
-            << "unknown quantization mode '" << modeName
-            << "'; expected symmetric, min or zero_point";
+        parser.emitError(modeLoc) << "unknown quantization mode '" << modeName
+                                  << "'; expected symmetric, min or zero_point";
         return {};
       }
       mode = *m;
@@ -337,8 +334,8 @@ Attribute QuantAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); }, ctx, *format,
-                    block, mode, scale);
+  return getChecked([&] { return parser.emitError(loc); }, ctx, *format, block,
+                    mode, scale);
 }
 
 void QuantAttr::print(AsmPrinter &printer) const {
@@ -353,8 +350,8 @@ void QuantAttr::print(AsmPrinter &printer) const {
 LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 QuantFormat format, int64_t blockSize,
                                 QuantMode mode, Type scaleType) {
-  if (!scaleType || !(scaleType.isF16() || scaleType.isBF16() ||
-                      scaleType.isF32()))
+  if (!scaleType ||
+      !(scaleType.isF16() || scaleType.isBF16() || scaleType.isF32()))
     return emitError() << "quantization scale type must be f16, bf16 or f32";
   QuantDefaults defaults = getQuantDefaults(format);
   switch (format) {
@@ -393,8 +390,8 @@ unsigned QuantAttr::getBits() const {
 }
 
 bool QuantAttr::isGguf() const {
-  return getFormat() == QuantFormat::q4_0 ||
-         getFormat() == QuantFormat::q4_1 || getFormat() == QuantFormat::q8_0;
+  return getFormat() == QuantFormat::q4_0 || getFormat() == QuantFormat::q4_1 ||
+         getFormat() == QuantFormat::q8_0;
 }
 
 int64_t QuantAttr::getBlockBytes() const {
@@ -437,8 +434,7 @@ CpuTargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (Attribute f : features) {
     auto name = dyn_cast<StringAttr>(f);
     if (!name)
-      return emitError() << "#loom.cpu_target features are strings, got "
-                         << f;
+      return emitError() << "#loom.cpu_target features are strings, got " << f;
     if (!isKnownFeature(name.getValue()))
       return emitError() << "#loom.cpu_target: unknown feature '"
                          << name.getValue()

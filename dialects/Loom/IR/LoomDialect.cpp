@@ -15,8 +15,8 @@
 using namespace mlir;
 using namespace loom;
 
-#include "dialects/Loom/IR/LoomOpsDialect.cpp.inc"
 #include "dialects/Loom/IR/LoomEnums.cpp.inc"
+#include "dialects/Loom/IR/LoomOpsDialect.cpp.inc"
 
 std::optional<ArrayRef<int64_t>> loom::getTensorShape(Type type) {
   if (auto q = dyn_cast<QTensorType>(type))
@@ -36,9 +36,8 @@ void LoomDialect::initialize() {
   attachShardingRules(getContext());
 }
 
-Operation *LoomDialect::materializeConstant(OpBuilder &builder,
-                                            Attribute value, Type type,
-                                            Location loc) {
+Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
@@ -67,8 +66,8 @@ static LogicalResult verifyShardingAttrOn(Operation *anchor, Attribute attr,
   }
   if (shardings.size() != types.size())
     return emitError() << "'loom.sharding' on " << what << " has "
-                       << shardings.size() << " shardings for "
-                       << types.size() << " values; give one per value";
+                       << shardings.size() << " shardings for " << types.size()
+                       << " values; give one per value";
   for (auto [s, type] : llvm::zip(shardings, types)) {
     MeshOp mesh = lookupMesh(anchor, s.getMesh());
     if (!mesh)
@@ -89,9 +88,8 @@ static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
   StringRef key = module ? "axis" : "entry";
   StringRef count = module ? "stages" : "stage";
   auto n = d ? dyn_cast_or_null<IntegerAttr>(d.get(count)) : nullptr;
-  if (!d || !isa_and_nonnull<StringAttr>(d.get(key)) || !n ||
-      n.getInt() < 0 || (module ? !isa<ModuleOp>(op)
-                                : !isa<FunctionOpInterface>(op)))
+  if (!d || !isa_and_nonnull<StringAttr>(d.get(key)) || !n || n.getInt() < 0 ||
+      (module ? !isa<ModuleOp>(op) : !isa<FunctionOpInterface>(op)))
     return op->emitOpError()
            << "'" << attr.getName().getValue() << "' is "
            << (module ? "{axis = \"pp\", stages = P : i64} on the module"
@@ -101,13 +99,12 @@ static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
 
 /// `loom.boundary = j` / `loom.entry_arg = i` on a stage function's argument.
 static LogicalResult verifyStageIndexAttr(Operation *op, StringRef what,
-                                          unsigned index,
-                                          NamedAttribute attr) {
+                                          unsigned index, NamedAttribute attr) {
   auto n = dyn_cast<IntegerAttr>(attr.getValue());
   if (!n || n.getInt() < 0)
-    return op->emitOpError() << "'" << attr.getName().getValue() << "' on "
-                             << what << " " << index
-                             << " must be a non-negative integer";
+    return op->emitOpError()
+           << "'" << attr.getName().getValue() << "' on " << what << " "
+           << index << " must be a non-negative integer";
   return success();
 }
 
@@ -139,7 +136,8 @@ static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
 static bool isSplitDesc(Attribute attr) {
   auto d = dyn_cast<DictionaryAttr>(attr);
   auto axes = d ? dyn_cast_or_null<ArrayAttr>(d.get("axes")) : ArrayAttr();
-  auto shape = d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
+  auto shape =
+      d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
   if (!axes || !shape || d.size() != 2 ||
       axes.size() != static_cast<size_t>(shape.size()))
     return false;
@@ -202,8 +200,8 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
           type ? dyn_cast<FunctionType>(type.getValue()) : FunctionType();
       auto args = d ? dyn_cast_or_null<ArrayAttr>(d.get("arg_attrs")) : nullptr;
       auto res = d ? dyn_cast_or_null<ArrayAttr>(d.get("res_attrs")) : nullptr;
-      ok &= d && isa_and_nonnull<StringAttr>(d.get("name")) && fnType &&
-            args && res && args.size() == fnType.getNumInputs() &&
+      ok &= d && isa_and_nonnull<StringAttr>(d.get("name")) && fnType && args &&
+            res && args.size() == fnType.getNumInputs() &&
             res.size() == fnType.getNumResults();
     }
     if (!ok)
@@ -225,9 +223,9 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                 "shardings (a #loom.sharding, or an array of them per "
                 "candidate)";
     for (auto [k, candidate] : llvm::enumerate(list))
-      if (failed(verifyShardingAttrOn(
-              op, candidate, op->getResultTypes(),
-              "candidate #" + std::to_string(k) + " of the op's results")))
+      if (failed(verifyShardingAttrOn(op, candidate, op->getResultTypes(),
+                                      "candidate #" + std::to_string(k) +
+                                          " of the op's results")))
         return failure();
     return success();
   }
@@ -270,7 +268,8 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitOpError() << "unknown loom attribute '" << name
-                           << "'; expected loom.sharding or loom.stage (or loom.entry, loom.layer on functions)";
+                           << "'; expected loom.sharding or loom.stage (or "
+                              "loom.entry, loom.layer on functions)";
 }
 
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
@@ -279,8 +278,8 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName().getValue() == kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitOpError() << "'loom.name' on argument " << argIndex
-                               << " must be a string";
+      return op->emitOpError()
+             << "'loom.name' on argument " << argIndex << " must be a string";
     return success();
   }
   if (attr.getName().getValue() == kStateAttrName) {
@@ -306,8 +305,8 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
     // Set by loom-prepare-entry-points on outlined weights.
     auto desc = dyn_cast<DictionaryAttr>(attr.getValue());
     bool ok = desc && isa_and_nonnull<StringAttr>(desc.get("name"));
-    for (NamedAttribute field : desc ? desc.getValue()
-                                     : ArrayRef<NamedAttribute>()) {
+    for (NamedAttribute field :
+         desc ? desc.getValue() : ArrayRef<NamedAttribute>()) {
       StringRef key = field.getName().getValue();
       Attribute v = field.getValue();
       ok &= key == "name" || (key == "source" && isa<ExternAttr>(v)) ||
@@ -355,8 +354,8 @@ LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op,
                                                        NamedAttribute attr) {
   if (attr.getName().getValue() == kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitOpError() << "'loom.name' on result " << resultIndex
-                               << " must be a string";
+      return op->emitOpError()
+             << "'loom.name' on result " << resultIndex << " must be a string";
     return success();
   }
   if (attr.getName().getValue() == kBatchDimAttrName) {

@@ -28,7 +28,9 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialects/Loom/IR/LoomOpsTypes.h.inc"
 
+// ShardingRule.h first: the interface's methods return it.
 #include "dialects/Loom/IR/ShardingRule.h"
+
 #include "dialects/Loom/IR/LoomInterfaces.h.inc"
 
 #define GET_OP_CLASSES

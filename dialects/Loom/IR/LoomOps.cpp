@@ -11,10 +11,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/TypeUtilities.h"
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -39,10 +39,10 @@ static ParseResult parseQMatmulAttrDict(OpAsmParser &parser,
   SMLoc loc = parser.getCurrentLocation();
   if (parser.parseOptionalAttrDict(attrs))
     return failure();
-  StringRef name = QMatmulOp::getQuantActivationsAttrName(
-                       OperationName(QMatmulOp::getOperationName(),
-                                     parser.getContext()))
-                       .getValue();
+  StringRef name =
+      QMatmulOp::getQuantActivationsAttrName(
+          OperationName(QMatmulOp::getOperationName(), parser.getContext()))
+          .getValue();
   Attribute value = attrs.get(name);
   if (!value || isa<QuantActivationsAttr>(value))
     return success();
@@ -93,21 +93,19 @@ std::string shapeStr(ArrayRef<int64_t> shape) {
 
 /// Checks that `actual` has `expected`'s rank and compatible sizes.
 LogicalResult checkShape(Operation *op, StringRef what,
-                         ArrayRef<int64_t> actual,
-                         ArrayRef<int64_t> expected) {
+                         ArrayRef<int64_t> actual, ArrayRef<int64_t> expected) {
   if (actual.size() != expected.size())
-    return op->emitOpError() << what << " has rank " << actual.size()
-                             << " (shape " << shapeStr(actual)
-                             << ") but rank " << expected.size()
-                             << " is expected (shape " << shapeStr(expected)
-                             << ")";
+    return op->emitOpError()
+           << what << " has rank " << actual.size() << " (shape "
+           << shapeStr(actual) << ") but rank " << expected.size()
+           << " is expected (shape " << shapeStr(expected) << ")";
   for (auto [i, pair] : llvm::enumerate(llvm::zip(actual, expected))) {
     auto [a, e] = pair;
     if (!compatible(a, e))
       return op->emitOpError()
              << what << " has shape " << shapeStr(actual) << " but "
-             << shapeStr(expected) << " is expected (dimension " << i
-             << ": " << a << " vs " << e << ")";
+             << shapeStr(expected) << " is expected (dimension " << i << ": "
+             << a << " vs " << e << ")";
   }
   return success();
 }
@@ -205,8 +203,8 @@ int64_t numBytes(Type t) {
 }
 } // namespace
 
-std::optional<SmallVector<int64_t>>
-loom::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+std::optional<SmallVector<int64_t>> loom::broadcastShapes(ArrayRef<int64_t> a,
+                                                          ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -253,9 +251,9 @@ static std::string axisList(MeshAttr mesh) {
   return s;
 }
 
-LogicalResult
-loom::verifySharding(function_ref<InFlightDiagnostic()> emitError,
-                     ShardingAttr sharding, MeshAttr mesh, Type type) {
+LogicalResult loom::verifySharding(function_ref<InFlightDiagnostic()> emitError,
+                                   ShardingAttr sharding, MeshAttr mesh,
+                                   Type type) {
   ArrayRef<int64_t> shape;
   int64_t block = 0;
   if (auto q = dyn_cast<QTensorType>(type)) {
@@ -268,14 +266,14 @@ loom::verifySharding(function_ref<InFlightDiagnostic()> emitError,
   }
   if (sharding.getRank() != shape.size())
     return emitError() << "sharding has " << sharding.getRank()
-                       << " dimensions but the value has rank "
-                       << shape.size() << " (" << type << ")";
+                       << " dimensions but the value has rank " << shape.size()
+                       << " (" << type << ")";
   auto known = [&](StringRef axis) -> LogicalResult {
     if (mesh.getAxisIndex(axis))
       return success();
     return emitError() << "unknown mesh axis '" << axis << "' in sharding "
-                       << "on mesh " << sharding.getMesh()
-                       << " (its axes are " << axisList(mesh) << ")";
+                       << "on mesh " << sharding.getMesh() << " (its axes are "
+                       << axisList(mesh) << ")";
   };
   for (unsigned d = 0; d < sharding.getRank(); ++d) {
     int64_t parts = 1;
@@ -343,9 +341,8 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 #define LOOM_BINARY_VERIFIER(OP)                                               \
   LogicalResult OP::verify() {                                                 \
-    if (failed(sameElementType(                                                \
-            *this, {getLhs().getType(), getRhs().getType(),                   \
-                    getResult().getType()})))                                  \
+    if (failed(sameElementType(*this, {getLhs().getType(), getRhs().getType(), \
+                                       getResult().getType()})))               \
       return failure();                                                        \
     return verifyBroadcastResult(*this,                                        \
                                  {getLhs().getType(), getRhs().getType()},     \
@@ -471,8 +468,8 @@ LogicalResult LayerNormOp::verify() {
                         normShape)))
     return failure();
   if (getBias() &&
-      failed(checkShape(*this, "bias", getBias().getType().getShape(),
-                        normShape)))
+      failed(
+          checkShape(*this, "bias", getBias().getType().getShape(), normShape)))
     return failure();
   return checkShape(*this, "result", getResult().getType().getShape(),
                     in.getShape());
@@ -517,9 +514,9 @@ LogicalResult verifyWindow(Operation *op, RankedTensorType in,
                 "be dynamic";
   auto positive = [&](StringRef what, ArrayRef<int64_t> v) -> LogicalResult {
     if (static_cast<int64_t>(v.size()) != k)
-      return op->emitOpError() << what << " has " << v.size()
-                               << " entries but the input has " << k
-                               << " spatial dimensions";
+      return op->emitOpError()
+             << what << " has " << v.size() << " entries but the input has "
+             << k << " spatial dimensions";
     for (int64_t x : v)
       if (x < 1)
         return op->emitOpError() << what << " must be positive, got " << x;
@@ -532,9 +529,9 @@ LogicalResult verifyWindow(Operation *op, RankedTensorType in,
       failed(positive("dilations", dilations)))
     return failure();
   if (static_cast<int64_t>(pads.size()) != 2 * k)
-    return op->emitOpError() << "pads has " << pads.size()
-                             << " entries but " << 2 * k
-                             << " are expected (the begins, then the ends)";
+    return op->emitOpError()
+           << "pads has " << pads.size() << " entries but " << 2 * k
+           << " are expected (the begins, then the ends)";
   for (int64_t p : pads)
     if (p < 0)
       return op->emitOpError() << "pads must be non-negative, got " << p;
@@ -564,8 +561,8 @@ FailureOr<int64_t> verifyConvWeights(Operation *op, RankedTensorType in,
   int64_t wc = transposed ? w.getDimSize(0) : w.getDimSize(1) * groups;
   if (wc != c)
     return op->emitOpError()
-           << "weight " << shapeStr(w.getShape()) << " does not match "
-           << c << " input channels in " << groups << " group(s)";
+           << "weight " << shapeStr(w.getShape()) << " does not match " << c
+           << " input channels in " << groups << " group(s)";
   if (m % groups != 0)
     return op->emitOpError() << "output channels " << m
                              << " are not a multiple of groups " << groups;
@@ -646,8 +643,8 @@ LogicalResult ConvTransposeOp::verify() {
 
 LogicalResult PoolOp::verify() {
   auto in = getInput().getType();
-  if (failed(verifyWindow(*this, in, getKernel(), getStrides(),
-                          getDilations(), getPads())))
+  if (failed(verifyWindow(*this, in, getKernel(), getStrides(), getDilations(),
+                          getPads())))
     return failure();
   int64_t k = in.getRank() - 2;
   SmallVector<int64_t> expected = {in.getDimSize(0), in.getDimSize(1)};
@@ -660,8 +657,7 @@ LogicalResult PoolOp::verify() {
                            << span << ")";
     int64_t o = windowOutputSize(in.getDimSize(d + 2), getKernel()[d],
                                  getStrides()[d], getDilations()[d],
-                                 getPads()[d], getPads()[k + d],
-                                 getCeilMode());
+                                 getPads()[d], getPads()[k + d], getCeilMode());
     if (o < 1)
       return emitOpError() << "the dilated kernel does not fit spatial "
                               "dimension "
@@ -749,10 +745,8 @@ LogicalResult AttentionOp::verify() {
     if (pk.getRank() != 4 || pv.getRank() != 4)
       return emitOpError() << "past_key/past_value must be rank 4";
     int64_t p = pk.getDimSize(2);
-    if (failed(checkShape(*this, "past_key", pk.getShape(),
-                          {b, hkv, p, d})) ||
-        failed(checkShape(*this, "past_value", pv.getShape(),
-                          {b, hkv, p, dv})))
+    if (failed(checkShape(*this, "past_key", pk.getShape(), {b, hkv, p, d})) ||
+        failed(checkShape(*this, "past_value", pv.getShape(), {b, hkv, p, dv})))
       return failure();
     if (isDyn(p) || isDyn(t)) {
       total = kDyn;
@@ -765,14 +759,14 @@ LogicalResult AttentionOp::verify() {
     if (getPresent().size() != 2)
       return emitOpError() << "with a KV cache the op returns output, "
                            << "present_key and present_value";
-    if (failed(checkShape(*this, "present_key",
-                          cast<ShapedType>(getPresent()[0].getType())
-                              .getShape(),
-                          {b, hkv, total, d})) ||
-        failed(checkShape(*this, "present_value",
-                          cast<ShapedType>(getPresent()[1].getType())
-                              .getShape(),
-                          {b, hkv, total, dv})))
+    if (failed(
+            checkShape(*this, "present_key",
+                       cast<ShapedType>(getPresent()[0].getType()).getShape(),
+                       {b, hkv, total, d})) ||
+        failed(
+            checkShape(*this, "present_value",
+                       cast<ShapedType>(getPresent()[1].getType()).getShape(),
+                       {b, hkv, total, dv})))
       return failure();
   } else if (bool hasCache = static_cast<bool>(getCacheKey());
              hasCache || getCacheValue() || getCachePositions()) {
@@ -785,10 +779,9 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "cache_key/cache_value must be rank 4 "
                            << "([batch, kv_heads, context, head_dim])";
     int64_t c = ck.getDimSize(2);
-    if (failed(checkShape(*this, "cache_key", ck.getShape(),
-                          {b, hkv, c, d})) ||
-        failed(checkShape(*this, "cache_value", cv.getShape(),
-                          {b, hkv, c, dv})))
+    if (failed(checkShape(*this, "cache_key", ck.getShape(), {b, hkv, c, d})) ||
+        failed(
+            checkShape(*this, "cache_value", cv.getShape(), {b, hkv, c, dv})))
       return failure();
     if (failed(sameElementType(*this, {q, ck, cv})))
       return failure();
@@ -945,8 +938,8 @@ LogicalResult ConcatOp::verify() {
   for (auto [i, v] : llvm::enumerate(getInputs().drop_front())) {
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getRank() != first.getRank())
-      return emitOpError() << "input " << i + 1 << " has rank "
-                           << t.getRank() << ", expected " << first.getRank();
+      return emitOpError() << "input " << i + 1 << " has rank " << t.getRank()
+                           << ", expected " << first.getRank();
     for (int64_t d = 0; d < t.getRank(); ++d) {
       if (d == *axis) {
         if (isDyn(expected[d]) || t.isDynamicDim(d)) {
@@ -959,9 +952,9 @@ LogicalResult ConcatOp::verify() {
           return failure();
         expected[d] = *sum;
       } else if (!compatible(expected[d], t.getDimSize(d))) {
-        return emitOpError() << "input " << i + 1 << " has size "
-                             << t.getDimSize(d) << " in dimension " << d
-                             << " but input 0 has " << expected[d];
+        return emitOpError()
+               << "input " << i + 1 << " has size " << t.getDimSize(d)
+               << " in dimension " << d << " but input 0 has " << expected[d];
       }
     }
   }
@@ -985,8 +978,8 @@ LogicalResult SliceOp::verify() {
       return emitOpError() << "step of dimension " << d
                            << " must be positive, got " << steps[d];
     if (starts[d] < 0 || limits[d] < starts[d])
-      return emitOpError() << "dimension " << d << " has bounds ["
-                           << starts[d] << ", " << limits[d]
+      return emitOpError() << "dimension " << d << " has bounds [" << starts[d]
+                           << ", " << limits[d]
                            << "); need 0 <= start <= limit";
     int64_t size = in.getDimSize(d);
     if (!isDyn(size) && limits[d] > size)
@@ -1070,8 +1063,7 @@ LogicalResult DequantizeOp::verify() {
 LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &tables) {
   MeshOp mesh = lookupMesh(*this, getSharding().getMesh(), &tables);
   if (!mesh)
-    return emitOpError() << "refers to unknown mesh "
-                         << getSharding().getMesh()
+    return emitOpError() << "refers to unknown mesh " << getSharding().getMesh()
                          << "; declare it with loom.mesh";
   return verifySharding([&] { return emitOpError(); }, getSharding(),
                         mesh.getMesh(), getType());
@@ -1089,8 +1081,8 @@ LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   if (static_cast<int64_t>(getSplit().size()) != in.getRank())
     return emitOpError() << "split has " << getSplit().size()
-                         << " entries but the input has rank "
-                         << in.getRank() << "; give one list of axes per "
+                         << " entries but the input has rank " << in.getRank()
+                         << "; give one list of axes per "
                          << "dimension";
   llvm::StringSet<> seen;
   SmallVector<int64_t> expected;
@@ -1100,10 +1092,10 @@ LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
     for (Attribute a : cast<ArrayAttr>(entry)) {
       StringRef name = cast<StringAttr>(a).getValue();
       if (!mesh.getAxisIndex(name))
-        return emitOpError() << "unknown mesh axis '" << name
-                             << "' in dimension " << d << " (mesh "
-                             << getMeshAttr() << " has axes "
-                             << axisList(mesh) << ")";
+        return emitOpError()
+               << "unknown mesh axis '" << name << "' in dimension " << d
+               << " (mesh " << getMeshAttr() << " has axes " << axisList(mesh)
+               << ")";
       if (!seen.insert(name).second)
         return emitOpError() << "mesh axis '" << name
                              << "' is used twice (again in dimension " << d
@@ -1190,8 +1182,8 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
-                                     tables);
+  FailureOr<int64_t> p =
+      verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
   if (failed(p))
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
@@ -1202,8 +1194,7 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
     return failure();
   SmallVector<int64_t> expected(in.getShape());
   if (!isDyn(expected[*dim])) {
-    FailureOr<int64_t> size =
-        mulSizes(*this, "gathered", expected[*dim], *p);
+    FailureOr<int64_t> size = mulSizes(*this, "gathered", expected[*dim], *p);
     if (failed(size))
       return failure();
     expected[*dim] = *size;
@@ -1213,10 +1204,9 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
                     expected);
 }
 
-LogicalResult
-ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
-                                     tables);
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> p =
+      verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
   if (failed(p))
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
@@ -1239,8 +1229,8 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
-                                     tables);
+  FailureOr<int64_t> p =
+      verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
   if (failed(p))
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
@@ -1274,16 +1264,16 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
-                                     tables);
+  FailureOr<int64_t> p =
+      verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
   if (failed(p))
     return failure();
   return verifyPeer(*this, getPeer(), getShift(), *p);
 }
 
 LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> p = verifyGroup(*this, getMeshAttr(), getMeshAxes(),
-                                     tables);
+  FailureOr<int64_t> p =
+      verifyGroup(*this, getMeshAttr(), getMeshAxes(), tables);
   if (failed(p))
     return failure();
   return verifyPeer(*this, getPeer(), getShift(), *p);
@@ -1309,7 +1299,5 @@ int64_t AllToAllOp::getBytesSent(int64_t p) {
   int64_t b = numBytes(getInput().getType());
   return b < 0 ? -1 : (p - 1) * b / p;
 }
-int64_t SendOp::getBytesSent(int64_t) {
-  return numBytes(getInput().getType());
-}
+int64_t SendOp::getBytesSent(int64_t) { return numBytes(getInput().getType()); }
 int64_t RecvOp::getBytesSent(int64_t) { return 0; }

@@ -29,8 +29,8 @@ Type QTensorType::parse(AsmParser &parser) {
       parser.parseComma() || parser.parseAttribute(quant) ||
       parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), shape, quant);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    shape, quant);
 }
 
 void QTensorType::print(AsmPrinter &printer) const {
@@ -49,9 +49,8 @@ void QTensorType::print(AsmPrinter &printer) const {
   printer << '>';
 }
 
-LogicalResult
-QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
-                    ArrayRef<int64_t> shape, QuantAttr quant) {
+LogicalResult QTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  ArrayRef<int64_t> shape, QuantAttr quant) {
   if (!quant)
     return emitError() << "quantized tensor needs a #loom.quant scheme";
   if (shape.empty())
@@ -76,8 +75,7 @@ int64_t QTensorType::getBlocksPerRow() const {
 }
 
 RankedTensorType QTensorType::getDequantizedType() const {
-  return RankedTensorType::get(getShape(),
-                               Float32Type::get(getContext()));
+  return RankedTensorType::get(getShape(), Float32Type::get(getContext()));
 }
 
 RankedTensorType QTensorType::getStorageType() const {

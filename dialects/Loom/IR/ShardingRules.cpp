@@ -156,8 +156,8 @@ static FailureOr<ShardingRule> qmatmulRule(QMatmulOp op) {
   for (size_t i = 0; i + 1 < c->size(); ++i)
     loops.push_back(rule.addLoop((*c)[i]));
   int n = rule.addLoop(w.getShape()[0]);
-  int k = rule.addLoop(w.getShape()[1], LoopKind::Sum,
-                       w.getQuant().getBlockSize());
+  int k =
+      rule.addLoop(w.getShape()[1], LoopKind::Sum, w.getQuant().getBlockSize());
   SmallVector<int> xl(loops);
   xl.push_back(k);
   rule.operands.push_back(identity(xl));
@@ -179,9 +179,8 @@ static FailureOr<ShardingRule> wholeFromRule(Operation *op, int64_t from,
   ShardingRule rule;
   SmallVector<int> loops;
   for (int64_t i = 0; i < static_cast<int64_t>(s->size()); ++i)
-    loops.push_back(rule.addLoop((*s)[i], i >= from && i < to
-                                              ? LoopKind::Opaque
-                                              : LoopKind::Parallel));
+    loops.push_back(rule.addLoop(
+        (*s)[i], i >= from && i < to ? LoopKind::Opaque : LoopKind::Parallel));
   rule.operands.push_back(identity(loops));
   // Per-feature parameters (scale, bias) cover the trailing dimensions.
   for (Value v : op->getOperands().drop_front()) {
@@ -242,8 +241,8 @@ static FailureOr<ShardingRule> attentionRule(AttentionOp op) {
   // Query positions split only when each shard can compute its rows alone:
   // no causal mask computed from local indices, no cache to align with.
   bool seqSplit = !op.getCausal() && !op.getPastKey() && !op.getCacheKey();
-  int s = rule.addLoop((*q)[2],
-                       seqSplit ? LoopKind::Parallel : LoopKind::Opaque);
+  int s =
+      rule.addLoop((*q)[2], seqSplit ? LoopKind::Parallel : LoopKind::Opaque);
   int t = rule.addLoop((*k)[2], LoopKind::Opaque);
   int d = rule.addLoop((*q)[3], LoopKind::Opaque);
   int dv = rule.addLoop((*v)[3], LoopKind::Opaque);
@@ -321,7 +320,8 @@ static FailureOr<ShardingRule> rotaryRule(RotaryOp op) {
 
 /// table [V, D] (rows read by id, never split), ids [...] -> [..., D].
 static FailureOr<ShardingRule> embeddingRule(EmbeddingOp op) {
-  auto t = shapeOf(op.getTable().getType()), ids = shapeOf(op.getIds().getType());
+  auto t = shapeOf(op.getTable().getType()),
+       ids = shapeOf(op.getIds().getType());
   if (!t || !ids || t->size() != 2)
     return failure();
   ShardingRule rule;
@@ -471,7 +471,8 @@ static FailureOr<ShardingRule> convRule(ConvOp op) {
   bool grouped = op.getGroups() != 1;
   ShardingRule rule;
   int n = rule.addLoop((*c)[0]);
-  int m = rule.addLoop((*c)[1], grouped ? LoopKind::Opaque : LoopKind::Parallel);
+  int m =
+      rule.addLoop((*c)[1], grouped ? LoopKind::Opaque : LoopKind::Parallel);
   int ci = rule.addLoop((*w)[1], grouped || op.getBias() ? LoopKind::Opaque
                                                          : LoopKind::Sum);
   SmallVector<int> in = {n, ci}, wl = {m, ci}, out = {n, m};

@@ -40,8 +40,8 @@ namespace loom::cost {
 
 /// Fractions of the datasheet peaks that real kernels and NCCL reach.
 struct Efficiency {
-  double gemm = 0.70;   ///< of peak FLOP/s, large tensor-core GEMMs (fitted once)
-  double memory = 0.80; ///< of HBM / DRAM bandwidth, elementwise kernels
+  double gemm = 0.70; ///< of peak FLOP/s, large tensor-core GEMMs (fitted once)
+  double memory = 0.80;  ///< of HBM / DRAM bandwidth, elementwise kernels
   double network = 0.80; ///< of link bandwidth (NCCL bus bandwidth / link)
 };
 Efficiency defaultEfficiency();
@@ -50,8 +50,14 @@ Efficiency defaultEfficiency();
 double rooflineTime(const DeviceSpec &dev, ElemType type, double flops,
                     double bytes, const Efficiency &eff = defaultEfficiency());
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll,
-                        SendRecv, Broadcast };
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv,
+  Broadcast
+};
 enum class Algorithm { Ring, Tree, Auto };
 
 /// Bytes each rank sends for the collective (the bandwidth term's numerator

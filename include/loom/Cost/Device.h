@@ -1,4 +1,5 @@
-//===- Device.h - Device specs for the cost model ----------------*- C++ -*-===//
+//===- Device.h - Device specs for the cost model ----------------*- C++
+//-*-===//
 //
 // Part of the Loom project.
 //
@@ -41,10 +42,10 @@ enum class DeviceKind { GPU, CPU };
 struct DeviceSpec {
   std::string name;
   DeviceKind kind = DeviceKind::GPU;
-  double peakF32 = 0;  ///< FLOP/s, plain fp32 (CUDA cores / SIMD FMA)
-  double peakTF32 = 0; ///< FLOP/s, tf32 tensor cores
-  double peakBF16 = 0; ///< FLOP/s, bf16 and fp16 tensor cores / SIMD
-  double peakFP8 = 0;  ///< FLOP/s, fp8 (and int8 OP/s)
+  double peakF32 = 0;      ///< FLOP/s, plain fp32 (CUDA cores / SIMD FMA)
+  double peakTF32 = 0;     ///< FLOP/s, tf32 tensor cores
+  double peakBF16 = 0;     ///< FLOP/s, bf16 and fp16 tensor cores / SIMD
+  double peakFP8 = 0;      ///< FLOP/s, fp8 (and int8 OP/s)
   double memBandwidth = 0; ///< bytes/s of device memory (HBM or DRAM)
   double memCapacity = 0;  ///< bytes of device memory
 

@@ -55,18 +55,18 @@ namespace loom::cost {
 /// (`llamaShape`): grouped-query attention, a gated (SwiGLU) MLP of any
 /// width, no biases, rotary positions, untied LM head.
 struct GptConfig {
-  int64_t hidden = 0;  ///< h
-  int64_t heads = 0;   ///< a
-  int64_t layers = 0;  ///< l
-  int64_t seqLen = 0;  ///< s
-  int64_t vocab = 0;   ///< V
-  int64_t globalBatch = 0; ///< B, sequences per iteration
-  int64_t kvHeads = 0; ///< KV heads (GQA); 0: = heads
-  int64_t ffn = 0;     ///< MLP width; 0: 4 h
-  bool gatedMlp = false;         ///< SwiGLU: gate, up, down (3 matrices)
-  bool biases = true;            ///< linear biases + layernorm betas
-  bool learnedPositions = true;  ///< an s x h position embedding
-  bool tiedEmbedding = true;     ///< the LM head reuses the embedding
+  int64_t hidden = 0;           ///< h
+  int64_t heads = 0;            ///< a
+  int64_t layers = 0;           ///< l
+  int64_t seqLen = 0;           ///< s
+  int64_t vocab = 0;            ///< V
+  int64_t globalBatch = 0;      ///< B, sequences per iteration
+  int64_t kvHeads = 0;          ///< KV heads (GQA); 0: = heads
+  int64_t ffn = 0;              ///< MLP width; 0: 4 h
+  bool gatedMlp = false;        ///< SwiGLU: gate, up, down (3 matrices)
+  bool biases = true;           ///< linear biases + layernorm betas
+  bool learnedPositions = true; ///< an s x h position embedding
+  bool tiedEmbedding = true;    ///< the LM head reuses the embedding
 
   int64_t kvHeadCount() const { return kvHeads > 0 ? kvHeads : heads; }
   int64_t ffnSize() const { return ffn > 0 ? ffn : 4 * hidden; }
@@ -77,8 +77,8 @@ using TransformerShape = GptConfig;
 /// A llama-style shape (GQA, SwiGLU of width `ffn`, RMSNorm without
 /// biases, rotary positions, untied head).
 GptConfig llamaShape(int64_t hidden, int64_t heads, int64_t kvHeads,
-                     int64_t layers, int64_t ffn, int64_t vocab,
-                     int64_t seqLen, int64_t globalBatch);
+                     int64_t layers, int64_t ffn, int64_t vocab, int64_t seqLen,
+                     int64_t globalBatch);
 
 struct ParallelConfig {
   int64_t tp = 1, pp = 1, dp = 1;
@@ -94,9 +94,9 @@ struct ParallelConfig {
 /// Knobs of the training model; the defaults are Megatron-LM 2021's.
 struct TrainingOptions {
   Efficiency eff = defaultEfficiency();
-  bool recompute = true;       ///< full activation recomputation
-  double gradBytes = 2;        ///< bytes per gradient in the dp all-reduce
-  double dpOverlap = 0;        ///< fraction of the dp all-reduce hidden
+  bool recompute = true; ///< full activation recomputation
+  double gradBytes = 2;  ///< bytes per gradient in the dp all-reduce
+  double dpOverlap = 0;  ///< fraction of the dp all-reduce hidden
   Algorithm algorithm = Algorithm::Ring;
   /// Megatron's scatter/gather between pipeline stages (SC'21 4.1): each tp
   /// rank sends 1/t of the boundary activation over the inter-node link and
@@ -112,8 +112,8 @@ struct TrainingOptions {
   /// Forward only (batch inference / prefill): no backward, no gradients or
   /// optimizer state, no dp all-reduce; the KV cache of the batch is kept.
   bool inference = false;
-  double weightBytes = 2;      ///< inference weights (2: bf16)
-  double kvBytes = 2;          ///< inference KV-cache element bytes
+  double weightBytes = 2; ///< inference weights (2: bf16)
+  double kvBytes = 2;     ///< inference KV-cache element bytes
   /// Bytes per device the layout must fit in; 0: the device's capacity.
   double memoryLimit = 0;
 };
@@ -143,35 +143,35 @@ double modelFlopsPerIteration(const GptConfig &c);
 struct StageEstimate {
   int64_t firstLayer = -1, lastLayer = -1; ///< inclusive; -1,-1: none
   bool hasEmbedding = false, hasHead = false;
-  double time = 0;          ///< per microbatch (forward+backward), seconds
-  double params = 0;        ///< parameters on one of its devices
-  MemoryBreakdown memory;   ///< one of its devices
+  double time = 0;        ///< per microbatch (forward+backward), seconds
+  double params = 0;      ///< parameters on one of its devices
+  MemoryBreakdown memory; ///< one of its devices
 };
 
 /// What one step costs.
 struct TrainingEstimate {
-  double stepTime = 0;      ///< seconds per iteration
-  double computeTime = 0;   ///< matmuls + elementwise, bubble excluded
+  double stepTime = 0;    ///< seconds per iteration
+  double computeTime = 0; ///< matmuls + elementwise, bubble excluded
   double matmulTime = 0;
   double elementwiseTime = 0;
   double tpCommTime = 0;
   double ppCommTime = 0;
   double bubbleTime = 0;
-  double dpCommTime = 0;    ///< the exposed part
-  double bubbleFraction = 0; ///< (p-1)/(v m+p-1)
-  int64_t microBatches = 0;  ///< m per pipeline
-  double stageTime = 0;      ///< the slowest stage, per microbatch
-  double p2pBytes = 0;       ///< one boundary transfer (per rank)
-  double p2pTime = 0;        ///< one boundary transfer
-  double flopsPerIteration = 0; ///< executed (recomputation included)
+  double dpCommTime = 0;             ///< the exposed part
+  double bubbleFraction = 0;         ///< (p-1)/(v m+p-1)
+  int64_t microBatches = 0;          ///< m per pipeline
+  double stageTime = 0;              ///< the slowest stage, per microbatch
+  double p2pBytes = 0;               ///< one boundary transfer (per rank)
+  double p2pTime = 0;                ///< one boundary transfer
+  double flopsPerIteration = 0;      ///< executed (recomputation included)
   double modelFlopsPerIteration = 0; ///< for MFU (no recomputation)
   double tflopsPerDevice = 0; ///< flopsPerIteration / (stepTime N) / 1e12
   double mfu = 0;             ///< model FLOPs / (stepTime N peak bf16)
   bool recompute = true;
-  MemoryBreakdown memory;     ///< the most loaded device
+  MemoryBreakdown memory; ///< the most loaded device
   std::vector<StageEstimate> stages;
   bool fitsInMemory = false;
-  double memoryLimit = 0;     ///< what fitsInMemory compared against
+  double memoryLimit = 0; ///< what fitsInMemory compared against
 };
 
 /// Layers per stage: any layer count, balanced so that the slowest stage
@@ -201,11 +201,11 @@ MeshSpec megatronMesh(const DeviceSpec &device, const ParallelConfig &par,
 /// ones) is fixed by the user.
 struct LayoutFixed {
   int64_t tp = 0, pp = 0, dp = 0;
-  int64_t microBatches = 0; ///< m (then b = B / (m d))
-  int64_t microBatch = 0;   ///< b
+  int64_t microBatches = 0;  ///< m (then b = B / (m d))
+  int64_t microBatch = 0;    ///< b
   int64_t virtualStages = 0; ///< v
-  int zeroStage = -1;       ///< 0 or 1
-  int recompute = -1;       ///< 0 or 1
+  int zeroStage = -1;        ///< 0 or 1
+  int recompute = -1;        ///< 0 or 1
 };
 
 /// A layout search: `numDevices` devices of `device` on `intraNode` links
@@ -216,9 +216,9 @@ struct LayoutRequest {
   DeviceSpec device;
   LinkSpec intraNode, interNode;
   int64_t devicesPerNode = 8;
-  TrainingOptions opts;    ///< opts.memoryLimit: the per-device limit
+  TrainingOptions opts; ///< opts.memoryLimit: the per-device limit
   LayoutFixed fixed;
-  int64_t maxTp = 0;       ///< 0: devicesPerNode (tp inside a node)
+  int64_t maxTp = 0; ///< 0: devicesPerNode (tp inside a node)
   bool allowPipeline = true;
   bool allowInterleave = true;
   bool searchRecompute = true; ///< try with and without recomputation
@@ -250,30 +250,26 @@ std::string describeLayout(const SearchResult &r);
 
 /// The pipeline-free search of before (pp = 1 unless allowPipeline),
 /// recomputation as `opts` says: chooseLayout with those fixed.
-Result<SearchResult> searchLayouts(const GptConfig &model, int64_t numDevices,
-                                   const DeviceSpec &device,
-                                   const LinkSpec &intraNode,
-                                   const LinkSpec &interNode,
-                                   int64_t devicesPerNode = 8,
-                                   const TrainingOptions &opts = {},
-                                   bool allowPipeline = false);
+Result<SearchResult>
+searchLayouts(const GptConfig &model, int64_t numDevices,
+              const DeviceSpec &device, const LinkSpec &intraNode,
+              const LinkSpec &interNode, int64_t devicesPerNode = 8,
+              const TrainingOptions &opts = {}, bool allowPipeline = false);
 
 /// The fastest b (and v, ZeRO 0/1) for a fixed (t, p, d), recomputation as
 /// `opts` says; what the benchmark reports for the paper's layout.
-Result<SearchResult> bestForLayout(const GptConfig &model, int64_t tp,
-                                   int64_t pp, int64_t dp,
-                                   const DeviceSpec &device,
-                                   const LinkSpec &intraNode,
-                                   const LinkSpec &interNode,
-                                   int64_t devicesPerNode = 8,
-                                   const TrainingOptions &opts = {});
+Result<SearchResult>
+bestForLayout(const GptConfig &model, int64_t tp, int64_t pp, int64_t dp,
+              const DeviceSpec &device, const LinkSpec &intraNode,
+              const LinkSpec &interNode, int64_t devicesPerNode = 8,
+              const TrainingOptions &opts = {});
 
 /// A row of Megatron-LM SC'21 Table 1 (A100 80 GB, 312 TFLOP/s bf16,
 /// s = 2048, V = 51200; h, a, l, t, p, GPUs, B and the TFLOP/s per GPU as
 /// the paper's table states them).
 struct MegatronRow {
-  const char *name;     ///< "1.7B"
-  double paperParams;   ///< the paper's stated parameter count
+  const char *name;   ///< "1.7B"
+  double paperParams; ///< the paper's stated parameter count
   GptConfig model;
   int64_t tp, pp, dp;
   double measuredTflops; ///< per GPU

@@ -96,17 +96,17 @@ fmt::Status dequantize(const Scheme &scheme, std::span<const std::byte> in,
                        int64_t rows, int64_t k, float *out);
 
 /// The scale of block `b` of row `r`, as stored (for tests and reports).
-float blockScale(const Scheme &scheme, std::span<const std::byte> in,
-                 int64_t k, int64_t r, int64_t b);
+float blockScale(const Scheme &scheme, std::span<const std::byte> in, int64_t k,
+                 int64_t r, int64_t b);
 
 /// Error of a quantized tensor against its original.
 struct ErrorStats {
   int64_t elements = 0;
-  double rmse = 0;       ///< sqrt(mean((x - xq)^2))
-  double maxAbs = 0;     ///< max |x - xq|
-  double rms = 0;        ///< sqrt(mean(x^2)) of the original
-  double relRmse = 0;    ///< rmse / rms (0 when rms is 0)
-  int64_t worstRow = 0;  ///< the block with the largest RMSE
+  double rmse = 0;      ///< sqrt(mean((x - xq)^2))
+  double maxAbs = 0;    ///< max |x - xq|
+  double rms = 0;       ///< sqrt(mean(x^2)) of the original
+  double relRmse = 0;   ///< rmse / rms (0 when rms is 0)
+  int64_t worstRow = 0; ///< the block with the largest RMSE
   int64_t worstBlock = 0;
   double worstBlockRmse = 0;
   double worstBlockMaxAbs = 0;

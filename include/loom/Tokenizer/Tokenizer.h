@@ -57,9 +57,8 @@ public:
   /// says (add_bos_token / add_eos_token). parseSpecial: special and control
   /// tokens written in the text (e.g. "<|im_start|>") become their ids;
   /// otherwise they are tokenized as plain text.
-  fmt::Result<std::vector<int32_t>> encode(std::string_view text,
-                                           bool addSpecial,
-                                           bool parseSpecial) const;
+  fmt::Result<std::vector<int32_t>>
+  encode(std::string_view text, bool addSpecial, bool parseSpecial) const;
   /// The raw bytes token `id` decodes to ("" for control tokens and for ids
   /// out of range).
   std::string tokenBytes(int32_t id) const;

@@ -1,4 +1,5 @@
-//===- loom/runtime/CpuFeatures.h - x86 features a bundle records -*- C++ -*-===//
+//===- loom/runtime/CpuFeatures.h - x86 features a bundle records -*- C++
+//-*-===//
 //
 // The x86 features that `loomc` records in a bundle's manifest ("target":
 // the features its code may use, docs/BUNDLE.md) and that loom-run checks

@@ -144,9 +144,10 @@ struct PipelineStep {
 /// backward (bounded by p-k under 1F1B), gradient sends from stage k+1 to k
 /// (the boundary in reverse, same double buffers), and the weight update
 /// after the last backward (with a dp all-reduce of the gradients).
-std::vector<std::vector<PipelineStep>>
-pipelineSchedule(PipelineSchedule kind, int64_t stages, int64_t microbatches,
-                 bool withBackward);
+std::vector<std::vector<PipelineStep>> pipelineSchedule(PipelineSchedule kind,
+                                                        int64_t stages,
+                                                        int64_t microbatches,
+                                                        bool withBackward);
 
 struct RunOptions {
   /// The entry point; empty: the first.

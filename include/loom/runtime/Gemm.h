@@ -57,9 +57,8 @@ PackedB packGemmBInto(bool transB, int64_t k, int64_t n, const float *b,
 /// C[m, n] = A[m, k] B with A row-major (leading dimension `lda`) and C
 /// row-major (`ldc`), on kernel `kernel` (not None, supported by this CPU),
 /// split over ctx's thread pool (null: the calling rank's, or serial).
-void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m,
-                const float *a, int64_t lda, const PackedB &b, float *c,
-                int64_t ldc);
+void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m, const float *a,
+                int64_t lda, const PackedB &b, float *c, int64_t ldc);
 
 } // namespace loom::rt
 

@@ -111,8 +111,8 @@ struct RankInfo {
 /// none (checkBundleIntegrity refuses it then).
 struct Integrity {
   bool present = false;
-  std::string library; ///< hash of the library file's bytes
-  std::string entries; ///< hash of the compact JSON of "entries"
+  std::string library;  ///< hash of the library file's bytes
+  std::string entries;  ///< hash of the compact JSON of "entries"
   std::string pipeline; ///< hash of the compact JSON of "pipeline" (or "")
 };
 

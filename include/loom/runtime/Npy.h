@@ -39,8 +39,8 @@ struct NpyArray {
 /// blocking). The data size the header promises is checked against the
 /// file (every size product with overflow checks) before anything is
 /// allocated. On failure returns false with a message in *error that says
-/// what is wrong (the caller names the file) (Fortran order, big-endian, structured or
-/// object dtypes, truncated data, ...).
+/// what is wrong (the caller names the file) (Fortran order, big-endian,
+/// structured or object dtypes, truncated data, ...).
 bool readNpy(const std::string &path, NpyArray &out, std::string *error);
 
 /// The same from an in-memory image (the fuzzer's entry point).

@@ -28,8 +28,7 @@ inline std::string npyFileStem(const std::string &name) {
     s = "_";
   for (char ch : name) {
     bool safe = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-                ch == '-';
+                (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
     s += safe ? ch : '_';
   }
   return s;

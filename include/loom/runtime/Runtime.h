@@ -82,8 +82,9 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
 /// The f32 GEMMs behind loom_rt_sgemm, e.g. "weights packed once, kernel
 /// avx2+fma 6x16 (chosen from CPU features); other products: OpenBLAS
 /// 0.3.21 ... , core Haswell (chosen from CPU features: avx2 + fma)"
-/// (loom/runtime/Gemm.h); loads OpenBLAS if it was not loaded yet (runtime/Gemm.cpp: the core is named from cpuid
-/// features before the library starts, unless OPENBLAS_CORETYPE is set).
+/// (loom/runtime/Gemm.h); loads OpenBLAS if it was not loaded yet
+/// (runtime/Gemm.cpp: the core is named from cpuid features before the library
+/// starts, unless OPENBLAS_CORETYPE is set).
 std::string gemmBackend();
 
 /// The OpenBLAS core (an OPENBLAS_CORETYPE name) for a CPU with these

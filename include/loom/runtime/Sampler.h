@@ -23,12 +23,12 @@
 namespace loom::run {
 
 struct SamplingParams {
-  float temperature = 0;      ///< 0: greedy (argmax)
-  int64_t topK = 0;           ///< 0: off
-  float topP = 1;             ///< 1: off; (0, 1]
-  float minP = 0;             ///< 0: off; [0, 1]
-  float repeatPenalty = 1;    ///< 1: off; > 0
-  int64_t repeatLastN = 64;   ///< tokens the penalty looks back; -1: all
+  float temperature = 0;    ///< 0: greedy (argmax)
+  int64_t topK = 0;         ///< 0: off
+  float topP = 1;           ///< 1: off; (0, 1]
+  float minP = 0;           ///< 0: off; [0, 1]
+  float repeatPenalty = 1;  ///< 1: off; > 0
+  int64_t repeatLastN = 64; ///< tokens the penalty looks back; -1: all
   uint64_t seed = 0;
 };
 

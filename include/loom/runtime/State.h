@@ -65,8 +65,7 @@ int64_t availableMemory();
 
 /// The file a state buffer is written to under --output: <name>.npy, or
 /// <name>.rank<R>.npy with --all-ranks.
-std::string stateFileName(const TensorSpec &spec, int64_t rank,
-                          bool allRanks);
+std::string stateFileName(const TensorSpec &spec, int64_t rank, bool allRanks);
 
 } // namespace loom::run
 

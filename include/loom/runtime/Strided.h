@@ -29,8 +29,7 @@ void copyStrided(int64_t elemSize, int64_t rank, const int64_t *sizes,
 /// units of `unitBytes`, the group's rows' unit u next to each other. The
 /// rows after the last full group stay as they are.
 struct RowInterleave {
-  int64_t rows = 0, blockBytes = 0, fields = 0, fieldBytes = 0,
-          unitBytes = 0;
+  int64_t rows = 0, blockBytes = 0, fields = 0, fieldBytes = 0, unitBytes = 0;
 };
 
 /// Copies the [N, R] bytes of `src` (strides `srcStrides`, in bytes) to the

@@ -45,11 +45,11 @@ extern "C" {
 
 /* Launch geometry of the generated qmatmul kernels (lib/Target/GpuTarget;
  * the compiler and the runtime share these numbers). */
-#define LOOM_CUDA_QMM_GEMV_MAX_BATCH 8     /* <base>_gemv1 .. _gemv8 */
-#define LOOM_CUDA_QMM_GEMV_THREADS 128     /* 4 warps */
+#define LOOM_CUDA_QMM_GEMV_MAX_BATCH 8      /* <base>_gemv1 .. _gemv8 */
+#define LOOM_CUDA_QMM_GEMV_THREADS 128      /* 4 warps */
 #define LOOM_CUDA_QMM_GEMV_ROWS_PER_BLOCK 8 /* 2 rows per warp */
-#define LOOM_CUDA_QMM_TILED_THREADS 256    /* <base>_tiled */
-#define LOOM_CUDA_QMM_TILE 64              /* 64x64 outputs per block */
+#define LOOM_CUDA_QMM_TILED_THREADS 256     /* <base>_tiled */
+#define LOOM_CUDA_QMM_TILE 64               /* 64x64 outputs per block */
 
 typedef uint64_t loom_cuda_ptr; /* device address (CUdeviceptr) */
 typedef void *loom_cuda_stream; /* CUstream; NULL = default stream */
@@ -71,11 +71,11 @@ LOOM_CUDA_EXPORT int32_t loom_cuda_device_count(int32_t *count);
 
 typedef struct loom_cuda_device_info {
   char name[128];
-  int32_t sm;               /* compute capability major*10 + minor, e.g. 90 */
+  int32_t sm; /* compute capability major*10 + minor, e.g. 90 */
   int32_t multiprocessors;
-  int64_t total_memory;     /* bytes */
-  double peak_bandwidth;    /* bytes/s from memory clock and bus width */
-  int32_t driver_version;   /* e.g. 13000 */
+  int64_t total_memory;   /* bytes */
+  double peak_bandwidth;  /* bytes/s from memory clock and bus width */
+  int32_t driver_version; /* e.g. 13000 */
 } loom_cuda_device_info;
 
 /* Opens device `ordinal` (its primary context, current on the caller's
@@ -86,7 +86,8 @@ LOOM_CUDA_EXPORT void loom_cuda_close(loom_cuda_device *dev);
 LOOM_CUDA_EXPORT int32_t loom_cuda_info(loom_cuda_device *dev,
                                         loom_cuda_device_info *info);
 
-/* --- Memory and streams ---------------------------------------------------- */
+/* --- Memory and streams ----------------------------------------------------
+ */
 LOOM_CUDA_EXPORT int32_t loom_cuda_malloc(loom_cuda_device *dev, int64_t bytes,
                                           loom_cuda_ptr *out);
 LOOM_CUDA_EXPORT int32_t loom_cuda_free(loom_cuda_device *dev,
@@ -133,21 +134,17 @@ LOOM_CUDA_EXPORT void loom_cuda_event_destroy(loom_cuda_event *ev);
  * driver sees it: "cubin is for sm_80 but device 0 (...) is sm_90: ...".
  */
 LOOM_CUDA_EXPORT int32_t loom_cuda_module_load(loom_cuda_device *dev,
-                                               const void *image,
-                                               int64_t size,
+                                               const void *image, int64_t size,
                                                loom_cuda_module **out);
 LOOM_CUDA_EXPORT int32_t loom_cuda_module_load_file(loom_cuda_device *dev,
                                                     const char *path,
                                                     loom_cuda_module **out);
 LOOM_CUDA_EXPORT void loom_cuda_module_unload(loom_cuda_module *mod);
 /* Launches `kernel` with the cuLaunchKernel parameter array `params`. */
-LOOM_CUDA_EXPORT int32_t loom_cuda_launch(loom_cuda_module *mod,
-                                          const char *kernel,
-                                          const uint32_t grid[3],
-                                          const uint32_t block[3],
-                                          uint32_t shared_bytes,
-                                          loom_cuda_stream stream,
-                                          void **params);
+LOOM_CUDA_EXPORT int32_t
+loom_cuda_launch(loom_cuda_module *mod, const char *kernel,
+                 const uint32_t grid[3], const uint32_t block[3],
+                 uint32_t shared_bytes, loom_cuda_stream stream, void **params);
 /* y[m, n] = x[m, k] * dequant(w)[n, k] with the generated kernels of
  * `base` (loom_gpu_kernel): <base>_gemv<m> for m <= 8, else <base>_tiled,
  * with their launch geometry. x and y must be 16-byte aligned (the kernels
@@ -204,8 +201,8 @@ LOOM_CUDA_EXPORT int32_t loom_cuda_gemm(loom_cuda_device *dev, int32_t dtype,
  * (over the whole world): all_gather in [count] -> out [world][count],
  * reduce_scatter in [world][count] -> out [count]. */
 #define LOOM_CUDA_NCCL_ID_BYTES 128
-LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_unique_id(
-    uint8_t id[LOOM_CUDA_NCCL_ID_BYTES]);
+LOOM_CUDA_EXPORT int32_t
+loom_cuda_nccl_unique_id(uint8_t id[LOOM_CUDA_NCCL_ID_BYTES]);
 LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_init_id(
     loom_cuda_device *dev, int32_t rank, int32_t world,
     const uint8_t id[LOOM_CUDA_NCCL_ID_BYTES], loom_cuda_nccl **out);

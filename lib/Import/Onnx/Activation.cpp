@@ -107,8 +107,7 @@ Value selu(Builder &f, Value x, const onnx::NodeProto &n) {
   float alpha = attrFloat(n, "alpha", 1.67326319217681884765625f);
   float gamma = attrFloat(n, "gamma", 1.05070102214813232421875f);
   Value neg = f.sub(f.mul(f.k(alpha), f.exp(x)), f.k(alpha));
-  return f.mul(f.k(gamma),
-               f.select(f.cmp(CompareKind::le, x, f.k(0)), neg, x));
+  return f.mul(f.k(gamma), f.select(f.cmp(CompareKind::le, x, f.k(0)), neg, x));
 }
 
 // x > alpha ? x : 0
@@ -167,11 +166,11 @@ bool emitShrink(EmitContext &c) {
       (lambd != std::trunc(lambd) || bias != std::trunc(bias)))
     return c.fail("Shrink of an integer tensor with a fractional lambd or "
                   "bias is not supported");
-  Value y = f.select(f.cmp(CompareKind::gt, x, f.k(lambd)),
-                     f.sub(x, f.k(bias)), f.k(0));
-  return c.result(c.dt(0), c.shape(0),
-                  f.select(f.cmp(CompareKind::lt, x, f.k(-lambd)),
-                           f.add(x, f.k(bias)), y));
+  Value y = f.select(f.cmp(CompareKind::gt, x, f.k(lambd)), f.sub(x, f.k(bias)),
+                     f.k(0));
+  return c.result(
+      c.dt(0), c.shape(0),
+      f.select(f.cmp(CompareKind::lt, x, f.k(-lambd)), f.add(x, f.k(bias)), y));
 }
 
 /// PRelu: x < 0 ? slope * x : x, with `slope` broadcast to x
@@ -193,9 +192,9 @@ bool emitPRelu(EmitContext &c) {
                   "per-channel slope of shape [C] is reshaped to [C, 1, ..., "
                   "1] in opset 7 and later: export at opset 7 or newer)");
   Builder f{c, cast<RankedTensorType>(x.getType())};
-  return c.result(c.dt(0), c.shape(0),
-                  f.select(f.cmp(CompareKind::lt, x, f.k(0)),
-                           f.mul(x, slope), x));
+  return c.result(
+      c.dt(0), c.shape(0),
+      f.select(f.cmp(CompareKind::lt, x, f.k(0)), f.mul(x, slope), x));
 }
 
 /// Clip(x, min, max) (opset 11+: bounds as optional inputs; the version
@@ -243,10 +242,9 @@ bool emitLogSoftmax(EmitContext &c) {
   SmallVector<int64_t> axes{axis};
   Value mx = ReduceOp::create(b, c.loc(), kt, ReduceKind::max, x, axes, true);
   Value d = f.sub(x, mx);
-  Value s = ReduceOp::create(b, c.loc(), kt, ReduceKind::sum, f.exp(d), axes,
-                             true);
-  return c.result(c.dt(0), c.shape(0),
-                  f.sub(d, LogOp::create(b, c.loc(), s)));
+  Value s =
+      ReduceOp::create(b, c.loc(), kt, ReduceKind::sum, f.exp(d), axes, true);
+  return c.result(c.dt(0), c.shape(0), f.sub(d, LogOp::create(b, c.loc(), s)));
 }
 
 /// BatchNormalization in inference (training_mode = 0; `momentum` only
@@ -276,7 +274,8 @@ bool emitBatchNorm(EmitContext &c) {
       return c.fail("BatchNormalization input " + Twine(i) +
                     " must have shape [C] (C = the input's dimension 1)");
     if (c.dt(i) != c.dt(0))
-      return c.fail("BatchNormalization input " + Twine(i) + " has another "
+      return c.fail("BatchNormalization input " + Twine(i) +
+                    " has another "
                     "element type than X, which is not supported");
     if (!c.input(i))
       return false;
@@ -285,12 +284,11 @@ bool emitBatchNorm(EmitContext &c) {
   float eps = attrFloat(c.node, "epsilon", 1e-5f);
   auto xt = cast<RankedTensorType>(x.getType());
   Builder pf{c, c.typeOf(c.dt(0), ps)}, f{c, xt};
-  Value k = pf.mul(p[0], ReciprocalOp::create(
-                             c.b(), c.loc(),
-                             SqrtOp::create(c.b(), c.loc(),
-                                            pf.add(p[3], pf.k(eps)))));
-  return c.result(c.dt(0), c.shape(0),
-                  f.add(f.mul(f.sub(x, p[2]), k), p[1]));
+  Value k = pf.mul(
+      p[0], ReciprocalOp::create(
+                c.b(), c.loc(),
+                SqrtOp::create(c.b(), c.loc(), pf.add(p[3], pf.k(eps)))));
+  return c.result(c.dt(0), c.shape(0), f.add(f.mul(f.sub(x, p[2]), k), p[1]));
 }
 
 /// InstanceNormalization: per (n, c), over the spatial axes 2.. :
@@ -309,8 +307,7 @@ bool emitInstanceNorm(EmitContext &c) {
     ps.push_back(Dim::of(1));
   Value p[2];
   for (int i = 1; i <= 2; ++i) {
-    if (c.rank(i) != 1 || c.shape(i)[0] != c.shape(0)[1] ||
-        c.dt(i) != c.dt(0))
+    if (c.rank(i) != 1 || c.shape(i)[0] != c.shape(0)[1] || c.dt(i) != c.dt(0))
       return c.fail("InstanceNormalization input " + Twine(i) +
                     " must have shape [C] (C = the input's dimension 1) and "
                     "the input's element type");
@@ -335,8 +332,7 @@ bool emitInstanceNorm(EmitContext &c) {
                                axes, true);
   Value inv = ReciprocalOp::create(
       b, c.loc(), SqrtOp::create(b, c.loc(), kf.add(var, kf.k(eps))));
-  return c.result(c.dt(0), c.shape(0),
-                  f.add(f.mul(f.mul(d, inv), p[0]), p[1]));
+  return c.result(c.dt(0), c.shape(0), f.add(f.mul(f.mul(d, inv), p[0]), p[1]));
 }
 
 } // namespace

@@ -29,14 +29,16 @@ bool readWindow(EmitContext &c, Window &w, bool isPool) {
     return c.fail(op + " of a non-float input is not supported");
   int64_t r = c.rank(0);
   if (r < 3)
-    return c.fail(op + " needs an input [N, C, spatial...] of rank >= 3, "
-                       "got rank " +
+    return c.fail(op +
+                  " needs an input [N, C, spatial...] of rank >= 3, "
+                  "got rank " +
                   Twine(r));
   w.k = r - 2;
   for (int64_t d = 1; d < r; ++d) {
     if (!c.shape(0)[d].isConst())
-      return c.fail(op + " needs static channel and spatial sizes (input "
-                         "dimension " +
+      return c.fail(op +
+                    " needs static channel and spatial sizes (input "
+                    "dimension " +
                     Twine(d) +
                     " is dynamic); export the model with a fixed input size");
     if (d >= 2)
@@ -49,8 +51,8 @@ bool readWindow(EmitContext &c, Window &w, bool isPool) {
     else
       out.assign(n, dflt);
     if (out.size() != n)
-      return c.fail(op + " attribute '" + name + "' has " +
-                    Twine(out.size()) + " entries but " + Twine(n) +
+      return c.fail(op + " attribute '" + name + "' has " + Twine(out.size()) +
+                    " entries but " + Twine(n) +
                     " are expected; the file is corrupt");
     for (int64_t x : out)
       if (x < min || x > kMaxDim)
@@ -137,8 +139,8 @@ bool checkWeights(EmitContext &c, int64_t groups, bool transposed,
   int64_t ch = c.shape(0)[1].c, w0 = c.shape(1)[0].c, w1 = c.shape(1)[1].c;
   if (ch % groups != 0 || (transposed ? w0 != ch : w1 * groups != ch))
     return c.fail(op + " weight [" + Twine(w0) + ", " + Twine(w1) +
-                  ", ...] does not match " + Twine(ch) +
-                  " input channels in " + Twine(groups) + " group(s)");
+                  ", ...] does not match " + Twine(ch) + " input channels in " +
+                  Twine(groups) + " group(s)");
   outChannels = transposed ? w1 * groups : w0;
   if (outChannels % groups != 0)
     return c.fail(op + " output channels " + Twine(outChannels) +
@@ -146,8 +148,8 @@ bool checkWeights(EmitContext &c, int64_t groups, bool transposed,
   if (c.hasIn(2)) {
     if (c.rank(2) != 1 || c.shape(2)[0] != Dim::of(outChannels) ||
         c.dt(2) != c.dt(0))
-      return c.fail(op + " bias must be a vector of the " +
-                    Twine(outChannels) + " output channels");
+      return c.fail(op + " bias must be a vector of the " + Twine(outChannels) +
+                    " output channels");
   }
   return true;
 }
@@ -209,8 +211,8 @@ bool emitConvTranspose(EmitContext &c) {
   if (auto v = attrInts(c.node, "output_padding"))
     outPad = *v;
   if (static_cast<int64_t>(outPad.size()) != w.k)
-    return c.fail("ConvTranspose output_padding has " +
-                  Twine(outPad.size()) + " entries but " + Twine(w.k) +
+    return c.fail("ConvTranspose output_padding has " + Twine(outPad.size()) +
+                  " entries but " + Twine(w.k) +
                   " are expected; the file is corrupt");
   for (int64_t i = 0; i < w.k; ++i)
     if (outPad[i] < 0 ||
@@ -223,8 +225,8 @@ bool emitConvTranspose(EmitContext &c) {
     if (static_cast<int64_t>(outShape.size()) == w.k + 2)
       outShape.erase(outShape.begin(), outShape.begin() + 2);
     if (static_cast<int64_t>(outShape.size()) != w.k)
-      return c.fail("ConvTranspose output_shape has " +
-                    Twine(v->size()) + " entries but " + Twine(w.k) +
+      return c.fail("ConvTranspose output_shape has " + Twine(v->size()) +
+                    " entries but " + Twine(w.k) +
                     " spatial sizes are expected");
   } else if (w.autoPad == "SAME_UPPER" || w.autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < w.k; ++i)
@@ -291,22 +293,22 @@ bool emitPool(EmitContext &c) {
       return c.fail(c.op() + " pads of spatial dimension " + Twine(i + 2) +
                     " must be smaller than the (dilated) kernel " +
                     Twine(span));
-    int64_t o = windowOutputSize(w.in[i], w.kernel[i], w.strides[i],
-                                 w.dilations[i], w.pads[i], w.pads[w.k + i],
-                                 ceil);
+    int64_t o =
+        windowOutputSize(w.in[i], w.kernel[i], w.strides[i], w.dilations[i],
+                         w.pads[i], w.pads[w.k + i], ceil);
     if (o < 1)
-      return c.fail(c.op() + " kernel (dilated) is larger than the padded "
-                             "input in spatial dimension " +
+      return c.fail(c.op() +
+                    " kernel (dilated) is larger than the padded "
+                    "input in spatial dimension " +
                     Twine(i + 2));
     s.push_back(Dim::of(o));
   }
   OpBuilder &b = c.b();
-  return c.result(
-      c.dt(0), s,
-      PoolOp::create(b, c.loc(), c.typeOf(c.dt(0), s),
-                     isMax ? PoolKind::max : PoolKind::avg, x, w.kernel,
-                     w.strides, w.dilations, w.pads, ceil,
-                     !isMax && includePad));
+  return c.result(c.dt(0), s,
+                  PoolOp::create(b, c.loc(), c.typeOf(c.dt(0), s),
+                                 isMax ? PoolKind::max : PoolKind::avg, x,
+                                 w.kernel, w.strides, w.dilations, w.pads, ceil,
+                                 !isMax && includePad));
 }
 
 /// GlobalAveragePool / GlobalMaxPool: a mean / max over the spatial axes.
@@ -333,22 +335,22 @@ template <ReduceKind kind> bool emitGlobalPool(EmitContext &c) {
 } // namespace
 
 void registerConvOps(OnnxOpTable &t) {
-  t["Conv"] = {emitConv,
-               {"auto_pad", "dilations", "group", "kernel_shape", "pads",
-                "strides"},
-               {},
-               2};
+  t["Conv"] = {
+      emitConv,
+      {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+      {},
+      2};
   t["ConvTranspose"] = {emitConvTranspose,
                         {"auto_pad", "dilations", "group", "kernel_shape",
                          "output_padding", "output_shape", "pads", "strides"},
                         {},
                         2};
   // storage_order only orders the Indices output, which is refused.
-  t["MaxPool"] = {emitPool,
-                  {"auto_pad", "ceil_mode", "dilations", "kernel_shape",
-                   "pads", "strides"},
-                  {"storage_order"},
-                  1};
+  t["MaxPool"] = {
+      emitPool,
+      {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"},
+      {"storage_order"},
+      1};
   t["AveragePool"] = {emitPool,
                       {"auto_pad", "ceil_mode", "count_include_pad",
                        "dilations", "kernel_shape", "pads", "strides"},

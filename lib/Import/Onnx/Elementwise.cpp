@@ -28,8 +28,8 @@ template <typename OpTy> bool emitBinary(EmitContext &c) {
 /// divided by the count, float only): a chain of binary ops.
 template <typename OpTy, bool mean = false> bool emitVariadic(EmitContext &c) {
   int n = c.node.input_size();
-  if (mean && !(c.dt(0) == DT_F32 || c.dt(0) == DT_F16 ||
-                c.dt(0) == DT_BF16 || c.dt(0) == DT_F64))
+  if (mean && !(c.dt(0) == DT_F32 || c.dt(0) == DT_F16 || c.dt(0) == DT_BF16 ||
+                c.dt(0) == DT_F64))
     return c.fail("Mean of element type " + Twine(c.dt(0)) +
                   " (ONNX TensorProto code) is not supported (float only)");
   Value acc = c.input(0);
@@ -41,7 +41,8 @@ template <typename OpTy, bool mean = false> bool emitVariadic(EmitContext &c) {
     if (!r)
       return false;
     if (c.dt(i) != c.dt(0))
-      return c.fail("inputs 0 and " + Twine(i) + " have different element "
+      return c.fail("inputs 0 and " + Twine(i) +
+                    " have different element "
                     "types");
     SmallVector<Dim> t;
     if (!c.im.broadcast(s, c.shape(i), t))
@@ -51,10 +52,10 @@ template <typename OpTy, bool mean = false> bool emitVariadic(EmitContext &c) {
   }
   if (mean && n > 1) {
     Type et = c.typeOf(c.dt(0), s).getElementType();
-    Value k = ConstantOp::create(
-        c.b(), c.loc(),
-        DenseElementsAttr::get(RankedTensorType::get({}, et),
-                               c.b().getFloatAttr(et, n)));
+    Value k =
+        ConstantOp::create(c.b(), c.loc(),
+                           DenseElementsAttr::get(RankedTensorType::get({}, et),
+                                                  c.b().getFloatAttr(et, n)));
     acc = DivOp::create(c.b(), c.loc(), c.typeOf(c.dt(0), s), acc, k);
   }
   return c.result(c.dt(0), s, acc);
@@ -126,9 +127,9 @@ bool emitDropoutMask(EmitContext &c) {
       b, c.loc(),
       DenseElementsAttr::get(RankedTensorType::get({}, b.getI1Type()),
                              b.getBoolAttr(true)));
-  return c.result(DT_BOOL, c.shape(0),
-                  BroadcastOp::create(b, c.loc(),
-                                      c.typeOf(DT_BOOL, c.shape(0)), t));
+  return c.result(
+      DT_BOOL, c.shape(0),
+      BroadcastOp::create(b, c.loc(), c.typeOf(DT_BOOL, c.shape(0)), t));
 }
 
 /// Dropout at inference is the identity; training_mode must be absent or a

@@ -1,4 +1,5 @@
-//===- Lrn.cpp - ONNX LRN decomposed into loom ops -------------------------===//
+//===- Lrn.cpp - ONNX LRN decomposed into loom ops
+//-------------------------===//
 //
 // LRN (local response normalization across channels, AlexNet / ZFNet /
 // GoogLeNet) is y = x / (bias + alpha/size * sum_{window} x^2)^beta, the
@@ -44,8 +45,7 @@ bool emitLrn(EmitContext &c) {
       return c.fail("LRN with a dynamic spatial dimension " + Twine(d) +
                     " is not supported; export the model with static "
                     "spatial sizes");
-    if (__builtin_mul_overflow(spatial, xs[d].c, &spatial) ||
-        spatial > kMaxDim)
+    if (__builtin_mul_overflow(spatial, xs[d].c, &spatial) || spatial > kMaxDim)
       return c.fail("LRN spatial size overflows");
   }
   float alpha = attrFloat(c.node, "alpha", 1e-4f);
@@ -74,11 +74,11 @@ bool emitLrn(EmitContext &c) {
   RankedTensorType vt = c.typeOf(dt, view);
   Value sqView = ReshapeOp::create(b, loc, vt, sq);
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
-  Value avg = PoolOp::create(b, loc, vt, PoolKind::avg, sqView,
-                             ArrayRef<int64_t>{size, 1},
-                             ArrayRef<int64_t>{1, 1}, ArrayRef<int64_t>{1, 1},
-                             ArrayRef<int64_t>{lo, 0, hi, 0},
-                             /*ceil_mode=*/false, /*count_include_pad=*/true);
+  Value avg =
+      PoolOp::create(b, loc, vt, PoolKind::avg, sqView,
+                     ArrayRef<int64_t>{size, 1}, ArrayRef<int64_t>{1, 1},
+                     ArrayRef<int64_t>{1, 1}, ArrayRef<int64_t>{lo, 0, hi, 0},
+                     /*ceil_mode=*/false, /*count_include_pad=*/true);
   Value sum = ReshapeOp::create(b, loc, t, avg);
 
   // y = x / (bias + alpha * avg)^beta; avg = sum / size.

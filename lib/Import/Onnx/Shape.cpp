@@ -249,8 +249,7 @@ Value sliceToRunTimeEnd(EmitContext &c, Value x, SmallVector<Dim> &s,
     std::swap(table[0], table[1]);
   }
   SmallVector<Dim> rows{n, table[1]};
-  Value v =
-      EmbeddingOp::create(b, c.loc(), c.typeOf(c.dt(0), rows), x, ids);
+  Value v = EmbeddingOp::create(b, c.loc(), c.typeOf(c.dt(0), rows), x, ids);
   if (axis == 1)
     v = transposed(v, rows);
   s[axis] = n;
@@ -425,7 +424,8 @@ bool emitPad(EmitContext &c) {
   if (const auto *a = attr(c.node, "mode"))
     mode = a->s();
   if (mode != "constant" && mode != "edge" && mode != "reflect")
-    return c.fail("Pad mode '" + mode + "' is not supported (constant, "
+    return c.fail("Pad mode '" + mode +
+                  "' is not supported (constant, "
                   "edge, reflect)");
   if (c.hasIn(3))
     return c.fail("Pad with an 'axes' input is not supported; give pads for "
@@ -530,7 +530,8 @@ bool emitTile(EmitContext &c) {
                     "supported; export with static shapes for this part of "
                     "the graph");
     if (r < 1 || r > (int64_t(1) << 31) || d.c > (int64_t(1) << 31))
-      return c.fail("Tile repeats " + Twine(r) + " is not supported (1 to "
+      return c.fail("Tile repeats " + Twine(r) +
+                    " is not supported (1 to "
                     "2^31)");
     view.append({Dim::of(1), d});
     wide.append({Dim::of(r), d});
@@ -577,9 +578,8 @@ bool emitConstantOfShape(EmitContext &c) {
   if (!c.im.dynamicSizes(ds, sizes))
     return false;
   Value k = scalarConstant(c, dt, v);
-  return c.result(dt, ds,
-                  BroadcastOp::create(c.b(), c.loc(), c.typeOf(dt, ds), k,
-                                      sizes));
+  return c.result(
+      dt, ds, BroadcastOp::create(c.b(), c.loc(), c.typeOf(dt, ds), k, sizes));
 }
 
 /// Range with a run-time limit (arange(seq)): start and delta constants,
@@ -596,8 +596,8 @@ bool emitRange(EmitContext &c) {
       !c.im.hostInts(c.in[1], li, "limit") ||
       !c.im.hostInts(c.in[2], de, "delta"))
     return false;
-  if (st.size() != 1 || li.size() != 1 || de.size() != 1 ||
-      !st[0].isConst() || !de[0].isConst())
+  if (st.size() != 1 || li.size() != 1 || de.size() != 1 || !st[0].isConst() ||
+      !de[0].isConst())
     return c.fail("Range needs scalar start, limit and delta, start and "
                   "delta constants");
   int64_t start = st[0].c, delta = de[0].c;
@@ -656,18 +656,18 @@ bool emitTrilu(EmitContext &c) {
   };
   OpBuilder &b = c.b();
   Location loc = c.loc();
-  Value i = IotaOp::create(b, loc, c.typeOf(DT_I64, {rows}),
-                           length(rows, r - 2));
-  Value j = IotaOp::create(b, loc, c.typeOf(DT_I64, {cols}),
-                           length(cols, r - 1));
+  Value i =
+      IotaOp::create(b, loc, c.typeOf(DT_I64, {rows}), length(rows, r - 2));
+  Value j =
+      IotaOp::create(b, loc, c.typeOf(DT_I64, {cols}), length(cols, r - 1));
   i = ReshapeOp::create(b, loc, c.typeOf(DT_I64, {rows, Dim::of(1)}), i);
   RankedTensorType diffT = c.typeOf(DT_I64, {rows, cols});
   Value diff = SubOp::create(b, loc, diffT, j, i);
   Value keep = CompareOp::create(
       b, loc, c.typeOf(DT_BOOL, {rows, cols}),
       upper ? CompareKind::ge : CompareKind::le, diff,
-      scalarConstant(c, DT_I64, double(std::clamp<int64_t>(kk[0], -kMaxDim,
-                                                           kMaxDim))));
+      scalarConstant(c, DT_I64,
+                     double(std::clamp<int64_t>(kk[0], -kMaxDim, kMaxDim))));
   return c.result(c.dt(0), c.shape(0),
                   SelectOp::create(b, loc, x.getType(), keep, x,
                                    scalarConstant(c, c.dt(0), 0)));

@@ -92,17 +92,33 @@ std::optional<QMatmulSpec> specFromQMatmul(loom::QMatmulOp op,
   QuantAttr q = w.getQuant();
   QMatmulSpec s;
   switch (q.getFormat()) {
-  case QuantFormat::q4_0: s.format = QFormat::Q4_0; break;
-  case QuantFormat::q4_1: s.format = QFormat::Q4_1; break;
-  case QuantFormat::q8_0: s.format = QFormat::Q8_0; break;
-  case QuantFormat::int4: s.format = QFormat::Int4; break;
-  case QuantFormat::int8: s.format = QFormat::Int8; break;
+  case QuantFormat::q4_0:
+    s.format = QFormat::Q4_0;
+    break;
+  case QuantFormat::q4_1:
+    s.format = QFormat::Q4_1;
+    break;
+  case QuantFormat::q8_0:
+    s.format = QFormat::Q8_0;
+    break;
+  case QuantFormat::int4:
+    s.format = QFormat::Int4;
+    break;
+  case QuantFormat::int8:
+    s.format = QFormat::Int8;
+    break;
   }
   s.block = q.getBlockSize();
   switch (q.getMode()) {
-  case QuantMode::symmetric: s.mode = QMode::Symmetric; break;
-  case QuantMode::min: s.mode = QMode::Min; break;
-  case QuantMode::zero_point: s.mode = QMode::ZeroPoint; break;
+  case QuantMode::symmetric:
+    s.mode = QMode::Symmetric;
+    break;
+  case QuantMode::min:
+    s.mode = QMode::Min;
+    break;
+  case QuantMode::zero_point:
+    s.mode = QMode::ZeroPoint;
+    break;
   }
   if (!toElemType(q.getScaleType(), s.scale)) {
     *why = "unsupported scale type";
@@ -130,19 +146,19 @@ LogicalResult appendQMatmulKernels(ModuleOp module, ArrayRef<QMatmulSpec> specs,
                                    StringRef name,
                                    const KernelOptions &options) {
   std::string text = emitQMatmulModule(name.str(), specs, options);
-  OwningOpRef<ModuleOp> parsed =
-      parseSourceString<ModuleOp>(text, module.getContext(),
-                                  "loom-qmatmul-kernels");
+  OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
+      text, module.getContext(), "loom-qmatmul-kernels");
   if (!parsed)
     return module.emitError("internal error: generated qmatmul kernels do "
                             "not parse (a bug in QMatmulKernelGen.cpp)");
   if (SymbolTable::lookupSymbolIn(module, name))
-    return module.emitError() << "a symbol named '" << name
-                              << "' already exists";
+    return module.emitError()
+           << "a symbol named '" << name << "' already exists";
   module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(module.getContext()));
   Block &dst = module.getBodyRegion().front();
-  for (Operation &op : llvm::make_early_inc_range(parsed->getBody()->getOperations()))
+  for (Operation &op :
+       llvm::make_early_inc_range(parsed->getBody()->getOperations()))
     op.moveBefore(&dst, dst.end());
   return mlir::success();
 }
@@ -165,9 +181,9 @@ struct BuildQMatmulKernelsPass
            "every loom.qmatmul and name them in a loom_gpu_kernel attribute";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<mlir::gpu::GPUDialect, LLVM::LLVMDialect,
-                    arith::ArithDialect, scf::SCFDialect,
-                    memref::MemRefDialect>();
+    registry
+        .insert<mlir::gpu::GPUDialect, LLVM::LLVMDialect, arith::ArithDialect,
+                scf::SCFDialect, memref::MemRefDialect>();
   }
 
   void runOnOperation() override {
@@ -192,8 +208,8 @@ struct BuildQMatmulKernelsPass
     if (failedAny)
       return signalPassFailure();
     // Idempotent: kernels built by an earlier run are rebuilt from the ops.
-    if (auto old = module.lookupSymbol<mlir::gpu::GPUModuleOp>(
-            kQMatmulModuleName))
+    if (auto old =
+            module.lookupSymbol<mlir::gpu::GPUModuleOp>(kQMatmulModuleName))
       old.erase();
     if (specs.empty())
       return;
@@ -300,9 +316,8 @@ emitQMatmulCubins(ModuleOp module, ArrayRef<std::string> chips,
     names.push_back(op->getAttr("loom_gpu_kernel"));
   });
   size_t i = 0;
-  module.walk([&](loom::QMatmulOp op) {
-    op->setAttr("loom_gpu_kernel", names[i++]);
-  });
+  module.walk(
+      [&](loom::QMatmulOp op) { op->setAttr("loom_gpu_kernel", names[i++]); });
   std::vector<std::string> written;
   if (names.empty())
     return written;
@@ -332,7 +347,10 @@ emitQMatmulCubins(ModuleOp module, ArrayRef<std::string> chips,
 int cubinSm(StringRef b) {
   // ELF64 little-endian, e_machine EM_CUDA (190); the SM is in e_flags:
   // bits 0-7 for ELF ABI version < 8 (CUDA <= 12.x), bits 8-15 from 8 on.
-  if (b.size() < 64 || !b.starts_with("\x7f" "ELF") || b[4] != 2 || b[5] != 1)
+  if (b.size() < 64 ||
+      !b.starts_with("\x7f"
+                     "ELF") ||
+      b[4] != 2 || b[5] != 1)
     return -1;
   auto u16 = [&](size_t o) {
     return unsigned(uint8_t(b[o])) | unsigned(uint8_t(b[o + 1])) << 8;

@@ -1,4 +1,5 @@
-//===- GpuTarget.h - loom.qmatmul kernels through NVVM to PTX/cubin -*- C++ -*-===//
+//===- GpuTarget.h - loom.qmatmul kernels through NVVM to PTX/cubin -*- C++
+//-*-===//
 //
 // The GPU half of Loom's code generation:
 //  - `loom-gpu-build-qmatmul-kernels` (a pass): every `loom.qmatmul` gets a

@@ -24,12 +24,12 @@
 #include "lib/Target/GpuTarget/QMatmulKernelGen.h"
 
 #include <algorithm>
-#include <initializer_list>
-#include <tuple>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace loom::gpu {
 
@@ -75,9 +75,12 @@ bool parseElemType(const std::string &s, ElemType &out) {
 
 const char *elemTypeName(ElemType t) {
   switch (t) {
-  case ElemType::F32: return "f32";
-  case ElemType::F16: return "f16";
-  case ElemType::BF16: return "bf16";
+  case ElemType::F32:
+    return "f32";
+  case ElemType::F16:
+    return "f16";
+  case ElemType::BF16:
+    return "bf16";
   }
   return "?";
 }
@@ -120,7 +123,8 @@ std::string validate(const QMatmulSpec &s) {
   if (s.n <= 0 || s.k <= 0)
     os << "N and K must be positive (got N=" << s.n << ", K=" << s.k << ")";
   else if (s.k % 32 != 0)
-    os << "K=" << s.k << " is not a multiple of 32: pad K to a multiple of "
+    os << "K=" << s.k
+       << " is not a multiple of 32: pad K to a multiple of "
           "32 (the kernels read 32-element chunks)";
   else if (s.act == ElemType::BF16)
     os << "bf16 activations are not generated: use f32 or f16";
@@ -169,12 +173,11 @@ int64_t weightBytes(const QMatmulSpec &s) { return s.n * rowBytes(s); }
 
 namespace {
 
-constexpr int kGemvThreads = 128;  // 4 warps
+constexpr int kGemvThreads = 128;   // 4 warps
 constexpr int kGemvRowsPerWarp = 2; // 8 rows per block
-constexpr int kTile = 64;          // tiled: 64x64 outputs per block
-constexpr int kTiledThreads = 256; // 16x16 threads, 4x4 outputs each
-constexpr int kTilePad = 68;       // shared tile row length (16-byte rows)
-
+constexpr int kTile = 64;           // tiled: 64x64 outputs per block
+constexpr int kTiledThreads = 256;  // 16x16 threads, 4x4 outputs each
+constexpr int kTilePad = 68;        // shared tile row length (16-byte rows)
 
 /// One function body under construction. Constants go to a prologue at the
 /// top of the body (so they dominate every nested region) and are emitted
@@ -317,10 +320,10 @@ void ret(Fn &f) { f.line(f.emu ? "func.return" : "gpu.return"); }
 std::string tileType();
 std::string sharedPtr(Fn &f, const std::string &tile, const std::string &r,
                       const std::string &c) {
-  std::string off = f.op("arith.addi " +
-                         f.op("arith.muli " + r + ", " + f.idx(kTilePad) +
-                              " : index") +
-                         ", " + c + " : index");
+  std::string off =
+      f.op("arith.addi " +
+           f.op("arith.muli " + r + ", " + f.idx(kTilePad) + " : index") +
+           ", " + c + " : index");
   off = f.op("arith.index_cast " + off + " : index to i64");
   off = f.muli(off, f.i64(4), "i64");
   return f.gep("%" + tile + "_p", off);
@@ -337,8 +340,8 @@ std::string sharedLoad(Fn &f, const std::string &tile, const std::string &r,
                        const std::string &c) {
   if (f.emu)
     return f.load(sharedPtr(f, tile, r, c), "f32", 4);
-  return f.op("memref.load %" + tile + "[" + r + ", " + c + "] : " +
-              tileType());
+  return f.op("memref.load %" + tile + "[" + r + ", " + c +
+              "] : " + tileType());
 }
 std::string tileType() {
   return "memref<32x" + std::to_string(kTilePad) +
@@ -626,9 +629,9 @@ std::vector<std::string> loadActs(Fn &f, const QMatmulSpec &s,
   if (s.act == ElemType::F32) {
     std::string byteOff = f.muli(off64, f.i64(4), "i64");
     for (int v = 0; v < count / 4; ++v) {
-      std::string vec = f.loadAt(
-          x, v ? f.addi(byteOff, f.i64(16 * v), "i64") : byteOff,
-          "vector<4xf32>", 16);
+      std::string vec =
+          f.loadAt(x, v ? f.addi(byteOff, f.i64(16 * v), "i64") : byteOff,
+                   "vector<4xf32>", 16);
       for (int e = 0; e < 4; ++e)
         out.push_back(f.extract(vec, e, "vector<4xf32>"));
     }
@@ -705,8 +708,8 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   std::string bid = f.cast("arith.index_cast", blockId(f, 'x'), "index", "i32");
   std::string lane = f.bin("arith.andi", tid, f.i32(31), "i32");
   std::string warp = f.bin("arith.shrui", tid, f.i32(5), "i32");
-  std::string row0 = f.muli(
-      f.addi(f.muli(bid, f.i32(kGemvThreads / 32)), warp), f.i32(rows));
+  std::string row0 =
+      f.muli(f.addi(f.muli(bid, f.i32(kGemvThreads / 32)), warp), f.i32(rows));
   std::vector<std::string> row(rows), row64(rows);
   for (int r = 0; r < rows; ++r) {
     row[r] = f.addi(row0, f.i32(r));
@@ -824,10 +827,10 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
       ++f.indent;
       std::string r64 = f.cast("arith.extui", row[r], "i32", "i64");
       for (int b = 0; b < batch; ++b) {
-        std::string off = f.addi(
-            f.muli(f.addi(f.i64(int64_t(b) * s.n), r64, "i64"), f.i64(32),
-                   "i64"),
-            lane64, "i64");
+        std::string off =
+            f.addi(f.muli(f.addi(f.i64(int64_t(b) * s.n), r64, "i64"),
+                          f.i64(32), "i64"),
+                   lane64, "i64");
         f.store(res + "#" + std::to_string(size_t(r) * batch + b),
                 f.gep(a.y, f.muli(off, f.i64(4), "i64")), "f32", 4);
       }
@@ -869,8 +872,8 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   f.line("}");
   ret(f);
 
-  return header(gemvKernelName(s, batch), kGemvThreads) + f.prologue +
-         f.body + "    }\n";
+  return header(gemvKernelName(s, batch), kGemvThreads) + f.prologue + f.body +
+         "    }\n";
 }
 
 //===----------------------------------------------------------------------===//
@@ -901,20 +904,20 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
   std::string q = f.bin("arith.andi", tid, f.i32(3), "i32");
   std::string gm = f.addi(mBase, mm);
   std::string xValid = f.cmp("ult", gm, a.m);
-  std::string gm64 = f.cast("arith.extui", f.select(xValid, gm, f.i32(0), "i32"),
-                            "i32", "i64");
+  std::string gm64 = f.cast(
+      "arith.extui", f.select(xValid, gm, f.i32(0), "i32"), "i32", "i64");
   std::string q64 = f.cast("arith.extui", q, "i32", "i64");
   std::string mmIdx = f.cast("arith.index_cast", mm, "i32", "index");
   std::string qIdx = f.cast("arith.index_cast", q, "i32", "index");
   // W loader: threads 0..63 each dequantise one row's chunk.
   std::string isW = f.cmp("ult", tid, f.i32(kTile));
-  std::string wRow = f.bin("arith.minui", f.addi(nBase, tid), f.i32(s.n - 1),
-                           "i32");
+  std::string wRow =
+      f.bin("arith.minui", f.addi(nBase, tid), f.i32(s.n - 1), "i32");
   std::string wRow64 = f.cast("arith.extui", wRow, "i32", "i64");
-  std::string txIdx = f.cast("arith.index_cast", f.muli(tx, f.i32(4)), "i32",
-                             "index");
-  std::string tyIdx = f.cast("arith.index_cast", f.muli(ty, f.i32(4)), "i32",
-                             "index");
+  std::string txIdx =
+      f.cast("arith.index_cast", f.muli(tx, f.i32(4)), "i32", "index");
+  std::string tyIdx =
+      f.cast("arith.index_cast", f.muli(ty, f.i32(4)), "i32", "index");
 
   const size_t nacc = 16;
   std::string res = f.fresh(), iv = f.fresh();
@@ -933,10 +936,10 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
   auto [run0, run1] = chunkRuns(f, s, c64);
   std::string hiHalf = f.cmp("uge", q64, f.i64(2), "i64");
   std::string run = f.select(hiHalf, run1, run0, "i64");
-  std::string xoff = f.addi(
-      f.addi(f.muli(gm64, f.i64(s.k), "i64"), run, "i64"),
-      f.muli(f.bin("arith.andi", q64, f.i64(1), "i64"), f.i64(8), "i64"),
-      "i64");
+  std::string xoff =
+      f.addi(f.addi(f.muli(gm64, f.i64(s.k), "i64"), run, "i64"),
+             f.muli(f.bin("arith.andi", q64, f.i64(1), "i64"), f.i64(8), "i64"),
+             "i64");
   std::vector<std::string> xv = loadActs(f, s, a.x, xoff, 8);
   std::string kBase = f.op("arith.muli " + qIdx + ", " + f.idx(8) + " : index");
   for (int e = 0; e < 8; ++e) {
@@ -963,17 +966,15 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
     innerArgs[i] = f.fresh();
     argList += (i ? ", " : "") + innerArgs[i] + " = " + iterArgs[i];
   }
-  f.line(inner + ":16 = scf.for " + kk + " = " + f.idx(0) + " to " +
-         f.idx(32) + " step " + f.idx(1) + " iter_args(" + argList + ") -> (" +
+  f.line(inner + ":16 = scf.for " + kk + " = " + f.idx(0) + " to " + f.idx(32) +
+         " step " + f.idx(1) + " iter_args(" + argList + ") -> (" +
          typeList(nacc) + ") {");
   ++f.indent;
   std::vector<std::string> av(4), bv(4), next(nacc);
   for (int i = 0; i < 4; ++i) {
-    std::string mi =
-        f.op("arith.addi " + tyIdx + ", " + f.idx(i) + " : index");
+    std::string mi = f.op("arith.addi " + tyIdx + ", " + f.idx(i) + " : index");
     av[i] = sharedLoad(f, "xs", kk, mi);
-    std::string nj =
-        f.op("arith.addi " + txIdx + ", " + f.idx(i) + " : index");
+    std::string nj = f.op("arith.addi " + txIdx + ", " + f.idx(i) + " : index");
     bv[i] = sharedLoad(f, "ws", kk, nj);
   }
   for (int i = 0; i < 4; ++i)
@@ -995,8 +996,8 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
     std::string mOk = f.cmp("ult", mr, a.m);
     for (int j = 0; j < 4; ++j) {
       std::string nc = f.addi(nBase, f.addi(f.muli(tx, f.i32(4)), f.i32(j)));
-      std::string ok = f.bin("arith.andi", mOk, f.cmp("ult", nc, f.i32(s.n)),
-                             "i1");
+      std::string ok =
+          f.bin("arith.andi", mOk, f.cmp("ult", nc, f.i32(s.n)), "i1");
       f.line("scf.if " + ok + " {");
       ++f.indent;
       std::string off = f.addi(

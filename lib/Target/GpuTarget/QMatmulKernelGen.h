@@ -42,12 +42,12 @@ enum class ElemType { F32, F16, BF16 };
 /// One quantized matmul shape and weight format.
 struct QMatmulSpec {
   QFormat format = QFormat::Q4_0;
-  int64_t block = 32;          ///< elements per block along K
-  QMode mode = QMode::ZeroPoint; ///< q4_0: zero point 8 (implicit)
+  int64_t block = 32;             ///< elements per block along K
+  QMode mode = QMode::ZeroPoint;  ///< q4_0: zero point 8 (implicit)
   ElemType scale = ElemType::F16; ///< scale (and min) type of int4/int8
   ElemType act = ElemType::F32;   ///< x and y element type (f32 or f16)
-  int64_t n = 0;               ///< output features (weight rows)
-  int64_t k = 0;               ///< input features (weight columns)
+  int64_t n = 0;                  ///< output features (weight rows)
+  int64_t k = 0;                  ///< input features (weight columns)
 };
 
 /// The spec of a GGUF format (block, mode and scale fixed by the format).
@@ -86,7 +86,7 @@ enum class GemvDequant {
 bool parseGemvDequant(const std::string &s, GemvDequant &out);
 
 struct KernelOptions {
-  bool gemv = true;  ///< emit <base>_gemv1 .. _gemv<maxGemvBatch>
+  bool gemv = true; ///< emit <base>_gemv1 .. _gemv<maxGemvBatch>
   int maxGemvBatch = 8;
   GemvDequant gemvDequant = GemvDequant::Packed;
   bool tiled = true; ///< emit <base>_tiled

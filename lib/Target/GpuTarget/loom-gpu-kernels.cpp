@@ -210,10 +210,10 @@ int main(int argc, char **argv) {
       if (toDir) {
         llvm::SmallString<256> path(output.getValue());
         // One spec: files named after its kernels' base name.
-        std::string stem =
-            input.empty() ? kernelBaseName(specs.front()) : name;
-        llvm::sys::path::append(path, stem + "." + chip + "." +
-                                          (emit == "ptx" ? std::string("ptx") : emit.getValue()));
+        std::string stem = input.empty() ? kernelBaseName(specs.front()) : name;
+        llvm::sys::path::append(
+            path, stem + "." + chip + "." +
+                      (emit == "ptx" ? std::string("ptx") : emit.getValue()));
         std::string e;
         auto f = openOutputFile(path, &e);
         if (!f)

@@ -15,30 +15,56 @@ typedef uintptr_t CUdeviceptr;
 static void logf_(const char *fmt, ...) {
   const char *path = getenv("LOOM_FAKE_CUDA_LOG");
   FILE *f = path ? fopen(path, "a") : stderr;
-  if (!f) return;
+  if (!f)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vfprintf(f, fmt, ap);
   va_end(ap);
   fputc('\n', f);
-  if (f != stderr) fclose(f);
+  if (f != stderr)
+    fclose(f);
 }
 static int token;
 #define H(p) ((void *)((char *)&token + (p)))
 
 CUresult cuInit(unsigned f) { return 0; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-CUresult cuGetErrorName(CUresult r, const char **s) { *s = "FAKE_ERROR"; return 0; }
-CUresult cuGetErrorString(CUresult r, const char **s) { *s = "fake driver"; return 0; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
-CUresult cuDeviceGet(int *d, int o) { *d = o; return 0; }
-CUresult cuDeviceGetName(char *n, int len, int d) { snprintf(n, len, "fake"); return 0; }
+CUresult cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return 0;
+}
+CUresult cuGetErrorName(CUresult r, const char **s) {
+  *s = "FAKE_ERROR";
+  return 0;
+}
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = "fake driver";
+  return 0;
+}
+CUresult cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+CUresult cuDeviceGet(int *d, int o) {
+  *d = o;
+  return 0;
+}
+CUresult cuDeviceGetName(char *n, int len, int d) {
+  snprintf(n, len, "fake");
+  return 0;
+}
 CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
   *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : 1000;
   return 0;
 }
-CUresult cuDeviceTotalMem_v2(size_t *b, int d) { *b = (size_t)1 << 34; return 0; }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = H(1); return 0; }
+CUresult cuDeviceTotalMem_v2(size_t *b, int d) {
+  *b = (size_t)1 << 34;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+  *c = H(1);
+  return 0;
+}
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
@@ -47,31 +73,83 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   logf_("cuMemAlloc %zu", n);
   return 0;
 }
-CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)p); logf_("cuMemFree"); return 0; }
-CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) { return cuMemAlloc_v2(p, n); }
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  free((void *)p);
+  logf_("cuMemFree");
+  return 0;
+}
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) {
+  return cuMemAlloc_v2(p, n);
+}
 static CUresult copy(const char *what, void *d, const void *s, size_t n) {
   memcpy(d, s, n);
   logf_("%s %zu", what, n);
   return 0;
 }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) { return copy("cuMemcpyHtoD", (void *)d, s, n); }
-CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) { return copy("cuMemcpyDtoH", d, (void *)s, n); }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) { return copy("cuMemcpyDtoD", (void *)d, (void *)s, n); }
-CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) { return copy("cuMemcpy", (void *)d, (void *)s, n); }
-CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) { memset((void *)d, v, n); logf_("cuMemsetD8 %zu", n); return 0; }
-CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) { logf_("cuMemsetD16 %zu", n); return 0; }
-CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) { logf_("cuMemsetD32 %zu", n); return 0; }
-CUresult cuStreamCreate(void **s, unsigned f) { *s = H(2); logf_("cuStreamCreate"); return 0; }
-CUresult cuStreamDestroy_v2(void *s) { logf_("cuStreamDestroy"); return 0; }
-CUresult cuStreamSynchronize(void *s) { logf_("cuStreamSynchronize"); return 0; }
-CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { logf_("cuStreamWaitEvent"); return 0; }
-CUresult cuEventCreate(void **e, unsigned f) { *e = H(3); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
+                              void *st) {
+  return copy("cuMemcpyHtoD", (void *)d, s, n);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  return copy("cuMemcpyDtoH", d, (void *)s, n);
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
+                              void *st) {
+  return copy("cuMemcpyDtoD", (void *)d, (void *)s, n);
+}
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  return copy("cuMemcpy", (void *)d, (void *)s, n);
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
+  memset((void *)d, v, n);
+  logf_("cuMemsetD8 %zu", n);
+  return 0;
+}
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
+  logf_("cuMemsetD16 %zu", n);
+  return 0;
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
+  logf_("cuMemsetD32 %zu", n);
+  return 0;
+}
+CUresult cuStreamCreate(void **s, unsigned f) {
+  *s = H(2);
+  logf_("cuStreamCreate");
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  logf_("cuStreamDestroy");
+  return 0;
+}
+CUresult cuStreamSynchronize(void *s) {
+  logf_("cuStreamSynchronize");
+  return 0;
+}
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
+  logf_("cuStreamWaitEvent");
+  return 0;
+}
+CUresult cuEventCreate(void **e, unsigned f) {
+  *e = H(3);
+  return 0;
+}
 CUresult cuEventRecord(void *e, void *s) { return 0; }
 CUresult cuEventSynchronize(void *e) { return 0; }
-CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) { *ms = 0; return 0; }
+CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
+  *ms = 0;
+  return 0;
+}
 CUresult cuEventDestroy_v2(void *e) { return 0; }
-CUresult cuModuleLoadData(void **m, const void *image) { *m = H(4); logf_("cuModuleLoadData"); return 0; }
-CUresult cuModuleUnload(void *m) { logf_("cuModuleUnload"); return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) {
+  *m = H(4);
+  logf_("cuModuleLoadData");
+  return 0;
+}
+CUresult cuModuleUnload(void *m) {
+  logf_("cuModuleUnload");
+  return 0;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   *f = H(5);
   logf_("cuModuleGetFunction %s", name);
@@ -85,7 +163,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
 }
 CUresult cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
 CUresult cuStreamEndCapture(void *s, void **g) { return 0; }
-CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { return 0; }
+CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
+  return 0;
+}
 CUresult cuGraphLaunch(void *e, void *s) { return 0; }
 CUresult cuGraphExecDestroy(void *e) { return 0; }
 CUresult cuGraphDestroy(void *g) { return 0; }

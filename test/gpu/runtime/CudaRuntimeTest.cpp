@@ -56,7 +56,10 @@ int freePort() {
 std::vector<unsigned char> elfHeader(unsigned machine, unsigned abi,
                                      uint32_t flags) {
   std::vector<unsigned char> h(64, 0);
-  std::memcpy(h.data(), "\x7f" "ELF", 4);
+  std::memcpy(h.data(),
+              "\x7f"
+              "ELF",
+              4);
   h[4] = 2; // 64-bit
   h[5] = 1; // little endian
   h[6] = 1;
@@ -142,9 +145,9 @@ TEST(CudaRuntime, NullHandlesAreErrors) {
   EXPECT_EQ(loom_cuda_gemm(nullptr, 42, 0, 0, 1, 1, 1, 1, 1, 1, nullptr), -1);
   EXPECT_NE(err().find("dtype 42 is not f16, bf16 or f32"), std::string::npos)
       << err();
-  EXPECT_EQ(loom_cuda_gemm(nullptr, LOOM_RT_F16, 0, 0, 1, 1, 1, 1, 1, 1,
-                           nullptr),
-            -1);
+  EXPECT_EQ(
+      loom_cuda_gemm(nullptr, LOOM_RT_F16, 0, 0, 1, 1, 1, 1, 1, 1, nullptr),
+      -1);
   EXPECT_NE(err().find("null device"), std::string::npos) << err();
   loom_cuda_close(nullptr);
   loom_cuda_module_unload(nullptr);
@@ -268,22 +271,21 @@ TEST(CudaRuntime, NcclTcpTimeouts) {
   uint8_t id[LOOM_CUDA_NCCL_ID_BYTES] = {0};
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(loom_cuda_tcp_exchange_id(1, 2, "127.0.0.1", port, 0.5, id), -1);
-  EXPECT_NE(err().find("could not reach rank 0 at 127.0.0.1:" +
-                       std::to_string(port)),
-            std::string::npos)
+  EXPECT_NE(
+      err().find("could not reach rank 0 at 127.0.0.1:" + std::to_string(port)),
+      std::string::npos)
       << err();
   EXPECT_EQ(loom_cuda_tcp_exchange_id(0, 2, "127.0.0.1", port, 0.5, id), -1);
   EXPECT_NE(err().find("rank 0 timed out"), std::string::npos) << err();
   EXPECT_NE(err().find("0 of 1 ranks connected"), std::string::npos) << err();
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           t0)
-                 .count();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_LT(s, 5.0);
   EXPECT_EQ(loom_cuda_tcp_exchange_id(2, 2, "127.0.0.1", port, 1, id), -1);
   EXPECT_NE(err().find("bad arguments"), std::string::npos) << err();
-  EXPECT_EQ(loom_cuda_tcp_exchange_id(1, 2, "no-such-host.invalid", port, 1,
-                                      id),
-            -1);
+  EXPECT_EQ(
+      loom_cuda_tcp_exchange_id(1, 2, "no-such-host.invalid", port, 1, id), -1);
   EXPECT_NE(err().find("cannot resolve MASTER_ADDR"), std::string::npos)
       << err();
 }
@@ -308,9 +310,9 @@ TEST(CudaRuntime, NcclTcpWrongPeer) {
     close(c);
   });
   uint8_t id[LOOM_CUDA_NCCL_ID_BYTES];
-  EXPECT_EQ(loom_cuda_tcp_exchange_id(1, 2, "127.0.0.1", ntohs(a.sin_port), 5,
-                                      id),
-            -1);
+  EXPECT_EQ(
+      loom_cuda_tcp_exchange_id(1, 2, "127.0.0.1", ntohs(a.sin_port), 5, id),
+      -1);
   EXPECT_NE(err().find("is not a Loom rank 0"), std::string::npos) << err();
   server.join();
   close(s);

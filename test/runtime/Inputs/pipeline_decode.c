@@ -57,8 +57,8 @@ static float *embed(const M2i *tok, const M2f *e, int64_t *b_, int64_t *s_,
   float *h = (float *)malloc(sizeof(float) * (size_t)(b * s * d + 1));
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < s; ++j) {
-      int64_t t = tok->aligned[tok->offset + i * tok->strides[0] +
-                               j * tok->strides[1]];
+      int64_t t =
+          tok->aligned[tok->offset + i * tok->strides[0] + j * tok->strides[1]];
       for (int64_t k = 0; k < d; ++k)
         h[(i * s + j) * d + k] =
             e->aligned[e->offset + t * e->strides[0] + k * e->strides[1]];
@@ -97,8 +97,7 @@ static void layer(float *h, int64_t b, int64_t s, int64_t d, const M1i *pos,
   free(mean);
 }
 
-static M2f head(const float *h, int64_t b, int64_t s, int64_t d,
-                const M2f *e) {
+static M2f head(const float *h, int64_t b, int64_t s, int64_t d, const M2f *e) {
   int64_t v = e->sizes[0];
   float *lg = (float *)malloc(sizeof(float) * (size_t)(b * v + 1));
   for (int64_t i = 0; i < b; ++i)

@@ -107,9 +107,9 @@ void loom_entry_full(void **args) {
   float *xs = copy2(x);
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < n; ++j)
-      h[i * n + j] += xs[i * n + j] +
-                      bias->aligned[bias->offset + i * bias->strides[0] +
-                                    j * bias->strides[1]];
+      h[i * n + j] +=
+          xs[i * n + j] + bias->aligned[bias->offset + i * bias->strides[0] +
+                                        j * bias->strides[1]];
   free(xs);
   *res = desc2(h, b, n);
 }
@@ -164,10 +164,9 @@ void loom_entry_last(void **args) {
   group_collective(ctx, h, b * n);
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < n; ++j)
-      h[i * n + j] +=
-          skip->aligned[skip->offset + i * skip->strides[0] +
-                        j * skip->strides[1]] +
-          bias->aligned[bias->offset + i * bias->strides[0] +
-                        j * bias->strides[1]];
+      h[i * n + j] += skip->aligned[skip->offset + i * skip->strides[0] +
+                                    j * skip->strides[1]] +
+                      bias->aligned[bias->offset + i * bias->strides[0] +
+                                    j * bias->strides[1]];
   *res = desc2(h, b, n);
 }

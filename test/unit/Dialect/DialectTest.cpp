@@ -18,9 +18,7 @@ namespace {
 
 class LoomDialectTest : public ::testing::Test {
 protected:
-  LoomDialectTest() {
-    context.loadDialect<LoomDialect, func::FuncDialect>();
-  }
+  LoomDialectTest() { context.loadDialect<LoomDialect, func::FuncDialect>(); }
   MLIRContext context;
 };
 
@@ -28,8 +26,7 @@ TEST_F(LoomDialectTest, BroadcastShapes) {
   constexpr int64_t d = ShapedType::kDynamic;
   EXPECT_EQ(*broadcastShapes({2, 1, 4}, {3, 1}),
             (SmallVector<int64_t>{2, 3, 4}));
-  EXPECT_EQ(*broadcastShapes({d, 576}, {576}),
-            (SmallVector<int64_t>{d, 576}));
+  EXPECT_EQ(*broadcastShapes({d, 576}, {576}), (SmallVector<int64_t>{d, 576}));
   EXPECT_EQ(*broadcastShapes({d}, {1}), (SmallVector<int64_t>{d}));
   EXPECT_EQ(*broadcastShapes({d}, {8}), (SmallVector<int64_t>{8}));
   EXPECT_EQ(*broadcastShapes({}, {}), (SmallVector<int64_t>{}));
@@ -55,14 +52,13 @@ TEST_F(LoomDialectTest, QuantBlockBytes) {
                            QuantMode::zero_point, f16)
                 .getBlockBytes(),
             18);
-  EXPECT_EQ(
-      QuantAttr::get(&context, QuantFormat::q4_1, 32, QuantMode::min, f16)
-          .getBlockBytes(),
-      20);
-  EXPECT_EQ(QuantAttr::get(&context, QuantFormat::q8_0, 32,
-                           QuantMode::symmetric, f16)
+  EXPECT_EQ(QuantAttr::get(&context, QuantFormat::q4_1, 32, QuantMode::min, f16)
                 .getBlockBytes(),
-            34);
+            20);
+  EXPECT_EQ(
+      QuantAttr::get(&context, QuantFormat::q8_0, 32, QuantMode::symmetric, f16)
+          .getBlockBytes(),
+      34);
   auto int4 = QuantAttr::get(&context, QuantFormat::int4, 128,
                              QuantMode::symmetric, Float32Type::get(&context));
   EXPECT_EQ(int4.getBits(), 4u);
@@ -84,8 +80,7 @@ TEST_F(LoomDialectTest, ShardingVerification) {
   ASSERT_TRUE(shard);
   MeshOp mesh = lookupMesh(shard, shard.getSharding().getMesh());
   ASSERT_TRUE(mesh);
-  EXPECT_EQ(shard.getSharding().getDimAxes(1),
-            (SmallVector<StringRef>{"tp"}));
+  EXPECT_EQ(shard.getSharding().getDimAxes(1), (SmallVector<StringRef>{"tp"}));
   EXPECT_FALSE(shard.getSharding().isReplicated());
 
   // 10 rows do not divide over dp = 2 x tp = 4.
@@ -96,15 +91,15 @@ TEST_F(LoomDialectTest, ShardingVerification) {
   });
   auto bad = ShardingAttr::get(
       &context, FlatSymbolRefAttr::get(&context, "mesh"),
-      ArrayAttr::get(&context,
-                     {ArrayAttr::get(&context,
-                                     {StringAttr::get(&context, "dp"),
-                                      StringAttr::get(&context, "tp")})}),
+      ArrayAttr::get(
+          &context,
+          {ArrayAttr::get(&context, {StringAttr::get(&context, "dp"),
+                                     StringAttr::get(&context, "tp")})}),
       ArrayAttr::get(&context, {}));
   auto type = RankedTensorType::get({10}, Float32Type::get(&context));
-  EXPECT_TRUE(failed(verifySharding(
-      [&] { return emitError(UnknownLoc::get(&context)); }, bad,
-      mesh.getMesh(), type)));
+  EXPECT_TRUE(failed(
+      verifySharding([&] { return emitError(UnknownLoc::get(&context)); }, bad,
+                     mesh.getMesh(), type)));
   EXPECT_NE(message.find("does not divide over 8 devices"), std::string::npos)
       << message;
 }

@@ -56,7 +56,8 @@ TEST_F(ShardingRuleTest, MatmulTransposedWeight) {
     func.func @f(%x: tensor<2x8x64xf32>, %w: tensor<32x64xf32>) -> tensor<2x8x32xf32> {
       %y = loom.matmul %x, %w transpose_b : tensor<2x8x64xf32>, tensor<32x64xf32> -> tensor<2x8x32xf32>
       return %y : tensor<2x8x32xf32>
-    })", "loom.matmul");
+    })",
+                  "loom.matmul");
   ASSERT_TRUE(succeeded(r));
   // loops: batch 0, M 1, N 2, K 3 (a sum)
   ASSERT_EQ(r->loops.size(), 4u);
@@ -73,7 +74,8 @@ TEST_F(ShardingRuleTest, ReshapeSplitsHeads) {
     func.func @f(%x: tensor<1x?x256xf32>) -> tensor<1x?x8x32xf32> {
       %y = loom.reshape %x : tensor<1x?x256xf32> -> tensor<1x?x8x32xf32>
       return %y : tensor<1x?x8x32xf32>
-    })", "loom.reshape");
+    })",
+                  "loom.reshape");
   ASSERT_TRUE(succeeded(r));
   // [1, S, 256] -> [1, S, 8, 32]: the 256 dim is made of (heads, head_dim).
   EXPECT_EQ(dims(r->operands[0]), (V{{0}, {1}, {2, 3}}));
@@ -87,7 +89,8 @@ TEST_F(ShardingRuleTest, GroupedQueryAttention) {
     func.func @f(%q: tensor<1x8x16x32xf32>, %kv: tensor<1x2x16x32xf32>) -> tensor<1x8x16x32xf32> {
       %o = loom.attention %q, %kv, %kv causal : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32> -> tensor<1x8x16x32xf32>
       return %o : tensor<1x8x16x32xf32>
-    })", "loom.attention");
+    })",
+                  "loom.attention");
   ASSERT_TRUE(succeeded(r));
   // loops: B 0, KV heads 1, group 2, S 3 (causal: opaque), T 4, D 5, Dv 6
   EXPECT_EQ(r->loops[1].size, 2);
@@ -103,7 +106,8 @@ TEST_F(ShardingRuleTest, QuantizedMatmulKeepsBlocks) {
     func.func @f(%x: tensor<4x256xf32>, %w: !loom.qtensor<64x256, #loom.quant<q4_0>>) -> tensor<4x64xf32> {
       %y = loom.qmatmul %x, %w : tensor<4x256xf32>, !loom.qtensor<64x256, #loom.quant<q4_0>> -> tensor<4x64xf32>
       return %y : tensor<4x64xf32>
-    })", "loom.qmatmul");
+    })",
+                  "loom.qmatmul");
   ASSERT_TRUE(succeeded(r));
   // K is a sum whose shards hold whole Q4_0 blocks of 32.
   EXPECT_EQ(r->loops[2].kind, LoopKind::Sum);
@@ -116,7 +120,8 @@ TEST_F(ShardingRuleTest, NormsAndSoftmaxReadTheirAxisWhole) {
     func.func @f(%x: tensor<4x64xf32>, %g: tensor<64xf32>) -> tensor<4x64xf32> {
       %y = loom.rms_norm %x scale(%g : tensor<64xf32>) epsilon = 1.0e-05 : tensor<4x64xf32> -> tensor<4x64xf32>
       return %y : tensor<4x64xf32>
-    })", "loom.rms_norm");
+    })",
+                  "loom.rms_norm");
   ASSERT_TRUE(succeeded(r));
   EXPECT_EQ(r->loops[0].kind, LoopKind::Parallel);
   EXPECT_EQ(r->loops[1].kind, LoopKind::Opaque);
@@ -129,7 +134,8 @@ TEST_F(ShardingRuleTest, MeanIsNotASum) {
       %y = loom.reduce mean %x axes = [1] : tensor<4x64xf32> -> tensor<4xf32>
       %z = loom.reduce sum %x axes = [1] : tensor<4x64xf32> -> tensor<4xf32>
       return %y : tensor<4xf32>
-    })", "loom.reduce");
+    })",
+                  "loom.reduce");
   ASSERT_TRUE(succeeded(r));
   EXPECT_EQ(r->loops[1].kind, LoopKind::Opaque);
   EXPECT_EQ(dims(r->results[0]), (V{{0}}));
@@ -140,7 +146,8 @@ TEST_F(ShardingRuleTest, BroadcastOperandsNeverSplitSizeOne) {
     func.func @f(%x: tensor<4x64xf32>, %b: tensor<1x64xf32>) -> tensor<4x64xf32> {
       %y = loom.add %x, %b : tensor<4x64xf32>, tensor<1x64xf32> -> tensor<4x64xf32>
       return %y : tensor<4x64xf32>
-    })", "loom.add");
+    })",
+                  "loom.add");
   ASSERT_TRUE(succeeded(r));
   EXPECT_EQ(dims(r->operands[1]), (V{{}, {1}}));
 }

@@ -37,7 +37,8 @@ protected:
         %e = loom.embedding %t, %tok : !loom.qtensor<49152x576, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x576xf32>
         %y = loom.qmatmul %e, %t : tensor<1x?x576xf32>, !loom.qtensor<49152x576, #loom.quant<q8_0>> -> tensor<1x?x49152xf32>
         return %y : tensor<1x?x49152xf32>
-      })", &context);
+      })",
+                                         &context);
     auto d = cost::deviceByName("cpu");
     EXPECT_TRUE(bool(d));
     dev = *d;
@@ -72,21 +73,19 @@ TEST_F(OpCostTest, EmbeddingMovesTheRowsItReads) {
   double rows = kTableBytes * tokens / kVocab; // 32 rows of q8_0
   double t = opTime(dev, op, &rule, {table, ids}, {out}, 1,
                     /*dynamicSize=*/32);
-  EXPECT_DOUBLE_EQ(t, cost::rooflineTime(dev, cost::ElemType::F32,
-                                         tokens * kDim,
-                                         rows + ids.bytes + out.bytes));
+  EXPECT_DOUBLE_EQ(t,
+                   cost::rooflineTime(dev, cost::ElemType::F32, tokens * kDim,
+                                      rows + ids.bytes + out.bytes));
   // The whole table (30 MB) would cost ~300x more.
   double whole = cost::rooflineTime(dev, cost::ElemType::F32, tokens * kDim,
                                     kTableBytes + ids.bytes + out.bytes);
   EXPECT_GT(whole, 100 * t);
   // More ids than rows: at most the whole table.
   LocalTensor many{1e6 * kDim * 4, 1e6 * kDim};
-  double capped = opTime(dev, op, &rule, {table, ids},
-                         {many}, 1, 32);
-  EXPECT_DOUBLE_EQ(capped, cost::rooflineTime(dev, cost::ElemType::F32,
-                                              many.elements,
-                                              kTableBytes + ids.bytes +
-                                                  many.bytes));
+  double capped = opTime(dev, op, &rule, {table, ids}, {many}, 1, 32);
+  EXPECT_DOUBLE_EQ(capped,
+                   cost::rooflineTime(dev, cost::ElemType::F32, many.elements,
+                                      kTableBytes + ids.bytes + many.bytes));
 }
 
 TEST_F(OpCostTest, TiedHeadMovesItsWholeWeightAndCountsDynamicTokens) {
@@ -107,8 +106,7 @@ TEST_F(OpCostTest, TiedHeadMovesItsWholeWeightAndCountsDynamicTokens) {
   // 1.8 GFLOP on the 2-core CPU's 134 GFLOP/s: compute-bound, ~14 ms.
   EXPECT_NEAR(t, 2 * tokens * kVocab * kDim / (dev.peakF32 * 0.70), 1e-9);
   // Split over 4 devices (the vocabulary over tp): a quarter of the FLOPs.
-  double t4 = opTime(dev, op, &rule,
-                     {x, {w.bytes / 4, w.elements / 4}},
+  double t4 = opTime(dev, op, &rule, {x, {w.bytes / 4, w.elements / 4}},
                      {{y.bytes / 4, y.elements / 4}}, 4, 32);
   EXPECT_NEAR(t4, t / 4, t * 1e-12);
 }

@@ -1,4 +1,5 @@
-//===- BundleCheckTest.cpp - checks of a bundle before dlopen --------------===//
+//===- BundleCheckTest.cpp - checks of a bundle before dlopen
+//--------------===//
 
 #include "loom/runtime/BundleCheck.h"
 
@@ -63,8 +64,8 @@ TEST(BundleCheck, Integrity) {
   EXPECT_NE(err.find("integrity: missing"), std::string::npos) << err;
   m.integrity.present = true;
   std::string bytes = "library bytes";
-  m.integrity.library = loom::fnvString(loom::fnv1a64(bytes.data(),
-                                                      bytes.size()));
+  m.integrity.library =
+      loom::fnvString(loom::fnv1a64(bytes.data(), bytes.size()));
   m.integrity.entries = m.entriesHash;
   EXPECT_TRUE(checkBundleIntegrity(m, p, &err)) << err;
   m.integrity.entries = "fnv1a64:2222222222222222";

@@ -1,7 +1,8 @@
-//===- ManifestTest.cpp - manifest.json validation -------------------------===//
+//===- ManifestTest.cpp - manifest.json validation
+//-------------------------===//
 
-#include "ManifestTestUtil.h"
 #include "loom/runtime/Manifest.h"
+#include "ManifestTestUtil.h"
 #include "loom/runtime/NpyName.h"
 
 #include <gtest/gtest.h>
@@ -71,10 +72,10 @@ TEST(Manifest, Interleave) {
   const std::string bad = "entries[0].weights[0].interleave: not a layout of "
                           "a 2-D i8 weight";
   // Blocks that do not divide the row, values not in whole units, no rows.
-  EXPECT_NE(parseError(replaced(q, "\"block_bytes\": 18",
-                                "\"block_bytes\": 20"))
-                .find(bad),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(replaced(q, "\"block_bytes\": 18", "\"block_bytes\": 20"))
+          .find(bad),
+      std::string::npos);
   EXPECT_NE(parseError(replaced(q, "\"unit_bytes\": 4", "\"unit_bytes\": 3"))
                 .find(bad),
             std::string::npos);
@@ -94,11 +95,11 @@ TEST(Manifest, Versions) {
                       "Loom runtime (loom-run, the loom Python package) "
                       "reads version 1"),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(kGood, "\"abi_version\": 1",
-                                "\"abi_version\": 7"))
-                .find("ABI version 7, but this Loom runtime has ABI "
-                      "version 1"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(replaced(kGood, "\"abi_version\": 1", "\"abi_version\": 7"))
+          .find("ABI version 7, but this Loom runtime has ABI "
+                "version 1"),
+      std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, "loom-bundle", "other"))
                 .find("'other' is not a Loom bundle"),
             std::string::npos);
@@ -107,8 +108,9 @@ TEST(Manifest, Versions) {
 TEST(Manifest, MissingKeysAndWrongTypes) {
   EXPECT_EQ(parseError(replaced(kGood, "\"model\": \"mlp\",", "")),
             "manifest.json: model: missing");
-  EXPECT_EQ(parseError(replaced(kGood, "\"num_ranks\": 2", "\"num_ranks\": "
-                                                           "\"2\"")),
+  EXPECT_EQ(parseError(replaced(kGood, "\"num_ranks\": 2",
+                                "\"num_ranks\": "
+                                "\"2\"")),
             "manifest.json: num_ranks: expected an integer");
   EXPECT_EQ(parseError(replaced(kGood, "[-1, 4]", "[-1, 4.5]")),
             "manifest.json: entries[0].inputs[0].shape[1]: expected an "
@@ -132,9 +134,8 @@ TEST(Manifest, OutputNamesMapToDistinctFileNames) {
   EXPECT_EQ(loom::npyFileStem(""), "_");
   Manifest m;
   std::string err;
-  ASSERT_TRUE(parseManifest(replaced(kGood, "\"name\": \"y\"",
-                                     "\"name\": \"gpu_0/y\""),
-                            1, m, &err))
+  ASSERT_TRUE(parseManifest(
+      replaced(kGood, "\"name\": \"y\"", "\"name\": \"gpu_0/y\""), 1, m, &err))
       << err;
   EXPECT_EQ(m.entries[0].outputs[0].name, "gpu_0/y");
   std::string two = replaced(
@@ -152,12 +153,13 @@ TEST(Manifest, RanksAndMesh) {
   EXPECT_NE(parseError(replaced(kGood, "\"num_ranks\": 2", "\"num_ranks\": 3"))
                 .find("num_ranks: 3 is not the product of mesh.shape"),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(kGood, "\"coords\": [0, 1]",
-                                "\"coords\": [1, 0]"))
-                .find("ranks[1].coords: do not match"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaced(kGood, "\"nbytes\": 16, \"shape\": [4], "
-                                       "\"strides\": [1]}]}}]",
+  EXPECT_NE(
+      parseError(replaced(kGood, "\"coords\": [0, 1]", "\"coords\": [1, 0]"))
+          .find("ranks[1].coords: do not match"),
+      std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood,
+                                "\"nbytes\": 16, \"shape\": [4], "
+                                "\"strides\": [1]}]}}]",
                                 "\"nbytes\": 8, \"shape\": [4], "
                                 "\"strides\": [1]}]}}]"))
                 .find("ranks[1].weights.main[0]: shape and strides reach 16 "
@@ -199,12 +201,12 @@ TEST(Manifest, SlicesMatchTheirWeightAndNeverOverflow) {
 }
 
 TEST(Manifest, IntegrityAndTargetAreRead) {
-  std::string text = replaced(
-      kGood, "\"library\": \"mlp.so\",",
-      "\"library\": \"mlp.so\", \"integrity\": {\"library\": "
-      "\"fnv1a64:0123456789abcdef\", \"entries\": \"fnv1a64:00\"}, "
-      "\"target\": {\"cpu\": \"skylake\", \"features\": [\"avx2\", "
-      "\"fma\"]},");
+  std::string text =
+      replaced(kGood, "\"library\": \"mlp.so\",",
+               "\"library\": \"mlp.so\", \"integrity\": {\"library\": "
+               "\"fnv1a64:0123456789abcdef\", \"entries\": \"fnv1a64:00\"}, "
+               "\"target\": {\"cpu\": \"skylake\", \"features\": [\"avx2\", "
+               "\"fma\"]},");
   Manifest m;
   std::string err;
   ASSERT_TRUE(parseManifest(text, 1, m, &err)) << err;

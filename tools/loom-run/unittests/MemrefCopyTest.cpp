@@ -1,4 +1,5 @@
-//===- MemrefCopyTest.cpp - memrefCopy and the strided copy ----------------===//
+//===- MemrefCopyTest.cpp - memrefCopy and the strided copy
+//----------------===//
 
 #include "loom/runtime/Strided.h"
 
@@ -81,8 +82,7 @@ TEST(MemrefCopy, StridedDestinationSubview3D) {
     for (int b = 0; b < 2; ++b)
       for (int c = 0; c < 5; ++c) {
         bool inside = a >= 1 && c >= 1 && c < 4;
-        int16_t want =
-            inside ? src[(a - 1) * 6 + b * 3 + (c - 1)] : int16_t(0);
+        int16_t want = inside ? src[(a - 1) * 6 + b * 3 + (c - 1)] : int16_t(0);
         EXPECT_EQ(dst[a * 10 + b * 5 + c], want) << a << b << c;
       }
 }
@@ -145,9 +145,8 @@ using loom::run::RowInterleave;
 /// c * rows * bb): a header byte of field f at f * rows * fb + j * fb +
 /// (b - f * fb), a value byte of unit u at rows * head + u * rows * ub +
 /// j * ub + (b - head - u * ub). The other rows stay in place.
-std::vector<char> interleavedByDefinition(const std::vector<char> &m,
-                                          int64_t n, int64_t r,
-                                          const RowInterleave &il) {
+std::vector<char> interleavedByDefinition(const std::vector<char> &m, int64_t n,
+                                          int64_t r, const RowInterleave &il) {
   std::vector<char> out(m.size());
   const int64_t head = il.fields * il.fieldBytes;
   for (int64_t row = 0; row < n; ++row)
@@ -163,8 +162,8 @@ std::vector<char> interleavedByDefinition(const std::vector<char> &m,
                b % il.fieldBytes;
         } else {
           int64_t u = (b - head) / il.unitBytes;
-          in = il.rows * head + u * il.rows * il.unitBytes +
-               j * il.unitBytes + (b - head) % il.unitBytes;
+          in = il.rows * head + u * il.rows * il.unitBytes + j * il.unitBytes +
+               (b - head) % il.unitBytes;
         }
         to = g * il.rows * r + c * il.rows * il.blockBytes + in;
       }
@@ -218,8 +217,7 @@ TEST(InterleaveRows, FromStridedBlocks) {
     for (int64_t col = 0; col < r; ++col)
       block[size_t(row * r + col)] = m[size_t(row * full + 36 + col)];
   std::vector<char> got(block.size(), 0);
-  loom::run::interleaveRows(m.data() + 36, {n, r}, {full, 1}, il,
-                            got.data());
+  loom::run::interleaveRows(m.data() + 36, {n, r}, {full, 1}, il, got.data());
   EXPECT_EQ(got, interleavedByDefinition(block, n, r, il));
   // Column-major storage of the same block (inner stride n).
   std::vector<char> colMajor(block.size());
@@ -227,8 +225,7 @@ TEST(InterleaveRows, FromStridedBlocks) {
     for (int64_t col = 0; col < r; ++col)
       colMajor[size_t(col * n + row)] = block[size_t(row * r + col)];
   std::vector<char> got2(block.size(), 0);
-  loom::run::interleaveRows(colMajor.data(), {n, r}, {1, n}, il,
-                            got2.data());
+  loom::run::interleaveRows(colMajor.data(), {n, r}, {1, n}, il, got2.data());
   EXPECT_EQ(got2, interleavedByDefinition(block, n, r, il));
 }
 

@@ -1,4 +1,5 @@
-//===- NpyTest.cpp - the .npy reader/writer --------------------------------===//
+//===- NpyTest.cpp - the .npy reader/writer
+//--------------------------------===//
 
 #include "loom/runtime/Npy.h"
 
@@ -163,14 +164,16 @@ TEST(Npy, RejectsOverflowingShapes) {
   NpyArray a;
   // 2^32 * 2^32 elements wraps to 0 in int64 arithmetic.
   writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
-                       "'shape': (4294967296, 4294967296), }", ""));
+                       "'shape': (4294967296, 4294967296), }",
+                       ""));
   EXPECT_FALSE(readNpy(p, a, &err));
   EXPECT_NE(err.find("more elements than fit in 64 bits"), std::string::npos)
       << err;
   EXPECT_NE(err.find("(4294967296, 4294967296)"), std::string::npos) << err;
   // 2^62 elements fit, their bytes (x4) do not.
   writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
-                       "'shape': (4611686018427387904,), }", ""));
+                       "'shape': (4611686018427387904,), }",
+                       ""));
   EXPECT_FALSE(readNpy(p, a, &err));
   EXPECT_NE(err.find("more bytes than fit in 64 bits"), std::string::npos)
       << err;
@@ -186,7 +189,8 @@ TEST(Npy, RejectsOverflowingShapes) {
       << err;
   // A zero dimension next to a huge one: 0 elements, accepted.
   writeRaw(p, npyImage("{'descr': '<f4', 'fortran_order': False, "
-                       "'shape': (0, 9223372036854775807), }", ""));
+                       "'shape': (0, 9223372036854775807), }",
+                       ""));
   EXPECT_TRUE(readNpy(p, a, &err)) << err;
   EXPECT_EQ(a.numBytes(), 0);
   std::remove(p.c_str());

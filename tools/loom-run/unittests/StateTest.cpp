@@ -1,8 +1,8 @@
 //===- StateTest.cpp - KV-cache state: manifest fields, --ctx, positions --===//
 
+#include "loom/runtime/State.h"
 #include "ManifestTestUtil.h"
 #include "loom/runtime/Manifest.h"
-#include "loom/runtime/State.h"
 
 #include <gtest/gtest.h>
 
@@ -64,8 +64,9 @@ TEST(State, ManifestFields) {
 }
 
 TEST(State, ManifestRefusals) {
-  EXPECT_NE(parseError(replaced(kLlm, "\"state\": \"kv_cache\"",
-                                "\"state\": \"rng\"")).find("unknown state 'rng'"),
+  EXPECT_NE(parseError(
+                replaced(kLlm, "\"state\": \"kv_cache\"", "\"state\": \"rng\""))
+                .find("unknown state 'rng'"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kLlm, "\"ctx_dim\": 2", "\"ctx_dim\": 1"))
                 .find("ctx_dim: must name a dynamic (-1) dimension"),
@@ -73,10 +74,10 @@ TEST(State, ManifestRefusals) {
   EXPECT_NE(parseError(replaced(kLlm, ", \"context_length\": 128", ""))
                 .find("model.context_length: missing"),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(kLlm, "\"format\": \"gguf\"",
-                                "\"format\": \"spm\""))
-                .find("tokenizer.format"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(replaced(kLlm, "\"format\": \"gguf\"", "\"format\": \"spm\""))
+          .find("tokenizer.format"),
+      std::string::npos);
 }
 
 TEST(State, ChooseContext) {
@@ -101,11 +102,11 @@ TEST(State, ChooseContext) {
   // Initial state files fix the context; --ctx must agree.
   NpyArray k;
   k.shape = {1, 2, 24, 4};
-  ASSERT_TRUE(chooseContext(m, e, 0, {&k, nullptr}, 1, int64_t(1) << 30, ctx,
-                            &err));
+  ASSERT_TRUE(
+      chooseContext(m, e, 0, {&k, nullptr}, 1, int64_t(1) << 30, ctx, &err));
   EXPECT_EQ(ctx, 24);
-  EXPECT_FALSE(chooseContext(m, e, 16, {&k, nullptr}, 1, int64_t(1) << 30,
-                             ctx, &err));
+  EXPECT_FALSE(
+      chooseContext(m, e, 16, {&k, nullptr}, 1, int64_t(1) << 30, ctx, &err));
   EXPECT_NE(err.find("disagrees"), std::string::npos);
 }
 

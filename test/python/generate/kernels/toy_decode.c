@@ -49,7 +49,8 @@ void loom_entry_decode(void **args) {
   const int64_t *t = (const int64_t *)tok->aligned;
   const int64_t *p = (const int64_t *)pos->aligned;
   float *K = (float *)ck->aligned, *Vc = (float *)cv->aligned;
-  const float *E = (const float *)emb->aligned, *W = (const float *)wout->aligned;
+  const float *E = (const float *)emb->aligned,
+              *W = (const float *)wout->aligned;
   int64_t p0 = p[0], last = p0 + S - 1;
   if (last >= C)
     loom_rt_abort(ctx, "toy decode: position beyond the cache");
@@ -98,8 +99,7 @@ void loom_entry_decode(void **args) {
     }
   }
 #ifndef VOCAB_SPLIT
-  loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, out, out, B * VL,
-                     MP_MASK);
+  loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, out, out, B * VL, MP_MASK);
 #endif
   free(feat);
   free(sc);

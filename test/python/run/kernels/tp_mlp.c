@@ -18,7 +18,8 @@ struct Results {
   M2 y, gathered;
 };
 
-#define AT(m, i, j) ((m)->aligned[(m)->offset + (i) * (m)->strides[0] + (j) * (m)->strides[1]])
+#define AT(m, i, j)                                                            \
+  ((m)->aligned[(m)->offset + (i) * (m)->strides[0] + (j) * (m)->strides[1]])
 
 void loom_entry_main(void **args) {
   struct Results *res = (struct Results *)args[0];

@@ -91,7 +91,7 @@ void loom_entry_main(void **args) {
     usleep(4000000);
 #endif
   loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, y, y, n * m,
-                       LOOM_RT_ALL_AXES);
+                     LOOM_RT_ALL_AXES);
 
 #ifdef TRANSPOSED_OUT
   /* Store y^T in memory and return a [n, m] view with strides [1, n]. */
@@ -125,8 +125,8 @@ void loom_entry_twice(void **args) {
   float *y = (float *)malloc(sizeof(float) * (size_t)(n * m + 1));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < m; ++j)
-      y[i * m + j] = 2 * x->aligned[x->offset + i * x->strides[0] +
-                                    j * x->strides[1]];
+      y[i * m + j] =
+          2 * x->aligned[x->offset + i * x->strides[0] + j * x->strides[1]];
   M2f out = {y, y, 0, {n, m}, {m, 1}};
   *res = out;
 }
