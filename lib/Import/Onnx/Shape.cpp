@@ -147,6 +147,13 @@ bool emitConcat(EmitContext &c) {
   for (size_t i = 0; i < c.in.size(); ++i) {
     if (!c.hasIn(i))
       continue;
+    // Ranks from the file are checked before shape[axis] is read (the
+    // structure-aware fuzzer found [2, 3] beside [2] on axis 1 reading past
+    // the shape).
+    if (c.rank(i) != c.rank(0))
+      return c.fail("Concat input " + Twine(i) + " has rank " +
+                    Twine(c.rank(i)) + " but input 0 has rank " +
+                    Twine(c.rank(0)) + "; every input needs the same rank");
     Value x = c.input(i);
     if (!x)
       return false;

@@ -185,3 +185,17 @@ def test_integer_cast_fold_wraps(tmp_path, to, want):
     assert r.returncode == 0, r.stderr
     text = p.with_suffix(".out.mlir").read_text()
     assert "dense<[" + ", ".join(f"{v:.6e}" for v in want) + "]>" in text, text
+
+
+def test_concat_of_different_ranks(tmp_path):
+    # Concat of a [2, 3] and a [2] on axis 1 (emitted, not folded: float
+    # inputs): the emitter read shape[1] of the 1-D input past its end (an
+    # assertion in the fuzzer's build; fuzz/seeds/onnx/
+    # assert-concat-inputs-of-different-ranks.onnx, found by onnx_struct).
+    p = save(tmp_path, [helper.make_node("Concat", ["a", "b"], ["y"], axis=1,
+                                         name="cat")],
+             [vi("a", [2, 3]), vi("b", [2])], [vi("y", None)])
+    r = loomc(p)
+    assert r.returncode == 1
+    assert ("node 'cat' (Concat): Concat input 1 has rank 1 but input 0 has "
+            "rank 2; every input needs the same rank") in r.stderr, r.stderr
