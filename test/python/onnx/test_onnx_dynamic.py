@@ -209,6 +209,20 @@ def test_runtime_reshape(tmp_path, target, flatten):
     assert max(errs) <= 1e-6, errs
 
 
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_runtime_reshape_dp(tmp_path, mesh):
+    """[S*B, E] -> [B, S, E] with run-time sizes on dp=2 and dp=2 x tp=2
+    (the reshape with sizes runs replicated; every rank checked)."""
+    path = tmp_path / "r.onnx"
+    reshape_model(path, ("b", "s"), True)
+    bundle = compile_once(tmp_path, path, "--mesh", mesh)
+    rng = np.random.default_rng(3)
+    feeds = [{"x": rng.standard_normal((s, b, 8)).astype(np.float32)}
+             for s, b in ((3, 2), (5, 5), (1, 4))]
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
+    assert max(errs) <= 1e-6, errs
+
+
 @pytest.mark.parametrize("mesh", [None, "dp=2", "dp=2,tp=2"])
 def test_minilm_dynamic_mask(tmp_path, mesh):
     """all-MiniLM-L6-v2 exported with dynamic batch and sequence and an
