@@ -287,6 +287,13 @@ bool emitSlice(EmitContext &c) {
   Value v = x;
   SmallVector<Dim> s = c.shape(0);
   for (size_t k = 0; k < ax.size(); ++k) {
+    // The axes input comes from the file (the attribute checks in
+    // importNode do not see it): axes [8] of a rank-2 input read past the
+    // shape (found by onnx_fuzzer).
+    if (ax[k] < -r || ax[k] >= r)
+      return c.fail("Slice axis " + Twine(ax[k]) +
+                    " is out of range for an input of rank " + Twine(r) +
+                    "; the file is corrupt");
     int64_t axis = normAxis(ax[k], r);
     int64_t step = sp.empty() ? 1 : sp[k];
     if (step <= 0)
