@@ -38,7 +38,9 @@ inline int runOnnxModel(const uint8_t *data, size_t size) {
 
   mlir::DialectRegistry registry;
   registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
+  // No thread pool: the raise phase on one small model gains nothing from
+  // threads, and a context with threading starts them per execution.
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
   context.printOpOnDiagnostic(false);
   // Diagnostics of a refused module are expected: keep them quiet.

@@ -45,6 +45,8 @@ inline constexpr RuntimeFunction kRuntimeFunctions[] = {
      "ppp"},
     // Checks: (ctx, input name, index, lo, hi, op name).
     {"loom_rt_index_error", 'v', "pplllp"},
+    // Failure: (ctx, message).
+    {"loom_rt_abort", 'v', "pp"},
 };
 
 /// The row of `name`, or null.

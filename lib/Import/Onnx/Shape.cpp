@@ -147,6 +147,13 @@ bool emitConcat(EmitContext &c) {
   for (size_t i = 0; i < c.in.size(); ++i) {
     if (!c.hasIn(i))
       continue;
+    // Ranks from the file are checked before shape[axis] is read (the
+    // structure-aware fuzzer found [2, 3] beside [2] on axis 1 reading past
+    // the shape).
+    if (c.rank(i) != c.rank(0))
+      return c.fail("Concat input " + Twine(i) + " has rank " +
+                    Twine(c.rank(i)) + " but input 0 has rank " +
+                    Twine(c.rank(0)) + "; every input needs the same rank");
     Value x = c.input(i);
     if (!x)
       return false;
@@ -280,6 +287,13 @@ bool emitSlice(EmitContext &c) {
   Value v = x;
   SmallVector<Dim> s = c.shape(0);
   for (size_t k = 0; k < ax.size(); ++k) {
+    // The axes input comes from the file (the attribute checks in
+    // importNode do not see it): axes [8] of a rank-2 input read past the
+    // shape (found by onnx_fuzzer).
+    if (ax[k] < -r || ax[k] >= r)
+      return c.fail("Slice axis " + Twine(ax[k]) +
+                    " is out of range for an input of rank " + Twine(r) +
+                    "; the file is corrupt");
     int64_t axis = normAxis(ax[k], r);
     int64_t step = sp.empty() ? 1 : sp[k];
     if (step <= 0)

@@ -3,6 +3,7 @@ compiled once, run at several sequence lengths with loom-run and compared
 with ONNX Runtime. Run-time dims reach the loom ops as sizes computed from
 the inputs' dims (docs/IMPORT-ONNX.md, "Run-time dimensions")."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,8 +43,9 @@ def compile_once(tmp, path, *flags):
     return out
 
 
-def run_ranks(tmp, bundle, feeds, tag):
-    """Runs `bundle` on `feeds` (name -> array) on all its ranks; returns
+def run_ranks(tmp, bundle, feeds, tag, mpi=0):
+    """Runs `bundle` on `feeds` (name -> array) on all its ranks (thread
+    ranks, or `mpi` processes under mpirun with the MPI backend); returns
     every rank's output 'y'."""
     args = []
     for name, a in feeds.items():
@@ -51,18 +53,23 @@ def run_ranks(tmp, bundle, feeds, tag):
         np.save(f, a)
         args += ["--input", f"{name}={f}"]
     res = tmp / f"res-{tag}"
-    run([LOOM_RUN, bundle, *args, "--output", res, "--all-ranks"])
+    cmd = [LOOM_RUN, bundle, *args, "--output", res, "--all-ranks"]
+    if mpi:
+        cmd = [shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
+               "-np", str(mpi), *cmd, "--backend", "mpi"]
+    run(cmd)
     return [np.load(f) for f in sorted(res.glob("y.rank*.npy"))]
 
 
-def check(tmp, path, bundle, feeds_list):
-    """The largest relative error to ONNX Runtime per feed, over all ranks."""
+def check(tmp, path, bundle, feeds_list, ranks=1, mpi=False):
+    """The largest relative error to ONNX Runtime per feed, over all ranks
+    (`ranks` of them, each checked)."""
     sess = ort.InferenceSession(str(path))
     errs = []
     for i, feeds in enumerate(feeds_list):
         want = sess.run(None, feeds)[0]
-        outs = run_ranks(tmp, bundle, feeds, str(i))
-        assert outs, "no rank wrote y"
+        outs = run_ranks(tmp, bundle, feeds, str(i), mpi=ranks if mpi else 0)
+        assert len(outs) == ranks, f"{len(outs)} of {ranks} ranks wrote y"
         for got in outs:
             assert got.shape == want.shape, (got.shape, want.shape)
         errs.append(max(max_rel_err(got, want) for got in outs))
@@ -81,12 +88,30 @@ def export_encoder(path, dynamic):
                       output_names=["y"], opset_version=14, dynamic_axes=axes)
 
 
-@pytest.mark.parametrize("mesh", [None, "tp=2"])
+def mesh_ranks(mesh):
+    """The number of ranks of a --mesh string ('dp=2,tp=2' -> 4)."""
+    n = 1
+    for axis in (mesh or "").split(","):
+        if axis:
+            n *= int(axis.split("=")[1])
+    return n
+
+
+# dp=2 with a run-time batch: the planner never splits a dimension whose
+# size is only known at run time (docs/IMPORT-ONNX.md, "Data parallelism
+# with run-time shapes"), so the batch stays whole on every dp rank and dp
+# splits the static dims (hidden, heads) as tp would. An odd batch and a
+# batch of 1 (smaller than dp) are among the shapes run.
+MESHES = [None, "tp=2", "dp=2", "dp=2,tp=2"]
+
+
+@pytest.mark.parametrize("mesh", MESHES)
 def test_transformer_encoder_dynamic(tmp_path, mesh):
     """The encoder with dynamic sequence and batch: torch MHA's [S, B, E] ->
     [S, B*H, Dh] reshapes carry run-time sizes, the raised attention has a
     static head count; one bundle at (S, B) = (8, 2), (13, 3) and (1, 1),
-    on one rank and on tp=2 (every rank's output checked)."""
+    on one rank, tp=2, dp=2 and dp=2 x tp=2 (every rank's output
+    checked)."""
     path = tmp_path / "enc.onnx"
     export_encoder(path, dynamic=True)
     run([LOOMC, path, "--compile-to=raise", "-o", tmp_path / "raised.mlir"])
@@ -97,8 +122,24 @@ def test_transformer_encoder_dynamic(tmp_path, mesh):
     rng = np.random.default_rng(1)
     feeds = [{"x": rng.standard_normal(s).astype(np.float32)}
              for s in ((8, 2, 64), (13, 3, 64), (1, 1, 64))]
-    errs = check(tmp_path, path, bundle, feeds)
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
     print(f"transformer encoder ({mesh or '1 rank'}): max rel err {errs}")
+    assert max(errs) <= TOL
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not installed")
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_transformer_encoder_dynamic_mpi(tmp_path, mesh):
+    """The dynamic encoder's dp bundles under mpirun (one process per rank,
+    loom-run --backend mpi), at an odd batch and a batch of 1."""
+    path = tmp_path / "enc.onnx"
+    export_encoder(path, dynamic=True)
+    bundle = compile_once(tmp_path, path, "--mesh", mesh)
+    rng = np.random.default_rng(4)
+    feeds = [{"x": rng.standard_normal(s).astype(np.float32)}
+             for s in ((13, 3, 64), (5, 1, 64))]
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh), mpi=True)
+    print(f"transformer encoder ({mesh}, MPI): max rel err {errs}")
     assert max(errs) <= TOL
 
 
@@ -111,7 +152,7 @@ def test_transformer_encoder_static(tmp_path, mesh):
     export_encoder(path, dynamic=False)
     bundle = compile_once(tmp_path, path, *(["--mesh", mesh] if mesh else []))
     x = np.random.default_rng(1).standard_normal((8, 2, 64)).astype(np.float32)
-    errs = check(tmp_path, path, bundle, [{"x": x}])
+    errs = check(tmp_path, path, bundle, [{"x": x}], ranks=mesh_ranks(mesh))
     print(f"static transformer encoder ({mesh or '1 rank'}): max rel err {errs}")
     assert max(errs) <= TOL
 
@@ -168,10 +209,26 @@ def test_runtime_reshape(tmp_path, target, flatten):
     assert max(errs) <= 1e-6, errs
 
 
-def test_minilm_dynamic_mask(tmp_path):
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_runtime_reshape_dp(tmp_path, mesh):
+    """[S*B, E] -> [B, S, E] with run-time sizes on dp=2 and dp=2 x tp=2
+    (the reshape with sizes runs replicated; every rank checked)."""
+    path = tmp_path / "r.onnx"
+    reshape_model(path, ("b", "s"), True)
+    bundle = compile_once(tmp_path, path, "--mesh", mesh)
+    rng = np.random.default_rng(3)
+    feeds = [{"x": rng.standard_normal((s, b, 8)).astype(np.float32)}
+             for s, b in ((3, 2), (5, 5), (1, 4))]
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
+    assert max(errs) <= 1e-6, errs
+
+
+@pytest.mark.parametrize("mesh", [None, "dp=2", "dp=2,tp=2"])
+def test_minilm_dynamic_mask(tmp_path, mesh):
     """all-MiniLM-L6-v2 exported with dynamic batch and sequence and an
     attention_mask input (HF's (1 - mask) * finfo.min additive mask); one
-    bundle at 2x7 and 3x12 tokens with padding in the mask."""
+    bundle at 2x7 and 3x12 tokens with padding in the mask, on one rank,
+    dp=2 and dp=2 x tp=2."""
     import minilm
 
     try:
@@ -184,7 +241,7 @@ def test_minilm_dynamic_mask(tmp_path):
     run([LOOMC, path, "--compile-to=raise", "-o", tmp_path / "raised.mlir"])
     ir = (tmp_path / "raised.mlir").read_text()
     assert ir.count("loom.attention ") == 6
-    bundle = compile_once(tmp_path, path)
+    bundle = compile_once(tmp_path, path, *(["--mesh", mesh] if mesh else []))
     rng = np.random.default_rng(0)
     feeds = []
     for b, s, pad in ((2, 7, (0, 3)), (3, 12, (5, 0, 11))):
@@ -194,8 +251,8 @@ def test_minilm_dynamic_mask(tmp_path):
             if p:
                 mask[row, s - p:] = 0
         feeds.append({"input_ids": ids, "attention_mask": mask})
-    errs = check(tmp_path, path, bundle, feeds)
-    print(f"minilm dynamic + mask: max rel err {errs}")
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
+    print(f"minilm dynamic + mask ({mesh or '1 rank'}): max rel err {errs}")
     assert max(errs) <= TOL
 
 

@@ -103,6 +103,23 @@ def test_lrn_dynamic_channels_refused(tmp_path):
     assert "node 'lrn' (LRN): LRN with a dynamic channel count" in r.stderr
 
 
+@pytest.mark.parametrize("shape,dim", [([1, 5, "H", 4], 2), (["N", 5, 4, "W"], 3)])
+def test_lrn_dynamic_spatial_refused(tmp_path, shape, dim):
+    """A run-time spatial size is refused by name (docs/IMPORT-ONNX.md,
+    LRN): the window sum is a loom.pool over x² viewed as [N, 1, C,
+    prod(spatial)], whose two pooled dims must be static (as for every
+    pool: the CPU lowering needs static spatial sizes)."""
+    path = tmp_path / "lrn.onnx"
+    _save(path, [helper.make_node("LRN", ["x"], ["y"], name="lrn", size=3)],
+          [("x", TensorProto.FLOAT, shape)], [("y", TensorProto.FLOAT, None)])
+    r = _loomc(path, tmp_path / "out")
+    assert r.returncode == 1, r.stderr
+    assert (f"node 'lrn' (LRN): LRN with a dynamic spatial dimension {dim} "
+            "is not supported; export the model with static spatial sizes"
+            in r.stderr), r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def _dropout(path, shape, mask_is_output, relu_after=False):
     nodes = [helper.make_node("Dropout", ["x"], ["d", "mask"], name="drop",
                               seed=1)]

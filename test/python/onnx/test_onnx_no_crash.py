@@ -185,3 +185,37 @@ def test_integer_cast_fold_wraps(tmp_path, to, want):
     assert r.returncode == 0, r.stderr
     text = p.with_suffix(".out.mlir").read_text()
     assert "dense<[" + ", ".join(f"{v:.6e}" for v in want) + "]>" in text, text
+
+
+def test_concat_of_different_ranks(tmp_path):
+    # Concat of a [2, 3] and a [2] on axis 1 (emitted, not folded: float
+    # inputs): the emitter read shape[1] of the 1-D input past its end (an
+    # assertion in the fuzzer's build; fuzz/seeds/onnx/
+    # assert-concat-inputs-of-different-ranks.onnx, found by onnx_struct).
+    p = save(tmp_path, [helper.make_node("Concat", ["a", "b"], ["y"], axis=1,
+                                         name="cat")],
+             [vi("a", [2, 3]), vi("b", [2])], [vi("y", None)])
+    r = loomc(p)
+    assert r.returncode == 1
+    assert ("node 'cat' (Concat): Concat input 1 has rank 1 but input 0 has "
+            "rank 2; every input needs the same rank") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("op", ["Slice", "ReduceSum"])
+def test_axes_input_out_of_range(tmp_path, op):
+    # axes [8] as an input (not an attribute) of a rank-2 float tensor:
+    # Slice's emitter read the shape past its end (an assertion in the
+    # fuzzer's build; fuzz/seeds/onnx/assert-slice-axes-input-out-of-range.onnx,
+    # found by onnx_fuzzer); ReduceSum's left it to the verifier.
+    c = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    if op == "Slice":
+        node = helper.make_node("Slice", ["x", "s", "e", "ax"], ["y"], name="n")
+        inits = [c("s", [0]), c("e", [1]), c("ax", [8])]
+    else:
+        node = helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="n")
+        inits = [c("ax", [8])]
+    p = save(tmp_path, [node], [vi("x", [1, 1])], [vi("y", None)], inits)
+    r = loomc(p)
+    assert r.returncode == 1
+    assert (f"node 'n' ({op}): " in r.stderr and "axis 8 is out of range for "
+            "an input of rank 2; the file is corrupt" in r.stderr), r.stderr

@@ -230,3 +230,58 @@ def test_sequence_split_norm(tools, tmp_path, n):
         n=n, rows=S("[{tp}, {}]"), col=S("[{}, {tp}]"), row=S("[{tp}, {}]"),
         partial=S("[{}, {}], partial = {tp}"))
     check(tools, tmp_path, prog, [x_input()], n)
+
+
+# A run-time batch split over dp by hand (the planner never splits a
+# dynamic dimension; a partitioned program written or edited by hand can).
+# Shards are equal or the job fails: before the check, a batch of 3 on dp=2
+# gave 2 rows and a batch of 1 gave 0 rows, exit 0.
+DYNAMIC_DP = """
+loom.mesh @m = <dp = 2>
+func.func @main(%x: tensor<?x8xf32> {loom.sharding = #loom.sharding<@m, [{dp}, {}]>}) -> tensor<?x8xf32> {
+  %y = loom.mul %x, %x {loom.sharding = #loom.sharding<@m, [{dp}, {}]>} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["threads", "mpi"])
+def test_dynamic_batch_split_divides_or_fails(tools, tmp_path, backend):
+    """The per-rank program of DYNAMIC_DP (loom-opt's partition pipeline,
+    then loomc) on batches 4, 3 and 1: 4 rows give x*x on every rank; 3 and
+    1 fail the job with loom.local_slice's message naming the size's
+    dimension, the axis and the fix, and write no output."""
+    import subprocess
+    from loom_paths import tool
+    if backend == "mpi" and not tools["mpirun"]:
+        pytest.skip("mpirun not installed")
+    src = tmp_path / "dyn.mlir"
+    src.write_text(DYNAMIC_DP)
+    part = tmp_path / "part.mlir"
+    _run([tool("loom-opt"), src, "--loom-partition-pipeline", "-o", part])
+    assert "loom.local_slice" in part.read_text()
+    bundle = tmp_path / "b"
+    _run([tools["loomc"], part, "-o", bundle])
+    for n in (4, 3, 1):
+        x = np.arange(n * 8, dtype=np.float32).reshape(n, 8)
+        np.save(tmp_path / f"x{n}.npy", x)
+        res = tmp_path / f"res{n}"
+        cmd = [tools["loom-run"], bundle, "--input",
+               f"input0={tmp_path / f'x{n}.npy'}", "--output", res,
+               "--all-ranks", "--timeout", "60"]
+        if backend == "mpi":
+            cmd = [tools["mpirun"], *MPI_FLAGS, "-np", "2", *cmd,
+                   "--backend", "mpi"]
+        r = subprocess.run([str(c) for c in cmd], capture_output=True,
+                           text=True, timeout=120)
+        if n % 2 == 0:
+            assert r.returncode == 0, r.stderr
+            for rank in (0, 1):
+                got = np.load(res / f"output0.rank{rank}.npy")
+                np.testing.assert_array_equal(got, x * x)
+        else:
+            assert r.returncode != 0
+            assert ("loom.local_slice" in r.stderr and "dimension 0 has a "
+                    "run-time size that does not divide over the 2 ranks of "
+                    "mesh axes [\"dp\"]" in r.stderr), r.stderr
+            assert not list(res.glob("*.npy")) if res.exists() else True
