@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "loom-gpu-host-program"
 
@@ -36,6 +37,16 @@ int64_t bytesOf(Type type) {
          int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
 }
 
+/// A host read of the values of a device-side id check
+/// (loom-gpu-device-index-check): every user is the check's call.
+bool isIndexCheckRead(Operation *op) {
+  return isa<memref::LoadOp>(op) && !op->use_empty() &&
+         llvm::all_of(op->getUsers(), [](Operation *u) {
+           auto c = dyn_cast<func::CallOp>(u);
+           return c && c.getCallee() == loom::kGpuIndexCheckFn;
+         });
+}
+
 /// True for host operations that may stay: they touch no buffer's contents.
 bool isHostSafe(Operation *op) {
   if (isa<gpu::GPUDialect>(op->getDialect()) ||
@@ -46,7 +57,12 @@ bool isHostSafe(Operation *op) {
     return true;
   if (auto call = dyn_cast<func::CallOp>(op))
     return call.getCallee() == loom::kGpuGemmFn ||
-           call.getCallee() == loom::kGpuResidentFn;
+           call.getCallee() == loom::kGpuResidentFn ||
+           call.getCallee() == loom::kGpuIndexCheckFn;
+  // The values of a device-side id check: copied back and read after the
+  // step's synchronisation (below).
+  if (isa<memref::LoadOp>(op))
+    return isIndexCheckRead(op);
   // Scalar arithmetic (launch sizes, pointers) has no memory effects.
   return isMemoryEffectFree(op) && op->getNumRegions() == 0;
 }
@@ -127,11 +143,74 @@ struct GpuHostProgramPass
       op->getResult(0).replaceAllUsesWith(r);
       op->erase();
     });
-    for (auto f : getOperation().getOps<func::FuncOp>())
+    for (auto f : llvm::to_vector(getOperation().getOps<func::FuncOp>()))
       if (!f.isDeclaration() && failed(runOnFunction(f)))
         return signalPassFailure();
+    buildUploadConstants();
+    // The id checks' calls became host code after the synchronisation.
+    if (auto check =
+            getOperation().lookupSymbol<func::FuncOp>(loom::kGpuIndexCheckFn);
+        check && check.symbolKnownUseEmpty(getOperation()))
+      check.erase();
   }
+
+  /// `loom_gpu_upload_constants()`: every global an entry reads, made
+  /// resident. The executor calls it once when it opens the bundle, so the
+  /// entries' own loom_cuda_mgpu_resident calls find the copies and no call
+  /// uploads a constant (without it, the first call would).
+  void buildUploadConstants();
+
+  /// The globals the entries read, in first-use order.
+  llvm::SetVector<memref::GlobalOp> globals;
 };
+
+/// The declaration of loom_cuda_mgpu_resident(host, bytes) -> device.
+func::FuncOp residentFnOf(ModuleOp m) {
+  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuResidentFn))
+    return fn;
+  OpBuilder mb(m.getBodyRegion());
+  mb.setInsertionPointToEnd(m.getBody());
+  Type ptr = LLVM::LLVMPointerType::get(m.getContext());
+  auto fn =
+      func::FuncOp::create(mb, m.getLoc(), loom::kGpuResidentFn,
+                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// The host address of `host` as a pointer, and its device copy.
+Value callResident(OpBuilder &b, Location loc, Value host, int64_t bytes,
+                   Operation **aligned) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto p = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host);
+  if (aligned)
+    *aligned = p;
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), p);
+  Value address = LLVM::IntToPtrOp::create(b, loc, ptr, asInt);
+  Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
+  ModuleOp m = host.getParentRegion()->getParentOfType<ModuleOp>();
+  return func::CallOp::create(b, loc, residentFnOf(m),
+                              ValueRange{address, size})
+      .getResult(0);
+}
+
+void GpuHostProgramPass::buildUploadConstants() {
+  ModuleOp m = getOperation();
+  if (globals.empty() ||
+      m.lookupSymbol<func::FuncOp>(loom::kGpuUploadConstantsFn))
+    return;
+  OpBuilder b(m.getBodyRegion());
+  b.setInsertionPointToEnd(m.getBody());
+  auto fn = func::FuncOp::create(b, m.getLoc(), loom::kGpuUploadConstantsFn,
+                                 b.getFunctionType({}, {}));
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  for (memref::GlobalOp g : globals) {
+    Location loc = g.getLoc();
+    Value host = memref::GetGlobalOp::create(b, loc, g.getType(), g.getName());
+    callResident(b, loc, host, bytesOf(g.getType()), nullptr);
+  }
+  func::ReturnOp::create(b, m.getLoc());
+}
 
 LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   if (!f.getBody().hasOneBlock())
@@ -167,6 +246,10 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
   // Buffers to free before the return: device copies of host memory.
   SmallVector<Value> copies;
+  // Id checks: their reads and calls run after the synchronisation, on
+  // host copies (freed after them) of the device values.
+  SmallVector<Operation *> deferred;
+  SmallVector<Value> checkCopies;
   // Host memory used by device code: a device copy replaces every use.
   auto upload = [&](Value host, Location loc) -> LogicalResult {
     int64_t bytes = bytesOf(host.getType());
@@ -192,17 +275,6 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   // host address) and never freed here, as a memref descriptor over the
   // returned device address.
   Type i64 = b.getI64Type();
-  auto residentFn = [&]() {
-    ModuleOp m = f->getParentOfType<ModuleOp>();
-    if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuResidentFn))
-      return fn;
-    OpBuilder mb(m.getBodyRegion());
-    mb.setInsertionPointToEnd(m.getBody());
-    auto fn = func::FuncOp::create(mb, m.getLoc(), loom::kGpuResidentFn,
-                                   mb.getFunctionType({ptr, i64}, {ptr}));
-    fn.setPrivate();
-    return fn;
-  };
   auto makeResident = [&](Value host, Location loc) -> LogicalResult {
     int64_t bytes = bytesOf(host.getType());
     auto type = cast<MemRefType>(host.getType());
@@ -210,13 +282,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       return emitError(loc) << "buffer of type " << host.getType()
                             << " has a dynamic shape or a strided layout: the "
                                "GPU lowering needs static shapes";
-    auto aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host);
-    Value asInt = arith::IndexCastOp::create(b, loc, i64, aligned);
-    Value address = LLVM::IntToPtrOp::create(b, loc, ptr, asInt);
-    Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes));
-    Value device =
-        func::CallOp::create(b, loc, residentFn(), ValueRange{address, size})
-            .getResult(0);
+    Operation *aligned = nullptr;
+    Value device = callResident(b, loc, host, bytes, &aligned);
     // {allocated, aligned, offset, sizes, strides} as the memref's LLVM type.
     int64_t rank = type.getRank();
     SmallVector<Type> fields = {ptr, ptr, i64};
@@ -247,6 +314,21 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     residentBytes += bytes;
     return success();
   };
+  // The CPU runtime's index error (declared by the CPU lowering of the
+  // check this replaces; declared here when it was dropped).
+  auto indexErrorFn = [&]() -> StringRef {
+    ModuleOp m = f->getParentOfType<ModuleOp>();
+    StringRef name = "loom_rt_index_error";
+    if (!m.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder mb(m.getBodyRegion());
+      mb.setInsertionPointToEnd(m.getBody());
+      func::FuncOp::create(
+          mb, m.getLoc(), name,
+          mb.getFunctionType({ptr, ptr, i64, i64, i64, ptr}, {}))
+          .setPrivate();
+    }
+    return name;
+  };
   for (BlockArgument arg : f.getArguments()) {
     if (!isa<MemRefType>(arg.getType()) || arg.use_empty())
       continue;
@@ -260,6 +342,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     Location loc = op.getLoc();
     b.setInsertionPoint(&op);
     if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+      if (auto g = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+              global, global.getNameAttr()))
+        globals.insert(g);
       b.setInsertionPointAfter(&op);
       if (failed(makeResident(global.getResult(), loc)))
         return failure();
@@ -306,6 +391,22 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       Value stream =
           UnrealizedConversionCastOp::create(b, loc, ptr, token).getResult(0);
       call->setOperand(0, stream);
+    } else if (isIndexCheckRead(&op)) {
+      auto load = cast<memref::LoadOp>(op);
+      auto type = cast<MemRefType>(load.getMemRef().getType());
+      if (bytesOf(type) < 0 || !type.getLayout().isIdentity())
+        return load.emitError()
+               << "id check of type " << type << " needs a static shape";
+      auto host = memref::AllocOp::create(b, loc, type);
+      token = gpu::MemcpyOp::create(b, loc, tokenType, {token}, host,
+                                    load.getMemRef())
+                  .getAsyncToken();
+      load.getMemrefMutable().assign(host);
+      checkCopies.push_back(host);
+      deferred.push_back(load);
+    } else if (auto call = dyn_cast<func::CallOp>(op);
+               call && call.getCallee() == loom::kGpuIndexCheckFn) {
+      deferred.push_back(call);
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<Value> results(ret.getOperands());
       DenseMap<Value, Value> hostOf;
@@ -332,6 +433,29 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
         token = gpu::DeallocOp::create(b, loc, tokenType, {token}, device)
                     .getAsyncToken();
       gpu::WaitOp::create(b, loc, Type(), {token});
+      for (Operation *d : deferred) {
+        d->moveBefore(ret);
+        auto check = dyn_cast<func::CallOp>(d);
+        if (!check)
+          continue;
+        // (ctx, input, position, id, lo, rows, op): the CPU's error when
+        // a position was recorded.
+        b.setInsertionPoint(check);
+        Value bad = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sge, check.getOperand(2),
+            arith::ConstantIntOp::create(b, loc, i64, 0));
+        auto ifOp = scf::IfOp::create(b, loc, bad, /*withElse=*/false);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        func::CallOp::create(
+            b, loc, indexErrorFn(), TypeRange{},
+            ValueRange{check.getOperand(0), check.getOperand(1),
+                       check.getOperand(3), check.getOperand(4),
+                       check.getOperand(5), check.getOperand(6)});
+        check.erase();
+        b.setInsertionPoint(ret);
+      }
+      for (Value host : checkCopies)
+        memref::DeallocOp::create(b, loc, host);
       ret->setOperands(results);
     }
   }

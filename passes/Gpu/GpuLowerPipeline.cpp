@@ -39,6 +39,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createConvertLoomToLinalgPass(lower));
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuDeviceIndexCheckPass());
   pm.addPass(createGpuFuseElementwisePass());
   pm.addPass(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
@@ -96,6 +97,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createPackEntryPointsPass());
+  pm.addPass(createGpuExportUploadConstantsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCheckedMallocPass());
 }

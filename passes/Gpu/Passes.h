@@ -42,6 +42,14 @@ constexpr llvm::StringLiteral kGpuResidentBytesAttr = "loom_gpu_resident_bytes";
 /// The runtime function that makes a weight device-resident: uploaded on
 /// first use, the same device copy on every later call (runtime/cuda/Mgpu.cpp).
 constexpr llvm::StringLiteral kGpuResidentFn = "loom_cuda_mgpu_resident";
+/// The host check of an embedding's ids after a step
+/// (loom-gpu-device-index-check, then loom-gpu-host-program): (ctx, input
+/// name, first bad position or -1, its id, lo, rows, op name).
+constexpr llvm::StringLiteral kGpuIndexCheckFn = "loom_gpu_index_check";
+/// The bundle function that makes every constant global of the entries
+/// device-resident; the executor calls it once at load (runtime/exec).
+constexpr llvm::StringLiteral kGpuUploadConstantsFn =
+    "loom_gpu_upload_constants";
 
 /// Options of the GPU lower phase (loomc --target=cuda).
 struct GpuLowerPipelineOptions {

@@ -88,7 +88,8 @@ def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
     libdevice, which is not linked).
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
-                           "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect"];
+                           "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
@@ -107,6 +108,39 @@ def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
            "CUDA toolkit folder (empty: fatbinary from PATH; loomc gives $CUDA_HOME)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def GpuDeviceIndexCheckPass
+    : Pass<"loom-gpu-device-index-check", "mlir::ModuleOp"> {
+  let summary = "Embedding id checks as a kernel and a check after the step";
+  let description = [{
+    On tensors, after `loom-convert-loom-to-linalg`: the CPU lowering's
+    host loop over an embedding's ids (`loom_rt_index_error` on the first
+    id out of range) would read device memory on the host. It becomes a
+    kernel that finds the first bad id (position and value, -1 when none),
+    the ids clamped for the gather (a bad id reads row 0: no read outside
+    the table), and a `loom_gpu_index_check` call on the two values, which
+    `loom-gpu-host-program` turns into a 16-byte copy back to the host and,
+    after the step's synchronisation, `loom_rt_index_error` (the CPU's
+    one-line error) when an id was bad. Such a step returns no output.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def GpuExportUploadConstantsPass
+    : Pass<"loom-gpu-export-upload-constants", "mlir::ModuleOp"> {
+  let summary = "Exports loom_gpu_upload_constants from the bundle's library";
+  let description = [{
+    After `loom-pack-entry-points` (which makes every function but the
+    `loom_entry_*` wrappers internal): `loom_gpu_upload_constants`, built by
+    `loom-gpu-host-program`, is given external linkage again, so that the
+    executor can find it with `dlsym` and upload the constants when it
+    opens a CUDA bundle instead of at the first call.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // LOOM_PASSES_GPU_PASSES_TD

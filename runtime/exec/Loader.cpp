@@ -330,6 +330,13 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
     }
     fns[e.name] = reinterpret_cast<EntryFn>(sym);
   }
+  // A CUDA bundle's constant globals go to the device now, once, through
+  // the function loom-gpu-host-program generated for them (absent when the
+  // program has none); the entries' resident lookups then find them, so no
+  // call uploads a constant.
+  if (m.target.isCuda())
+    if (void *upload = dlsym(handle, "loom_gpu_upload_constants"))
+      reinterpret_cast<void (*)()>(upload)(); // fatal on a device error
   return true;
 }
 

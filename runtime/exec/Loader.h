@@ -35,7 +35,8 @@ int32_t rtDtype(DType t);
 bool loadManifest(const std::string &bundle, Manifest &m, std::string *error);
 
 /// dlopen()s the bundle's library and resolves every entry's symbol
-/// (entry name -> function). The library stays loaded until exit.
+/// (entry name -> function). The library stays loaded until exit. A CUDA
+/// bundle's constants are uploaded here (loom_gpu_upload_constants).
 bool loadLibrary(const std::string &bundle, const Manifest &m,
                  std::map<std::string, EntryFn> &fns, std::string *error);
 

@@ -10,17 +10,6 @@ func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 
 // -----
 
-// The embedding's id check runs on the host over the ids (a device buffer):
-// not built for the GPU yet.
-func.func @embedding(%ids: tensor<1x5xi64>) -> tensor<1x5x16xf32> {
-  %t = loom.weight "table" : tensor<100x16xf32>
-  // expected-error @+1 {{'scf.for' has no GPU lowering (it would run on the host and read device memory)}}
-  %0 = loom.embedding %t, %ids : tensor<100x16xf32>, tensor<1x5xi64> -> tensor<1x5x16xf32>
-  return %0 : tensor<1x5x16xf32>
-}
-
-// -----
-
 // Collectives: no NCCL lowering yet.
 loom.mesh @mesh = <dp = 2>
 func.func @gather(%x: tensor<4x16xf32>) -> tensor<8x16xf32> {

@@ -70,6 +70,10 @@ CUresult cuCtxSetCurrent(void *c) { return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   *p = (CUdeviceptr)malloc(n ? n : 1);
+  /* No kernel runs here: new device memory holds LOOM_FAKE_CUDA_FILL's byte
+     (default 0xff, so that an id check's "first bad position" reads -1). */
+  const char *fill = getenv("LOOM_FAKE_CUDA_FILL");
+  memset((void *)*p, fill ? atoi(fill) : 0xff, n ? n : 1);
   logf_("cuMemAlloc %zu", n);
   return 0;
 }

@@ -5,8 +5,11 @@
 # entry runs, before the first call (when loom-run maps the weights; the
 # host program's first driver call is cuStreamCreate), the input in and the result out once per run (cuMemcpy of 256
 # bytes, the fake does not tell the direction), and the resident copies are
-# freed when the bundle closes.
-# usage: loom_run_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <small-mlp.mlir>
+# freed when the bundle closes. With a model that has constant globals
+# (the optional fifth argument: their bytes), they are uploaded once too,
+# when loom-run opens the bundle (loom_gpu_upload_constants), not inside a
+# call.
+# usage: loom_run_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <small-mlp.mlir> [constant bytes]
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,16 +31,16 @@ PY
 LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$work/log" \
   "$2" bundle --input x=x.npy --output res --iterations 3
 test -f res/y.npy
-weights=$((2048 + 128 + 2048))
+weights=$((2048 + 128 + 2048 + ${5:-0}))
 htod=$(awk '$1 == "cuMemcpyHtoD" { s += $2 } END { print s + 0 }' log)
 copies=$(grep -c '^cuMemcpy 256$' log || true)
 allocs=$(grep -c '^cuMemAlloc' log)
 frees=$(grep -c '^cuMemFree' log)
-echo "weights uploaded: $htod bytes (expected $weights); input/result copies: $copies (expected 6); allocs $allocs, frees $frees"
-[ "$htod" -eq "$weights" ] || { echo "FAIL: weights uploaded $htod bytes over 3 runs, not once ($weights)"; exit 1; }
+echo "weights and constants uploaded: $htod bytes (expected $weights); input/result copies: $copies (expected 6); allocs $allocs, frees $frees"
+[ "$htod" -eq "$weights" ] || { echo "FAIL: weights and constants uploaded $htod bytes over 3 runs, not once ($weights)"; exit 1; }
 [ "$copies" -eq 6 ] || { echo "FAIL: expected the input in and the result out once per run"; exit 1; }
 [ "$allocs" -eq "$frees" ] || { echo "FAIL: $allocs device allocations, $frees frees"; exit 1; }
 last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
 first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
-[ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
+[ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights or constants uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
 echo "PASS"
