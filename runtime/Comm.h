@@ -17,6 +17,7 @@
 #ifndef LOOM_RUNTIME_COMM_H
 #define LOOM_RUNTIME_COMM_H
 
+#include "loom/runtime/Gemm.h"
 #include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"
 
@@ -117,6 +118,9 @@ struct loom_rt_ctx {
   int numThreads = 1;
   std::shared_ptr<loom::rt::ThreadPool> pool;
   std::string pinNote;
+  /// Weights packed at load for the f32 GEMM, by the address the generated
+  /// code passes (registerLoadPackedWeight; read-only while the rank runs).
+  std::unordered_map<const void *, loom::rt::LoadPackedWeight> loadPacked;
 };
 
 namespace loom::rt {

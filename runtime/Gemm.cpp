@@ -13,12 +13,15 @@
 // with AVX512-BF16), AVX2+FMA -> Haswell (Zen on AMD), AVX -> SandyBridge.
 // `loom-run --bench` prints the result (gemmBackend()).
 //
-// Products whose right operand is a weight (a slice of a mapped weight file
-// of the calling rank) do not go to OpenBLAS: the weight is packed once per
-// process into panels (GemmPacked.cpp) and the micro-kernel chosen from
-// cpuid runs on the rank's thread pool, so no call repacks the weight or
-// zeroes C ($LOOM_GEMM=openblas|avx2|avx512 overrides the choice, for
-// measurements).
+// Products whose right operand is a weight do not go to OpenBLAS: the
+// weight is packed into panels (GemmPacked.cpp) and the micro-kernel chosen
+// from cpuid runs on the rank's thread pool, so no call repacks the weight
+// or zeroes C ($LOOM_GEMM=openblas|avx2|avx512 overrides the choice, for
+// measurements). The executor packs the weights the manifest marks
+// ("gemm_b") when it loads them and registers them on each rank's context
+// (a hash lookup per call finds them); a weight of a rank's mapping that
+// is not marked (an older bundle, a weight mapped by hand) is packed on its
+// first use and kept for the process.
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,6 +223,24 @@ PackedCache &packedCache() {
   return *c;
 }
 
+std::atomic<int64_t> packedAtLoad{0}, packedAtLoadBytes{0}, packedOnFirstUse{0};
+
+/// B's packed form when the executor packed it at load for this rank and
+/// this orientation and size (a hash lookup, no lock: the table is filled
+/// before the rank runs).
+const loom::rt::PackedB *loadPackedWeight(loom_rt_ctx *ctx, bool tb, int64_t k,
+                                          int64_t n, const float *b) {
+  if (!ctx)
+    ctx = loom::rt::threadContext();
+  if (!ctx || ctx->loadPacked.empty())
+    return nullptr;
+  auto it = ctx->loadPacked.find(b);
+  if (it == ctx->loadPacked.end() || it->second.transB != tb)
+    return nullptr;
+  const loom::rt::PackedB &p = *it->second.packed;
+  return p.k == k && p.n == n ? &p : nullptr;
+}
+
 /// B packed, when B (`tb`: [N, K], else [K, N]) lies inside one of ctx's
 /// weight mappings; null otherwise (an activation, or a weight copied at
 /// load because it is strided in its file).
@@ -254,6 +275,7 @@ packedWeight(loom_rt_ctx *ctx, bool tb, int64_t k, int64_t n, const float *b) {
   if (!packed->data)
     return nullptr; // out of memory: the unpacked path needs none
   cache.entries[key] = {*file, packed};
+  packedOnFirstUse.fetch_add(1, std::memory_order_relaxed);
   return packed;
 }
 
@@ -357,6 +379,10 @@ loom_rt_sgemm(loom_rt_ctx *ctx, int32_t trans_a, int32_t trans_b, int64_t m,
     return;
   }
   if (weightKernel() != loom::rt::GemmKernel::None) {
+    if (const auto *packed = loadPackedWeight(ctx, trans_b != 0, k, n, b)) {
+      packedSgemm(ctx, trans_a != 0, m, k, a, *packed, c);
+      return;
+    }
     if (auto packed = packedWeight(ctx, trans_b != 0, k, n, b)) {
       packedSgemm(ctx, trans_a != 0, m, k, a, *packed, c);
       return;
@@ -428,6 +454,48 @@ void startGemm() {
 #endif
 }
 
+std::shared_ptr<const PackedB> packWeightAtLoad(bool transB, int64_t k,
+                                                int64_t n, const float *b,
+                                                bool mapped) {
+  if (weightKernel() == GemmKernel::None || k <= 0 || n <= 0)
+    return nullptr;
+  // Entries of one bundle (prefill and decode) and bundles open together
+  // share the packed copy of one mapped slice: the mapping stays at its
+  // address while a packed copy of it lives.
+  using Key = std::tuple<const float *, bool, int64_t, int64_t>;
+  static std::mutex mu;
+  static auto *shared = new std::map<Key, std::weak_ptr<const PackedB>>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (mapped)
+    if (auto p = (*shared)[Key{b, transB, k, n}].lock())
+      return p;
+  auto packed = std::make_shared<PackedB>(packGemmB(transB, k, n, b));
+  if (!packed->data)
+    return nullptr;
+  packedAtLoad.fetch_add(1, std::memory_order_relaxed);
+  packedAtLoadBytes.fetch_add(packedGemmBFloats(k, n) * int64_t(sizeof(float)),
+                              std::memory_order_relaxed);
+  if (mapped) {
+    std::erase_if(*shared, [](const auto &e) { return e.second.expired(); });
+    (*shared)[Key{b, transB, k, n}] = packed;
+  }
+  return packed;
+}
+
+void registerLoadPackedWeight(loom_rt_ctx *ctx, const float *b,
+                              LoadPackedWeight w) {
+  if (ctx && b && w.packed)
+    ctx->loadPacked[b] = std::move(w);
+}
+
+GemmPackStats gemmPackStats() {
+  GemmPackStats s;
+  s.atLoad = packedAtLoad.load(std::memory_order_relaxed);
+  s.atLoadBytes = packedAtLoadBytes.load(std::memory_order_relaxed);
+  s.onFirstUse = packedOnFirstUse.load(std::memory_order_relaxed);
+  return s;
+}
+
 std::string gemmBackend() {
 #ifdef LOOM_RT_HAVE_OPENBLAS
   std::string other = openBlas().description;
@@ -441,8 +509,12 @@ std::string gemmBackend() {
            (w.note.empty() ? "no packed kernel for this CPU's features"
                            : w.note) +
            ")";
+  GemmPackStats st = gemmPackStats();
   return std::string("weights packed once, kernel ") +
-         gemmKernelName(w.kernel) + " (" + why + "); other products: " + other;
+         gemmKernelName(w.kernel) + " (" + why + "); other products: " + other +
+         "; packed at load: " + std::to_string(st.atLoad) + " weights (" +
+         std::to_string((st.atLoadBytes + (1 << 19)) >> 20) +
+         " MiB), on first use: " + std::to_string(st.onFirstUse);
 }
 
 } // namespace loom::rt

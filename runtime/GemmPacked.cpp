@@ -33,7 +33,9 @@ namespace {
 
 /// Rows of K per chunk: a panel's chunk is kKc x 16 floats = 16 KiB.
 constexpr int64_t kKc = 256;
-/// Rows of C per task (a multiple of both kernels' MR).
+/// Most rows of C per task (a multiple of both kernels' MR). The rows are
+/// split into ceil(M / 96) tasks of equal size rounded up to MR (M = 128:
+/// 66 + 62 rows, not 96 + 32, whose short task left a thread idle).
 constexpr int64_t kRowsPerTask = 96;
 
 void freeFloats(float *p) { std::free(p); }
@@ -155,7 +157,7 @@ const Tiles &tilesFor(GemmKernel k) {
 
 struct Job {
   const Tiles *tiles;
-  int64_t m, k, n, lda, ldc, rowTasks, panels;
+  int64_t m, k, n, lda, ldc, rowTasks, rowsPerTask, panels;
   const float *a;
   const float *b;
   float *c;
@@ -182,8 +184,8 @@ void runTasks(void *closure, int64_t begin, int64_t end) {
     int64_t rowTask = t0 / j.panels;
     int64_t p0 = t0 % j.panels;
     int64_t p1 = std::min(j.panels, p0 + (end - t0));
-    int64_t r0 = rowTask * kRowsPerTask;
-    int64_t r1 = std::min(j.m, r0 + kRowsPerTask);
+    int64_t r0 = rowTask * j.rowsPerTask;
+    int64_t r1 = std::min(j.m, r0 + j.rowsPerTask);
     for (int64_t k0 = 0; k0 < j.k; k0 += kKc) {
       int64_t kc = std::min(kKc, j.k - k0);
       for (int64_t p = p0; p < p1; ++p) {
@@ -290,22 +292,17 @@ void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m, const float *a,
       std::memset(c + i * ldc, 0, size_t(b.n) * sizeof(float));
     return;
   }
-  Job j{&tilesFor(kernel),
-        m,
-        b.k,
-        b.n,
-        lda,
-        ldc,
-        (m + kRowsPerTask - 1) / kRowsPerTask,
-        b.panels(),
-        a,
-        b.data.get(),
-        c};
-  if (!j.tiles->mr)
+  const Tiles &tiles = tilesFor(kernel);
+  if (!tiles.mr)
     loom_rt_abort(ctx, "gemmPacked: no packed GEMM kernel for this CPU");
+  int64_t rowTasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  int64_t rows = (m + rowTasks - 1) / rowTasks;
+  rows = std::min(kRowsPerTask, (rows + tiles.mr - 1) / tiles.mr * tiles.mr);
+  Job j{&tiles, m,          b.k, b.n,          lda, ldc, (m + rows - 1) / rows,
+        rows,   b.panels(), a,   b.data.get(), c};
   // Tasks of at least ~64 K multiply-adds each, so that tiny products stay
   // on the calling thread.
-  int64_t perTask = std::min(m, kRowsPerTask) * kGemmPanel * b.k;
+  int64_t perTask = std::min(m, rows) * kGemmPanel * b.k;
   int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / perTask);
   loom_rt_parallel_for(ctx, j.rowTasks * j.panels, grain, &runTasks, &j);
 }

@@ -25,6 +25,10 @@
 #include <pthread.h>
 #include <sched.h>
 #endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <mutex>
 
 namespace loom::rt {
 
@@ -36,6 +40,9 @@ thread_local bool InParallel = false;
 
 /// How long an idle worker spins for the next job before it sleeps.
 constexpr int64_t kSpinNs = 50000;
+
+/// glibc serves allocations below this from its heaps (keepFreedBuffers).
+constexpr int kKeepBelowBytes = 32 << 20;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -263,8 +270,34 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
     std::rethrow_exception(error);
 }
 
+std::string keepFreedBuffers() {
+  static std::string note;
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *tunables = std::getenv("GLIBC_TUNABLES");
+    if (envInt("LOOM_MALLOC_KEEP", 1) == 0)
+      note = "not set ($LOOM_MALLOC_KEEP=0)";
+    else if (std::getenv("MALLOC_MMAP_THRESHOLD_") ||
+             std::getenv("MALLOC_TRIM_THRESHOLD_") ||
+             (tunables && (std::strstr(tunables, "mmap_threshold") ||
+                           std::strstr(tunables, "trim_threshold"))))
+      note = "left as the environment sets it";
+    else if (mallopt(M_MMAP_THRESHOLD, kKeepBelowBytes) == 1 &&
+             mallopt(M_TRIM_THRESHOLD, 2 * kKeepBelowBytes) == 1)
+      note = "buffers below 32 MiB from the heap, 64 MiB kept";
+    else
+      note = "mallopt refused";
+  });
+#else
+  note = "not glibc: the C library's defaults";
+#endif
+  return note;
+}
+
 void startRankThreads(loom_rt_ctx &ctx, int threads, int localRank,
                       int localRanks) {
+  keepFreedBuffers();
   if (threads <= 0)
     threads = defaultThreadsPerRank(localRanks);
   std::vector<int> cpus = availableCpus();

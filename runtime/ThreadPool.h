@@ -101,10 +101,23 @@ int defaultThreadsPerRank(int localRanks);
 int mpiLocalRanks();
 int mpiLocalRank();
 
+/// Keeps the generated code's buffers mapped between runs (once per
+/// process; glibc only): malloc serves allocations below 32 MiB from its
+/// heaps instead of a fresh mmap each (M_MMAP_THRESHOLD), and keeps up to
+/// 64 MiB of freed heap top instead of handing it back to the OS
+/// (M_TRIM_THRESHOLD). Under glibc's dynamic defaults, runs from Python
+/// (Bundle.run: a new rank thread per call) faulted in fresh zeroed pages
+/// for their activation buffers on every call: about 1200 page faults per
+/// bench/forward pass, a third of its CPU time; none with these settings
+/// (docs/BENCHMARKS.md). Not set when the environment sets either
+/// threshold, or with $LOOM_MALLOC_KEEP=0. Returns what was done.
+std::string keepFreedBuffers();
+
 /// Creates ctx's pool with `threads` threads (<= 0: the default for
 /// `localRanks` ranks per host), pinning thread i of local rank `localRank`
 /// to CPU (localRank * threads + i) when the CPUs suffice for every local
-/// rank's threads. Called on the rank's own thread.
+/// rank's threads. Called on the rank's own thread; calls
+/// keepFreedBuffers() first.
 void startRankThreads(loom_rt_ctx &ctx, int threads, int localRank,
                       int localRanks);
 

@@ -6,11 +6,17 @@ threads, measured in the same run and the same way (each call timed in
 Python, the two alternating call by call).
 
     .venv/bin/python bench/forward/run.py [--layers 4] [--d 256] [--seq 128]
-        [--threads 1] [--iterations 20]
+        [--threads 1] [--iterations 20] [--no-settle]
 
 Prints the load average, the median time of each and the ratio Loom / ORT
 (target <= 1.0, issue 14; LOOM_GEMM=openblas: weight GEMMs through OpenBLAS
 as before the packed kernels).
+
+Before each timed call the process settles: it sleeps until its threads
+have stopped using the CPU (ONNX Runtime's idle intra-op threads spin for
+about 40 ms of CPU after every run; in the same process they took one of
+the two cores from the Loom call that followed, and counted in its CPU
+time). `--no-settle` times the calls back to back, as before 2026-12-01.
 """
 import argparse
 import os
@@ -33,6 +39,9 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--no-settle", action="store_true",
+                    help="time the calls back to back (no wait for the "
+                    "other library's idle threads to stop spinning)")
     ap.add_argument("--build", default=os.environ.get("LOOM_BUILD_DIR",
                                                        ROOT / "build"))
     args = ap.parse_args()
@@ -77,7 +86,18 @@ def main():
     # idle pool threads spinning count too).
     ort_times, loom_times, ort_cpu, loom_cpu = [], [], [], []
 
+    def settle():
+        # Until a 10 ms sleep costs the process under 0.5 ms of CPU (at
+        # most 2 s): no thread of either library is spinning any more.
+        for _ in range(200):
+            c = time.process_time()
+            time.sleep(0.01)
+            if time.process_time() - c < 0.0005:
+                return
+
     def timed(call, wall, cpu):
+        if not args.no_settle:
+            settle()
         c, t = time.process_time(), time.perf_counter()
         call()
         wall.append(time.perf_counter() - t)
@@ -103,7 +123,8 @@ def main():
           f"threads={args.threads}")
     print(f"max relative error vs ORT: {err:.2e}")
     print(f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
-          f"{args.iterations} alternating iterations")
+          f"{args.iterations} alternating iterations"
+          f"{', back to back' if args.no_settle else ', settled'}")
     print(f"{'':12}{'median ms':>12}{'GFLOP/s':>10}{'min ms':>10}"
           f"{'CPU ms':>10}")
     for label, ms, wall, cpu in (("onnxruntime", ort_ms, ort_times, ort_cpu),

@@ -194,6 +194,8 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
           w.interleave.emplace_back(key.str(), v.getInt());
         }
       }
+      if (auto gb = dyn_cast_or_null<StringAttr>(weight.get("gemm_b")))
+        w.gemmB = gb.str(); // checked by loom-run's manifest reader
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))
         return fail("weight '" + w.name + "': cannot read its file '" + w.file +
@@ -558,6 +560,8 @@ bool writeBundle(
           il[key] = v;
         jw["interleave"] = il;
       }
+      if (!w.gemmB.empty())
+        jw["gemm_b"] = w.gemmB;
       je["weights"].push_back(jw);
     }
     jentries.push_back(je);

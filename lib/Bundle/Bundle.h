@@ -75,6 +75,10 @@ struct WeightInfo {
   /// the launcher at load; empty: the rows as stored. In manifest order:
   /// rows, block_bytes, fields, field_bytes, unit_bytes.
   std::vector<std::pair<std::string, int64_t>> interleave;
+  /// "kn" / "nk": the weight is the f32 GEMM's right operand stored [K, N]
+  /// / [N, K] (loom-record-gemm-weights), packed by the runtime at load;
+  /// empty: not.
+  std::string gemmB;
 };
 
 struct EntryInfo {

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Lowering/GemmWeights.h"
 #include "passes/Lowering/LoweringUtils.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -150,6 +151,9 @@ struct ConvertLoomToLinalgPass
     for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
       if (SymbolTable::symbolKnownUseEmpty(mesh, module))
         mesh.erase();
+    // Which weights the GEMM calls read (manifest "gemm_b": packed at
+    // load), while the weight arguments still say they are weights.
+    recordGemmWeights(module);
     dropLoomAttributes(module);
   }
 };

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Lowering/LoweringUtils.h"
+#include "passes/Lowering/GemmWeights.h"
 #include "passes/Lowering/RuntimeABI.h"
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
@@ -631,11 +632,14 @@ Value Emitter::matmulByGemm(Operation *op, Value lhs, Value rhs, bool ta,
   cSizes.push_back(n);
   Value mv = indexToI64(m), nv = indexToI64(n), kv64 = indexToI64(kv);
   Value ta32 = cI32(ta), tb32 = cI32(tb);
-  return kernel({lhs, rhs}, type, cSizes, [&](ValueRange bufs) {
+  Value c = kernel({lhs, rhs}, type, cSizes, [&](ValueRange bufs) {
     callRuntime("loom_rt_sgemm",
                 ValueRange{ctx, ta32, tb32, mv, nv, kv64, ptrOf(bufs[0]),
                            ptrOf(bufs[1]), ptrOf(bufs[2])});
   });
+  // loom-record-gemm-weights finds the weights this GEMM reads from here.
+  c.getDefiningOp()->setAttr(kGemmRhsAttrName, b.getBoolAttr(tb));
+  return c;
 }
 
 //===----------------------------------------------------------------------===//

@@ -435,6 +435,37 @@ private:
 };
 } // namespace
 
+namespace {
+
+/// Packs a 2-D f32 weight that the manifest marks as a GEMM right operand
+/// (`transB`: stored [N, K]) from its slice at `data` (strided: through a
+/// contiguous copy), for every run of the rank (bindWeights registers it).
+/// Nothing when the process does not pack weights ($LOOM_GEMM=openblas, a
+/// CPU without a packed kernel) or is out of memory: the GEMM then takes
+/// its other paths.
+void packGemmWeight(const void *data, bool transB, PlannedWeight &w) {
+  if (w.shape.size() != 2 || w.strides.size() != 2)
+    return;
+  std::vector<int64_t> contiguous(2);
+  rowMajorStrides(2, w.shape.data(), contiguous.data());
+  const auto *src = static_cast<const float *>(data);
+  std::vector<float> copy;
+  if (w.strides != contiguous) {
+    copy.resize(size_t(w.shape[0] * w.shape[1]));
+    copyStrided(int64_t(sizeof(float)), 2, w.shape.data(),
+                static_cast<const char *>(data), w.strides.data(),
+                reinterpret_cast<char *>(copy.data()), contiguous.data());
+    src = copy.data();
+  }
+  int64_t k = transB ? w.shape[1] : w.shape[0];
+  int64_t n = transB ? w.shape[0] : w.shape[1];
+  w.gemm.transB = transB;
+  w.gemm.packed =
+      loom::rt::packWeightAtLoad(transB, k, n, src, /*mapped=*/copy.empty());
+}
+
+} // namespace
+
 bool mapWeights(const std::string &bundle, const Manifest &m,
                 const Entry &entry, const std::vector<int64_t> &localRanks,
                 bool progressBar, MappedWeights &out, std::string *error) {
@@ -490,6 +521,10 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
       w.nbytes = s.nbytes;
       w.shape = s.shape;
       w.strides = s.strides;
+      size_t k = plan.size(); // the weight's index in the entry
+      if (k < entry.gemmB.size() && entry.gemmB[k] != GemmB::None &&
+          !m.target.isCuda())
+        packGemmWeight(data, entry.gemmB[k] == GemmB::NK, w);
       plan.push_back(std::move(w));
       doneBytes += s.nbytes;
       progress.update(doneBytes, ++doneSlices);
@@ -549,11 +584,15 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
                     contiguous.data());
       out.descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
       out.notOwned.insert(b.get());
+      loom::rt::registerLoadPackedWeight(
+          ctx, reinterpret_cast<const float *>(b.get()), w.gemm);
       out.owned.push_back(std::move(b));
       continue;
     }
     out.descs.push_back(makeDescriptor(p, w.shape, w.strides));
     out.notOwned.insert(p);
+    loom::rt::registerLoadPackedWeight(ctx, static_cast<const float *>(p),
+                                       w.gemm);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #define LOOM_RUN_LOADER_H
 
 #include "loom/runtime/Executor.h"
+#include "loom/runtime/Gemm.h"
 #include "loom/runtime/Manifest.h"
 #include "loom/runtime/Npy.h"
 
@@ -70,6 +71,9 @@ struct PlannedWeight {
   std::string path; ///< resolved
   int64_t offset = 0, nbytes = 0;
   std::vector<int64_t> shape, strides;
+  /// Packed at load for the f32 GEMM (the manifest's "gemm_b"; null packed:
+  /// not), shared by every run's binding of the weight.
+  loom::rt::LoadPackedWeight gemm;
 };
 
 /// Every local rank's weight slices of one entry, mapped and prefaulted.

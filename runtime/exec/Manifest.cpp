@@ -648,6 +648,20 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
                             "fields then whole units");
       }
       e.interleave.push_back(il);
+      GemmB gb = GemmB::None;
+      if (jw.contains("gemm_b")) {
+        std::string gp = Reader::idx(p + ".weights", k) + ".gemm_b";
+        const TensorSpec &t = e.weights[k];
+        const Json &j = jw["gemm_b"];
+        std::string v = j.is_string() ? j.get<std::string>() : "";
+        if (v != "kn" && v != "nk")
+          return r.fail(gp, "expected \"kn\" or \"nk\" (the weight as the "
+                            "f32 GEMM's right operand, [K, N] or [N, K])");
+        if (t.shape.size() != 2 || t.dtype != DType::F32)
+          return r.fail(gp, "only a 2-D f32 weight is a GEMM right operand");
+        gb = v == "kn" ? GemmB::KN : GemmB::NK;
+      }
+      e.gemmB.push_back(gb);
     }
     const Json *outs = r.array(je, p, "outputs");
     if (!outs)

@@ -4,8 +4,8 @@
 // The pool of a rank: the partition covers [0, n) once with chunks of at
 // least `grain`, each chunk runs on its own thread, one thread and nested
 // calls run serially on the caller, a failing body fails the job without a
-// hang, and a reduction written per output gives the same bits on 1..8
-// threads.
+// hang, a reduction written per output gives the same bits on 1..8
+// threads, and a rank's buffers come from the heap.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -290,6 +291,29 @@ TEST(ThreadPool, DefaultThreadCount) {
       },
       withThreads(0));
   EXPECT_EQ(rc, 0);
+}
+
+// A rank's buffers come from malloc's heap, not a fresh mmap each
+// (keepFreedBuffers): 4 MiB, above glibc's initial 128 KiB threshold, is
+// not an mmapped chunk (glibc marks those with bit 1 of the size word).
+TEST(ThreadPool, RankBuffersComeFromTheHeap) {
+#ifdef __GLIBC__
+  int rc = runThreads(
+      1, {},
+      [&](loom_rt_ctx *) {
+        void *p = loom_rt_malloc(4 << 20);
+        EXPECT_NE(p, nullptr);
+        size_t sizeWord = static_cast<size_t *>(p)[-1];
+        EXPECT_EQ(sizeWord & 2u, 0u) << "an mmapped chunk";
+        std::free(p);
+        return 0;
+      },
+      withThreads(1));
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(keepFreedBuffers(), "");
+#else
+  GTEST_SKIP() << "glibc only";
+#endif
 }
 
 } // namespace

@@ -60,6 +60,38 @@ PackedB packGemmBInto(bool transB, int64_t k, int64_t n, const float *b,
 void gemmPacked(loom_rt_ctx *ctx, GemmKernel kernel, int64_t m, const float *a,
                 int64_t lda, const PackedB &b, float *c, int64_t ldc);
 
+/// A weight packed at load (packWeightAtLoad) for the GEMMs that read it as
+/// their right operand in orientation `transB`.
+struct LoadPackedWeight {
+  bool transB = false;
+  std::shared_ptr<const PackedB> packed;
+};
+
+/// Packs weight B (`transB`: [N, K] row-major, else [K, N]) for the packed
+/// kernel when this process runs weight products on it (null otherwise:
+/// $LOOM_GEMM=openblas, no kernel for the CPU, or out of memory; the
+/// products then take the path they took before). Counted in
+/// gemmPackStats().atLoad. `mapped`: b is a mapped slice, whose packed
+/// copy is shared with every later call for the same slice while it lives
+/// (not for a temporary contiguous copy).
+std::shared_ptr<const PackedB> packWeightAtLoad(bool transB, int64_t k,
+                                                int64_t n, const float *b,
+                                                bool mapped = false);
+
+/// Registers on the rank's context that the weight at `b` (the pointer its
+/// generated code passes to loom_rt_sgemm) has the packed form `w`: the
+/// calls with that B, orientation, K and N take it without packing.
+void registerLoadPackedWeight(loom_rt_ctx *ctx, const float *b,
+                              LoadPackedWeight w);
+
+/// Process-wide packing counters (tests, `loom-run --bench`): weights packed
+/// at load, their packed bytes, and weights packed on their first use
+/// (bundles without "gemm_b" in their manifest, weights mapped by hand).
+struct GemmPackStats {
+  int64_t atLoad = 0, atLoadBytes = 0, onFirstUse = 0;
+};
+GemmPackStats gemmPackStats();
+
 } // namespace loom::rt
 
 #endif // LOOM_RUNTIME_GEMM_H

@@ -80,6 +80,11 @@ struct OutputSpec {
 /// rows as stored.
 using Interleave = RowInterleave;
 
+/// How a weight is read by the f32 GEMM ("gemm_b"): not as its right
+/// operand, or as B stored [K, N] (trans_b 0) or [N, K] (trans_b 1). The
+/// runtime packs such weights into GEMM panels at load.
+enum class GemmB { None, KN, NK };
+
 struct Entry {
   std::string name;
   std::string symbol;
@@ -87,6 +92,7 @@ struct Entry {
   std::vector<OutputSpec> outputs;
   std::vector<TensorSpec> weights;
   std::vector<Interleave> interleave; ///< one per weight
+  std::vector<GemmB> gemmB;           ///< one per weight
 };
 
 struct WeightSlice {

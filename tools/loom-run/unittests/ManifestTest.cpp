@@ -89,6 +89,30 @@ TEST(Manifest, Interleave) {
   EXPECT_EQ(plain.entries[0].interleave[0].rows, 0);
 }
 
+TEST(Manifest, GemmB) {
+  // A 2-D f32 weight read by the f32 GEMM as B [K, N] or [N, K].
+  auto with = [](const std::string &field, const std::string &shape) {
+    return replaced(kGood, R"("dtype": "f32", "shape": [4]})",
+                    R"("dtype": "f32", "shape": )" + shape + R"(, "gemm_b": )" +
+                        field + "}");
+  };
+  Manifest m;
+  std::string err;
+  EXPECT_FALSE(parseManifest(with("\"nk\"", "[4]"), 1, m, &err));
+  EXPECT_NE(parseError(with("\"nk\"", "[4]"))
+                .find("entries[0].weights[0].gemm_b: only a 2-D f32 weight"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("\"kk\"", "[4]"))
+                .find("entries[0].weights[0].gemm_b: expected \"kn\" or "
+                      "\"nk\""),
+            std::string::npos);
+  // Without the key: not a GEMM operand (bundles of older loomc).
+  Manifest plain;
+  ASSERT_TRUE(parseManifest(kGood, 1, plain, &err)) << err;
+  ASSERT_EQ(plain.entries[0].gemmB.size(), 1u);
+  EXPECT_EQ(plain.entries[0].gemmB[0], GemmB::None);
+}
+
 TEST(Manifest, Versions) {
   EXPECT_NE(parseError(replaced(kGood, "\"version\": 1", "\"version\": 2"))
                 .find("bundle format version 2 is not supported: this "
