@@ -85,12 +85,18 @@ public:
 
   OnFailure onFailure() const { return Mode; }
   bool quiet() const { return Quiet; }
-  /// How long a barrier waiter spins with `pause` (default 0;
-  /// $LOOM_RT_SPIN_US), then polls with sched_yield (default 5 ms;
-  /// $LOOM_RT_YIELD_US) before sleeping on the futex.
+  /// How long a barrier waiter may spin ($LOOM_RT_SPIN_US, default
+  /// kDefaultSpinUs, 0 in sanitizer builds; with `pause` when
+  /// $LOOM_RT_SPIN_PAUSE=1), then polls with sched_yield (default 1 ms;
+  /// $LOOM_RT_YIELD_US) before sleeping on the futex. Without
+  /// $LOOM_RT_SPIN_US a group whose job has more threads than cores() never
+  /// spins.
   int64_t spinNs() const { return SpinNs; }
+  bool spinFromEnv() const { return SpinFromEnv; }
   int64_t yieldNs() const { return YieldNs; }
   bool spinPause() const { return SpinPause; }
+  int cores() const { return Cores; }
+  static constexpr int64_t kDefaultSpinUs = 200;
 
 private:
   int NRanks;
@@ -98,7 +104,9 @@ private:
   bool Quiet;
   int64_t SpinNs;
   int64_t YieldNs;
+  bool SpinFromEnv = false;
   bool SpinPause = false;
+  int Cores = 1;
   std::atomic<bool> Aborted{false};
   std::mutex Mu;
   std::vector<std::string> Messages;
