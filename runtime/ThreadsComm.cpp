@@ -152,7 +152,7 @@ void waitFor(loom_rt_ctx &ctx, ThreadWorld &world, ThreadGroupImpl &impl,
         }
         if (world.spinPause())
           cpuRelax();
-        if ((i & 63) == 0 && loom_rt_now_ns() >= until)
+        if ((i & 63) == 0 && (loom_rt_now_ns() >= until || world.aborted()))
           break;
       }
     }
