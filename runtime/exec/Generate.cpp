@@ -32,6 +32,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -442,13 +443,16 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
                        J.tpMask);
   }
   Vocab = vocab;
+  // One branch-free pass (NaN and inf fail |x| <= FLT_MAX).
+  bool finite = true;
   for (float x : Logits)
-    if (!std::isfinite(x)) {
-      Failure = "decode produced a non-finite logit (NaN or inf) at "
-                "position " +
-                std::to_string(pos + S - 1);
-      return false;
-    }
+    finite &= std::fabs(x) <= std::numeric_limits<float>::max();
+  if (!finite) {
+    Failure = "decode produced a non-finite logit (NaN or inf) at "
+              "position " +
+              std::to_string(pos + S - 1);
+    return false;
+  }
   return true;
 }
 
