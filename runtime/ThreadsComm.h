@@ -3,23 +3,25 @@
 // The `threads` communicator: N ranks as std::threads of one process.
 //
 // Each group has a rendezvous object shared by its members (created by the
-// first member that uses the group): a generation barrier (optional short
-// spin, then sched_yield polling for up to 5 ms, then futex waits in 2 ms
-// slices so that the abort flag and the deadline are re-checked), one
-// cache-line slot per member
-// where it publishes its buffer pointers, and a double-buffered staging area
-// for small all-reduces.
+// first member that uses the group): one slot per member on cache lines of
+// its own (barrier counter, futex sleeper count, last CPU, published buffer
+// pointers and call signature) and a double-buffered staging area. A
+// barrier is per-member flags: enter n (release), wait for every other
+// member's counter to reach n (spin while that member last ran on another
+// CPU, within an adaptive budget; then sched_yield polling; then futex
+// waits in 2 ms slices so that the abort flag and the deadline are
+// re-checked). What a member publishes for barrier n is double-buffered by
+// the parity of n (rewritten only after every member entered n + 1).
 //
-//  - all_reduce, large: publish in/out; barrier; reduce my 1/p chunk reading
-//    every peer's input directly into my output; barrier; copy the other
-//    chunks from their owners' outputs; barrier. (A reduce-scatter +
+//  - small (input <= kSmallBytes) all_reduce / all_gather / reduce_scatter /
+//    all_to_all: copy in -> my staging half; one barrier; read the peers'
+//    halves (reductions in member order 0..p-1 on every member).
+//  - all_reduce, large: publish in/out; barrier; reduce my 1/p chunk
+//    reading every peer's input directly into my output; barrier; copy the
+//    other chunks from their owners' outputs; barrier. (A reduce-scatter +
 //    all-gather in shared memory: every byte is read from a peer once.)
-//  - all_reduce, small (<= kSmallBytes): copy in -> my staging slot
-//    (parity of the call); barrier; reduce all staging slots into out. One
-//    barrier: the next call of this group that writes the same parity comes
-//    after another barrier, which every reader has passed.
-//  - all_gather / reduce_scatter / all_to_all: publish; barrier; read peers
-//    directly; barrier.
+//  - all_gather / reduce_scatter / all_to_all, large: publish; barrier; read
+//    peers directly; barrier.
 //  - send/recv: eager, the message is copied into the receiver's mailbox
 //    (send never blocks). isend is send (complete at once); irecv records
 //    the receive and its wait is the blocking recv (the message waits in
@@ -148,7 +150,8 @@ public:
   void poll(loom_rt_ctx &ctx) override;
   [[noreturn]] void fail(loom_rt_ctx &ctx, const std::string &message) override;
 
-  /// Small all-reduces (bytes) go through the one-barrier staging path.
+  /// Collectives with at most this many input bytes go through the
+  /// one-barrier staging path.
   static constexpr int64_t kSmallBytes = 32 * 1024;
 
 private:
