@@ -2,6 +2,7 @@
 
 #include "ThreadsComm.h"
 #include "DType.h"
+#include "ThreadPool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,8 +17,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define LOOM_RT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define LOOM_RT_SANITIZED 1
+#endif
+#endif
+
 namespace loom::rt {
 namespace {
+
+#ifdef LOOM_RT_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -49,24 +64,29 @@ std::string fmtSeconds(double s) {
 
 } // namespace
 
+/// One member's published state, on cache lines of its own. `seq` counts
+/// the barriers the member has entered (mod 2^32); what it publishes for
+/// barrier n (buffer pointers, the call's signature, its staging slot) is
+/// written before seq becomes n (release) and read by peers after they see
+/// it (acquire). A member writes what it publishes for barrier n + 2 only
+/// after every member has entered barrier n + 1, i.e. finished reading what
+/// was published for n: so signatures and staging are double-buffered by
+/// the parity of the barrier number and no second barrier is needed to free
+/// them.
 struct alignas(64) Slot {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleepers{0}; ///< peers in a futex wait on seq
+  std::atomic<int32_t> cpu{-1};      ///< sched_getcpu() at its last arrival
   const void *in = nullptr;
   void *out = nullptr;
-  /// The signature published before barrier number n of this member is
-  /// sig[n & 1]: a member writes the next one only after every member has
-  /// passed the barrier that follows the reads of this one.
   CollSig sig[2];
-  std::atomic<uint64_t> arrivals{0}; ///< barriers entered by this member
 };
 
 struct ThreadGroupShared {
   int64_t p = 1;
   std::vector<int64_t> members;
-  alignas(64) std::atomic<uint32_t> count{0};
-  alignas(64) std::atomic<uint32_t> gen{0};
-  std::atomic<uint32_t> sleepers{0};
   std::unique_ptr<Slot[]> slots;
-  char *staging = nullptr; ///< [2][p][kSmallBytes]
+  char *staging = nullptr; ///< [p][2][kSmallBytes]
 
   explicit ThreadGroupShared(const std::vector<int64_t> &m)
       : p(int64_t(m.size())), members(m), slots(new Slot[m.size()]) {
@@ -74,8 +94,9 @@ struct ThreadGroupShared {
         std::aligned_alloc(64, size_t(2 * p * ThreadsComm::kSmallBytes)));
   }
   ~ThreadGroupShared() { std::free(staging); }
-  char *stage(uint64_t parity, int64_t member) {
-    return staging + ((parity & 1) * p + member) * ThreadsComm::kSmallBytes;
+  char *stage(int64_t member, uint64_t barrier) {
+    return staging +
+           (member * 2 + int64_t(barrier & 1)) * ThreadsComm::kSmallBytes;
   }
 };
 
@@ -83,89 +104,140 @@ namespace {
 
 struct ThreadGroupImpl final : GroupImpl {
   ThreadGroupShared *sh = nullptr;
-  uint64_t arrivals = 0;   ///< barriers entered by this rank
-  uint64_t smallCalls = 0; ///< parity of the staging buffer
+  uint64_t arrivals = 0; ///< barriers entered by this rank
+  /// Longest spin of a wait (0: none; see spinLimitNs) and the current
+  /// adaptive budget: halved when a spin ends without the peer, doubled
+  /// (up to the limit) when the peer comes while spinning.
+  int64_t spinLimitNs = 0;
+  int64_t spinBudgetNs = 0;
 };
 
 ThreadGroupShared &shared(Group &g) {
   return *static_cast<ThreadGroupImpl &>(*g.impl).sh;
 }
 
-/// The group barrier: sense-reversing through a generation counter. Spins
-/// briefly, yields, then sleeps on a futex in short slices, checking the
-/// job's abort flag and the deadline between slices.
-void groupBarrier(loom_rt_ctx &ctx, ThreadWorld &world, Group &g) {
-  auto &impl = static_cast<ThreadGroupImpl &>(*g.impl);
+int32_t currentCpu() {
+  int c = sched_getcpu();
+  return c < 0 ? -1 : int32_t(c);
+}
+
+/// Whether peer slot s has entered barrier n (wrap-around safe).
+inline bool entered(const Slot &s, uint32_t n) {
+  return int32_t(s.seq.load(std::memory_order_acquire) - n) >= 0;
+}
+
+/// Waits until member j of the group has entered barrier n (this rank
+/// entered it at `start`, set here when 0): spin (within the adaptive budget,
+/// and only while the peer last ran on another CPU: spinning while it waits for
+/// this very CPU only delays it), then poll with sched_yield (which hands the
+/// CPU to a descheduled peer on an oversubscribed machine), then sleep on the
+/// member's futex in short slices, re-checking the job's abort flag and the
+/// deadline.
+void waitFor(loom_rt_ctx &ctx, ThreadWorld &world, ThreadGroupImpl &impl,
+             int64_t j, uint32_t n, int64_t &start) {
   ThreadGroupShared &sh = *impl.sh;
-  if (sh.p == 1)
+  Slot &s = sh.slots[j];
+  if (entered(s, n))
     return;
-  uint64_t myArrival = ++impl.arrivals;
-  sh.slots[g.index].arrivals.store(myArrival, std::memory_order_relaxed);
-  uint32_t gen = sh.gen.load(std::memory_order_acquire);
-  if (sh.count.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(sh.p)) {
-    sh.count.store(0, std::memory_order_relaxed);
-    sh.gen.store(gen + 1, std::memory_order_seq_cst);
-    if (sh.sleepers.load(std::memory_order_seq_cst))
-      futexWakeAll(&sh.gen);
-    return;
+  if (start == 0)
+    start = loom_rt_now_ns();
+  if (impl.spinBudgetNs > 0) {
+    int32_t peerCpu = s.cpu.load(std::memory_order_relaxed);
+    if (peerCpu < 0 || peerCpu != currentCpu()) {
+      int64_t until = start + impl.spinBudgetNs;
+      for (int i = 1;; ++i) {
+        if (entered(s, n)) {
+          impl.spinBudgetNs = std::min(impl.spinLimitNs, impl.spinBudgetNs * 2);
+          return;
+        }
+        if (world.spinPause())
+          cpuRelax();
+        if ((i & 63) == 0 && (loom_rt_now_ns() >= until || world.aborted()))
+          break;
+      }
+    }
   }
-  // Spin (pause) for a few microseconds, then poll with sched_yield (which
-  // lets a descheduled peer run on an oversubscribed machine) for up to
-  // ~1 ms, then sleep on the futex.
-  // Spin (pause) for a few microseconds, then poll with sched_yield (which
-  // lets a descheduled peer run on an oversubscribed machine), then sleep on
-  // the futex. Durations: ThreadWorld (LOOM_RT_SPIN_US / LOOM_RT_YIELD_US).
-  int64_t start = loom_rt_now_ns();
-  int64_t spinUntil = start + world.spinNs();
-  for (int i = 0; world.spinNs() > 0; ++i) {
-    if (sh.gen.load(std::memory_order_acquire) != gen)
+  // Not caught by the spin: a spin as long as this wait would have caught
+  // it if it was short (grow the budget to twice the wait), else it was
+  // wasted (halve it).
+  auto adapt = [&] {
+    if (impl.spinLimitNs == 0)
       return;
-    if (world.spinPause())
-      cpuRelax();
-    if ((i & 63) == 63 && loom_rt_now_ns() >= spinUntil)
-      break;
-  }
-  int64_t yieldUntil = start + world.spinNs() + world.yieldNs();
-  for (int i = 0;; ++i) {
-    if (sh.gen.load(std::memory_order_acquire) != gen)
-      return;
-    if ((i & 7) == 7 && (loom_rt_now_ns() >= yieldUntil || world.aborted()))
+    int64_t waited = loom_rt_now_ns() - start;
+    impl.spinBudgetNs = waited <= impl.spinLimitNs / 2
+                            ? std::max(impl.spinBudgetNs, 2 * waited)
+                            : impl.spinBudgetNs / 2;
+  };
+  int64_t yieldUntil = loom_rt_now_ns() + world.yieldNs();
+  for (int i = 1;; ++i) {
+    if (entered(s, n))
+      return adapt();
+    if ((i & 7) == 0 && (loom_rt_now_ns() >= yieldUntil || world.aborted()))
       break;
     sched_yield();
   }
   int64_t deadline = deadlineAfter(ctx.timeoutSeconds);
   while (true) {
-    if (sh.gen.load(std::memory_order_acquire) != gen)
-      return;
+    uint32_t seen = s.seq.load(std::memory_order_seq_cst);
+    if (int32_t(seen - n) >= 0)
+      return adapt();
     if (world.aborted())
       failCurrent(ctx, "stopped because another rank failed");
     if (loom_rt_now_ns() > deadline) {
       std::string missing;
-      for (int64_t j = 0; j < sh.p; ++j)
-        if (sh.slots[j].arrivals.load(std::memory_order_relaxed) < myArrival)
+      for (int64_t k = 0; k < sh.p; ++k)
+        if (!entered(sh.slots[k], n))
           missing +=
-              (missing.empty() ? "" : ",") + std::to_string(sh.members[j]);
+              (missing.empty() ? "" : ",") + std::to_string(sh.members[k]);
       failCurrent(ctx, "timed out after " + fmtSeconds(ctx.timeoutSeconds) +
                            " s waiting for group member rank(s) " +
                            (missing.empty() ? "?" : missing) +
                            " (timeout: loom_rt_set_timeout or "
                            "LOOM_COLLECTIVE_TIMEOUT_S)");
     }
-    sh.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (sh.gen.load(std::memory_order_seq_cst) == gen)
-      futexWait(&sh.gen, gen, kSleepSliceNs);
-    sh.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    s.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (s.seq.load(std::memory_order_seq_cst) == seen)
+      futexWait(&s.seq, seen, kSleepSliceNs);
+    s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 
-/// The first barrier of a collective: publishes what this rank calls and
-/// fails every member if any member calls something else.
-void meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g, const CollSig &mine) {
+/// The group barrier: this member enters barrier number ++arrivals and
+/// waits until every member has. No shared counter: each member writes only
+/// its own slot and reads the others'. Returns the barrier number.
+uint64_t groupBarrier(loom_rt_ctx &ctx, ThreadWorld &world, Group &g) {
   auto &impl = static_cast<ThreadGroupImpl &>(*g.impl);
   ThreadGroupShared &sh = *impl.sh;
+  uint64_t n = ++impl.arrivals;
   if (sh.p == 1)
-    return;
+    return n;
+  Slot &me = sh.slots[g.index];
+  me.cpu.store(currentCpu(), std::memory_order_relaxed);
+  me.seq.store(uint32_t(n), std::memory_order_seq_cst);
+  if (me.sleepers.load(std::memory_order_seq_cst))
+    futexWakeAll(&me.seq);
+  int64_t start = 0; // set by the first wait that is not over at once
+  for (int64_t k = 1; k < sh.p; ++k)
+    waitFor(ctx, world, impl, (g.index + k) % sh.p, uint32_t(n), start);
+  return n;
+}
+
+/// The number the next groupBarrier of this rank in g will have (what the
+/// data published for it is double-buffered by).
+uint64_t nextBarrier(Group &g) {
+  return static_cast<ThreadGroupImpl &>(*g.impl).arrivals + 1;
+}
+
+/// The first barrier of a collective: publishes what this rank calls and
+/// fails every member if any member calls something else. Returns the
+/// barrier number.
+uint64_t meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g,
+              const CollSig &mine) {
+  auto &impl = static_cast<ThreadGroupImpl &>(*g.impl);
+  ThreadGroupShared &sh = *impl.sh;
   uint64_t n = impl.arrivals + 1;
+  if (sh.p == 1)
+    return n;
   sh.slots[g.index].sig[n & 1] = mine;
   groupBarrier(ctx, world, g);
   for (int64_t j = 0; j < sh.p; ++j) {
@@ -175,7 +247,22 @@ void meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g, const CollSig &mine) {
     failCurrent(ctx,
                 collectiveMismatch(sh.members, mine, sh.members[j], theirs));
   }
+  return n;
 }
+
+/// Up to 64 source pointers on the stack (no allocation per call).
+struct Sources {
+  const void *small[64];
+  std::vector<const void *> big;
+  const void **ptr;
+  explicit Sources(int64_t p) : ptr(small) {
+    if (p > 64) {
+      big.resize(size_t(p));
+      ptr = big.data();
+    }
+  }
+  const void *&operator[](int64_t j) { return ptr[j]; }
+};
 
 /// Marks a phase in which this rank reads peers' buffers (see
 /// ThreadWorld::Readers).
@@ -215,14 +302,19 @@ void chunk(int64_t count, int64_t p, int64_t es, int64_t i, int64_t &lo,
 
 ThreadWorld::ThreadWorld(int nranks, OnFailure onFailure, bool quiet)
     : NRanks(nranks), Mode(onFailure), Quiet(quiet) {
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   auto envUs = [](const char *name, int64_t dflt) {
     const char *v = std::getenv(name);
     return (v && *v ? std::max<int64_t>(0, std::atoll(v)) : dflt) * 1000;
   };
-  // Spinning only pays when every rank can own a core.
-  SpinNs = envUs("LOOM_RT_SPIN_US", unsigned(nranks) <= hw ? 100 : 2);
+  const char *spin = std::getenv("LOOM_RT_SPIN_US");
+  SpinFromEnv = spin && *spin;
+  // Instrumented atomics make a spin slow and the sanitizer's own threads
+  // need the CPU: sanitizer builds never spin unless asked to.
+  SpinNs = envUs("LOOM_RT_SPIN_US", kSanitized ? 0 : kDefaultSpinUs);
   YieldNs = envUs("LOOM_RT_YIELD_US", 1000);
+  const char *pause = std::getenv("LOOM_RT_SPIN_PAUSE");
+  SpinPause = pause && *pause && std::atoi(pause) != 0;
+  Cores = int(availableCpus().size());
   for (int i = 0; i < nranks; ++i)
     Mailboxes.push_back(std::make_unique<Mailbox>());
 }
@@ -266,10 +358,16 @@ ThreadGroupShared *ThreadWorld::groupFor(uint64_t mask,
 // ThreadsComm
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<GroupImpl> ThreadsComm::createGroup(loom_rt_ctx &,
+std::unique_ptr<GroupImpl> ThreadsComm::createGroup(loom_rt_ctx &ctx,
                                                     const Group &group) {
   auto impl = std::make_unique<ThreadGroupImpl>();
   impl->sh = World.groupFor(group.mask, group.members);
+  // Spinning only pays when every thread of the job can own a core: else a
+  // spinning rank holds the CPU that a peer (or a peer's worker) needs.
+  int64_t threads = int64_t(World.size()) * std::max(1, ctx.numThreads);
+  impl->spinLimitNs =
+      World.spinFromEnv() || threads <= World.cores() ? World.spinNs() : 0;
+  impl->spinBudgetNs = impl->spinLimitNs;
   return impl;
 }
 
@@ -307,23 +405,18 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return;
   }
   ThreadGroupShared &sh = shared(g);
-  auto &impl = static_cast<ThreadGroupImpl &>(*g.impl);
   int64_t bytes = count * es;
+  Sources srcs(p);
 
   if (bytes <= kSmallBytes) {
-    uint64_t parity = impl.smallCalls++;
-    std::memcpy(sh.stage(parity, g.index), in, size_t(bytes));
+    // Staged: one barrier; every member reduces all slots in member order
+    // (the same bits everywhere, in place or not).
+    uint64_t n = nextBarrier(g);
+    std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
     meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
-    const void *ins[64];
-    std::vector<const void *> big;
-    const void **srcs = ins;
-    if (p > 64) {
-      big.resize(p);
-      srcs = big.data();
-    }
     for (int64_t j = 0; j < p; ++j)
-      srcs[j] = sh.stage(parity, j);
-    reduceElements(dtype, op, out, srcs, int(p), count);
+      srcs[j] = sh.stage(j, n);
+    reduceElements(dtype, op, out, srcs.ptr, int(p), count);
     return;
   }
 
@@ -334,10 +427,9 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   chunk(count, p, es, g.index, lo, hi);
   ReadPhase reduce(ctx, World);
   if (hi > lo) {
-    std::vector<const void *> srcs(p);
     for (int64_t j = 0; j < p; ++j)
       srcs[j] = static_cast<const char *>(sh.slots[j].in) + lo * es;
-    reduceElements(dtype, op, static_cast<char *>(out) + lo * es, srcs.data(),
+    reduceElements(dtype, op, static_cast<char *>(out) + lo * es, srcs.ptr,
                    int(p), hi - lo);
   }
   reduce.end();
@@ -366,19 +458,33 @@ void ThreadsComm::allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return;
   }
   ThreadGroupShared &sh = shared(g);
-  sh.slots[g.index].in = in;
-  meet(ctx, World, g, {kAllGather, dtype, -1, outer, inner});
-  ReadPhase read(ctx, World);
   int64_t rowBytes = inner * es;
-  if (rowBytes) {
-    for (int64_t k = 0; k < p; ++k) {
-      int64_t j = (g.index + k) % p;
-      const char *src = static_cast<const char *>(sh.slots[j].in);
-      char *dst = static_cast<char *>(out) + j * rowBytes;
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(dst + o * p * rowBytes, src + o * rowBytes,
-                    size_t(rowBytes));
-    }
+  int64_t bytes = outer * rowBytes;
+  CollSig sig{kAllGather, dtype, -1, outer, inner};
+  // Copies row o of member j's `from` to its place in out.
+  auto place = [&](int64_t j, const char *from) {
+    char *dst = static_cast<char *>(out) + j * rowBytes;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + o * p * rowBytes, from + o * rowBytes,
+                  size_t(rowBytes));
+  };
+  if (bytes <= kSmallBytes) {
+    // Staged: one barrier; my own piece straight from `in`.
+    uint64_t n = nextBarrier(g);
+    if (bytes)
+      std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
+    meet(ctx, World, g, sig);
+    if (bytes)
+      for (int64_t j = 0; j < p; ++j)
+        place(j, j == g.index ? static_cast<const char *>(in) : sh.stage(j, n));
+    return;
+  }
+  sh.slots[g.index].in = in;
+  meet(ctx, World, g, sig);
+  ReadPhase read(ctx, World);
+  for (int64_t k = 0; k < p; ++k) {
+    int64_t j = (g.index + k) % p;
+    place(j, static_cast<const char *>(sh.slots[j].in));
   }
   read.end();
   groupBarrier(ctx, World, g);
@@ -395,19 +501,35 @@ void ThreadsComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return;
   }
   ThreadGroupShared &sh = shared(g);
-  sh.slots[g.index].in = in;
-  meet(ctx, World, g, {kReduceScatter, dtype, op, outer, inner});
-  ReadPhase read(ctx, World);
-  if (inner) {
-    std::vector<const void *> srcs(p);
+  int64_t bytes = outer * p * inner * es;
+  CollSig sig{kReduceScatter, dtype, op, outer, inner};
+  Sources srcs(p);
+  // Reduces my block of every row from the members' full inputs `from(j)`,
+  // in member order (the same bits as the large path).
+  auto reduceMine = [&](auto from) {
     for (int64_t o = 0; o < outer; ++o) {
       int64_t off = ((o * p) + g.index) * inner * es;
       for (int64_t j = 0; j < p; ++j)
-        srcs[j] = static_cast<const char *>(sh.slots[j].in) + off;
+        srcs[j] = from(j) + off;
       reduceElements(dtype, op, static_cast<char *>(out) + o * inner * es,
-                     srcs.data(), int(p), inner);
+                     srcs.ptr, int(p), inner);
     }
+  };
+  if (bytes <= kSmallBytes) {
+    // Staged: one barrier.
+    uint64_t n = nextBarrier(g);
+    if (bytes)
+      std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
+    meet(ctx, World, g, sig);
+    if (bytes)
+      reduceMine([&](int64_t j) -> const char * { return sh.stage(j, n); });
+    return;
   }
+  sh.slots[g.index].in = in;
+  meet(ctx, World, g, sig);
+  ReadPhase read(ctx, World);
+  reduceMine(
+      [&](int64_t j) { return static_cast<const char *>(sh.slots[j].in); });
   read.end();
   groupBarrier(ctx, World, g);
 }
@@ -422,16 +544,30 @@ void ThreadsComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return;
   }
   ThreadGroupShared &sh = shared(g);
+  CollSig sig{kAllToAll, dtype, -1, block, -1};
+  // Copies my block of member j's `from` to its place in out.
+  auto take = [&](int64_t j, const char *from) {
+    std::memcpy(static_cast<char *>(out) + j * bb, from + g.index * bb,
+                size_t(bb));
+  };
+  if (p * bb <= kSmallBytes) {
+    // Staged: one barrier.
+    uint64_t n = nextBarrier(g);
+    if (bb)
+      std::memcpy(sh.stage(g.index, n), in, size_t(p * bb));
+    meet(ctx, World, g, sig);
+    if (bb)
+      for (int64_t j = 0; j < p; ++j)
+        take(j, j == g.index ? static_cast<const char *>(in) : sh.stage(j, n));
+    return;
+  }
   sh.slots[g.index].in = in;
-  meet(ctx, World, g, {kAllToAll, dtype, -1, block, -1});
+  meet(ctx, World, g, sig);
   ReadPhase read(ctx, World);
-  if (bb)
-    for (int64_t k = 0; k < p; ++k) {
-      int64_t j = (g.index + k) % p;
-      std::memcpy(static_cast<char *>(out) + j * bb,
-                  static_cast<const char *>(sh.slots[j].in) + g.index * bb,
-                  size_t(bb));
-    }
+  for (int64_t k = 0; k < p; ++k) {
+    int64_t j = (g.index + k) % p;
+    take(j, static_cast<const char *>(sh.slots[j].in));
+  }
   read.end();
   groupBarrier(ctx, World, g);
 }

@@ -3,23 +3,25 @@
 // The `threads` communicator: N ranks as std::threads of one process.
 //
 // Each group has a rendezvous object shared by its members (created by the
-// first member that uses the group): a generation barrier (optional short
-// spin, then sched_yield polling for up to 5 ms, then futex waits in 2 ms
-// slices so that the abort flag and the deadline are re-checked), one
-// cache-line slot per member
-// where it publishes its buffer pointers, and a double-buffered staging area
-// for small all-reduces.
+// first member that uses the group): one slot per member on cache lines of
+// its own (barrier counter, futex sleeper count, last CPU, published buffer
+// pointers and call signature) and a double-buffered staging area. A
+// barrier is per-member flags: enter n (release), wait for every other
+// member's counter to reach n (spin while that member last ran on another
+// CPU, within an adaptive budget; then sched_yield polling; then futex
+// waits in 2 ms slices so that the abort flag and the deadline are
+// re-checked). What a member publishes for barrier n is double-buffered by
+// the parity of n (rewritten only after every member entered n + 1).
 //
-//  - all_reduce, large: publish in/out; barrier; reduce my 1/p chunk reading
-//    every peer's input directly into my output; barrier; copy the other
-//    chunks from their owners' outputs; barrier. (A reduce-scatter +
+//  - small (input <= kSmallBytes) all_reduce / all_gather / reduce_scatter /
+//    all_to_all: copy in -> my staging half; one barrier; read the peers'
+//    halves (reductions in member order 0..p-1 on every member).
+//  - all_reduce, large: publish in/out; barrier; reduce my 1/p chunk
+//    reading every peer's input directly into my output; barrier; copy the
+//    other chunks from their owners' outputs; barrier. (A reduce-scatter +
 //    all-gather in shared memory: every byte is read from a peer once.)
-//  - all_reduce, small (<= kSmallBytes): copy in -> my staging slot
-//    (parity of the call); barrier; reduce all staging slots into out. One
-//    barrier: the next call of this group that writes the same parity comes
-//    after another barrier, which every reader has passed.
-//  - all_gather / reduce_scatter / all_to_all: publish; barrier; read peers
-//    directly; barrier.
+//  - all_gather / reduce_scatter / all_to_all, large: publish; barrier; read
+//    peers directly; barrier.
 //  - send/recv: eager, the message is copied into the receiver's mailbox
 //    (send never blocks). isend is send (complete at once); irecv records
 //    the receive and its wait is the blocking recv (the message waits in
@@ -85,12 +87,18 @@ public:
 
   OnFailure onFailure() const { return Mode; }
   bool quiet() const { return Quiet; }
-  /// How long a barrier waiter spins with `pause` (default 0;
-  /// $LOOM_RT_SPIN_US), then polls with sched_yield (default 5 ms;
-  /// $LOOM_RT_YIELD_US) before sleeping on the futex.
+  /// How long a barrier waiter may spin ($LOOM_RT_SPIN_US, default
+  /// kDefaultSpinUs, 0 in sanitizer builds; with `pause` when
+  /// $LOOM_RT_SPIN_PAUSE=1), then polls with sched_yield (default 1 ms;
+  /// $LOOM_RT_YIELD_US) before sleeping on the futex. Without
+  /// $LOOM_RT_SPIN_US a group whose job has more threads than cores() never
+  /// spins.
   int64_t spinNs() const { return SpinNs; }
+  bool spinFromEnv() const { return SpinFromEnv; }
   int64_t yieldNs() const { return YieldNs; }
   bool spinPause() const { return SpinPause; }
+  int cores() const { return Cores; }
+  static constexpr int64_t kDefaultSpinUs = 200;
 
 private:
   int NRanks;
@@ -98,7 +106,9 @@ private:
   bool Quiet;
   int64_t SpinNs;
   int64_t YieldNs;
+  bool SpinFromEnv = false;
   bool SpinPause = false;
+  int Cores = 1;
   std::atomic<bool> Aborted{false};
   std::mutex Mu;
   std::vector<std::string> Messages;
@@ -140,7 +150,8 @@ public:
   void poll(loom_rt_ctx &ctx) override;
   [[noreturn]] void fail(loom_rt_ctx &ctx, const std::string &message) override;
 
-  /// Small all-reduces (bytes) go through the one-barrier staging path.
+  /// Collectives with at most this many input bytes go through the
+  /// one-barrier staging path.
   static constexpr int64_t kSmallBytes = 32 * 1024;
 
 private:

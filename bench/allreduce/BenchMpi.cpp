@@ -11,16 +11,80 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include "Decode.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
+
+namespace {
+
+/// Mean seconds per call (best of 5 trials of ~0.05 s), as BenchThreads.cpp.
+template <typename F> double timeCalls(F call) {
+  for (int i = 0; i < 20; ++i)
+    call();
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < 20; ++i)
+    call();
+  double one = (MPI_Wtime() - t0) / 20, mx;
+  MPI_Allreduce(&one, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int iters = int(std::clamp(0.05 / std::max(mx, 1e-7), 10.0, 50000.0));
+  double t = 1e30;
+  for (int trial = 0; trial < 5; ++trial) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i)
+      call();
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = std::min(t, (MPI_Wtime() - t0) / iters);
+  }
+  return t;
+}
+
+void decodeLatencies(int r, int n) {
+  std::vector<char> in(1 << 16, 1), out(1 << 16);
+  for (const loom::bench::DecodeCall &c : loom::bench::kDecodeCalls) {
+    MPI_Datatype dt = c.i64 ? MPI_INT64_T : MPI_FLOAT;
+    int elems = int(loom::bench::elemsPerRank(c, n));
+    double t = timeCalls([&] {
+      switch (c.kind) {
+      case loom::bench::DecodeCall::AllReduce:
+        MPI_Allreduce(in.data(), out.data(), elems, dt, MPI_SUM,
+                      MPI_COMM_WORLD);
+        break;
+      case loom::bench::DecodeCall::AllGather:
+        MPI_Allgather(in.data(), elems, dt, out.data(), elems, dt,
+                      MPI_COMM_WORLD);
+        break;
+      case loom::bench::DecodeCall::ReduceScatter:
+        MPI_Reduce_scatter_block(in.data(), out.data(), elems / n, dt, MPI_SUM,
+                                 MPI_COMM_WORLD);
+        break;
+      case loom::bench::DecodeCall::Barrier:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+      }
+    });
+    if (r == 0)
+      std::printf("%s %.2f\n", c.name, t * 1e6);
+  }
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int r, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (argc > 1 && std::strcmp(argv[1], "--decode") == 0) {
+    decodeLatencies(r, n);
+    MPI_Finalize();
+    return 0;
+  }
   long long minBytes = argc > 1 ? std::atoll(argv[1]) : 4096;
   long long maxBytes = argc > 2 ? std::atoll(argv[2]) : 64 << 20;
   std::vector<float> in(maxBytes / 4, 1.0f + float(r)), out(maxBytes / 4);

@@ -3,7 +3,9 @@
 # env: LOOM_BUILD_DIR (default build/), LOOM_BENCH_REPS (3),
 #      LOOM_BENCH_MIN_BYTES / LOOM_BENCH_MAX_BYTES (4096 / 64 MiB)
 # Compares the Loom threads all-reduce with OpenMPI's MPI_Allreduce (mpirun
-# -np N, shared memory) on this machine: f32 sum, out of place, 4 KB..64 MB.
+# -np N, shared memory) on this machine: f32 sum, out of place, 4 KB..64 MB;
+# then the latency of the small collectives of one tensor-parallel decode
+# step (bench/allreduce/Decode.h) on both.
 # Build first: ninja -C $LOOM_BUILD_DIR loom-bench-allreduce-threads \
 #                 loom-bench-allreduce-mpi
 set -euo pipefail
@@ -41,4 +43,21 @@ for n in "${ranks[@]}"; do
     function human(b) { return b >= 1048576 ? b/1048576 " MB" : b/1024 " KB" }
     { printf "| %10s | %9.2f GB/s | %9.2f GB/s | %5.2fx | %9.1f us | %9.1f us |\n",
         human($1), $4, $8, ($8 > 0 ? $4 / $8 : 0), $2, $6 }'
+done
+
+# Decode-step collectives: latency per call, best of $REPS alternating runs.
+bestlat() { sort -k1,1 -k2,2g | awk '!seen[$1]++'; }
+for n in "${ranks[@]}"; do
+  thr=""; mpi=""
+  for ((rep = 0; rep < REPS; ++rep)); do
+    thr+="$("$BIN/loom-bench-allreduce-threads" "$n" --decode)"$'\n'
+    mpi+="$(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader \
+              -np "$n" "$BIN/loom-bench-allreduce-mpi" --decode)"$'\n'
+  done
+  echo
+  echo "## decode-step collectives, N=$n ranks$( [ "$n" -gt "$(nproc)" ] && echo " (oversubscribed: $(nproc) cores)")"
+  printf "| %-26s | %12s | %12s |\n" call "threads lat" "mpi lat"
+  printf "|%s|%s|%s|\n" ---------------------------- -------------- --------------
+  join <(echo -n "$thr" | bestlat) <(echo -n "$mpi" | bestlat) | awk '
+    { printf "| %-26s | %9.2f us | %9.2f us |\n", $1, $2, $3 }'
 done

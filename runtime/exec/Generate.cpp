@@ -32,6 +32,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -218,7 +219,14 @@ private:
   std::vector<std::vector<int64_t>> StateDescs;
   Buffer TokBuf, PosBuf;
   int64_t TokCap = 0;
-  std::vector<float> Logits; ///< [batchLocal][vocab]
+  std::vector<float> Logits;      ///< [batchLocal][vocab]
+  std::vector<float> LocalLogits; ///< this rank's columns when split
+  /// Reused by every step (no allocation per token): the inputs'
+  /// descriptors, the call's arguments, and the buffers it must not free.
+  std::vector<std::vector<int64_t>> InDescs;
+  std::vector<void *> Args;
+  std::set<const void *> StepNotOwned;
+  const void *StepNotOwnedTok = nullptr; ///< TokBuf that StepNotOwned holds
   std::vector<Sequence> Seqs;
   std::vector<Sampler> Samplers; ///< local sequences
   std::vector<int64_t> ResultWords;
@@ -333,9 +341,23 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
   for (int64_t s = 0; s < S; ++s)
     p[s] = pos + s;
   const Entry &e = *St->entry;
-  std::vector<std::vector<int64_t>> in(e.inputs.size());
-  std::set<const void *> notOwned = Bound.notOwned;
+  // Nothing per step is allocated on the plain decode path: the states'
+  // descriptors are prebuilt, the others rewritten in place, and the
+  // buffers the call must not free (weights, states, tokens, positions)
+  // form a set that changes only when the token buffers do.
+  std::vector<std::vector<int64_t>> &in = InDescs;
+  in.resize(e.inputs.size());
+  if (StepNotOwnedTok != t) {
+    StepNotOwned = Bound.notOwned;
+    StepNotOwned.insert(t);
+    StepNotOwned.insert(p);
+    StepNotOwnedTok = t;
+  }
+  std::set<const void *> pipelineNotOwned;
+  std::set<const void *> *notOwnedPtr = &StepNotOwned;
   if (Prev >= 0) {
+    pipelineNotOwned = StepNotOwned;
+    notOwnedPtr = &pipelineNotOwned;
     recvBoundaries();
     for (size_t k = 0; k < e.inputs.size(); ++k)
       if (e.inputs[k].boundary >= 0) {
@@ -343,23 +365,24 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
         rowMajorStrides(int64_t(strides.size()), RecvShapes[k].data(),
                         strides.data());
         in[k] = makeDescriptor(RecvBufs[k].get(), RecvShapes[k], strides);
-        notOwned.insert(RecvBufs[k].get());
+        pipelineNotOwned.insert(RecvBufs[k].get());
       }
   }
   if (St->tokensArg >= 0)
     in[size_t(St->tokensArg)] = makeDescriptor(t, {B, S}, {S, 1});
   if (St->positionsArg >= 0)
     in[size_t(St->positionsArg)] = makeDescriptor(p, {S}, {1});
-  for (size_t k = 0; k < St->states.size(); ++k)
-    in[St->states[k].index] = StateDescs[size_t(grp) * St->states.size() + k];
-  std::vector<void *> args{ResultWords.data(), Ctx};
+  std::vector<void *> &args = Args;
+  args.assign({ResultWords.data(), Ctx});
   for (auto &d : in)
     args.push_back(d.data());
+  for (size_t k = 0; k < St->states.size(); ++k)
+    args[2 + St->states[k].index] =
+        StateDescs[size_t(grp) * St->states.size() + k].data();
   for (auto &d : Bound.descs)
     args.push_back(d.data());
   std::fill(ResultWords.begin(), ResultWords.end(), 0);
-  notOwned.insert(t);
-  notOwned.insert(p);
+  const std::set<const void *> &notOwned = *notOwnedPtr;
   int64_t c0 = loom_rt_now_ns();
   St->fn(args.data());
   // The trace's stage calls (docs/RUNTIME.md "Pipelines"): one per step,
@@ -398,29 +421,38 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
     Failure = why;
     return false;
   }
-  std::vector<float> local(size_t(B * cols));
+  // This rank's logits, straight into Logits when they are all of them.
+  Logits.resize(size_t(B * vocab));
+  std::vector<float> &local = cols == vocab ? Logits : LocalLogits;
+  local.resize(size_t(B * cols));
   const float *src = reinterpret_cast<const float *>(v.aligned) + v.offset;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t c = 0; c < cols; ++c)
-      local[size_t(b * cols + c)] = src[b * v.strides[0] + c * v.strides[1]];
+  for (int64_t b = 0; b < B; ++b) {
+    float *row = local.data() + b * cols;
+    const float *from = src + b * v.strides[0];
+    if (v.strides[1] == 1)
+      std::memcpy(row, from, size_t(cols) * sizeof(float));
+    else
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = from[c * v.strides[1]];
+  }
   freeOutputs(e, ResultWords, notOwned);
-  if (cols == vocab) {
-    Logits = std::move(local);
-  } else {
+  if (cols != vocab) {
     // The vocabulary is split over the model-parallel ranks: gather it
     // ([B][p][cols] is [B][vocab] in group order).
-    Logits.assign(size_t(B * vocab), 0);
     loom_rt_all_gather(Ctx, LOOM_RT_F32, local.data(), Logits.data(), B, cols,
                        J.tpMask);
   }
   Vocab = vocab;
+  // One branch-free pass (NaN and inf fail |x| <= FLT_MAX).
+  bool finite = true;
   for (float x : Logits)
-    if (!std::isfinite(x)) {
-      Failure = "decode produced a non-finite logit (NaN or inf) at "
-                "position " +
-                std::to_string(pos + S - 1);
-      return false;
-    }
+    finite &= std::fabs(x) <= std::numeric_limits<float>::max();
+  if (!finite) {
+    Failure = "decode produced a non-finite logit (NaN or inf) at "
+              "position " +
+              std::to_string(pos + S - 1);
+    return false;
+  }
   return true;
 }
 

@@ -115,23 +115,48 @@ int32_t drawFrom(const std::vector<Candidate> &c, double u) {
   return c.back().id;
 }
 
+namespace {
+
+/// Greedy: the first maximum (NaN never wins; all NaN: the last index).
+/// The answer of the scan "best = i if l[i] > l[best] or l[best] is NaN",
+/// in two passes without a carried dependency: the largest non-NaN value
+/// (8 independent partial maxima), then the first index holding it.
+int32_t argmax(const float *l, size_t vocab) {
+  float part[8];
+  std::fill(part, part + 8, -INFINITY);
+  size_t i = 0;
+  for (; i + 8 <= vocab; i += 8)
+    for (int k = 0; k < 8; ++k)
+      part[k] = l[i + k] > part[k] ? l[i + k] : part[k];
+  float m = -INFINITY;
+  for (; i < vocab; ++i)
+    m = l[i] > m ? l[i] : m;
+  for (float x : part)
+    m = x > m ? x : m;
+  for (i = 0; i < vocab; ++i)
+    if (l[i] == m)
+      return int32_t(i);
+  return int32_t(vocab ? vocab - 1 : 0);
+}
+
+} // namespace
+
 int32_t Sampler::sample(const float *logits, size_t vocab) {
+  bool penalty = P.repeatPenalty != 1 && P.repeatLastN != 0;
+  // Plain greedy reads the logits in place (no copy of the vocabulary per
+  // token: generation's hot path).
+  if (P.temperature <= 0 && !penalty)
+    return argmax(logits, vocab);
   std::vector<float> l(logits, logits + vocab);
-  if (P.repeatPenalty != 1 && P.repeatLastN != 0) {
+  if (penalty) {
     size_t n = P.repeatLastN < 0
                    ? History.size()
                    : std::min(History.size(), size_t(P.repeatLastN));
     std::vector<int32_t> recent(History.end() - ptrdiff_t(n), History.end());
     applyRepeatPenalty(l, recent, P.repeatPenalty);
   }
-  if (P.temperature <= 0) {
-    // Greedy: the first maximum (NaN never wins).
-    size_t best = 0;
-    for (size_t i = 1; i < vocab; ++i)
-      if (l[i] > l[best] || std::isnan(l[best]))
-        best = i;
-    return int32_t(best);
-  }
+  if (P.temperature <= 0)
+    return argmax(l.data(), vocab);
   std::vector<Candidate> c = sortedCandidates(l);
   topK(c, P.topK);
   topP(c, P.topP);

@@ -108,6 +108,39 @@ TEST(Sampler, GreedyIsArgmaxAfterPenalty) {
   EXPECT_EQ(s3.sample(l.data(), l.size()), 1);
 }
 
+// Greedy without a penalty reads the logits in place with a two-pass
+// argmax: the same index as the sequential scan "best = i if l[i] >
+// l[best] or l[best] is NaN" (first maximum, NaN never wins, all NaN: the
+// last index), on ties, NaNs, infinities, signed zeros and odd lengths.
+TEST(Sampler, GreedyArgmaxMatchesSequentialScan) {
+  auto scan = [](const std::vector<float> &l) {
+    size_t best = 0;
+    for (size_t i = 1; i < l.size(); ++i)
+      if (l[i] > l[best] || std::isnan(l[best]))
+        best = i;
+    return int32_t(best);
+  };
+  const float nan = std::nanf(""), inf = INFINITY;
+  const float pool[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.5f, nan, inf, -inf};
+  Sampler s{SamplingParams()};
+  uint32_t x = 12345;
+  for (int trial = 0; trial < 3000; ++trial) {
+    size_t n = 1 + trial % 37;
+    std::vector<float> l(n);
+    for (float &v : l) {
+      x = x * 1664525u + 1013904223u;
+      v = pool[(x >> 16) % 8];
+    }
+    ASSERT_EQ(s.sample(l.data(), n), scan(l)) << "trial " << trial;
+  }
+  std::vector<float> allNan(5, nan);
+  EXPECT_EQ(s.sample(allNan.data(), 5), 4);
+  std::vector<float> big(49152);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = float((i * 7919) % 1000);
+  EXPECT_EQ(s.sample(big.data(), big.size()), scan(big));
+}
+
 TEST(Sampler, SampledFrequenciesMatchDistribution) {
   // T = 1, top-k 3 of {ln 4, ln 2, ln 1, ln 1 - 10}: 4/7, 2/7, 1/7.
   SamplingParams p;
