@@ -48,6 +48,17 @@ Result<ElemType> parseElemType(std::string_view s) {
                "' (expected f32, tf32, bf16, f16, fp8 or int8)"};
 }
 
+ElemType computeTypeOf(DType t) {
+  switch (t) {
+  case DType::F16:
+    return ElemType::F16;
+  case DType::BF16:
+    return ElemType::BF16;
+  default:
+    return ElemType::F32;
+  }
+}
+
 unsigned elemBytes(ElemType t) {
   switch (t) {
   case ElemType::F32:

@@ -43,6 +43,43 @@ const TypeInfo &info(ElementType type) {
 }
 } // namespace
 
+std::optional<loom::DType> loom::fmt::toDType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return loom::DType::F32;
+  case ElementType::F16:
+    return loom::DType::F16;
+  case ElementType::BF16:
+    return loom::DType::BF16;
+  case ElementType::F64:
+    return loom::DType::F64;
+  case ElementType::I8:
+    return loom::DType::I8;
+  case ElementType::I32:
+    return loom::DType::I32;
+  case ElementType::I64:
+    return loom::DType::I64;
+  case ElementType::U8:
+    return loom::DType::U8;
+  case ElementType::Bool:
+    return loom::DType::I1;
+  case ElementType::I16:
+  case ElementType::Q4_0:
+  case ElementType::Q4_1:
+  case ElementType::Q8_0:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+ElementType loom::fmt::toElementType(loom::DType type) {
+  // The inverse of toDType: each DType is exactly one plain format.
+  for (const TypeInfo &t : kTypes)
+    if (toDType(t.type) == type)
+      return t.type;
+  return ElementType::F32; // not reached (WeightStore.DTypes checks each)
+}
+
 std::string_view loom::fmt::elementTypeName(ElementType type) {
   return info(type).name;
 }

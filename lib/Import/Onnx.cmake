@@ -24,7 +24,7 @@ list(APPEND LOOM_IMPORT_LIBS ${LOOM_ONNX_LIB} ${LOOM_ONNX_PROTO_LIB}
   protobuf::libprotobuf)
 include_directories(SYSTEM ${LOOM_ONNX_INCLUDE_DIR} ${Protobuf_INCLUDE_DIRS})
 add_compile_definitions(ONNX_ML=1 ONNX_NAMESPACE=onnx)
-# The ONNX emitters by op family (Onnx/OnnxImporter.h).
-list(APPEND LOOM_IMPORT_SOURCES Onnx/Elementwise.cpp Onnx/Activation.cpp
+# The ONNX emitters by op family (Onnx/OnnxImporter.h) and the folders.
+list(APPEND LOOM_IMPORT_SOURCES Onnx/Fold.cpp Onnx/Elementwise.cpp Onnx/Activation.cpp
   Onnx/Matmul.cpp
   Onnx/Normalization.cpp Onnx/Shape.cpp Onnx/Conv.cpp Onnx/Lrn.cpp)

@@ -10,6 +10,8 @@
 
 #include "passes/Quantize/Passes.h"
 
+#include "dialects/Loom/IR/LoomEnums.h"
+
 #include "loom/Formats/WeightStore.h"
 #include "loom/Quant/Quant.h"
 
@@ -126,8 +128,7 @@ struct QuantizeWeightsPass
     // The option spells the portable kinds with a dash (int8-portable).
     std::optional<QuantActivations> act;
     if (activations != "auto") {
-      act = symbolizeQuantActivations(
-          llvm::join(llvm::split(activations, '-'), "_"));
+      act = parseQuantActivations(activations);
       if (!act)
         return fail("activations=" + activations +
                     ": expected auto, f32, int8 or int8x3 (or "

@@ -13,6 +13,17 @@ LinkSpec link(double gbps, double us) {
 Efficiency ideal() { return Efficiency{1, 1, 1}; }
 } // namespace
 
+// Stored dtypes meet the compute precisions in one place: half types at
+// their own rate, every other dtype at f32's.
+TEST(ElemType, ComputeTypeOfDType) {
+  using loom::DType;
+  EXPECT_EQ(computeTypeOf(DType::F16), ElemType::F16);
+  EXPECT_EQ(computeTypeOf(DType::BF16), ElemType::BF16);
+  for (DType t : {DType::F32, DType::F64, DType::I8, DType::I32, DType::I64,
+                  DType::U8, DType::I1})
+    EXPECT_EQ(computeTypeOf(t), ElemType::F32) << loom::dtypeName(t);
+}
+
 TEST(Collectives, BytesPerRank) {
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllReduce, 800, 8), 1400);
   EXPECT_DOUBLE_EQ(collectiveBytesPerRank(Collective::AllGather, 800, 8), 700);

@@ -16,6 +16,10 @@
 
 using namespace loom::fmt;
 using namespace loom::fmt::test;
+using loom::DType;
+using loom::dtypeName;
+using loom::dtypeSize;
+using loom::kAllDTypes;
 
 namespace {
 
@@ -26,6 +30,24 @@ uint32_t bitsOf(float f) {
 }
 
 // Block sizes are the ones of ggml-common.h.
+// The plain formats are the bundle's dtypes, with the same sizes and names,
+// except bool (DType i1) and i16 (no DType); block formats are not dtypes.
+TEST(WeightStore, DTypes) {
+  for (DType t : kAllDTypes) {
+    ElementType e = toElementType(t);
+    EXPECT_EQ(toDType(e), t) << dtypeName(t);
+    EXPECT_EQ(blockElements(e), 1u);
+    EXPECT_EQ(blockBytes(e), uint64_t(dtypeSize(t))) << dtypeName(t);
+    if (t != DType::I1)
+      EXPECT_EQ(elementTypeName(e), dtypeName(t));
+  }
+  EXPECT_EQ(toDType(ElementType::Bool), DType::I1);
+  EXPECT_EQ(elementTypeName(ElementType::Bool), "bool");
+  for (ElementType e : {ElementType::I16, ElementType::Q4_0, ElementType::Q4_1,
+                        ElementType::Q8_0})
+    EXPECT_EQ(toDType(e), std::nullopt) << elementTypeName(e);
+}
+
 TEST(WeightStore, BlockSizes) {
   EXPECT_EQ(blockElements(ElementType::Q4_0), 32u);
   EXPECT_EQ(blockBytes(ElementType::Q4_0), 18u);

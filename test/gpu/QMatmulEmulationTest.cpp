@@ -189,6 +189,23 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
   }
 }
 
+// The kernels' element types are DType's float types, spelled as DType
+// spells them; any other dtype is refused by name, never generated.
+TEST(QMatmulElemType, IsDTypeFloats) {
+  for (loom::DType t : loom::kAllDTypes) {
+    ElemType e;
+    EXPECT_EQ(parseElemType(loom::dtypeName(t), e), isKernelElemType(t))
+        << loom::dtypeName(t);
+    if (isKernelElemType(t)) {
+      EXPECT_EQ(e, t);
+      EXPECT_STREQ(elemTypeName(e), loom::dtypeName(t));
+    }
+  }
+  QMatmulSpec s = ggufSpec(QFormat::Q4_0, 64, 64, loom::DType::I8);
+  EXPECT_NE(validate(s).find("f32, f16 or bf16 (got i8"), std::string::npos)
+      << validate(s);
+}
+
 class QMatmulEmulation : public testing::TestWithParam<Case> {};
 
 TEST_P(QMatmulEmulation, MatchesReference) {

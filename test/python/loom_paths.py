@@ -14,6 +14,15 @@ def build_dir() -> Path:
                                Path(__file__).resolve().parents[2] / "build"))
 
 
+# The build and its tools, derived once here (tests import these rather
+# than re-reading LOOM_BUILD_DIR). Paths only: `tool()` skips when one is
+# not built, a module's `pytestmark` may test `LOOMC.exists()`.
+BUILD = build_dir()
+LOOMC = BUILD / "bin" / "loomc"
+LOOM_RUN = BUILD / "bin" / "loom-run"
+LOOM_OPT = BUILD / "bin" / "loom-opt"
+
+
 def tool(name: str) -> Path:
     """A built tool, or skips the test."""
     t = build_dir() / "bin" / name

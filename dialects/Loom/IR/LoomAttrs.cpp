@@ -1,17 +1,20 @@
 //===- LoomAttrs.cpp - attributes of the loom dialect ---------------------===//
 //
 // Custom syntax and verifiers of #loom.mesh, #loom.sharding, #loom.quant,
-// #loom.stage, #loom.extern and #loom.cpu_target.
+// #loom.stage, #loom.extern and #loom.cpu_target; the spellings of the
+// enums (LoomEnums.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "dialects/Loom/IR/LoomEnums.h"
 
 #include "loom/runtime/CpuFeatures.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -27,6 +30,16 @@ void LoomDialect::registerAttributes() {
 #define GET_ATTRDEF_LIST
 #include "dialects/Loom/IR/LoomAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// Spellings of the enums (LoomEnums.h)
+//===----------------------------------------------------------------------===//
+
+std::optional<QuantActivations>
+loom::parseQuantActivations(llvm::StringRef name) {
+  // The enum's cases are spelled with `_`; options and older IR use `-`.
+  return symbolizeQuantActivations(llvm::join(llvm::split(name, '-'), "_"));
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "dialects/Loom/IR/LoomEnums.h"
 #include "loom/Support/Axis.h"
 
 #include "mlir/IR/Builders.h"
@@ -48,8 +49,7 @@ static ParseResult parseQMatmulAttrDict(OpAsmParser &parser,
     return success();
   std::optional<QuantActivations> act;
   if (auto str = dyn_cast<StringAttr>(value))
-    act = symbolizeQuantActivations(
-        llvm::join(llvm::split(str.getValue(), '-'), "_"));
+    act = parseQuantActivations(str.getValue());
   if (!act)
     return parser.emitError(loc)
            << "'loom.qmatmul' attribute '" << name << "' is " << value

@@ -17,6 +17,7 @@
 #define LOOM_COST_DEVICE_H
 
 #include "loom/Cost/Error.h"
+#include "loom/Support/DType.h"
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,14 @@ std::string_view elemTypeName(ElemType t);
 Result<ElemType> parseElemType(std::string_view s);
 /// Bytes per element (tf32 is stored as f32).
 unsigned elemBytes(ElemType t);
+
+/// ElemType is a vocabulary of compute precisions, not of stored tensors
+/// (loom/Support/DType.h); the two meet here, once. The precision math on
+/// tensors of dtype `t` is priced at: f16 and bf16 at their own (tensor
+/// core) rate, every other dtype at f32's (the integer and f64 tensors of a
+/// loom graph are indices and masks, not GEMM operands). tf32, fp8 and int8
+/// are precisions a device offers, never a stored tensor's dtype.
+ElemType computeTypeOf(DType t);
 
 enum class DeviceKind { GPU, CPU };
 

@@ -20,6 +20,7 @@
 #define LOOM_FORMATS_WEIGHTSTORE_H
 
 #include "loom/Formats/Error.h"
+#include "loom/Support/DType.h"
 #include "loom/Support/MappedFile.h"
 
 #include <cstddef>
@@ -51,6 +52,15 @@ enum class ElementType : uint8_t {
   Q4_1,
   Q8_0,
 };
+
+/// The plain element types are the dtypes of the bundle
+/// (loom/Support/DType.h) with two differences, stated here once: `bool`
+/// is DType's `i1` (one byte per element either way) and `i16` has no
+/// DType (a checkpoint may hold it, no bundle passes it). The block formats
+/// q4_0, q4_1, q8_0 are storage formats, not dtypes: std::nullopt.
+std::optional<DType> toDType(ElementType type);
+/// The storage format of a dtype (every DType has one).
+ElementType toElementType(DType type);
 
 /// Lower-case name ("f32", "q4_0", ...).
 std::string_view elementTypeName(ElementType type);

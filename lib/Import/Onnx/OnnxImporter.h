@@ -252,8 +252,13 @@ public:
   bool readShape(const onnx::TypeProto &type, StringRef name, Val &val);
   bool importNode(const onnx::NodeProto &node);
   bool checkAttributes(const onnx::NodeProto &node, const OnnxOp &op);
+  /// Folds the node when its op type has a folder (Onnx/Fold.cpp) and its
+  /// inputs are known: `folded` and `out` set; false on a failure.
   bool tryFold(const onnx::NodeProto &node, std::vector<Val *> &in,
                std::vector<Val> &out, bool &folded);
+  /// Whether `v` is known at import time (absent, folded, or a small
+  /// integer or scalar initializer, read now).
+  bool isHostValue(Val *v);
   bool broadcast(ArrayRef<Dim> a, ArrayRef<Dim> c, SmallVector<Dim> &out);
   Value reshapeTo(Val &x, ArrayRef<Dim> shape);
   bool hostInts(Val *v, SmallVector<Dim> &out, StringRef what);

@@ -62,28 +62,14 @@ bool parseGemvDequant(const std::string &s, GemvDequant &out) {
 }
 
 bool parseElemType(const std::string &s, ElemType &out) {
-  if (s == "f32")
-    out = ElemType::F32;
-  else if (s == "f16")
-    out = ElemType::F16;
-  else if (s == "bf16")
-    out = ElemType::BF16;
-  else
+  std::optional<DType> t = parseDType(s);
+  if (!t || !isKernelElemType(*t))
     return false;
+  out = *t;
   return true;
 }
 
-const char *elemTypeName(ElemType t) {
-  switch (t) {
-  case ElemType::F32:
-    return "f32";
-  case ElemType::F16:
-    return "f16";
-  case ElemType::BF16:
-    return "bf16";
-  }
-  return "?";
-}
+const char *elemTypeName(ElemType t) { return dtypeName(t); }
 
 static bool isGguf(QFormat f) {
   return f == QFormat::Q4_0 || f == QFormat::Q4_1 || f == QFormat::Q8_0;
@@ -91,7 +77,7 @@ static bool isGguf(QFormat f) {
 static unsigned bitsOf(QFormat f) {
   return f == QFormat::Q8_0 || f == QFormat::Int8 ? 8 : 4;
 }
-static int64_t elemBytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+static int64_t elemBytes(ElemType t) { return dtypeSize(t); }
 
 // Block layout (include/loom/Quant/Quant.h, GGUF's for q4_0/q4_1/q8_0):
 //   scale | [min, mode min] | [zero point byte, mode zero_point] | values
@@ -126,6 +112,9 @@ std::string validate(const QMatmulSpec &s) {
     os << "K=" << s.k
        << " is not a multiple of 32: pad K to a multiple of "
           "32 (the kernels read 32-element chunks)";
+  else if (!isKernelElemType(s.act) || !isKernelElemType(s.scale))
+    os << "activations and scales are f32, f16 or bf16 (got "
+       << elemTypeName(s.act) << " and " << elemTypeName(s.scale) << ")";
   else if (s.act == ElemType::BF16)
     os << "bf16 activations are not generated: use f32 or f16";
   else if (isGguf(s.format)) {

@@ -23,6 +23,7 @@
 #define LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
 
 #include "loom/Quant/Quant.h"
+#include "loom/Support/DType.h"
 
 #include <cstdint>
 #include <string>
@@ -37,7 +38,15 @@ using quant::formatName;
 using quant::modeName;
 using quant::parseFormat;
 using quant::parseMode;
-enum class ElemType { F32, F16, BF16 };
+/// Element types of activations, outputs and scales: the one dtype
+/// vocabulary (loom/Support/DType.h), of which the kernels take the float
+/// types f32, f16 and bf16 (isKernelElemType).
+using ElemType = DType;
+
+/// Whether the kernels are generated for `t`: f32, f16, bf16.
+constexpr bool isKernelElemType(ElemType t) {
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+}
 
 /// One quantized matmul shape and weight format.
 struct QMatmulSpec {
@@ -54,8 +63,9 @@ struct QMatmulSpec {
 QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k,
                      ElemType act = ElemType::F32);
 
-/// Parses "f32", "f16", "bf16".
+/// Parses "f32", "f16", "bf16" (DType's names of the kernel types).
 bool parseElemType(const std::string &s, ElemType &out);
+/// DType's name: "f32", "f16", "bf16".
 const char *elemTypeName(ElemType t);
 
 /// Empty when the spec can be generated, else what is wrong and what to do.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s | loom-opt | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip | loom-opt | FileCheck %s
 
 // Conv, conv_transpose and pool round-trip (1-D, 2-D with groups and bias,
 // 3-D; ceil_mode and count_include_pad as unit attributes).

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --verify-diagnostics | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --verify-diagnostics | FileCheck %s --enable-var-scope
 // RUN: loom-opt %s --split-input-file --verify-diagnostics --mlir-print-op-generic | loom-opt --split-input-file | FileCheck %s --enable-var-scope
 
 // loom.local_slice round-trips (custom and generic form), and every rule of

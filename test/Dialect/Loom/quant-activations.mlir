@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file | FileCheck %s
 // RUN: loom-opt %s --split-input-file | loom-opt --split-input-file | FileCheck %s
 
 // quant_activations on loom.qmatmul is a typed enum, #loom.quant_act<...>;

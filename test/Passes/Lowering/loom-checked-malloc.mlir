@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-checked-malloc --verify-diagnostics | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-checked-malloc --verify-diagnostics | FileCheck %s
 
 // Every call of malloc goes to loom_rt_malloc (the declaration is renamed).
 // CHECK-LABEL: llvm.func @loom_rt_malloc(i64) -> !llvm.ptr

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-convert-loom-to-linalg | FileCheck %s --enable-var-scope
 
 // One group, 2-D: the pads become a tensor.pad of zeros, the bias the
 // accumulator, the convolution linalg.conv_2d_nchw_fchw; the dynamic

@@ -509,3 +509,26 @@ func.func @unary_float(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tens
   %8 = loom.silu %x : tensor<4xf32>
   return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The activations: one generic each; tanh is the math op, sigmoid
+// 1 / (1 + exp(-x)), relu max(x, 0).
+// CHECK-LABEL: func.func @unary_activations
+// CHECK: %[[R:.+]] = math.tanh %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+// CHECK: ^bb0(%[[X:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK: %[[N:.+]] = arith.negf %[[X]] : f32
+// CHECK-NEXT: %[[E:.+]] = math.exp %[[N]] : f32
+// CHECK-NEXT: %[[D:.+]] = arith.addf %{{.+}}, %[[E]] : f32
+// CHECK-NEXT: %[[S:.+]] = arith.divf %{{.+}}, %[[D]] : f32
+// CHECK-NEXT: linalg.yield %[[S]]
+// CHECK: ^bb0(%[[X:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK: %[[R:.+]] = arith.maximumf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: linalg.yield %[[R]]
+func.func @unary_activations(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = loom.tanh %x : tensor<4xf32>
+  %1 = loom.sigmoid %x : tensor<4xf32>
+  %2 = loom.relu %x : tensor<4xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-loop-repeated-layers | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-loop-repeated-layers | FileCheck %s --enable-var-scope
 // RUN: loom-opt %s --split-input-file --loom-loop-repeated-layers --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts --loom-pack-entry-points | FileCheck %s --enable-var-scope --check-prefix=PACK
 
 // Three layers: the residual stream is carried, the context and %pos are

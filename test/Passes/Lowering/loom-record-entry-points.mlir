@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points --loom-record-entry-points --verify-diagnostics | FileCheck %s
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-prepare-entry-points --loom-record-entry-points --verify-diagnostics | FileCheck %s
 
 // Each entry point's signature (context, inputs with their names and
 // state, weights with their storage, results) and the mesh are recorded on

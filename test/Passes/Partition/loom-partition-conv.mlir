@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-insert-explicit-reshards --loom-partition | FileCheck %s --enable-var-scope
 
 // Output channels split over tp with the weight's rows and the bias:
 // each rank computes its half of the channels, gathered at the return.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-plan-sharding | FileCheck %s --enable-var-scope
+// RUN: loom-opt %s --verify-roundtrip --split-input-file --loom-plan-sharding | FileCheck %s --enable-var-scope
 
 // Candidate strategies (a Python sharding rule's list of choices): the
 // planner keeps only strategies among them and picks the cheapest. Offered

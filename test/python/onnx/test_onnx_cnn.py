@@ -6,7 +6,6 @@ attributes torch does not export (auto_pad, ceil_mode, count_include_pad,
 output_shape, 1-D and 3-D) compiled and run through the package
 (loom_paths) against ONNX Runtime (docs/IMPORT-ONNX.md). The CNN keeps
 loom-run for every rank's output (--all-ranks)."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
 from loom_paths import compile_bundle, run_bundle, run_ok as run  # noqa: E402
+from loom_paths import BUILD, LOOMC, LOOM_RUN  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
 
 

@@ -2,7 +2,6 @@
 compiled once, run at several sequence lengths with loom-run and compared
 with ONNX Runtime. Run-time dims reach the loom ops as sizes computed from
 the inputs' dims (docs/IMPORT-ONNX.md, "Run-time dimensions")."""
-import os
 import shutil
 import subprocess
 import sys
@@ -19,9 +18,8 @@ from onnx import TensorProto, helper  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from loom_paths import run_ok  # noqa: E402
+from loom_paths import BUILD, LOOMC, LOOM_RUN  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_RUN = (BUILD / "bin" / t for t in ("loomc", "loom-run"))
 TOL = 1e-4
 
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")

@@ -1,6 +1,5 @@
 """Bad .onnx input: loomc must exit with status 1 (not a signal), print one
 message naming the file and the node/tensor at fault, and write no output."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +10,9 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="needs the onnx package")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC = BUILD / "bin" / "loomc"
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from loom_paths import BUILD, LOOMC  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
 
 

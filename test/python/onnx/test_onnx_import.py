@@ -1,7 +1,6 @@
 """ONNX importer against ONNX Runtime: export torch models, import and
 compile them and run the bundle on one rank through the Python package
 (loomc and loom-run when it is not built), compare with onnxruntime."""
-import os
 import sys
 from pathlib import Path
 
@@ -14,9 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
 from loom_paths import run_ok as run, compile_bundle, ir_text, run_bundle  # noqa: E402
+from loom_paths import BUILD, LOOMC, LOOM_OPT  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_OPT = (BUILD / "bin" / t for t in ("loomc", "loom-opt"))
 RAISE = ["--loom-raise-softmax", "--loom-raise-gelu", "--loom-raise-silu",
          "--loom-raise-norms", "--loom-raise-rotary", "--loom-raise-attention"]
 TOL = 1e-4

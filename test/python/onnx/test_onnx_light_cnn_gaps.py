@@ -7,7 +7,6 @@ names that are not file names (`gpu_0/softmax_1`): loom-run writes them to
 mapped file names (NpyName.h), the manifest keeps the real name, and two
 names that map to one file are refused by loomc."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +20,8 @@ from onnx import TensorProto, helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from loom_paths import run_ok as run  # noqa: E402
+from loom_paths import BUILD, LOOMC, LOOM_RUN  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
 
 

@@ -2,8 +2,8 @@
 assumed shapes for, and malformed folds of the importer. Each must compile
 (valid ones, matching ONNX Runtime where it runs) or be refused with exit 1:
 never a signal, never a hang."""
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +12,9 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="needs the onnx package")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC = BUILD / "bin" / "loomc"
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from loom_paths import BUILD, LOOMC  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
 
 
@@ -150,6 +151,41 @@ def test_malformed_folds(tmp_path, case):
     p = save(tmp_path, nodes, [vi("x", [1])], [vi("y", [1])], inits, name=case)
     loomc(p, "import", timeout=30)
 
+
+
+@pytest.mark.parametrize("case,message", [
+    # An empty perm on a rank-2 value indexed past it (no check ran).
+    ("transpose_empty_perm", "not a permutation of the input's 2 axes"),
+    ("squeeze_size_2", "Squeeze of axis 1 of size 2"),
+    ("unsqueeze_repeat", "Unsqueeze repeats axis 0"),
+    ("reshape_count", "Reshape of 4 elements to shape [3] changes the element count"),
+    ("concat_dims", "Concat input 1 has size 3 in dimension 1 where input 0 has 2"),
+])
+def test_folders_check_their_inputs(tmp_path, case, message):
+    # Each folder (lib/Import/Onnx/Fold.cpp) checks the attributes and input
+    # values it uses: one error naming the node and what is wrong, exit 1.
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    empty_perm = helper.make_node("Transpose", ["a"], ["o"])
+    empty_perm.attribute.append(
+        helper.make_attribute("perm", [], attr_type=onnx.AttributeProto.INTS))
+    nodes, inits = {
+        "transpose_empty_perm": ([empty_perm], [i64("a", [[1, 2], [3, 4]])]),
+        "squeeze_size_2": ([helper.make_node("Squeeze", ["a", "s"], ["o"])],
+                           [i64("a", [[1, 2]]), i64("s", [1])]),
+        "unsqueeze_repeat": ([helper.make_node("Unsqueeze", ["a", "s"], ["o"])],
+                             [i64("a", [1, 2]), i64("s", [0, 0])]),
+        "reshape_count": ([helper.make_node("Reshape", ["a", "s"], ["o"])],
+                          [i64("a", [1, 2, 3, 4]), i64("s", [3])]),
+        "concat_dims": ([helper.make_node("Concat", ["a", "b"], ["o"], axis=0)],
+                        [i64("a", [[1, 2]]), i64("b", [[1, 2, 3]])]),
+    }[case]
+    nodes = nodes + [helper.make_node("Cast", ["o"], ["of"], to=TensorProto.FLOAT),
+                     helper.make_node("ReduceSum", ["of"], ["r"], keepdims=0),
+                     helper.make_node("Add", ["x", "r"], ["y"])]
+    p = save(tmp_path, nodes, [vi("x", [1])], [vi("y", [1])], inits, name=case)
+    r = loomc(p, "import", timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert message in r.stderr and "node" in r.stderr, r.stderr
 
 def test_range_int64_near_the_limits(tmp_path):
     # Integer Range folded in int64: start + i * delta overflowed (UBSan in

@@ -3,7 +3,6 @@ and run by loom-run (every rank's output) on 1, 2, 4 and 8 CPU
 ranks with both backends: `--mesh tp=N` plans and partitions the program
 (docs/SHARDING.md, docs/PARTITION.md), every rank gets the same input and
 returns the whole output, which must match ONNX Runtime."""
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -17,9 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))
 import models  # noqa: E402
 from loom_paths import run_ok as run, compile_bundle  # noqa: E402
+from loom_paths import BUILD, LOOMC, LOOM_RUN  # noqa: E402
 
-BUILD = Path(os.environ.get("LOOM_BUILD_DIR", Path(__file__).parents[3] / "build"))
-LOOMC, LOOM_RUN = BUILD / "bin" / "loomc", BUILD / "bin" / "loom-run"
 pytestmark = pytest.mark.skipif(not LOOMC.exists(), reason=f"no loomc in {BUILD}")
 
 

@@ -1,6 +1,7 @@
 //===- DialectTest.cpp - units of the loom dialect's C++ API --------------===//
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "dialects/Loom/IR/LoomEnums.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,6 +32,22 @@ TEST_F(LoomDialectTest, BroadcastShapes) {
   EXPECT_EQ(*broadcastShapes({d}, {8}), (SmallVector<int64_t>{8}));
   EXPECT_EQ(*broadcastShapes({}, {}), (SmallVector<int64_t>{}));
   EXPECT_FALSE(broadcastShapes({3}, {4}).has_value());
+}
+
+// The activations read as the enum spells them and as the options (and
+// older IR) do, with a dash; nothing else.
+TEST(LoomEnums, QuantActivationsSpellings) {
+  EXPECT_EQ(parseQuantActivations("f32"), QuantActivations::f32);
+  EXPECT_EQ(parseQuantActivations("int8x3"), QuantActivations::int8x3);
+  EXPECT_EQ(parseQuantActivations("int8_portable"),
+            QuantActivations::int8_portable);
+  EXPECT_EQ(parseQuantActivations("int8-portable"),
+            QuantActivations::int8_portable);
+  EXPECT_EQ(parseQuantActivations("int8x3-portable"),
+            QuantActivations::int8x3_portable);
+  EXPECT_EQ(parseQuantActivations("auto"), std::nullopt);
+  EXPECT_EQ(parseQuantActivations("int4"), std::nullopt);
+  EXPECT_EQ(parseQuantActivations(""), std::nullopt);
 }
 
 TEST_F(LoomDialectTest, MeshAttr) {
