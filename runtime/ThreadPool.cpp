@@ -271,8 +271,8 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Body body,
 }
 
 std::string keepFreedBuffers() {
-  static std::string note;
 #ifdef __GLIBC__
+  static std::string note; // written once, under call_once
   static std::once_flag once;
   std::call_once(once, [] {
     const char *tunables = std::getenv("GLIBC_TUNABLES");
@@ -289,10 +289,10 @@ std::string keepFreedBuffers() {
     else
       note = "mallopt refused";
   });
-#else
-  note = "not glibc: the C library's defaults";
-#endif
   return note;
+#else
+  return "not glibc: the C library's defaults";
+#endif
 }
 
 void startRankThreads(loom_rt_ctx &ctx, int threads, int localRank,

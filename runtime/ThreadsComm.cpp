@@ -328,7 +328,10 @@ bool ThreadWorld::recordFailure(const std::string &message) {
     first = Messages.empty();
     Messages.push_back(message);
   }
-  Aborted.store(true, std::memory_order_release);
+  // seq_cst: a failing rank stores the flag, then reads Readers; a reader
+  // raises Readers, then reads the flag. Both must be seq_cst so that one
+  // of them sees the other (a release store may sit in the store buffer).
+  Aborted.store(true, std::memory_order_seq_cst);
   // Wake mailbox waiters so they notice quickly.
   for (auto &mb : Mailboxes)
     mb->cv.notify_all();

@@ -78,9 +78,11 @@ struct PlannedWeight {
 
 /// Every local rank's weight slices of one entry, mapped and prefaulted.
 struct MappedWeights {
-  std::map<int64_t, std::vector<PlannedWeight>> perRank; ///< manifest order
+  /// Declared before perRank so that it is destroyed after it: a packed copy
+  /// (keyed by the mapped address) dies before its mapping is unmapped.
   std::vector<std::shared_ptr<const MappedFile>> keep;
-  int64_t bytes = 0; ///< all local ranks
+  std::map<int64_t, std::vector<PlannedWeight>> perRank; ///< manifest order
+  int64_t bytes = 0;                                     ///< all local ranks
   size_t slices = 0;
 };
 

@@ -579,6 +579,9 @@ int main(int argc, char **argv) {
   // zeroing dominated small models).
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // The runtime's own, smaller setting for processes that embed it
+  // (keepFreedBuffers: 32 / 64 MiB) must not lower loom-run's.
+  setenv("LOOM_MALLOC_KEEP", "0", /*overwrite=*/1);
 
   Options opts;
   if (int rc = parseArgs(argc, argv, opts); rc >= 0)

@@ -17,9 +17,10 @@ torch = pytest.importorskip("torch", reason="needs torch (Debian python3-torch)"
 ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime (pip)")
 sys.path.insert(0, str(Path(__file__).parent))
 import models  # noqa: E402
-from test_onnx_import import BUILD, LOOMC, TOL, max_rel_err, run  # noqa: E402
+from test_onnx_import import TOL, max_rel_err, run  # noqa: E402
 
-LOOM_RUN = BUILD / "bin" / "loom-run"
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from loom_paths import BUILD, LOOMC, LOOM_RUN  # noqa: E402
 
 
 def test_gemm_weights_packed_at_load(tmp_path):
