@@ -2,6 +2,7 @@
 
 #include "ThreadsComm.h"
 #include "DType.h"
+#include "Sanitized.h"
 #include "ThreadPool.h"
 
 #include <algorithm>
@@ -16,14 +17,6 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define LOOM_RT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define LOOM_RT_SANITIZED 1
-#endif
-#endif
 
 namespace loom::rt {
 namespace {
