@@ -243,6 +243,18 @@ uint64_t meet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g,
   return n;
 }
 
+/// The one barrier of a staged (small) collective: copies this rank's `bytes`
+/// of `in` into its staging slot of the coming barrier, then meets. Returns
+/// the barrier number: read member j's piece at stage(j, n).
+uint64_t stageAndMeet(loom_rt_ctx &ctx, ThreadWorld &world, Group &g,
+                      const CollSig &sig, const void *in, int64_t bytes) {
+  uint64_t n = nextBarrier(g);
+  if (bytes)
+    std::memcpy(shared(g).stage(g.index, n), in, size_t(bytes));
+  meet(ctx, world, g, sig);
+  return n;
+}
+
 /// Up to 64 source pointers on the stack (no allocation per call).
 struct Sources {
   const void *small[64];
@@ -407,9 +419,8 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   if (bytes <= kSmallBytes) {
     // Staged: one barrier; every member reduces all slots in member order
     // (the same bits everywhere, in place or not).
-    uint64_t n = nextBarrier(g);
-    std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
-    meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
+    uint64_t n = stageAndMeet(ctx, World, g, {kAllReduce, dtype, op, count, -1},
+                              in, bytes);
     for (int64_t j = 0; j < p; ++j)
       srcs[j] = sh.stage(j, n);
     reduceElements(dtype, op, out, srcs.ptr, int(p), count);
@@ -466,10 +477,7 @@ void ThreadsComm::allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   };
   if (bytes <= kSmallBytes) {
     // Staged: one barrier; my own piece straight from `in`.
-    uint64_t n = nextBarrier(g);
-    if (bytes)
-      std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
-    meet(ctx, World, g, sig);
+    uint64_t n = stageAndMeet(ctx, World, g, sig, in, bytes);
     if (bytes)
       for (int64_t j = 0; j < p; ++j)
         place(j, j == g.index ? static_cast<const char *>(in) : sh.stage(j, n));
@@ -513,10 +521,7 @@ void ThreadsComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   };
   if (bytes <= kSmallBytes) {
     // Staged: one barrier.
-    uint64_t n = nextBarrier(g);
-    if (bytes)
-      std::memcpy(sh.stage(g.index, n), in, size_t(bytes));
-    meet(ctx, World, g, sig);
+    uint64_t n = stageAndMeet(ctx, World, g, sig, in, bytes);
     if (bytes)
       reduceMine([&](int64_t j) -> const char * { return sh.stage(j, n); });
     return;
@@ -548,10 +553,7 @@ void ThreadsComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   };
   if (p * bb <= kSmallBytes) {
     // Staged: one barrier.
-    uint64_t n = nextBarrier(g);
-    if (bb)
-      std::memcpy(sh.stage(g.index, n), in, size_t(p * bb));
-    meet(ctx, World, g, sig);
+    uint64_t n = stageAndMeet(ctx, World, g, sig, in, p * bb);
     if (bb)
       for (int64_t j = 0; j < p; ++j)
         take(j, j == g.index ? static_cast<const char *>(in) : sh.stage(j, n));

@@ -25,29 +25,12 @@
 #include <thread>
 
 using namespace loom::rt;
+using loom::rt::test::anyContains;
+using loom::rt::test::joined;
 
 namespace {
 
-LaunchOptions opts(double timeout) {
-  LaunchOptions o;
-  o.timeoutSeconds = timeout;
-  o.quiet = true;
-  return o;
-}
-
-std::string joined(const LaunchResult &r) {
-  std::string s;
-  for (const auto &m : r.messages)
-    s += m + "\n";
-  return s;
-}
-
-bool anyContains(const LaunchResult &r, const std::string &s) {
-  for (const auto &m : r.messages)
-    if (m.find(s) != std::string::npos)
-      return true;
-  return false;
-}
+LaunchOptions opts(double timeout) { return test::quietLaunch(timeout); }
 
 double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)

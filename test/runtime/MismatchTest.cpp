@@ -23,6 +23,7 @@
 #include <vector>
 
 using namespace loom::rt;
+using loom::rt::test::joined;
 
 namespace {
 
@@ -31,13 +32,6 @@ LaunchOptions quiet() {
   o.timeoutSeconds = 30;
   o.quiet = true;
   return o;
-}
-
-std::string joined(const LaunchResult &r) {
-  std::string s;
-  for (const auto &m : r.messages)
-    s += m + "\n";
-  return s;
 }
 
 /// Runs `body` on 2 ranks and expects every rank to fail with a collective

@@ -8,9 +8,34 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace loom::rt::test {
+
+/// Quiet launch options with a timeout (seconds).
+inline LaunchOptions quietLaunch(double timeout) {
+  LaunchOptions o;
+  o.timeoutSeconds = timeout;
+  o.quiet = true;
+  return o;
+}
+
+/// Every rank's failure message, one per line.
+inline std::string joined(const LaunchResult &r) {
+  std::string s;
+  for (const auto &m : r.messages)
+    s += m + "\n";
+  return s;
+}
+
+/// Whether any rank's failure message contains `s`.
+inline bool anyContains(const LaunchResult &r, const std::string &s) {
+  for (const auto &m : r.messages)
+    if (m.find(s) != std::string::npos)
+      return true;
+  return false;
+}
 
 /// Stores v (exactly representable for the values the tests use) as dtype.
 inline void store(int32_t dt, void *buf, int64_t i, double v) {
