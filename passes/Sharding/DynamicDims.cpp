@@ -272,6 +272,8 @@ std::optional<ShardingRule> DynamicDims::reshapeRule(Operation *op) {
 void DynamicDims::analyse(Block &body) {
   SmallVector<DimMono> found;
   for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
     FailureOr<ShardingRule> rule = failure();
     if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
       rule = iface.getShardingRule();
@@ -283,9 +285,38 @@ void DynamicDims::analyse(Block &body) {
         op.getNumOperands() > 0)
       found.push_back(dimOf(op.getOperand(0), 0));
   }
-  if (found.empty())
+  if (found.empty()) {
+    // No op says which dim is the batch: dim 0, when every argument and
+    // every result with a run-time dim 0 has the same symbol there (an
+    // [S, B, E] -> [B, E] program has none: S is not the batch there).
+    std::optional<int> sym;
+    bool agree = true;
+    auto take = [&](Value v) {
+      auto shape = getTensorShape(v.getType());
+      if (!shape || shape->empty() || !ShapedType::isDynamic((*shape)[0]))
+        return;
+      DimMono c = canonical(dimOf(v, 0));
+      if (c.coef != 1 || c.syms.size() != 1 || c.syms[0].second != 1) {
+        agree = false;
+        return;
+      }
+      if (sym && *sym != c.syms[0].first)
+        agree = false;
+      sym = c.syms[0].first;
+    };
     for (BlockArgument arg : body.getArguments())
-      found.push_back(dimOf(arg, 0));
+      take(arg);
+    bool anyResult = false;
+    if (!body.empty() && body.back().hasTrait<OpTrait::IsTerminator>())
+      for (Value v : body.back().getOperands()) {
+        auto shape = getTensorShape(v.getType());
+        anyResult |=
+            shape && !shape->empty() && ShapedType::isDynamic((*shape)[0]);
+        take(v);
+      }
+    if (sym && agree && anyResult)
+      found.push_back(DimMono{1, {{*sym, 1}}});
+  }
   for (const DimMono &m : found) {
     DimMono c = canonical(m);
     if (c.syms.size() == 1 && c.syms[0].second == 1)

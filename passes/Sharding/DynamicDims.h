@@ -53,13 +53,16 @@ public:
   /// Walks `body` once (rules of ops, fallback rules) so every run-time
   /// dim has its size, then takes the batch: the symbol of dim 0 of each
   /// loom.attention's query, conv's or pool's input; with none of those,
-  /// of dim 0 of each argument.
+  /// the symbol at dim 0 of every argument and result with a run-time dim
+  /// 0, when they all agree.
   void analyse(mlir::Block &body);
   /// Per loop of `rule` (the rule of `op`): whether it is a run-time loop
   /// of the batch (c * batch), the only run-time loops 'dp' splits (a
   /// sequence length need not divide).
   llvm::SmallVector<bool> batchLoops(mlir::Operation *op,
                                      const ShardingRule &rule);
+  /// Whether analyse found a run-time batch (else nothing here applies).
+  bool hasBatch() const { return !batch.empty(); }
 
   /// The size of dim `d` of `v` (a fresh symbol the first time an unknown
   /// dynamic dim is asked for).

@@ -574,13 +574,17 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     return success();
   };
 
-  // Run-time dims as symbols, for the rules of ops with run-time sizes.
+  // Run-time dims as symbols, for the rules of ops with run-time sizes; on
+  // a mesh with 'dp' and a function with a run-time batch.
   DynamicDims runtimeDims;
   bool dataParallel = false;
   for (auto [name, size] : llvm::zip(mesh.names, mesh.sizes))
     dataParallel |= name == kDataParallelAxis && size > 1;
-  if (dataParallel)
+  // Only a function with a run-time batch is planned differently.
+  if (dataParallel) {
     runtimeDims.analyse(body);
+    dataParallel = runtimeDims.hasBatch();
+  }
 
   // The context length a KV cache is counted with: the model's.
   int64_t contextLength = options.dynamicSize;

@@ -88,3 +88,23 @@ func.func @mlp_tp(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %y = loom.matmul %g, %w2 : tensor<?x?x256xf32>, tensor<256x64xf32> -> tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
 }
+
+// -----
+
+// Without an op that names the batch, dim 0 is the batch only when the
+// arguments and the results agree on it: [S, B, 8] -> [B, 8] has no
+// run-time batch for dp to split (S need not divide), so nothing run-time
+// is split.
+// CHECK-LABEL: func.func @no_batch
+// CHECK-NOT: {dp}
+// CHECK: return
+loom.mesh @mesh = <dp = 2>
+func.func @no_batch(%x: tensor<?x?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %x, %c0 : tensor<?x?x8xf32>
+  %b = tensor.dim %x, %c1 : tensor<?x?x8xf32>
+  %t = loom.transpose %x permutation = [1, 0, 2] : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+  %y = loom.reduce sum %t axes = [1] : tensor<?x?x8xf32> -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
