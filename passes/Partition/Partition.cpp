@@ -21,6 +21,8 @@
 #include "passes/Partition/Passes.h"
 #include "passes/Partition/ShardingUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -39,6 +41,9 @@ using namespace loom;
 using namespace loom::partition;
 
 namespace {
+
+/// ONNX's "to the end" slice limit, as the importer writes it.
+constexpr int64_t kSliceToEnd = 2147483647;
 
 std::string axesStr(ArrayRef<StringRef> axes) {
   return "{" + llvm::join(axes, ", ") + "}";
@@ -166,6 +171,27 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
       llvm::any_of(l.outs, [](const Layout &x) { return !x.isReplicated(); });
   if (!sharded)
     return success();
+  // The size of a split dim: a program written for the global value asks
+  // for the global size (a run-time dim split over 'dp' by the planner;
+  // shards are equal, so local size x group).
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    std::optional<int64_t> d = dim.getConstantIndex();
+    if (!d || *d < 0 || *d >= static_cast<int64_t>(l.ins[0].dims.size()))
+      return op->emitOpError()
+             << "asks for a dimension of a sharded tensor that is not a "
+                "constant; the partitioner cannot give its global size";
+    int64_t g = 1;
+    for (StringRef a : l.ins[0].dims[*d])
+      g *= mesh.getAxisSize(a);
+    if (g > 1) {
+      b.setInsertionPointAfter(op);
+      Value group = arith::ConstantIndexOp::create(b, op->getLoc(), g);
+      auto global =
+          arith::MulIOp::create(b, op->getLoc(), dim.getResult(), group);
+      dim.getResult().replaceAllUsesExcept(global, global);
+    }
+    return success();
+  }
   if (!isa<LoomDialect>(op->getDialect()) && !isa<func::CallOp>(op))
     return op->emitOpError()
            << "is not a loom op and works on sharded values; the "
@@ -321,14 +347,18 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
       ArrayRef<StringRef> axes = l.ins[0].dims[d];
       if (axes.empty() && l.outs[0].dims[d].empty())
         continue;
-      bool whole = !in.isDynamicDim(d) && sl.getStarts()[d] == 0 &&
-                   sl.getSteps()[d] == 1 && limits[d] == in.getDimSize(d);
+      // A run-time dim is whole when the slice runs to its end (ONNX's
+      // INT32_MAX limit); its limit stays.
+      bool whole = sl.getStarts()[d] == 0 && sl.getSteps()[d] == 1 &&
+                   (in.isDynamicDim(d) ? limits[d] >= kSliceToEnd
+                                       : limits[d] == in.getDimSize(d));
       if (!whole || axes != ArrayRef<StringRef>(l.outs[0].dims[d]))
         return refuse(op, axes.empty() ? "the result" : "the input", d,
                       axes.empty() ? ArrayRef<StringRef>(l.outs[0].dims[d])
                                    : axes,
                       "and the slice cuts it");
-      limits[d] = localSize(in.getDimSize(d), axes, mesh);
+      if (!in.isDynamicDim(d))
+        limits[d] = localSize(in.getDimSize(d), axes, mesh);
     }
     sl.setLimits(limits);
   } else if (auto c = dyn_cast<ConstantOp>(op)) {
@@ -359,6 +389,25 @@ LogicalResult Materializer::localise(Operation *op, const OpLayouts &l) {
              << l.outs[0].str() << " are split differently: locally " << in
              << " would become " << out
              << "; reshard one of them with loom.shard";
+    // Run-time sizes are global ones: a split dim gets its share (the
+    // split was checked to divide where it was made).
+    unsigned k = 0;
+    auto global = cast<RankedTensorType>(rs.getResult().getType());
+    for (int64_t j = 0; j < global.getRank() && k < rs.getSizes().size(); ++j) {
+      if (!global.isDynamicDim(j))
+        continue;
+      int64_t g = 1;
+      for (StringRef a : l.outs[0].dims[j])
+        g *= mesh.getAxisSize(a);
+      if (g > 1) {
+        b.setInsertionPoint(op);
+        Value group = arith::ConstantIndexOp::create(b, op->getLoc(), g);
+        Value local =
+            arith::DivUIOp::create(b, op->getLoc(), rs.getSizes()[k], group);
+        rs.getSizesMutable()[k].assign(local);
+      }
+      ++k;
+    }
   }
 
   for (auto [r, layout] : llvm::zip(op->getResults(), l.outs)) {

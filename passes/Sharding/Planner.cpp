@@ -10,6 +10,7 @@
 
 #include "passes/Sharding/Planner.h"
 #include "passes/Sharding/DeclareMesh.h"
+#include "passes/Sharding/DynamicDims.h"
 #include "passes/Sharding/OpCost.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
@@ -17,6 +18,7 @@
 #include "loom/Cost/Reshard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Hashing.h"
@@ -184,7 +186,10 @@ public:
   AbstractMesh mesh;
   size_t replayed = 0;     ///< steps of the last search replayed from a layer
   int64_t vectorWidth = 1; ///< elements a split innermost shard keeps whole
-  double price = 0;        ///< memory price of the last search (s/byte)
+  /// Per loop of the rule being enumerated: a run-time batch loop (only
+  /// those split, over 'dp'; DynamicDims.h).
+  SmallVector<bool> batchLoops;
+  double price = 0; ///< memory price of the last search (s/byte)
   /// How a single-use weight is stored when its use needs `req`: as
   /// needed, or split further over one more axis and gathered before the
   /// use (FSDP / ZeRO-3 style) when the memory price makes that cheaper.
@@ -301,10 +306,20 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
                         std::optional<SmallVector<SmallVector<int>>> want) {
   size_t numLoops = rule.loops.size();
   SmallVector<bool> splittable(numLoops, true);
+  // A run-time loop is split only over the data-parallel axis, as a
+  // parallel loop in whole elements: its size is priced at dynamic-size and
+  // assumed to divide; the partitioned program checks that it does at run
+  // time (docs/SHARDING.md "Run-time dimensions").
+  auto dynamic = [&](size_t l) {
+    return ShapedType::isDynamic(rule.loops[l].size);
+  };
+  auto batch = [&](size_t l) { return l < batchLoops.size() && batchLoops[l]; };
   for (size_t l = 0; l < numLoops; ++l) {
     const LoopDim &ld = rule.loops[l];
-    if (ld.kind == LoopKind::Opaque || ShapedType::isDynamic(ld.size) ||
-        ld.size <= 1)
+    if (ld.kind == LoopKind::Opaque ||
+        (dynamic(l)
+             ? ld.kind != LoopKind::Parallel || ld.granule != 1 || !batch(l)
+             : ld.size <= 1))
       splittable[l] = false;
   }
   auto markMinor = [&](const TensorLoops &t) {
@@ -364,7 +379,7 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
   };
   auto emit = [&]() {
     for (size_t l = 0; l < numLoops; ++l)
-      if (prod[l] > 1 &&
+      if (prod[l] > 1 && !dynamic(l) &&
           (rule.loops[l].size / prod[l]) % rule.loops[l].granule != 0)
         return;
     for (auto &t : rule.operands)
@@ -395,7 +410,9 @@ void Planner::enumerate(Step &step, const ShardingRule &rule,
     if (mesh.names[a] == kPipelineAxis)
       return;
     for (size_t l = 0; l < numLoops; ++l) {
-      if (!splittable[l] || rule.loops[l].size % (prod[l] * mesh.sizes[a]))
+      if (!splittable[l] ||
+          (dynamic(l) ? mesh.names[a] != kDataParallelAxis
+                      : rule.loops[l].size % (prod[l] * mesh.sizes[a])))
         continue;
       assign[a] = static_cast<int8_t>(l);
       prod[l] *= mesh.sizes[a];
@@ -456,8 +473,11 @@ static std::string explainAnnotation(Operation *op, const ShardingRule &rule,
         return where + "'" + name +
                "' reads that dimension whole (a softmax, norm, causal or "
                "gathered axis); split another dimension";
-      if (ShapedType::isDynamic(l.size))
-        return where + "its size is dynamic; split a static dimension";
+      if (ShapedType::isDynamic(l.size) &&
+          (axes.size() != 1 || axes.front() != kDataParallelAxis))
+        return where + "its size is dynamic (known at run time), and only '" +
+               kDataParallelAxis.str() +
+               "' splits a run-time dimension; split a static dimension";
       int64_t g = 1;
       for (StringRef a : axes) {
         auto it = llvm::find(mesh.names, a.str());
@@ -553,6 +573,18 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
              << kPipelineAxis << "' from it (docs/PIPELINE.md)";
     return success();
   };
+
+  // Run-time dims as symbols, for the rules of ops with run-time sizes; on
+  // a mesh with 'dp' and a function with a run-time batch.
+  DynamicDims runtimeDims;
+  bool dataParallel = false;
+  for (auto [name, size] : llvm::zip(mesh.names, mesh.sizes))
+    dataParallel |= name == kDataParallelAxis && size > 1;
+  // Only a function with a run-time batch is planned differently.
+  if (dataParallel) {
+    runtimeDims.analyse(body);
+    dataParallel = runtimeDims.hasBatch();
+  }
 
   // The context length a KV cache is counted with: the model's.
   int64_t contextLength = options.dynamicSize;
@@ -668,6 +700,18 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
       }
       continue;
     }
+    // The size of a dim reads no data, and the partitioner gives a split
+    // dim's global size back (docs/PARTITION.md): on a 'dp' mesh it takes
+    // its operand as it is, so it never asks for a reshard (an unsplit
+    // operand would gather a split batch; a split one would cut a run-time
+    // sequence that need not divide).
+    if (dataParallel && isa<tensor::DimOp>(op)) {
+      for (Value res : op.getResults()) {
+        int id = addValue(res);
+        p.values[id].fixed = table.replicated(p.values[id].rank);
+      }
+      continue;
+    }
     Step step;
     step.op = &op;
     step.base = static_cast<int>(p.values.size());
@@ -709,6 +753,16 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
       FailureOr<ShardingRule> rule = failure();
       if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
         rule = iface.getShardingRule();
+      // On a mesh with 'dp', the ops that carry run-time sizes get rules
+      // from the sizes (DynamicDims.h) so a split run-time batch goes
+      // through them instead of being gathered around them.
+      if (failed(rule) && dataParallel)
+        if (auto fb = runtimeDims.fallbackRule(&op))
+          rule = *fb;
+      if (succeeded(rule) && dataParallel)
+        batchLoops = runtimeDims.batchLoops(&op, *rule);
+      else
+        batchLoops.clear();
       if (succeeded(rule) && rule->operands.size() == op.getNumOperands() &&
           rule->results.size() == op.getNumResults()) {
         std::optional<SmallVector<SmallVector<int>>> filter;
@@ -852,6 +906,8 @@ double Planner::reshard(int src, int dst, const ValueInfo &v,
     key.append(reinterpret_cast<const char *>(&src), sizeof(src));
     key.append(reinterpret_cast<const char *>(&dst), sizeof(dst));
     key.append(reinterpret_cast<const char *>(&v.bytes), sizeof(v.bytes));
+    for (int64_t d : v.shape)
+      key.push_back(ShapedType::isDynamic(d) ? 'd' : 's');
     auto it = reshardCache.find(key);
     if (it != reshardCache.end())
       return it->second;
@@ -865,6 +921,24 @@ double Planner::reshard(int src, int dst, const ValueInfo &v,
     for (const cost::ReshardStep &step : steps) {
       double t = cost::stepTime(step, v.bytes, mesh.sizes, mesh.names,
                                 mesh.spec, cost::Algorithm::Auto);
+      // The lowering has no all_to_all over a run-time dim (it would
+      // reshape a dynamic dim in two): a plan that needs one is not taken.
+      auto dyn = [&](int64_t d) {
+        return d >= 0 && d < static_cast<int64_t>(v.shape.size()) &&
+               ShapedType::isDynamic(v.shape[d]);
+      };
+      // Nor one of a value whose run-time dim is split (it reshapes that
+      // dim's shards as well).
+      auto split = [&](int sh) {
+        const Sh &x = table.get(sh);
+        for (auto [d, axes] : llvm::enumerate(x.dims))
+          if (!axes.empty() && dyn(static_cast<int64_t>(d)))
+            return true;
+        return false;
+      };
+      if (step.kind == cost::ReshardStep::AllToAll &&
+          (dyn(step.dim) || dyn(step.concatDim) || split(src) || split(dst)))
+        t = kInf;
       time += t;
       if (!out || step.kind == cost::ReshardStep::LocalSlice)
         continue;

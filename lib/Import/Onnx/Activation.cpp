@@ -229,10 +229,8 @@ bool emitLogSoftmax(EmitContext &c) {
     return false;
   int64_t r = c.rank(0);
   int64_t axis = attrInt(c.node, "axis", -1);
-  if (axis < -r || axis >= r)
-    return c.fail("axis " + Twine(axis) + " is out of range for rank " +
-                  Twine(r));
-  axis = normAxis(axis, r);
+  if (!c.axisIn(axis, r, "axis"))
+    return false;
   auto t = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> kept(t.getShape());
   kept[axis] = 1;

@@ -79,12 +79,8 @@ struct FoldContext {
     return im.broadcast(a, c, o);
   }
   /// Normalises the signed axis `a` of a rank-`r` value, or fails.
-  bool axisIn(int64_t &a, int64_t r, StringRef what) {
-    if (!isValidAxis(a, r))
-      return fail(what + " " + Twine(a) + " is out of range for rank " +
-                  Twine(r) + "; the file is corrupt");
-    a = normAxis(a, r);
-    return true;
+  bool axisIn(int64_t &a, int64_t r, const Twine &what) {
+    return im.axisIn(a, r, what);
   }
   /// Appends the folded value after checking it: the next folder indexes
   /// its inputs by their shapes.

@@ -40,12 +40,8 @@ template <ReduceKind kind> bool emitReduce(EmitContext &c) {
   }
   for (int64_t &a : axes) {
     // An axes input is not seen by importNode's attribute checks.
-    if (a < -r || a >= r)
-      return c.fail("axis " + Twine(a) +
-                    " is out of range for an input of "
-                    "rank " +
-                    Twine(r) + "; the file is corrupt");
-    a = normAxis(a, r);
+    if (!c.axisIn(a, r, "axis"))
+      return false;
   }
   llvm::sort(axes);
   bool keep = attrInt(c.node, "keepdims", 1);

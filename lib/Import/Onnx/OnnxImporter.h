@@ -194,6 +194,16 @@ public:
     failure.set(ctx, path, where, msg);
     return false;
   }
+  /// Normalises the signed axis `a` of a rank-`r` value (loom::normAxis),
+  /// or fails naming it: the one range check of an axis from a file
+  /// (attributes, `axes` inputs, folded constants).
+  bool axisIn(int64_t &a, int64_t r, const Twine &what) {
+    if (!isValidAxis(a, r))
+      return fail(what + " " + Twine(a) + " is out of range for rank " +
+                  Twine(r) + "; the file is corrupt");
+    a = normAxis(a, r);
+    return true;
+  }
 
   // Types.
   Type elemType(int dt) {
@@ -332,6 +342,9 @@ struct EmitContext {
     return im.typeOf(dt, shape);
   }
   bool fail(const Twine &msg) { return im.fail(msg); }
+  bool axisIn(int64_t &a, int64_t r, const Twine &what) {
+    return im.axisIn(a, r, what);
+  }
 };
 
 using Emitter = bool (*)(EmitContext &);

@@ -139,7 +139,9 @@ bool emitTranspose(EmitContext &c) {
 }
 
 bool emitConcat(EmitContext &c) {
-  int64_t axis = normAxis(attrInt(c.node, "axis", 0), c.rank(0));
+  int64_t axis = attrInt(c.node, "axis", 0);
+  if (!c.axisIn(axis, c.rank(0), "Concat axis"))
+    return false;
   SmallVector<Value> xs;
   SmallVector<Dim> s = c.shape(0);
   Dim sum = Dim::of(0);
@@ -290,11 +292,9 @@ bool emitSlice(EmitContext &c) {
     // The axes input comes from the file (the attribute checks in
     // importNode do not see it): axes [8] of a rank-2 input read past the
     // shape (found by onnx_fuzzer).
-    if (ax[k] < -r || ax[k] >= r)
-      return c.fail("Slice axis " + Twine(ax[k]) +
-                    " is out of range for an input of rank " + Twine(r) +
-                    "; the file is corrupt");
-    int64_t axis = normAxis(ax[k], r);
+    int64_t axis = ax[k];
+    if (!c.axisIn(axis, r, "Slice axis"))
+      return false;
     int64_t step = sp.empty() ? 1 : sp[k];
     if (step <= 0)
       return c.fail("Slice with a non-positive step is not supported");

@@ -95,21 +95,37 @@ def mesh_ranks(mesh):
     return n
 
 
-# dp=2 with a run-time batch: the planner never splits a dimension whose
-# size is only known at run time (docs/IMPORT-ONNX.md, "Data parallelism
-# with run-time shapes"), so the batch stays whole on every dp rank and dp
-# splits the static dims (hidden, heads) as tp would. An odd batch and a
-# batch of 1 (smaller than dp) are among the shapes run.
+# dp=2 with a run-time batch: dp splits the batch (docs/IMPORT-ONNX.md,
+# "Data parallelism with run-time shapes"); the batch must divide over dp,
+# and one that does not fails the job on every rank by name.
 MESHES = [None, "tp=2", "dp=2", "dp=2,tp=2"]
+DP_ERROR = "has a run-time size that does not divide over the 2 ranks"
+
+
+def expect_batch_error(tmp, bundle, feeds, mpi=0):
+    """`feeds` (a batch that does not divide over dp) fails on every rank
+    with the run-time check's message."""
+    args = []
+    for name, a in feeds.items():
+        f = tmp / f"{name}-odd.npy"
+        np.save(f, a)
+        args += ["--input", f"{name}={f}"]
+    cmd = [LOOM_RUN, bundle, *args, "--output", tmp / "res-odd"]
+    if mpi:
+        cmd = [shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
+               "-np", str(mpi), *cmd, "--backend", "mpi"]
+    r = run(cmd, ok=False)
+    assert r.returncode != 0 and DP_ERROR in r.stderr, r.stderr
+    assert not list((tmp / "res-odd").glob("*.npy"))  # nothing half-written
 
 
 @pytest.mark.parametrize("mesh", MESHES)
 def test_transformer_encoder_dynamic(tmp_path, mesh):
     """The encoder with dynamic sequence and batch: torch MHA's [S, B, E] ->
     [S, B*H, Dh] reshapes carry run-time sizes, the raised attention has a
-    static head count; one bundle at (S, B) = (8, 2), (13, 3) and (1, 1),
-    on one rank, tp=2, dp=2 and dp=2 x tp=2 (every rank's output
-    checked)."""
+    static head count; one bundle at several (S, B), on one rank, tp=2,
+    dp=2 and dp=2 x tp=2 (every rank's output checked). On dp the batch is
+    split (2 and 4; 3 fails by name); elsewhere any batch runs."""
     path = tmp_path / "enc.onnx"
     export_encoder(path, dynamic=True)
     run([LOOMC, path, "--compile-to=raise", "-o", tmp_path / "raised.mlir"])
@@ -117,28 +133,50 @@ def test_transformer_encoder_dynamic(tmp_path, mesh):
     assert ir.count("loom.attention ") == 2
     assert "x4x?x16xf32" in ir  # [B, H=4, S, Dh]: static heads
     bundle = compile_once(tmp_path, path, *(["--mesh", mesh] if mesh else []))
+    dp = "dp" in (mesh or "")
+    shapes = ((8, 2, 64), (13, 4, 64), (1, 2, 64)) if dp else \
+        ((8, 2, 64), (13, 3, 64), (1, 1, 64))
     rng = np.random.default_rng(1)
-    feeds = [{"x": rng.standard_normal(s).astype(np.float32)}
-             for s in ((8, 2, 64), (13, 3, 64), (1, 1, 64))]
+    feeds = [{"x": rng.standard_normal(s).astype(np.float32)} for s in shapes]
     errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
     print(f"transformer encoder ({mesh or '1 rank'}): max rel err {errs}")
     assert max(errs) <= TOL
+    if dp:
+        expect_batch_error(tmp_path, bundle, {
+            "x": rng.standard_normal((5, 3, 64)).astype(np.float32)})
+
+
+def test_transformer_encoder_dp_splits_the_batch(tmp_path):
+    """On dp=2 the plan splits the run-time batch: the attentions run on a
+    dp shard of it (B split over dp), not on the whole batch."""
+    path = tmp_path / "enc.onnx"
+    export_encoder(path, dynamic=True)
+    run([LOOMC, path, "--mesh", "dp=2", "--emit=plan", "-o", tmp_path / "p.json"])
+    import json
+    plan = json.loads((tmp_path / "p.json").read_text())
+    ops = [o for o in plan["functions"][0]["ops"] if o["op"] == "loom.attention"]
+    assert len(ops) == 2
+    for o in ops:
+        assert o["results"] == ["[{dp}, {}, {}, {}]"], o
 
 
 @pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not installed")
 @pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
 def test_transformer_encoder_dynamic_mpi(tmp_path, mesh):
     """The dynamic encoder's dp bundles under mpirun (one process per rank,
-    loom-run --backend mpi), at an odd batch and a batch of 1."""
+    loom-run --backend mpi), at batches 2 and 4; batch 3 fails by name."""
     path = tmp_path / "enc.onnx"
     export_encoder(path, dynamic=True)
     bundle = compile_once(tmp_path, path, "--mesh", mesh)
     rng = np.random.default_rng(4)
     feeds = [{"x": rng.standard_normal(s).astype(np.float32)}
-             for s in ((13, 3, 64), (5, 1, 64))]
+             for s in ((13, 2, 64), (5, 4, 64))]
     errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh), mpi=True)
     print(f"transformer encoder ({mesh}, MPI): max rel err {errs}")
     assert max(errs) <= TOL
+    expect_batch_error(tmp_path, bundle, {
+        "x": rng.standard_normal((5, 3, 64)).astype(np.float32)},
+        mpi=mesh_ranks(mesh))
 
 
 @pytest.mark.parametrize("mesh", [None, "tp=2"])
@@ -221,12 +259,20 @@ def test_runtime_reshape_dp(tmp_path, mesh):
     assert max(errs) <= 1e-6, errs
 
 
-@pytest.mark.parametrize("mesh", [None, "dp=2", "dp=2,tp=2"])
-def test_minilm_dynamic_mask(tmp_path, mesh):
-    """all-MiniLM-L6-v2 exported with dynamic batch and sequence and an
-    attention_mask input (HF's (1 - mask) * finfo.min additive mask); one
-    bundle at 2x7 and 3x12 tokens with padding in the mask, on one rank,
-    dp=2 and dp=2 x tp=2."""
+def minilm_feeds(rng, shapes):
+    """input_ids and attention_mask per (b, s, padding per row)."""
+    feeds = []
+    for b, s, pad in shapes:
+        ids = rng.integers(0, 30522, (b, s)).astype(np.int64)
+        mask = np.ones((b, s), np.int64)
+        for row, p in enumerate(pad):
+            if p:
+                mask[row, s - p:] = 0
+        feeds.append({"input_ids": ids, "attention_mask": mask})
+    return feeds
+
+
+def minilm_bundle(tmp_path, mesh):
     import minilm
 
     try:
@@ -236,22 +282,46 @@ def test_minilm_dynamic_mask(tmp_path, mesh):
     pytest.importorskip("safetensors", reason="needs the safetensors package")
     path = tmp_path / "minilm.onnx"
     minilm.export(path, seq=16, d=d, dynamic_seq=True, mask=True)
+    return path, compile_once(tmp_path, path, *(["--mesh", mesh] if mesh else []))
+
+
+@pytest.mark.parametrize("mesh", [None, "dp=2", "dp=2,tp=2"])
+def test_minilm_dynamic_mask(tmp_path, mesh):
+    """all-MiniLM-L6-v2 exported with dynamic batch and sequence and an
+    attention_mask input (HF's (1 - mask) * finfo.min additive mask); one
+    bundle at 2x7 and 4x12 tokens (3x12 on one rank) with padding in the
+    mask, on one rank, dp=2 and dp=2 x tp=2; on dp a batch of 3 fails by
+    name."""
+    path, bundle = minilm_bundle(tmp_path, mesh)
     run([LOOMC, path, "--compile-to=raise", "-o", tmp_path / "raised.mlir"])
     ir = (tmp_path / "raised.mlir").read_text()
     assert ir.count("loom.attention ") == 6
-    bundle = compile_once(tmp_path, path, *(["--mesh", mesh] if mesh else []))
     rng = np.random.default_rng(0)
-    feeds = []
-    for b, s, pad in ((2, 7, (0, 3)), (3, 12, (5, 0, 11))):
-        ids = rng.integers(0, 30522, (b, s)).astype(np.int64)
-        mask = np.ones((b, s), np.int64)
-        for row, p in enumerate(pad):
-            if p:
-                mask[row, s - p:] = 0
-        feeds.append({"input_ids": ids, "attention_mask": mask})
+    dp = "dp" in (mesh or "")
+    feeds = minilm_feeds(rng, ((2, 7, (0, 3)), (4, 12, (5, 0, 11, 0)) if dp
+                               else (3, 12, (5, 0, 11))))
     errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh))
     print(f"minilm dynamic + mask ({mesh or '1 rank'}): max rel err {errs}")
     assert max(errs) <= TOL
+    if dp:
+        expect_batch_error(tmp_path, bundle,
+                           minilm_feeds(rng, ((3, 12, (5, 0, 11)),))[0])
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="mpirun not installed")
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_minilm_dynamic_mask_mpi(tmp_path, mesh):
+    """MiniLM's dp bundles under mpirun (loom-run --backend mpi): batches 2
+    and 4 against ONNX Runtime on every rank, a batch of 3 fails by name."""
+    path, bundle = minilm_bundle(tmp_path, mesh)
+    rng = np.random.default_rng(5)
+    feeds = minilm_feeds(rng, ((2, 9, (0, 4)), (4, 5, (0, 2, 0, 1))))
+    errs = check(tmp_path, path, bundle, feeds, ranks=mesh_ranks(mesh), mpi=True)
+    print(f"minilm dynamic + mask ({mesh}, MPI): max rel err {errs}")
+    assert max(errs) <= TOL
+    expect_batch_error(tmp_path, bundle,
+                       minilm_feeds(rng, ((3, 6, (0, 1, 2)),))[0],
+                       mpi=mesh_ranks(mesh))
 
 
 def graph_model(nodes, inputs, outputs, inits=()):

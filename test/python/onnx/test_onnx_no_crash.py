@@ -254,4 +254,4 @@ def test_axes_input_out_of_range(tmp_path, op):
     r = loomc(p)
     assert r.returncode == 1
     assert (f"node 'n' ({op}): " in r.stderr and "axis 8 is out of range for "
-            "an input of rank 2; the file is corrupt" in r.stderr), r.stderr
+            "rank 2; the file is corrupt" in r.stderr), r.stderr
