@@ -438,11 +438,7 @@ int Compilation::setUpOutputs() {
 bool Compilation::checkCudaProgram() {
   auto refuse = [&](Operation *op, const Twine &what) {
     op->emitError() << "--target=cuda: " << what
-                    << "; compile this program for the CPU (--target=cpu)"
-                    << (isa<loom::QMatmulOp>(op)
-                            ? ", or with --target=cuda-kernels (the CPU "
-                              "program plus the quantized matmuls' cubins)"
-                            : "");
+                    << "; compile this program for the CPU (--target=cpu)";
     return false;
   };
   loom::MeshInfo mesh;
@@ -456,10 +452,6 @@ bool Compilation::checkCudaProgram() {
                 "or for the CPU (--target=cpu)"),
            false;
   WalkResult walk = module->walk([&](Operation *op) {
-    if (isa<loom::QMatmulOp>(op))
-      return refuse(op, "'loom.qmatmul' (quantized matmul) is not in the "
-                        "whole-program GPU lowering yet"),
-             WalkResult::interrupt();
     // loom.embedding's ids are checked on the device
     // (loom-gpu-device-index-check); loom.gather has no id check at all,
     // so on the device an index out of range would read outside its input.
