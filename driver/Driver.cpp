@@ -455,13 +455,6 @@ bool Compilation::checkCudaProgram() {
     // loom.embedding's ids are checked on the device
     // (loom-gpu-device-index-check); loom.gather has no id check at all,
     // so on the device an index out of range would read outside its input.
-    if (auto e = dyn_cast<loom::EmbeddingOp>(op)) {
-      auto table = dyn_cast<ShapedType>(e.getTable().getType());
-      if (!table || !isa<FloatType>(table.getElementType()))
-        return refuse(op, "'loom.embedding' with a quantized table is not "
-                          "built for CUDA yet (f32/f16/bf16 tables only)"),
-               WalkResult::interrupt();
-    }
     if (isa<loom::GatherOp>(op))
       return refuse(op, "'loom.gather' (an index gather without an index "
                         "check) is not built for CUDA yet"),
