@@ -438,11 +438,7 @@ int Compilation::setUpOutputs() {
 bool Compilation::checkCudaProgram() {
   auto refuse = [&](Operation *op, const Twine &what) {
     op->emitError() << "--target=cuda: " << what
-                    << "; compile this program for the CPU (--target=cpu)"
-                    << (isa<loom::QMatmulOp>(op)
-                            ? ", or with --target=cuda-kernels (the CPU "
-                              "program plus the quantized matmuls' cubins)"
-                            : "");
+                    << "; compile this program for the CPU (--target=cpu)";
     return false;
   };
   loom::MeshInfo mesh;
@@ -456,20 +452,9 @@ bool Compilation::checkCudaProgram() {
                 "or for the CPU (--target=cpu)"),
            false;
   WalkResult walk = module->walk([&](Operation *op) {
-    if (isa<loom::QMatmulOp>(op))
-      return refuse(op, "'loom.qmatmul' (quantized matmul) is not in the "
-                        "whole-program GPU lowering yet"),
-             WalkResult::interrupt();
     // loom.embedding's ids are checked on the device
     // (loom-gpu-device-index-check); loom.gather has no id check at all,
     // so on the device an index out of range would read outside its input.
-    if (auto e = dyn_cast<loom::EmbeddingOp>(op)) {
-      auto table = dyn_cast<ShapedType>(e.getTable().getType());
-      if (!table || !isa<FloatType>(table.getElementType()))
-        return refuse(op, "'loom.embedding' with a quantized table is not "
-                          "built for CUDA yet (f32/f16/bf16 tables only)"),
-               WalkResult::interrupt();
-    }
     if (isa<loom::GatherOp>(op))
       return refuse(op, "'loom.gather' (an index gather without an index "
                         "check) is not built for CUDA yet"),

@@ -6,9 +6,10 @@
 #                                    builds loom-gpu-bench, loom-cuda-rt-tests
 #                                    and loom-gpu-kernels, compiles the
 #                                    kernels for sm_80 and sm_90, the MLP
-#                                    demo's bundles (loomc --target=cuda and
-#                                    the CPU one, run here for the
-#                                    reference) and stages everything in
+#                                    demo's and the quantized matmuls'
+#                                    bundles (loomc --target=cuda and the
+#                                    CPU ones, run here for the reference)
+#                                    and stages everything in
 #                                    out/gpu-check/
 #   scripts/gpu-check.sh             on a machine with an NVIDIA GPU: runs
 #                                    the staged binaries (preparing first if
@@ -53,6 +54,66 @@ SPECS=(
   "perf q4_0 --act=f16 4096 4096"
 )
 
+# max |got - want| / max |want| of two f32 .npy files (no numpy needed).
+compare_npy() { # got want tolerance
+  python3 - "$@" <<'PY'
+import ast, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + n].decode())
+    assert h["descr"] == "<f4", h
+    d = b[10 + n:]
+    return h["shape"], struct.unpack("<%df" % (len(d) // 4), d)
+(sa, a), (sb, b) = load(sys.argv[1]), load(sys.argv[2])
+if sa != sb:
+    sys.exit("shape %s != %s" % (sa, sb))
+err = max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+print("max |got - want| / max |want| = %.3g (tolerance %s)" % (err, sys.argv[3]))
+sys.exit(0 if err <= float(sys.argv[3]) else 1)
+PY
+}
+
+# A bundle's weight files named relative to it, so that the staged folder
+# can be copied to the device machine.
+relative_weights() { # manifest.json
+  python3 - "$1" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+m = json.load(open(path))
+for rank in m["ranks"]:
+    for slices in rank["weights"].values():
+        for w in slices:
+            if os.path.isabs(w["file"]):
+                w["file"] = os.path.relpath(w["file"], os.path.dirname(path))
+json.dump(m, open(path, "w"), indent=2)
+PY
+}
+
+# Quantized weights in the whole program (loomc --target=cuda): a q8_0
+# embedding and three qmatmuls in SmolLM2's shapes and formats (q4_1, q4_1,
+# q8_0; random GGUF blocks, scripts/gpu-qmm-model.py) at batch 1 (the GEMVs)
+# and 24 (the tiled kernels), as CUDA and CPU bundles; the CPU output (run here, and
+# checked here against numpy's float64 reference) is what the device run
+# compares with.
+prepare_qmm_bundles() {
+  local py=$ROOT/.venv/bin/python dir=$STAGE/qmm m
+  [[ -x $py ]] || py=python3
+  "$py" "$ROOT/scripts/gpu-qmm-model.py" "$dir" 1 24 || return 1
+  for m in 1 24; do
+    "$BUILD/bin/loomc" "$dir/qmm-m$m.mlir" -o "$dir/cpu-m$m" || return 1
+    "$BUILD/bin/loomc" "$dir/qmm-m$m.mlir" --target=cuda -v \
+      -o "$dir/cuda-m$m" 2>&1 | grep 'memory plan' || return 1
+    relative_weights "$dir/cpu-m$m/manifest.json" || return 1
+    relative_weights "$dir/cuda-m$m/manifest.json" || return 1
+    "$BUILD/bin/loom-run" "$dir/cpu-m$m" --input "input0=$dir/ids-m$m.npy" \
+      --output "$dir/cpu-res-m$m" || return 1
+    compare_npy "$dir/cpu-res-m$m/output0.npy" "$dir/reference-m$m.npy" \
+      1e-3 || return 1
+  done
+  log "staged the quantized matmul bundles (batch 1 and 24, cpu and cuda)"
+}
+
 # The MLP demo (examples/mlp, batch 8) as bundles: loomc --target=cuda with
 # cuBLAS products and with generated ones (--no-gemm), and for the CPU,
 # whose output (run here) the device run compares with (1e-3 of max |y|).
@@ -69,17 +130,7 @@ prepare_bundles() {
     -o "$mlp/cuda-kernels" || return 1
   local b
   for b in cpu cuda cuda-kernels; do
-    python3 - "$mlp/$b/manifest.json" "$mlp" <<'PY' || return 1
-import json, os, sys
-path, model = sys.argv[1], sys.argv[2]
-m = json.load(open(path))
-for rank in m["ranks"]:
-    for slices in rank["weights"].values():
-        for w in slices:
-            if os.path.isabs(w["file"]):
-                w["file"] = os.path.relpath(w["file"], os.path.dirname(path))
-json.dump(m, open(path, "w"), indent=2)
-PY
+    relative_weights "$mlp/$b/manifest.json" || return 1
   done
   "$BUILD/bin/loom-run" "$mlp/cpu" --input "x=$mlp/x.npy" \
     --output "$mlp/cpu-res" || return 1
@@ -109,6 +160,7 @@ prepare() {
     "$BUILD/bin/loom-gpu-mlp-kernels" "$BUILD/bin/loom-run" "$STAGE/bin/" ||
     return 1
   prepare_bundles || return 1
+  prepare_qmm_bundles || return 1
   # cubins/: the default kernels, every spec; cubins-scalar/: the perf
   # specs with the first GEMV generator (--gemv-dequant=scalar), for the
   # A/B of the packed f16x2 dequantisation (docs/GPU.md).
@@ -195,24 +247,6 @@ step mlp-kernels "$STAGE/bin/loom-gpu-mlp-kernels"
 # loomc --target=cuda bundles of the same MLP run by loom-run (weights
 # device-resident, uploaded once), compared with the CPU bundle's output
 # and the numpy reference: max |y - y_cpu| / max |y_cpu| <= 1e-3.
-compare_npy() { # got want tolerance
-  python3 - "$@" <<'PY'
-import ast, struct, sys
-def load(p):
-    b = open(p, "rb").read()
-    n = struct.unpack("<H", b[8:10])[0]
-    h = ast.literal_eval(b[10:10 + n].decode())
-    assert h["descr"] == "<f4", h
-    d = b[10 + n:]
-    return h["shape"], struct.unpack("<%df" % (len(d) // 4), d)
-(sa, a), (sb, b) = load(sys.argv[1]), load(sys.argv[2])
-if sa != sb:
-    sys.exit("shape %s != %s" % (sa, sb))
-err = max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
-print("max |got - want| / max |want| = %.3g (tolerance %s)" % (err, sys.argv[3]))
-sys.exit(0 if err <= float(sys.argv[3]) else 1)
-PY
-}
 run_bundle() { # bundle
   local mlp=$STAGE/mlp
   "$STAGE/bin/loom-run" "$mlp/$1" --input "x=$mlp/x.npy" \
@@ -226,6 +260,23 @@ if [[ -d "$STAGE/mlp/cuda" ]]; then
   export STAGE OUT
   step bundle-cuda bash -c 'run_bundle cuda'
   step bundle-cuda-kernels bash -c 'run_bundle cuda-kernels'
+fi
+# The quantized bundles (a q8_0 embedding, then generated GEMVs at batch 1,
+# tiled kernels at 24; weights resident as GGUF blocks) against the CPU bundle's output
+# and numpy's float64 reference: 1e-3 of max |y|.
+run_qmm() { # batch
+  local dir=$STAGE/qmm
+  "$STAGE/bin/loom-run" "$dir/cuda-m$1" --input "input0=$dir/ids-m$1.npy" \
+    --output "$OUT/qmm-res-m$1" --iterations 3 --bench &&
+    compare_npy "$OUT/qmm-res-m$1/output0.npy" \
+      "$dir/cpu-res-m$1/output0.npy" 1e-3 &&
+    compare_npy "$OUT/qmm-res-m$1/output0.npy" "$dir/reference-m$1.npy" 1e-3
+}
+if [[ -d "$STAGE/qmm/cuda-m1" ]]; then
+  export -f compare_npy run_qmm
+  export STAGE OUT
+  step bundle-cuda-qmm-m1 bash -c 'run_qmm 1'
+  step bundle-cuda-qmm-m24 bash -c 'run_qmm 24'
 fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
@@ -244,7 +295,8 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   echo "|---|---|---|"
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
-    bundle-cuda.log bundle-cuda-kernels.log \
+    bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
+    bundle-cuda-qmm-m24.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "loom-gpu-device-index-check"
 
@@ -45,11 +46,29 @@ scf::ForOp outermostLoop(Operation *op) {
 
 /// Rewrites one check loop (around `call`); failure with a diagnostic.
 LogicalResult rewriteCheck(func::CallOp call) {
-  scf::ForOp loop = outermostLoop(call);
+  // The CPU's check: a loop over the ids, or (one id: canonicalization
+  // drops a loop of one trip) an scf.if on the id read before it.
+  Operation *root = outermostLoop(call);
   tensor::ExtractOp read;
-  if (loop)
-    loop.walk([&](tensor::ExtractOp e) { read = e; });
-  if (!loop || !read)
+  // Host values the check leaves dead once it is gone (the one-id form).
+  SmallVector<Operation *> dead;
+  if (root) {
+    root->walk([&](tensor::ExtractOp e) { read = e; });
+  } else if (auto ifOp = call->getParentOfType<scf::IfOp>()) {
+    while (auto outer = ifOp->getParentOfType<scf::IfOp>())
+      ifOp = outer;
+    root = ifOp;
+    Value id = call.getOperand(2);
+    if (auto ext = id.getDefiningOp<arith::ExtSIOp>()) {
+      dead.push_back(ext);
+      id = ext.getIn();
+    }
+    read = id.getDefiningOp<tensor::ExtractOp>();
+    if (Operation *cond = ifOp.getCondition().getDefiningOp())
+      dead.insert(dead.begin(), cond);
+    dead.push_back(read);
+  }
+  if (!root || !read)
     return call.emitError() << "index check not in the form of the CPU "
                                "lowering (a loop reading the ids)";
   Value ids = read.getTensor();
@@ -62,10 +81,10 @@ LogicalResult rewriteCheck(func::CallOp call) {
               "(give the batch and sequence sizes)";
   for (unsigned i : {0u, 1u, 5u})
     if (!call.getOperand(i).getParentRegion()->isAncestor(
-            loop->getParentRegion()))
+            root->getParentRegion()))
       return call.emitError() << "index check arguments defined in its loop";
 
-  OpBuilder b(loop);
+  OpBuilder b(root);
   Location loc = call.getLoc();
   Type i64 = b.getI64Type();
   Type idElem = idType.getElementType();
@@ -169,7 +188,10 @@ LogicalResult rewriteCheck(func::CallOp call) {
                  call.getOperand(5)});
   ids.replaceAllUsesExcept(clamp.getResult(0),
                            SmallPtrSet<Operation *, 4>{first, clamp, read});
-  loop.erase();
+  root->erase();
+  for (Operation *op : dead)
+    if (op && op->use_empty() && isMemoryEffectFree(op))
+      op->erase();
   return success();
 }
 

@@ -34,6 +34,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
       PrepareEntryPointsPassOptions{/*interleave=*/false, /*qmatmul=*/""}));
   pm.addPass(createRecordEntryPointsPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createGpuQMatmulsPass());
   ConvertLoomToLinalgPassOptions lower;
   lower.gemm = false; // products as linalg, for cuBLAS or kernels below
   pm.addPass(createConvertLoomToLinalgPass(lower));
@@ -60,6 +61,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   // (ptxas's .maxntid).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createGpuQMatmulLaunchesPass());
   pm.addPass(createGpuHostProgramPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -143,4 +143,43 @@ def GpuExportUploadConstantsPass
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def GpuQMatmulsPass : Pass<"loom-gpu-qmatmuls", "mlir::ModuleOp"> {
+  let summary = "Quantized matmuls as calls that become generated-kernel launches";
+  let description = [{
+    On tensors, before `loom-convert-loom-to-linalg`: every `loom.qmatmul`
+    becomes a destination-style `loom_cpu.kernel` over (weight bytes, x, y)
+    whose body calls a private declaration carrying the kernel spec
+    (`loom_gpu_qmatmul`: format, block, mode, scale, activation type, N, K
+    and the batch M); the weight argument takes its storage type (the
+    GGUF / Loom blocks as they are: device-resident, never dequantized).
+    A qmatmul with no generated kernel (bf16 activations, K not a multiple
+    of 32, ...), a dynamic batch, or a quantized weight also read by
+    another op is refused by name at the op.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::tensor::TensorDialect",
+                           "loom::lowering::LoomCpuDialect"];
+}
+
+def GpuQMatmulLaunchesPass
+    : Pass<"loom-gpu-qmatmul-launches", "mlir::ModuleOp"> {
+  let summary = "The qmatmul calls become launches of the generated kernels";
+  let description = [{
+    On buffers, after kernel outlining: each call of a `loom_gpu_qmatmul`
+    declaration becomes a `gpu.launch_func` of
+    `@loom_qmatmul_kernels::@<base>_gemv<M>` (M <= 8: 128 threads, one
+    block per 8 weight rows) or `@<base>_tiled` (256 threads, 64x64
+    outputs per block) on the addresses of (w, x, y) and M, as the
+    runtime's `loom_cuda_qmatmul` picks them; the kernels of every spec
+    (lib/Target/GpuTarget/QMatmulKernelGen.cpp) are appended as
+    `gpu.module @loom_qmatmul_kernels`.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::cf::ControlFlowDialect"];
+}
+
 #endif // LOOM_PASSES_GPU_PASSES_TD

@@ -149,9 +149,10 @@ cl::opt<int64_t, true> pipelineMicrobatches(
     cl::cat(loomcCategory));
 cl::opt<std::string, true> targetName(
     "target",
-    cl::desc("cpu (default), or cuda: also compile the quantized matmul "
-             "kernels to cubins for sm_80 and sm_90 into the bundle's cuda/ "
-             "folder (docs/GPU.md)"),
+    cl::desc("cpu (default); cuda: the whole program for one CUDA device "
+             "(sm_80 and sm_90); cuda-kernels: the CPU program plus the "
+             "quantized matmuls' cubins in the bundle's cuda/ folder "
+             "(docs/GPU.md)"),
     cl::value_desc("name"), cl::location(gOptions.target),
     cl::cat(loomcCategory));
 cl::opt<std::string, true> emitWhat(

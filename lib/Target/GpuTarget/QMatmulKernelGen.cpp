@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Target/GpuTarget/QMatmulKernelGen.h"
+#include "loom/runtime/cuda.h"
 
 #include <algorithm>
 #include <cstring>
@@ -156,17 +157,43 @@ std::string tiledKernelName(const QMatmulSpec &s) {
 
 int64_t weightBytes(const QMatmulSpec &s) { return s.n * rowBytes(s); }
 
+namespace {
+constexpr int kGemvThreads = 128;   // 4 warps
+constexpr int kGemvRowsPerWarp = 2; // 8 rows per block
+constexpr int kTile = 64;           // tiled: 64x64 outputs per block
+constexpr int kTiledThreads = 256;  // 16x16 threads, 4x4 outputs each
+// The runtime's loom_cuda_qmatmul launches the same kernels (cuda.h).
+static_assert(kGemvThreads == LOOM_CUDA_QMM_GEMV_THREADS &&
+              kGemvThreads / 32 * kGemvRowsPerWarp ==
+                  LOOM_CUDA_QMM_GEMV_ROWS_PER_BLOCK &&
+              kTile == LOOM_CUDA_QMM_TILE &&
+              kTiledThreads == LOOM_CUDA_QMM_TILED_THREADS);
+} // namespace
+
+QMatmulLaunch qmatmulLaunch(const QMatmulSpec &s, int64_t m,
+                            const KernelOptions &options) {
+  QMatmulLaunch l;
+  if (options.gemv && m >= 1 && m <= options.maxGemvBatch) {
+    int64_t rows = kGemvThreads / 32 * kGemvRowsPerWarp;
+    l.kernel = gemvKernelName(s, int(m));
+    l.gridX = (s.n + rows - 1) / rows;
+    l.threads = kGemvThreads;
+  } else {
+    l.kernel = tiledKernelName(s);
+    l.gridX = (s.n + kTile - 1) / kTile;
+    l.gridY = (m + kTile - 1) / kTile;
+    l.threads = kTiledThreads;
+  }
+  return l;
+}
+
 //===----------------------------------------------------------------------===//
 // The SSA text emitter
 //===----------------------------------------------------------------------===//
 
 namespace {
 
-constexpr int kGemvThreads = 128;   // 4 warps
-constexpr int kGemvRowsPerWarp = 2; // 8 rows per block
-constexpr int kTile = 64;           // tiled: 64x64 outputs per block
-constexpr int kTiledThreads = 256;  // 16x16 threads, 4x4 outputs each
-constexpr int kTilePad = 68;        // shared tile row length (16-byte rows)
+constexpr int kTilePad = 68; // shared tile row length (16-byte rows)
 
 /// One function body under construction. Constants go to a prologue at the
 /// top of the body (so they dominate every nested region) and are emitted

@@ -121,6 +121,19 @@ std::string emitQMatmulModule(const std::string &moduleName,
                               const std::vector<QMatmulSpec> &specs,
                               const KernelOptions &options = {});
 
+/// The kernel of a batch of `m` rows and its launch geometry, as the
+/// runtime's loom_cuda_qmatmul picks them (include/loom/runtime/cuda.h,
+/// LOOM_CUDA_QMM_*): `<base>_gemv<m>` for m <= 8 (128 threads, 8 rows per
+/// block), else `<base>_tiled` (256 threads, 64x64 outputs per block). No
+/// dynamic shared memory.
+struct QMatmulLaunch {
+  std::string kernel;
+  int64_t gridX = 1, gridY = 1;
+  int64_t threads = 1;
+};
+QMatmulLaunch qmatmulLaunch(const QMatmulSpec &spec, int64_t m,
+                            const KernelOptions &options = {});
+
 } // namespace loom::gpu
 
 #endif // LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H

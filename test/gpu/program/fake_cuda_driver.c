@@ -2,7 +2,10 @@
  * with LOOM_CUDA_DRIVER=<this .so>). Device memory is host memory, copies
  * copy, kernels do nothing; every call that the generated host code causes
  * is appended to $LOOM_FAKE_CUDA_LOG (one line each) so that a test can
- * check the call order and sizes. Never evidence of numerics. */
+ * check the call order and sizes. Never evidence of numerics. A launch of a
+ * generated quantized matmul (`loom_qmm_*`: arguments (ptr w, ptr x, ptr y,
+ * i32 m)) adds a line with its kernel name, the bytes of the allocation each
+ * pointer lies in (and its offset there) and m. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,8 +71,19 @@ CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
+/* Live allocations, to name the buffers a kernel receives. */
+enum { kMaxAllocs = 1 << 14 };
+static struct {
+  uintptr_t p;
+  size_t n;
+} allocs[kMaxAllocs];
+static int numAllocs;
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   *p = (CUdeviceptr)malloc(n ? n : 1);
+  if (numAllocs < kMaxAllocs) {
+    allocs[numAllocs].p = *p;
+    allocs[numAllocs++].n = n;
+  }
   /* No kernel runs here: new device memory holds LOOM_FAKE_CUDA_FILL's byte
      (default 0xff, so that an id check's "first bad position" reads -1). */
   const char *fill = getenv("LOOM_FAKE_CUDA_FILL");
@@ -78,6 +92,11 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  for (int i = 0; i < numAllocs; ++i)
+    if (allocs[i].p == p) {
+      allocs[i] = allocs[--numAllocs];
+      break;
+    }
   free((void *)p);
   logf_("cuMemFree");
   return 0;
@@ -155,7 +174,7 @@ CUresult cuModuleUnload(void *m) {
   return 0;
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  *f = H(5);
+  *f = strdup(name); /* the function handle is its name */
   logf_("cuModuleGetFunction %s", name);
   return 0;
 }
@@ -163,6 +182,21 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         void *s, void **params, void **extra) {
   logf_("cuLaunchKernel grid %u,%u,%u block %u,%u,%u", gx, gy, gz, bx, by, bz);
+  const char *name = (const char *)f;
+  if (strncmp(name, "loom_qmm_", 9) == 0) {
+    char line[512];
+    int at = snprintf(line, sizeof line, "qmatmul %s", name);
+    for (int i = 0; i < 3; ++i) {
+      uintptr_t v = *(uintptr_t *)params[i];
+      size_t bytes = 0, offset = 0;
+      for (int j = 0; j < numAllocs; ++j)
+        if (v >= allocs[j].p && v < allocs[j].p + allocs[j].n)
+          bytes = allocs[j].n, offset = v - allocs[j].p;
+      at += snprintf(line + at, sizeof line - at, " %c %zu@%zu", "wxy"[i],
+                     bytes, offset);
+    }
+    logf_("%s m %d", line, *(int32_t *)params[3]);
+  }
   return 0;
 }
 CUresult cuStreamBeginCapture_v2(void *s, int mode) { return 0; }

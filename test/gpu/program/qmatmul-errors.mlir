@@ -1,0 +1,46 @@
+// What loom-gpu-qmatmuls refuses, by name and place (loomc --target=cuda
+// runs it first in the GPU lower phase).
+// RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-prepare-entry-points=interleave=false --loom-gpu-qmatmuls
+
+// bf16 activations: the generated kernels take f32 or f16.
+func.func @bf16(%x: tensor<1x64xbf16>) -> tensor<1x96xbf16> {
+  %w = loom.weight "w" : !loom.qtensor<96x64, #loom.quant<q4_0>>
+  // expected-error @+1 {{--target=cuda: no GPU kernel for this 'loom.qmatmul': bf16 activations are not generated: use f32 or f16}}
+  %y = loom.qmatmul %x, %w : tensor<1x64xbf16>, !loom.qtensor<96x64, #loom.quant<q4_0>> -> tensor<1x96xbf16>
+  return %y : tensor<1x96xbf16>
+}
+
+// -----
+
+// A dynamic batch: the kernel (GEMV or tiled) and its grid are chosen at
+// compile time.
+func.func @dynamic(%x: tensor<?x64xf32>) -> tensor<?x96xf32> {
+  %w = loom.weight "w" : !loom.qtensor<96x64, #loom.quant<q4_1>>
+  // expected-error @+1 {{--target=cuda: 'loom.qmatmul' needs a static input of rank >= 2}}
+  %y = loom.qmatmul %x, %w : tensor<?x64xf32>, !loom.qtensor<96x64, #loom.quant<q4_1>> -> tensor<?x96xf32>
+  return %y : tensor<?x96xf32>
+}
+
+// -----
+
+// A quantized weight that another op reads too (here dequantized): on the
+// GPU the blocks are read only by the qmatmul kernels.
+func.func @shared(%x: tensor<1x64xf32>) -> (tensor<1x96xf32>, tensor<96x64xf32>) {
+  %w = loom.weight "w" : !loom.qtensor<96x64, #loom.quant<q8_0>>
+  %y = loom.qmatmul %x, %w : tensor<1x64xf32>, !loom.qtensor<96x64, #loom.quant<q8_0>> -> tensor<1x96xf32>
+  // expected-error @+1 {{--target=cuda: this 'loom.dequantize' reads a quantized weight that a 'loom.qmatmul' also reads; on the GPU quantized weights are read only by qmatmuls}}
+  %d = loom.dequantize %w : !loom.qtensor<96x64, #loom.quant<q8_0>> -> tensor<96x64xf32>
+  return %y, %d : tensor<1x96xf32>, tensor<96x64xf32>
+}
+
+// -----
+
+// A tied LM head (SmolLM2's q8_0 token_embd): the embedding's table is the
+// head's qmatmul weight.
+func.func @tied(%ids: tensor<1x3xi64>) -> tensor<1x3x64xf32> {
+  %t = loom.weight "emb" : !loom.qtensor<64x32, #loom.quant<q8_0>>
+  // expected-error @+1 {{--target=cuda: a tied embedding (its quantized table is also a 'loom.qmatmul' weight, e.g. an LM head) is not built for CUDA yet}}
+  %e = loom.embedding %t, %ids : !loom.qtensor<64x32, #loom.quant<q8_0>>, tensor<1x3xi64> -> tensor<1x3x32xf32>
+  %y = loom.qmatmul %e, %t : tensor<1x3x32xf32>, !loom.qtensor<64x32, #loom.quant<q8_0>> -> tensor<1x3x64xf32>
+  return %y : tensor<1x3x64xf32>
+}
