@@ -60,20 +60,19 @@ int64_t ackTag(int64_t tag) { return -3 - 2 * tag; }
 // SingleDeviceComm
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<GroupImpl> SingleDeviceComm::createGroup(loom_rt_ctx &ctx,
-                                                         const Group &group) {
+std::unique_ptr<GroupImpl> DeviceCommBase::createGroup(loom_rt_ctx &ctx,
+                                                       const Group &group) {
   // The group's rendezvous is the threads communicator's.
   return Host->createGroup(ctx, group);
 }
 
-void SingleDeviceComm::check(loom_rt_ctx &ctx, bool ok,
-                             const std::string &err) {
+void DeviceCommBase::check(loom_rt_ctx &ctx, bool ok, const std::string &err) {
   if (!ok)
     failCurrent(ctx, "device: " + err);
 }
 
-bool SingleDeviceComm::onDevice(loom_rt_ctx &ctx,
-                                std::initializer_list<const void *> bufs) {
+bool DeviceCommBase::onDevice(loom_rt_ctx &ctx,
+                              std::initializer_list<const void *> bufs) {
   int device = 0, host = 0;
   for (const void *b : bufs)
     if (b)
@@ -85,9 +84,9 @@ bool SingleDeviceComm::onDevice(loom_rt_ctx &ctx,
   return device > 0;
 }
 
-std::vector<uint64_t> SingleDeviceComm::publish(loom_rt_ctx &ctx, Group &g,
-                                                const CollSig &sig,
-                                                const void *a, const void *b) {
+std::vector<uint64_t> DeviceCommBase::publish(loom_rt_ctx &ctx, Group &g,
+                                              const CollSig &sig, const void *a,
+                                              const void *b) {
   constexpr int64_t kWords = 7;
   int64_t mine[kWords] = {sig.kind,
                           sig.dtype,
@@ -111,10 +110,38 @@ std::vector<uint64_t> SingleDeviceComm::publish(loom_rt_ctx &ctx, Group &g,
   return addrs;
 }
 
-void SingleDeviceComm::settle(loom_rt_ctx &ctx, Group &g) {
+void DeviceCommBase::sync(loom_rt_ctx &ctx) {
   std::string err;
   check(ctx, Ops->sync(&err), err);
+}
+
+void DeviceCommBase::settle(loom_rt_ctx &ctx, Group &g) {
+  sync(ctx);
   Host->barrier(ctx, g);
+}
+
+void DeviceCommBase::copy(loom_rt_ctx &ctx, void *dst, const void *src,
+                          int64_t bytes) {
+  std::string err;
+  if (bytes)
+    check(ctx, Ops->copy(dst, src, bytes, &err), err);
+}
+
+void DeviceCommBase::postRecord(loom_rt_ctx &ctx, const void *buf,
+                                int64_t bytes, int64_t dst, int64_t tag) {
+  int64_t rec[2] = {int64_t(reinterpret_cast<uintptr_t>(buf)), bytes};
+  Host->send(ctx, LOOM_RT_I64, rec, 2, dst, recordTag(tag));
+}
+
+uint64_t DeviceCommBase::takeRecord(loom_rt_ctx &ctx, int64_t bytes,
+                                    int64_t src, int64_t tag) {
+  int64_t rec[2] = {0, 0};
+  Host->recv(ctx, LOOM_RT_I64, rec, 2, src, recordTag(tag));
+  if (rec[1] != bytes)
+    failCurrent(ctx, "size mismatch: rank " + std::to_string(src) + " sent " +
+                         std::to_string(rec[1]) + " bytes, expected " +
+                         std::to_string(bytes));
+  return uint64_t(rec[0]);
 }
 
 void SingleDeviceComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
@@ -255,14 +282,6 @@ void SingleDeviceComm::barrier(loom_rt_ctx &ctx, Group &g) {
 // acknowledges; the sender returns after the acknowledgement, when its
 // buffer may be reused.
 
-void SingleDeviceComm::postSend(loom_rt_ctx &ctx, const void *buf,
-                                int64_t bytes, int64_t dst, int64_t tag) {
-  std::string err;
-  check(ctx, Ops->sync(&err), err);
-  int64_t rec[2] = {int64_t(reinterpret_cast<uintptr_t>(buf)), bytes};
-  Host->send(ctx, LOOM_RT_I64, rec, 2, dst, recordTag(tag));
-}
-
 void SingleDeviceComm::awaitAck(loom_rt_ctx &ctx, int64_t dst, int64_t tag) {
   int64_t ack = 0;
   Host->recv(ctx, LOOM_RT_I64, &ack, 1, dst, ackTag(tag));
@@ -270,16 +289,8 @@ void SingleDeviceComm::awaitAck(loom_rt_ctx &ctx, int64_t dst, int64_t tag) {
 
 void SingleDeviceComm::takeRecv(loom_rt_ctx &ctx, void *buf, int64_t bytes,
                                 int64_t src, int64_t tag) {
-  int64_t rec[2] = {0, 0};
-  Host->recv(ctx, LOOM_RT_I64, rec, 2, src, recordTag(tag));
-  if (rec[1] != bytes)
-    failCurrent(ctx, "size mismatch: rank " + std::to_string(src) + " sent " +
-                         std::to_string(rec[1]) + " bytes, expected " +
-                         std::to_string(bytes));
-  std::string err;
-  if (bytes)
-    check(ctx, Ops->copy(buf, addr(uint64_t(rec[0])), bytes, &err), err);
-  check(ctx, Ops->sync(&err), err);
+  copy(ctx, buf, addr(takeRecord(ctx, bytes, src, tag)), bytes);
+  sync(ctx);
   int64_t ack = 1;
   Host->send(ctx, LOOM_RT_I64, &ack, 1, src, ackTag(tag));
 }
@@ -288,7 +299,8 @@ void SingleDeviceComm::send(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
                             int64_t count, int64_t dst, int64_t tag) {
   if (!onDevice(ctx, {buf}))
     return Host->send(ctx, dtype, buf, count, dst, tag);
-  postSend(ctx, buf, count * dtypeSize(dtype), dst, tag);
+  sync(ctx);
+  postRecord(ctx, buf, count * dtypeSize(dtype), dst, tag);
   awaitAck(ctx, dst, tag);
 }
 
@@ -309,32 +321,33 @@ void SingleDeviceComm::sendRecv(loom_rt_ctx &ctx, int32_t dtype,
   int64_t es = dtypeSize(dtype);
   // The record goes out first (eager), so a ring of sendrecvs never waits
   // on itself; the acknowledgement is awaited last.
-  postSend(ctx, sendBuf, sendCount * es, dst, tag);
+  sync(ctx);
+  postRecord(ctx, sendBuf, sendCount * es, dst, tag);
   takeRecv(ctx, recvBuf, recvCount * es, src, tag);
   awaitAck(ctx, dst, tag);
 }
 
-void SingleDeviceComm::isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
-                             int64_t count, int64_t dst, int64_t tag,
-                             P2PRequest &req) {
+void DeviceCommBase::isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf,
+                           int64_t count, int64_t dst, int64_t tag,
+                           P2PRequest &req) {
   if (onDevice(ctx, {buf}))
     failCurrent(ctx, "non-blocking send of a device buffer: not supported by "
-                     "the single-device communicator (pipeline boundaries "
+                     "the cuda backend (pipeline boundaries "
                      "are host arrays; use loom_rt_send)");
   Host->isend(ctx, dtype, buf, count, dst, tag, req);
 }
 
-void SingleDeviceComm::irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
-                             int64_t count, int64_t src, int64_t tag,
-                             P2PRequest &req) {
+void DeviceCommBase::irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf,
+                           int64_t count, int64_t src, int64_t tag,
+                           P2PRequest &req) {
   if (onDevice(ctx, {buf}))
     failCurrent(ctx, "non-blocking receive into a device buffer: not "
-                     "supported by the single-device communicator (pipeline "
+                     "supported by the cuda backend (pipeline "
                      "boundaries are host arrays; use loom_rt_recv)");
   Host->irecv(ctx, dtype, buf, count, src, tag, req);
 }
 
-void SingleDeviceComm::wait(loom_rt_ctx &ctx, P2PRequest &req) {
+void DeviceCommBase::wait(loom_rt_ctx &ctx, P2PRequest &req) {
   Host->wait(ctx, req);
 }
 

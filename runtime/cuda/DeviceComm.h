@@ -74,6 +74,7 @@ public:
   bool sync(std::string *err) override;
   void *scratch(int64_t bytes, std::string *err) override;
   loom_cuda_stream stream() const { return Stream; }
+  loom_cuda_device *device() const { return Dev; }
 
 private:
   CudaDeviceOps() = default;
@@ -89,18 +90,65 @@ private:
 /// u64 cols, u64 srcStride, u64 dstStride); any 1-D launch (grid-stride).
 std::string reduceKernelPtx(int32_t dtype, int32_t op);
 
-/// N ranks sharing one device: the collectives above on device buffers,
-/// host buffers handed to `host` (the rank's threads communicator), whose
-/// groups and failure handling it also uses.
-class SingleDeviceComm final : public Comm {
+/// What the device communicators share: a host communicator (threads or
+/// MPI) for host buffers, the rendezvous and failures; the rank's DeviceOps;
+/// the checks of a call's buffers and of what the group's members call.
+class DeviceCommBase : public Comm {
 public:
-  SingleDeviceComm(std::unique_ptr<Comm> host, std::unique_ptr<DeviceOps> ops)
+  DeviceCommBase(std::unique_ptr<Comm> host, std::unique_ptr<DeviceOps> ops)
       : Host(std::move(host)), Ops(std::move(ops)) {}
-  const char *name() const override { return "cuda-single-device"; }
   DeviceOps &ops() { return *Ops; }
 
   std::unique_ptr<GroupImpl> createGroup(loom_rt_ctx &ctx,
                                          const Group &group) override;
+  void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf, int64_t count,
+             int64_t dst, int64_t tag, P2PRequest &req) override;
+  void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+             int64_t src, int64_t tag, P2PRequest &req) override;
+  void wait(loom_rt_ctx &ctx, P2PRequest &req) override;
+  void poll(loom_rt_ctx &ctx) override { Host->poll(ctx); }
+  [[noreturn]] void fail(loom_rt_ctx &ctx,
+                         const std::string &message) override {
+    Host->fail(ctx, message);
+    __builtin_unreachable(); // Comm::fail never returns
+  }
+
+protected:
+  /// True when every non-null buffer is device memory, false when all are
+  /// host memory; fails the job when they are mixed.
+  bool onDevice(loom_rt_ctx &ctx, std::initializer_list<const void *> bufs);
+  /// Publishes this rank's call and two addresses to the group; fails every
+  /// member naming both sides when the calls differ. Returns [p][2]
+  /// addresses.
+  std::vector<uint64_t> publish(loom_rt_ctx &ctx, Group &g, const CollSig &sig,
+                                const void *a, const void *b);
+  /// Fails the job with a device error unless `ok`.
+  void check(loom_rt_ctx &ctx, bool ok, const std::string &err);
+  /// Waits for the rank's stream.
+  void sync(loom_rt_ctx &ctx);
+  /// Waits for the stream, then for the group.
+  void settle(loom_rt_ctx &ctx, Group &g);
+  /// A device copy, failing the job on error.
+  void copy(loom_rt_ctx &ctx, void *dst, const void *src, int64_t bytes);
+  /// The host record of a device send (address and size), and its check on
+  /// the receiving side (a size mismatch fails the job naming both sizes).
+  void postRecord(loom_rt_ctx &ctx, const void *buf, int64_t bytes, int64_t dst,
+                  int64_t tag);
+  uint64_t takeRecord(loom_rt_ctx &ctx, int64_t bytes, int64_t src,
+                      int64_t tag);
+
+  std::unique_ptr<Comm> Host;
+  std::unique_ptr<DeviceOps> Ops;
+};
+
+/// N ranks sharing one device: the collectives above on device buffers,
+/// host buffers handed to `host` (the rank's threads communicator), whose
+/// groups and failure handling it also uses.
+class SingleDeviceComm final : public DeviceCommBase {
+public:
+  using DeviceCommBase::DeviceCommBase;
+  const char *name() const override { return "cuda-single-device"; }
+
   void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
                  const void *in, void *out, int64_t count) override;
   void allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype, const void *in,
@@ -118,39 +166,78 @@ public:
   void sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
                 int64_t sendCount, int64_t dst, void *recvBuf,
                 int64_t recvCount, int64_t src, int64_t tag) override;
-  void isend(loom_rt_ctx &ctx, int32_t dtype, const void *buf, int64_t count,
-             int64_t dst, int64_t tag, P2PRequest &req) override;
-  void irecv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
-             int64_t src, int64_t tag, P2PRequest &req) override;
-  void wait(loom_rt_ctx &ctx, P2PRequest &req) override;
-  void poll(loom_rt_ctx &ctx) override { Host->poll(ctx); }
-  [[noreturn]] void fail(loom_rt_ctx &ctx,
-                         const std::string &message) override {
-    Host->fail(ctx, message);
-    __builtin_unreachable(); // Comm::fail never returns
-  }
 
 private:
-  /// True when every non-null buffer is device memory, false when all are
-  /// host memory; fails the job when they are mixed.
-  bool onDevice(loom_rt_ctx &ctx, std::initializer_list<const void *> bufs);
-  /// Publishes this rank's call and two addresses to the group; fails every
-  /// member naming both sides when the calls differ. Returns [p][2]
-  /// addresses.
-  std::vector<uint64_t> publish(loom_rt_ctx &ctx, Group &g, const CollSig &sig,
-                                const void *a, const void *b);
-  /// Waits for the stream, then for the group.
-  void settle(loom_rt_ctx &ctx, Group &g);
-  void check(loom_rt_ctx &ctx, bool ok, const std::string &err);
-  /// The device halves of send and recv (host messages carry the address).
-  void postSend(loom_rt_ctx &ctx, const void *buf, int64_t bytes, int64_t dst,
-                int64_t tag);
+  /// The receiving half of a device transfer: copy from the sender's
+  /// buffer, wait for the stream, acknowledge.
   void takeRecv(loom_rt_ctx &ctx, void *buf, int64_t bytes, int64_t src,
                 int64_t tag);
   void awaitAck(loom_rt_ctx &ctx, int64_t dst, int64_t tag);
+};
 
-  std::unique_ptr<Comm> Host;
-  std::unique_ptr<DeviceOps> Ops;
+/// The NCCL calls of one rank on its stream, over the world communicator
+/// (shapes as cuda.h's loom_cuda_nccl_*). Returns false + *err on failure.
+class NcclOps {
+public:
+  virtual ~NcclOps();
+  virtual bool allReduce(loom_rt_ctx &ctx, int32_t dtype, int32_t op,
+                         const void *in, void *out, int64_t count,
+                         std::string *err) = 0;
+  /// out is [world][count].
+  virtual bool allGather(loom_rt_ctx &ctx, int32_t dtype, const void *in,
+                         void *out, int64_t count, std::string *err) = 0;
+  /// in is [world][count].
+  virtual bool reduceScatter(loom_rt_ctx &ctx, int32_t dtype, int32_t op,
+                             const void *in, void *out, int64_t count,
+                             std::string *err) = 0;
+  /// Sends and receives issued as one NCCL group (no ordering deadlock).
+  struct Transfer {
+    bool send;
+    void *buf;
+    int64_t count;
+    int64_t peer;
+  };
+  virtual bool exchange(loom_rt_ctx &ctx, int32_t dtype,
+                        const std::vector<Transfer> &transfers,
+                        std::string *err) = 0;
+};
+
+/// One GPU per rank (process) over NCCL: the collectives of the whole mesh
+/// (and of one rank) on device buffers; other groups are refused by name.
+/// Host buffers, the signature check and failures go to `host` (MPI under
+/// mpirun: a failing rank aborts the job).
+class NcclComm final : public DeviceCommBase {
+public:
+  NcclComm(std::unique_ptr<Comm> host, std::unique_ptr<DeviceOps> ops,
+           std::unique_ptr<NcclOps> nccl)
+      : DeviceCommBase(std::move(host), std::move(ops)), Nccl(std::move(nccl)) {
+  }
+  const char *name() const override { return "nccl"; }
+
+  void allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
+                 const void *in, void *out, int64_t count) override;
+  void allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype, const void *in,
+                 void *out, int64_t outer, int64_t inner) override;
+  void reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
+                     const void *in, void *out, int64_t outer,
+                     int64_t inner) override;
+  void allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype, const void *in,
+                void *out, int64_t block) override;
+  void barrier(loom_rt_ctx &ctx, Group &g) override;
+  void send(loom_rt_ctx &ctx, int32_t dtype, const void *buf, int64_t count,
+            int64_t dst, int64_t tag) override;
+  void recv(loom_rt_ctx &ctx, int32_t dtype, void *buf, int64_t count,
+            int64_t src, int64_t tag) override;
+  void sendRecv(loom_rt_ctx &ctx, int32_t dtype, const void *sendBuf,
+                int64_t sendCount, int64_t dst, void *recvBuf,
+                int64_t recvCount, int64_t src, int64_t tag) override;
+
+private:
+  /// Checks that NCCL can run g's collective (the world, or one rank) and
+  /// publishes the call; false for a group of one (done locally).
+  bool begin(loom_rt_ctx &ctx, Group &g, const CollSig &sig);
+  void nccl(loom_rt_ctx &ctx, bool ok, const std::string &err);
+  std::unique_ptr<NcclOps> Nccl;
 };
 
 /// LaunchOptions::wrapComm for runThreads that makes each rank a
@@ -164,6 +251,18 @@ WrapComm singleDeviceComms(MakeDeviceOps makeOps);
 int runSingleDevice(int nranks, std::vector<int64_t> mesh, int ordinal,
                     const RankBody &body, LaunchOptions options = {},
                     LaunchResult *result = nullptr);
+
+/// runMpi with an NCCL communicator per process: the process's device is
+/// devices[local rank] (empty `devices`: the local rank's ordinal), the NCCL
+/// id is broadcast by MPI. A rank whose device or NCCL fails to start fails
+/// the job (MPI_Abort) with the reason.
+int runNccl(std::vector<int64_t> mesh, std::vector<int> devices,
+            const RankBody &body, LaunchOptions options = {});
+
+/// The device of local rank `localRank` from `devices` (empty: the rank's
+/// own ordinal), or -1 with *err when there are fewer devices than ranks.
+int deviceForRank(const std::vector<int> &devices, int localRank,
+                  int localRanks, std::string *err);
 
 } // namespace loom::rt
 

@@ -37,7 +37,7 @@ enum class OnFailure {
   Exit,
 };
 
-/// Makes rank `rank`'s communicator from its threads communicator (which
+/// Makes rank `rank`'s communicator from its threads or MPI communicator (which
 /// the result may keep for host buffers and the rendezvous, e.g. the
 /// single-device CUDA communicator of runtime/cuda); null + *error fails the
 /// job before any rank starts.
@@ -63,7 +63,8 @@ struct LaunchOptions {
   /// and is finalized when the process exits (the Python package runs
   /// many jobs in one process; MPI cannot be initialized twice).
   bool finalizeMpi = true;
-  /// runThreads: wraps each rank's threads communicator (empty: none).
+  /// runThreads, runMpi: wraps each rank's threads or MPI communicator
+  /// (empty: none).
   WrapComm wrapComm;
 };
 

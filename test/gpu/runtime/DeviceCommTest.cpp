@@ -157,11 +157,12 @@ using Collective =
     std::function<void(loom_rt_ctx *, const void *in, void *out)>;
 
 /// Runs `call` on `n` ranks twice, on device buffers through the
-/// single-device communicator and on host buffers through the threads
-/// backend, and expects the same output bytes on every rank.
+/// single-device communicator (or `launch`'s) and on host buffers through the
+/// threads backend, and expects the same output bytes on every rank.
 void expectSameAsThreads(int n, int32_t dtype, int64_t inCount,
                          int64_t outCount, const Collective &call,
-                         bool inPlace = false) {
+                         bool inPlace = false,
+                         LaunchOptions launch = deviceLaunch()) {
   int64_t es = dtypeSize(dtype);
   std::vector<std::vector<char>> host(static_cast<size_t>(n)),
       dev(static_cast<size_t>(n));
@@ -191,7 +192,7 @@ void expectSameAsThreads(int n, int32_t dtype, int64_t inCount,
   };
   LaunchResult a, b;
   ASSERT_EQ(runThreads(n, {n}, threads, quietLaunch(30), &a), 0) << joined(a);
-  ASSERT_EQ(runThreads(n, {n}, device, deviceLaunch(), &b), 0) << joined(b);
+  ASSERT_EQ(runThreads(n, {n}, device, launch, &b), 0) << joined(b);
   for (int r = 0; r < n; ++r)
     EXPECT_TRUE(host[size_t(r)] == dev[size_t(r)])
         << "rank " << r << " of " << n << ", " << dtypeName(dtype);
@@ -456,4 +457,169 @@ TEST(SingleDevice, ReductionKernelPtxAssembles) {
             << ptx;
       }
     }
+}
+
+//===----------------------------------------------------------------------===//
+// The NCCL communicator over an emulated NCCL
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// NCCL's world collectives with NCCL's shapes, emulated on the threads
+/// backend (the rank's host communicator); the queued device work is
+/// flushed first, as a stream would order it.
+class EmulatedNccl final : public NcclOps {
+public:
+  EmulatedNccl(Comm *threads, DeviceOps *ops) : T(threads), Ops(ops) {}
+  bool allReduce(loom_rt_ctx &ctx, int32_t dtype, int32_t op, const void *in,
+                 void *out, int64_t count, std::string *err) override {
+    Ops->sync(err);
+    T->allReduce(ctx, world(ctx), dtype, op, in, out, count);
+    return true;
+  }
+  bool allGather(loom_rt_ctx &ctx, int32_t dtype, const void *in, void *out,
+                 int64_t count, std::string *err) override {
+    Ops->sync(err);
+    // [p][count]: outer 1.
+    T->allGather(ctx, world(ctx), dtype, in, out, 1, count);
+    return true;
+  }
+  bool reduceScatter(loom_rt_ctx &ctx, int32_t dtype, int32_t op,
+                     const void *in, void *out, int64_t count,
+                     std::string *err) override {
+    Ops->sync(err);
+    T->reduceScatter(ctx, world(ctx), dtype, op, in, out, 1, count);
+    return true;
+  }
+  bool exchange(loom_rt_ctx &ctx, int32_t dtype,
+                const std::vector<Transfer> &ts, std::string *err) override {
+    Ops->sync(err);
+    constexpr int64_t kTag = int64_t(1) << 40;
+    for (const Transfer &t : ts)
+      if (t.send)
+        T->send(ctx, dtype, t.buf, t.count, t.peer, kTag);
+    for (const Transfer &t : ts)
+      if (!t.send)
+        T->recv(ctx, dtype, t.buf, t.count, t.peer, kTag);
+    ++Exchanges;
+    return true;
+  }
+  int Exchanges = 0;
+
+private:
+  Group &world(loom_rt_ctx &ctx) { return getGroup(ctx, LOOM_RT_ALL_AXES); }
+  Comm *T;
+  DeviceOps *Ops;
+};
+
+LaunchOptions ncclLaunch(double timeout = 30) {
+  LaunchOptions o = quietLaunch(timeout);
+  o.wrapComm = [](int, std::unique_ptr<Comm> host,
+                  std::string *) -> std::unique_ptr<Comm> {
+    auto ops = std::make_unique<HostOps>();
+    auto nccl = std::make_unique<EmulatedNccl>(host.get(), ops.get());
+    return std::make_unique<NcclComm>(std::move(host), std::move(ops),
+                                      std::move(nccl));
+  };
+  return o;
+}
+
+} // namespace
+
+// NCCL's [p][count] shapes against abi.h's [outer][p][inner]: the same
+// results as the threads backend for outer 1 and outer > 1.
+TEST(Nccl, CollectivesSameAsThreads) {
+  for (int n : {1, 2, 3}) {
+    for (int64_t outer : {int64_t(1), int64_t(4)}) {
+      int64_t inner = 5;
+      expectSameAsThreads(
+          n, LOOM_RT_F32, outer * inner, outer * n * inner,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_all_gather(ctx, LOOM_RT_F32, in, out, outer, inner,
+                               LOOM_RT_ALL_AXES);
+          },
+          false, ncclLaunch());
+      expectSameAsThreads(
+          n, LOOM_RT_F16, outer * n * inner, outer * inner,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_reduce_scatter(ctx, LOOM_RT_F16, LOOM_RT_MAX, in, out,
+                                   outer, inner, LOOM_RT_ALL_AXES);
+          },
+          false, ncclLaunch());
+    }
+    for (bool inPlace : {false, true})
+      expectSameAsThreads(
+          n, LOOM_RT_BF16, 100, 100,
+          [](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_all_reduce(ctx, LOOM_RT_BF16, LOOM_RT_SUM, in, out, 100,
+                               LOOM_RT_ALL_AXES);
+          },
+          inPlace, ncclLaunch());
+    expectSameAsThreads(
+        n, LOOM_RT_I64, 3 * n, 3 * n,
+        [](loom_rt_ctx *ctx, const void *in, void *out) {
+          loom_rt_all_to_all(ctx, LOOM_RT_I64, in, out, 3, LOOM_RT_ALL_AXES);
+        },
+        false, ncclLaunch());
+  }
+}
+
+TEST(Nccl, SendRecvMismatchAndSubGroups) {
+  auto ring = [](loom_rt_ctx *ctx) {
+    int64_t r = loom_rt_rank(ctx), n = loom_rt_world_size(ctx);
+    DevBuf a(LOOM_RT_I32, 8), b(LOOM_RT_I32, 8);
+    auto *x = static_cast<int32_t *>(a.p);
+    for (int i = 0; i < 8; ++i)
+      x[i] = int32_t(r * 10 + i);
+    loom_rt_sendrecv(ctx, LOOM_RT_I32, a.p, 8, (r + 1) % n, b.p, 8,
+                     (r + n - 1) % n, 0);
+    auto *y = static_cast<int32_t *>(b.p);
+    for (int i = 0; i < 8; ++i)
+      if (y[i] != int32_t(((r + n - 1) % n) * 10 + i))
+        return 1;
+    if (r == 0)
+      loom_rt_send(ctx, LOOM_RT_I32, a.p, 8, 1, 4);
+    if (r == 1)
+      loom_rt_recv(ctx, LOOM_RT_I32, b.p, 8, 0, 4);
+    return r == 1 && y[7] != 7 ? 2 : 0;
+  };
+  LaunchResult res;
+  EXPECT_EQ(runThreads(3, {3}, ring, ncclLaunch(), &res), 0) << joined(res);
+
+  auto mismatch = [](loom_rt_ctx *ctx) {
+    int64_t n = 8 << loom_rt_rank(ctx);
+    DevBuf x(LOOM_RT_F32, n);
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, x.p, x.p, n,
+                       LOOM_RT_ALL_AXES);
+    return 0;
+  };
+  EXPECT_NE(runThreads(2, {2}, mismatch, ncclLaunch(), &res), 0);
+  EXPECT_EQ(res.messages.size(), 2u) << joined(res);
+  EXPECT_TRUE(anyContains(res, "this rank called all_reduce(dtype=f32, "
+                               "op=sum, count=8) but rank 1 called "
+                               "all_reduce(dtype=f32, op=sum, count=16)"))
+      << joined(res);
+
+  // A group of 2 of 4 ranks: refused by name on every rank.
+  auto sub = [](loom_rt_ctx *ctx) {
+    DevBuf x(LOOM_RT_F32, 4);
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, x.p, x.p, 4, 1);
+    return 0;
+  };
+  EXPECT_NE(runThreads(4, {2, 2}, sub, ncclLaunch(), &res), 0);
+  EXPECT_EQ(res.messages.size(), 4u) << joined(res);
+  EXPECT_TRUE(anyContains(res, "the group of axes mask 0x1 has 2 of the 4 "
+                               "ranks"))
+      << joined(res);
+}
+
+TEST(Nccl, DeviceForRank) {
+  std::string err;
+  EXPECT_EQ(deviceForRank({}, 3, 4, &err), 3);
+  EXPECT_EQ(deviceForRank({2, 5}, 1, 2, &err), 5);
+  EXPECT_EQ(deviceForRank({2}, 0, 2, &err), -1);
+  EXPECT_NE(err.find("2 ranks run on this host but --devices names 1 "
+                     "device(s)"),
+            std::string::npos)
+      << err;
 }
