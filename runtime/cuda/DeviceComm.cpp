@@ -366,13 +366,17 @@ WrapComm singleDeviceComms(MakeDeviceOps makeOps) {
   };
 }
 
-int runSingleDevice(int nranks, std::vector<int64_t> mesh, int ordinal,
-                    const RankBody &body, LaunchOptions options,
-                    LaunchResult *result) {
-  options.wrapComm = singleDeviceComms([ordinal](int, std::string *err) {
+WrapComm singleDeviceComms(int ordinal) {
+  return singleDeviceComms([ordinal](int, std::string *err) {
     std::unique_ptr<DeviceOps> ops = CudaDeviceOps::create(ordinal, err);
     return ops;
   });
+}
+
+int runSingleDevice(int nranks, std::vector<int64_t> mesh, int ordinal,
+                    const RankBody &body, LaunchOptions options,
+                    LaunchResult *result) {
+  options.wrapComm = singleDeviceComms(ordinal);
   return runThreads(nranks, std::move(mesh), body, options, result);
 }
 

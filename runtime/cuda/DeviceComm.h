@@ -247,10 +247,17 @@ using MakeDeviceOps =
     std::function<std::unique_ptr<DeviceOps>(int rank, std::string *err)>;
 WrapComm singleDeviceComms(MakeDeviceOps makeOps);
 
+/// The same with CudaDeviceOps on device `ordinal` (a stream per rank).
+WrapComm singleDeviceComms(int ordinal);
+
 /// runThreads with N ranks sharing CUDA device `ordinal`, one stream each.
 int runSingleDevice(int nranks, std::vector<int64_t> mesh, int ordinal,
                     const RankBody &body, LaunchOptions options = {},
                     LaunchResult *result = nullptr);
+
+/// LaunchOptions::wrapComm for runMpi: an NCCL communicator per process
+/// (as runNccl).
+WrapComm ncclComms(std::vector<int> devices);
 
 /// runMpi with an NCCL communicator per process: the process's device is
 /// devices[local rank] (empty `devices`: the local rank's ordinal), the NCCL

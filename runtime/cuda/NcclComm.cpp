@@ -285,15 +285,27 @@ int deviceForRank(const std::vector<int> &devices, int localRank,
   return devices[size_t(localRank)];
 }
 
-int runNccl(std::vector<int64_t> mesh, std::vector<int> devices,
-            const RankBody &body, LaunchOptions options) {
-  options.wrapComm = [devices](int rank, std::unique_ptr<Comm> host,
-                               std::string *err) -> std::unique_ptr<Comm> {
+WrapComm ncclComms(std::vector<int> devices) {
+  return [devices](int rank, std::unique_ptr<Comm> host,
+                   std::string *err) -> std::unique_ptr<Comm> {
     int local = envInt("OMPI_COMM_WORLD_LOCAL_RANK", rank);
     int locals = envInt("OMPI_COMM_WORLD_LOCAL_SIZE", local + 1);
     int ordinal = deviceForRank(devices, local, locals, err);
     if (ordinal < 0)
       return nullptr;
+    int32_t count = 0;
+    if (loom_cuda_device_count(&count)) {
+      *err = loom_cuda_last_error();
+      return nullptr;
+    }
+    if (ordinal >= count) {
+      *err = "local rank " + std::to_string(local) + " would run on device " +
+             std::to_string(ordinal) + ", and this host has " +
+             std::to_string(count) +
+             " CUDA device(s): run fewer ranks per host, or run the ranks "
+             "on one device (--backend cuda without mpirun)";
+      return nullptr;
+    }
     std::unique_ptr<CudaDeviceOps> ops = CudaDeviceOps::create(ordinal, err);
     if (!ops)
       return nullptr;
@@ -307,6 +319,11 @@ int runNccl(std::vector<int64_t> mesh, std::vector<int> devices,
     return std::make_unique<NcclComm>(std::move(host), std::move(ops),
                                       std::move(nccl));
   };
+}
+
+int runNccl(std::vector<int64_t> mesh, std::vector<int> devices,
+            const RankBody &body, LaunchOptions options) {
+  options.wrapComm = ncclComms(std::move(devices));
   return runMpi(std::move(mesh), body, options);
 }
 
