@@ -19,6 +19,7 @@
 #include "DeviceComm.h"
 
 #include "../DType.h"
+#include "Device.h"
 
 #include <dlfcn.h>
 
@@ -247,6 +248,8 @@ bool CudaDeviceOps::isDevice(const void *p) {
     return false;
   // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) is CU_MEMORYTYPE_DEVICE (2) for
   // cuMemAlloc'd memory; host memory the driver does not know is an error.
+  // The device's context current on this (rank) thread first.
+  Dev->drv->cuCtxSetCurrent(Dev->ctx);
   unsigned type = 0;
   return fn(&type, 2, reinterpret_cast<uintptr_t>(p)) == 0 && type == 2;
 }

@@ -159,35 +159,57 @@ using Collective =
 /// Runs `call` on `n` ranks twice, on device buffers through the
 /// single-device communicator (or `launch`'s) and on host buffers through the
 /// threads backend, and expects the same output bytes on every rank.
+/// Where the device side of a comparison keeps its buffers: HostOps's
+/// registered host memory, or a real device (the OnDevice tests).
+struct TestMemory {
+  std::function<void *(int64_t bytes)> alloc;
+  std::function<void(void *)> release;
+  std::function<void(void *dev, const void *host, int64_t bytes)> put;
+  std::function<void(void *host, const void *dev, int64_t bytes)> get;
+};
+
+TestMemory hostMemory() {
+  return {
+      [](int64_t bytes) { return memory().alloc(bytes); },
+      [](void *p) { memory().release(p); },
+      [](void *d, const void *h, int64_t n) { std::memcpy(d, h, size_t(n)); },
+      [](void *h, const void *d, int64_t n) { std::memcpy(h, d, size_t(n)); }};
+}
+
 void expectSameAsThreads(int n, int32_t dtype, int64_t inCount,
                          int64_t outCount, const Collective &call,
                          bool inPlace = false,
-                         LaunchOptions launch = deviceLaunch()) {
+                         LaunchOptions launch = deviceLaunch(),
+                         const TestMemory &mem = hostMemory()) {
   int64_t es = dtypeSize(dtype);
+  int64_t inBytes = std::max(inCount, outCount) * es, outBytes = outCount * es;
   std::vector<std::vector<char>> host(static_cast<size_t>(n)),
       dev(static_cast<size_t>(n));
-  auto fill = [&](int64_t rank, void *buf) {
+  auto fill = [&](int64_t rank) {
+    std::vector<char> buf(static_cast<size_t>(inBytes));
     for (int64_t i = 0; i < inCount; ++i)
-      loom::rt::test::store(dtype, buf, i, value(dtype, rank, i));
+      loom::rt::test::store(dtype, buf.data(), i, value(dtype, rank, i));
+    return buf;
   };
   auto threads = [&](loom_rt_ctx *ctx) {
     int64_t r = loom_rt_rank(ctx);
-    std::vector<char> in(size_t(std::max(inCount, outCount) * es));
-    std::vector<char> out(size_t(outCount * es));
-    fill(r, in.data());
+    std::vector<char> in = fill(r);
+    std::vector<char> out(static_cast<size_t>(outBytes));
     call(ctx, in.data(), inPlace ? in.data() : out.data());
     host[size_t(r)] =
-        inPlace ? std::vector<char>(in.begin(), in.begin() + outCount * es)
-                : out;
+        inPlace ? std::vector<char>(in.begin(), in.begin() + outBytes) : out;
     return 0;
   };
   auto device = [&](loom_rt_ctx *ctx) {
     int64_t r = loom_rt_rank(ctx);
-    DevBuf in(dtype, std::max(inCount, outCount)), out(dtype, outCount);
-    fill(r, in.p);
-    call(ctx, in.p, inPlace ? in.p : out.p);
-    const char *res = static_cast<const char *>(inPlace ? in.p : out.p);
-    dev[size_t(r)].assign(res, res + outCount * es);
+    void *in = mem.alloc(inBytes), *out = mem.alloc(outBytes);
+    std::vector<char> init = fill(r);
+    mem.put(in, init.data(), inBytes);
+    call(ctx, in, inPlace ? in : out);
+    dev[size_t(r)].resize(size_t(outBytes));
+    mem.get(dev[size_t(r)].data(), inPlace ? in : out, outBytes);
+    mem.release(in);
+    mem.release(out);
     return 0;
   };
   LaunchResult a, b;
@@ -622,4 +644,132 @@ TEST(Nccl, DeviceForRank) {
                      "device(s)"),
             std::string::npos)
       << err;
+}
+
+//===----------------------------------------------------------------------===//
+// On a GPU (skipped without one): the real device operations
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Device 0 opened once per thread (every rank's thread and the test's).
+loom_cuda_device *threadDevice() {
+  thread_local loom_cuda_device *dev = nullptr;
+  if (!dev && loom_cuda_open(0, &dev))
+    ADD_FAILURE() << loom_cuda_last_error();
+  return dev;
+}
+
+TestMemory cudaMemory() {
+  return {
+      [](int64_t bytes) {
+        loom_cuda_ptr p = 0;
+        if (loom_cuda_malloc(threadDevice(), std::max<int64_t>(bytes, 1), &p))
+          ADD_FAILURE() << loom_cuda_last_error();
+        return reinterpret_cast<void *>(p);
+      },
+      [](void *p) {
+        loom_cuda_free(threadDevice(), reinterpret_cast<uintptr_t>(p));
+      },
+      [](void *d, const void *h, int64_t n) {
+        if (loom_cuda_copy_to_device(
+                threadDevice(), reinterpret_cast<uintptr_t>(d), h, n, nullptr))
+          ADD_FAILURE() << loom_cuda_last_error();
+      },
+      [](void *h, const void *d, int64_t n) {
+        if (loom_cuda_copy_to_host(threadDevice(), h,
+                                   reinterpret_cast<uintptr_t>(d), n, nullptr))
+          ADD_FAILURE() << loom_cuda_last_error();
+      }};
+}
+
+LaunchOptions onDeviceLaunch() {
+  LaunchOptions o = quietLaunch(60);
+  o.wrapComm = singleDeviceComms(0);
+  return o;
+}
+
+#define LOOM_NEED_GPU()                                                        \
+  do {                                                                         \
+    int32_t count = 0;                                                         \
+    if (loom_cuda_device_count(&count) || count == 0)                          \
+      GTEST_SKIP() << "no GPU: " << loom_cuda_last_error();                    \
+  } while (0)
+
+} // namespace
+
+// The generated reduction kernel, the copies and the pointer
+// classification on a GPU: the threads backend's bytes for every dtype x op
+// on 2 and 3 ranks sharing device 0 (scripts/gpu-check.sh step
+// device-comm).
+TEST(OnDevice, AllReduceEveryDtypeAndOp) {
+  LOOM_NEED_GPU();
+  for (int n : {2, 3})
+    for (int64_t count : {int64_t(1000), int64_t(70001)})
+      for (int32_t dt = 0; dt < LOOM_RT_NUM_DTYPES; ++dt)
+        for (int32_t op = 0; op < LOOM_RT_NUM_REDUCE_OPS; ++op)
+          expectSameAsThreads(
+              n, dt, count, count,
+              [=](loom_rt_ctx *ctx, const void *in, void *out) {
+                loom_rt_all_reduce(ctx, dt, op, in, out, count,
+                                   LOOM_RT_ALL_AXES);
+              },
+              op == LOOM_RT_SUM, onDeviceLaunch(), cudaMemory());
+}
+
+TEST(OnDevice, GatherScatterAllToAllSendRecv) {
+  LOOM_NEED_GPU();
+  for (int n : {2, 3}) {
+    int64_t outer = 6, inner = 33;
+    expectSameAsThreads(
+        n, LOOM_RT_F16, outer * inner, outer * n * inner,
+        [=](loom_rt_ctx *ctx, const void *in, void *out) {
+          loom_rt_all_gather(ctx, LOOM_RT_F16, in, out, outer, inner,
+                             LOOM_RT_ALL_AXES);
+        },
+        false, onDeviceLaunch(), cudaMemory());
+    expectSameAsThreads(
+        n, LOOM_RT_BF16, outer * n * inner, outer * inner,
+        [=](loom_rt_ctx *ctx, const void *in, void *out) {
+          loom_rt_reduce_scatter(ctx, LOOM_RT_BF16, LOOM_RT_SUM, in, out, outer,
+                                 inner, LOOM_RT_ALL_AXES);
+        },
+        false, onDeviceLaunch(), cudaMemory());
+    expectSameAsThreads(
+        n, LOOM_RT_F32, 5 * n, 5 * n,
+        [](loom_rt_ctx *ctx, const void *in, void *out) {
+          loom_rt_all_to_all(ctx, LOOM_RT_F32, in, out, 5, LOOM_RT_ALL_AXES);
+        },
+        false, onDeviceLaunch(), cudaMemory());
+    expectSameAsThreads(
+        n, LOOM_RT_F32, 64, 64,
+        [](loom_rt_ctx *ctx, const void *in, void *out) {
+          int64_t r = loom_rt_rank(ctx), p = loom_rt_world_size(ctx);
+          loom_rt_sendrecv(ctx, LOOM_RT_F32, in, 64, (r + 1) % p, out, 64,
+                           (r + p - 1) % p, 1);
+        },
+        false, onDeviceLaunch(), cudaMemory());
+  }
+}
+
+// cuPointerGetAttribute tells device from host memory: a call mixing them
+// is refused, host buffers still reduce.
+TEST(OnDevice, MixedBuffersRefused) {
+  LOOM_NEED_GPU();
+  TestMemory mem = cudaMemory();
+  auto body = [&](loom_rt_ctx *ctx) {
+    void *d = mem.alloc(16);
+    float h[4] = {1, 2, 3, 4};
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, h, h, 4,
+                       LOOM_RT_ALL_AXES);
+    if (h[0] != 2.0f)
+      return 1;
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, h, d, 4,
+                       LOOM_RT_ALL_AXES);
+    return 0;
+  };
+  LaunchResult res;
+  EXPECT_NE(runThreads(2, {2}, body, onDeviceLaunch(), &res), 0);
+  EXPECT_TRUE(anyContains(res, "partly device and partly host memory"))
+      << joined(res);
 }
