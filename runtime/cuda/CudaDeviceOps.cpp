@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <sstream>
 
@@ -36,8 +37,8 @@ struct TypeCode {
   const char *acc;    ///< accumulator register ("%f1", "%r8", ...)
   const char *other;  ///< second operand register
   const char *opType; ///< PTX type of the operation (f32, s32, ...)
-  std::string (*load)(const char *reg, const char *addr);
-  std::string (*store)(const char *addr, const char *reg);
+  std::function<std::string(const char *reg, const char *addr)> load;
+  std::function<std::string(const char *addr, const char *reg)> store;
 };
 
 std::string plainLoad(const char *ty, const char *reg, const char *addr) {
@@ -47,18 +48,30 @@ std::string plainStore(const char *ty, const char *addr, const char *reg) {
   return std::string("  st.") + ty + " [" + addr + "], " + reg + ";\n";
 }
 
+/// A type loaded as `ld` and stored as `st` straight into its registers.
+TypeCode plain(const char *acc, const char *other, const char *opType,
+               const char *ld, const char *st) {
+  return {acc, other, opType,
+          [ld](const char *r, const char *a) { return plainLoad(ld, r, a); },
+          [st](const char *a, const char *r) { return plainStore(st, a, r); }};
+}
+
 TypeCode typeCode(int32_t dtype) {
   switch (dtype) {
   case LOOM_RT_F32:
-    return {
-        "%f1", "%f2", "f32",
-        [](const char *r, const char *a) { return plainLoad("f32", r, a); },
-        [](const char *a, const char *r) { return plainStore("f32", a, r); }};
+    return plain("%f1", "%f2", "f32", "f32", "f32");
   case LOOM_RT_F64:
-    return {
-        "%fd1", "%fd2", "f64",
-        [](const char *r, const char *a) { return plainLoad("f64", r, a); },
-        [](const char *a, const char *r) { return plainStore("f64", a, r); }};
+    return plain("%fd1", "%fd2", "f64", "f64", "f64");
+  case LOOM_RT_I32:
+    return plain("%r8", "%r9", "s32", "s32", "s32");
+  case LOOM_RT_I64:
+    return plain("%rd20", "%rd21", "s64", "s64", "s64");
+  case LOOM_RT_I8:
+    // Sign-extended into 32 bits: sums and products wrap to the same low
+    // byte, max/min compare the signed values.
+    return plain("%r8", "%r9", "s32", "s8", "u8");
+  case LOOM_RT_U8:
+    return plain("%r8", "%r9", "u32", "u8", "u8");
   case LOOM_RT_F16:
     return {"%f1", "%f2", "f32",
             [](const char *r, const char *a) {
@@ -69,7 +82,7 @@ TypeCode typeCode(int32_t dtype) {
               return std::string("  cvt.rn.f16.f32 %h1, ") + r + ";\n" +
                      plainStore("b16", a, "%h1");
             }};
-  case LOOM_RT_BF16:
+  default: // LOOM_RT_BF16
     // Widening is a shift; narrowing rounds to nearest even with integer
     // arithmetic and keeps NaNs quiet (DType.h's floatToBf16), which needs
     // no sm_80 conversion instruction.
@@ -96,28 +109,6 @@ TypeCode typeCode(int32_t dtype) {
                      "  cvt.u16.u32 %h1, %r13;\n" +
                      plainStore("b16", a, "%h1");
             }};
-  case LOOM_RT_I32:
-    return {
-        "%r8", "%r9", "s32",
-        [](const char *r, const char *a) { return plainLoad("s32", r, a); },
-        [](const char *a, const char *r) { return plainStore("s32", a, r); }};
-  case LOOM_RT_I64:
-    return {
-        "%rd20", "%rd21", "s64",
-        [](const char *r, const char *a) { return plainLoad("s64", r, a); },
-        [](const char *a, const char *r) { return plainStore("s64", a, r); }};
-  case LOOM_RT_I8:
-    // Sign-extended into 32 bits: sums and products wrap to the same low
-    // byte, max/min compare the signed values.
-    return {
-        "%r8", "%r9", "s32",
-        [](const char *r, const char *a) { return plainLoad("s8", r, a); },
-        [](const char *a, const char *r) { return plainStore("u8", a, r); }};
-  default: // LOOM_RT_U8
-    return {
-        "%r8", "%r9", "u32",
-        [](const char *r, const char *a) { return plainLoad("u8", r, a); },
-        [](const char *a, const char *r) { return plainStore("u8", a, r); }};
   }
 }
 

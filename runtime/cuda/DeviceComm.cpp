@@ -120,6 +120,22 @@ void DeviceCommBase::settle(loom_rt_ctx &ctx, Group &g) {
   Host->barrier(ctx, g);
 }
 
+std::vector<uint64_t> SingleDeviceComm::meet(loom_rt_ctx &ctx, Group &g,
+                                             const CollSig &sig,
+                                             const void *in) {
+  sync(ctx);
+  if (g.size > 1)
+    return publish(ctx, g, sig, in, nullptr);
+  return {uint64_t(reinterpret_cast<uintptr_t>(in)), 0};
+}
+
+void SingleDeviceComm::finish(loom_rt_ctx &ctx, Group &g) {
+  if (g.size > 1)
+    settle(ctx, g);
+  else
+    sync(ctx);
+}
+
 void DeviceCommBase::copy(loom_rt_ctx &ctx, void *dst, const void *src,
                           int64_t bytes) {
   std::string err;
@@ -151,16 +167,16 @@ void SingleDeviceComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return Host->allReduce(ctx, g, dtype, op, in, out, count);
   int64_t es = dtypeSize(dtype), p = g.size;
   CollSig sig{kAllReduce, dtype, op, count, -1};
-  std::string err;
+  sync(ctx);
   if (p == 1 || count == 0) {
-    if (in != out && count)
-      check(ctx, Ops->copy(out, in, count * es, &err), err);
+    if (in != out)
+      copy(ctx, out, in, count * es);
     if (p > 1)
       publish(ctx, g, sig, nullptr, nullptr);
-    check(ctx, Ops->sync(&err), err);
+    sync(ctx);
     return;
   }
-  check(ctx, Ops->sync(&err), err);
+  std::string err;
   void *scratch = Ops->scratch(count * es, &err);
   check(ctx, scratch != nullptr, err);
   std::vector<uint64_t> a = publish(ctx, g, sig, in, scratch);
@@ -180,12 +196,8 @@ void SingleDeviceComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   for (int64_t k = 0; k < p; ++k) {
     int64_t j = (g.index + k) % p;
     chunkOf(count, p, es, j, lo, hi);
-    if (hi > lo)
-      check(ctx,
-            Ops->copy(const_cast<char *>(at(out, lo * es)),
-                      at(addr(a[size_t(2 * j + 1)]), lo * es), (hi - lo) * es,
-                      &err),
-            err);
+    copy(ctx, const_cast<char *>(at(out, lo * es)),
+         at(addr(a[size_t(2 * j + 1)]), lo * es), (hi - lo) * es);
   }
   settle(ctx, g);
 }
@@ -195,26 +207,17 @@ void SingleDeviceComm::allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
                                  int64_t inner) {
   if (!onDevice(ctx, {in, out}))
     return Host->allGather(ctx, g, dtype, in, out, outer, inner);
-  int64_t p = g.size, rowBytes = inner * dtypeSize(dtype);
-  std::string err;
-  check(ctx, Ops->sync(&err), err);
+  int64_t p = g.size, row = inner * dtypeSize(dtype);
   std::vector<uint64_t> a =
-      p > 1
-          ? publish(ctx, g, {kAllGather, dtype, -1, outer, inner}, in, nullptr)
-          : std::vector<uint64_t>{uint64_t(reinterpret_cast<uintptr_t>(in)), 0};
+      meet(ctx, g, {kAllGather, dtype, -1, outer, inner}, in);
   // Row o of member j goes to out[o][j].
-  for (int64_t k = 0; k < p && rowBytes; ++k) {
+  for (int64_t k = 0; k < p && row; ++k) {
     int64_t j = (g.index + k) % p;
     for (int64_t o = 0; o < outer; ++o)
-      check(ctx,
-            Ops->copy(const_cast<char *>(at(out, (o * p + j) * rowBytes)),
-                      at(addr(a[size_t(2 * j)]), o * rowBytes), rowBytes, &err),
-            err);
+      copy(ctx, const_cast<char *>(at(out, (o * p + j) * row)),
+           at(addr(a[size_t(2 * j)]), o * row), row);
   }
-  if (p > 1)
-    settle(ctx, g);
-  else
-    check(ctx, Ops->sync(&err), err);
+  finish(ctx, g);
 }
 
 void SingleDeviceComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
@@ -223,27 +226,20 @@ void SingleDeviceComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   if (!onDevice(ctx, {in, out}))
     return Host->reduceScatter(ctx, g, dtype, op, in, out, outer, inner);
   int64_t p = g.size, es = dtypeSize(dtype);
-  std::string err;
-  check(ctx, Ops->sync(&err), err);
   std::vector<uint64_t> a =
-      p > 1
-          ? publish(ctx, g, {kReduceScatter, dtype, op, outer, inner}, in,
-                    nullptr)
-          : std::vector<uint64_t>{uint64_t(reinterpret_cast<uintptr_t>(in)), 0};
+      meet(ctx, g, {kReduceScatter, dtype, op, outer, inner}, in);
   if (outer * inner != 0) {
     // out[o] = op over j of in_j[o][my index]: one strided reduction.
     std::vector<const void *> srcs(static_cast<size_t>(p));
     for (int64_t j = 0; j < p; ++j)
       srcs[size_t(j)] = at(addr(a[size_t(2 * j)]), g.index * inner * es);
+    std::string err;
     check(ctx,
           Ops->reduce(dtype, op, srcs.data(), int(p), out, outer, inner,
                       p * inner, inner, &err),
           err);
   }
-  if (p > 1)
-    settle(ctx, g);
-  else
-    check(ctx, Ops->sync(&err), err);
+  finish(ctx, g);
 }
 
 void SingleDeviceComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
@@ -251,24 +247,14 @@ void SingleDeviceComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   if (!onDevice(ctx, {in, out}))
     return Host->allToAll(ctx, g, dtype, in, out, block);
   int64_t p = g.size, bb = block * dtypeSize(dtype);
-  std::string err;
-  check(ctx, Ops->sync(&err), err);
-  std::vector<uint64_t> a =
-      p > 1
-          ? publish(ctx, g, {kAllToAll, dtype, -1, block, -1}, in, nullptr)
-          : std::vector<uint64_t>{uint64_t(reinterpret_cast<uintptr_t>(in)), 0};
+  std::vector<uint64_t> a = meet(ctx, g, {kAllToAll, dtype, -1, block, -1}, in);
   // Block j of out comes from block (my index) of member j.
   for (int64_t k = 0; k < p && bb; ++k) {
     int64_t j = (g.index + k) % p;
-    check(ctx,
-          Ops->copy(const_cast<char *>(at(out, j * bb)),
-                    at(addr(a[size_t(2 * j)]), g.index * bb), bb, &err),
-          err);
+    copy(ctx, const_cast<char *>(at(out, j * bb)),
+         at(addr(a[size_t(2 * j)]), g.index * bb), bb);
   }
-  if (p > 1)
-    settle(ctx, g);
-  else
-    check(ctx, Ops->sync(&err), err);
+  finish(ctx, g);
 }
 
 void SingleDeviceComm::barrier(loom_rt_ctx &ctx, Group &g) {

@@ -168,6 +168,12 @@ public:
                 int64_t recvCount, int64_t src, int64_t tag) override;
 
 private:
+  /// Waits for the stream, then publishes the call and `in` (a group of
+  /// one: just `in`). Returns [p][2] addresses.
+  std::vector<uint64_t> meet(loom_rt_ctx &ctx, Group &g, const CollSig &sig,
+                             const void *in);
+  /// settle() for a group, sync() for one rank.
+  void finish(loom_rt_ctx &ctx, Group &g);
   /// The receiving half of a device transfer: copy from the sender's
   /// buffer, wait for the stream, acknowledge.
   void takeRecv(loom_rt_ctx &ctx, void *buf, int64_t bytes, int64_t src,

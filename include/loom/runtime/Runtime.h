@@ -42,7 +42,7 @@ enum class OnFailure {
 /// single-device CUDA communicator of runtime/cuda); null + *error fails the
 /// job before any rank starts.
 using WrapComm = std::function<std::unique_ptr<Comm>(
-    int rank, std::unique_ptr<Comm> threads, std::string *error)>;
+    int rank, std::unique_ptr<Comm> host, std::string *error)>;
 
 struct LaunchOptions {
   /// Timeout of every blocking runtime call, seconds. <= 0: take

@@ -432,7 +432,8 @@ TEST(SingleDevice, NonBlockingDeviceTransfersAreRefused) {
   };
   LaunchResult res;
   EXPECT_NE(runThreads(2, {2}, body, deviceLaunch(5), &res), 0);
-  EXPECT_TRUE(anyContains(res, "non-blocking send of a device buffer"))
+  // Whichever rank gets there first names its half.
+  EXPECT_TRUE(anyContains(res, "not supported by the cuda backend"))
       << joined(res);
 }
 
