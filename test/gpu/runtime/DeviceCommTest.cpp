@@ -774,3 +774,23 @@ TEST(OnDevice, MixedBuffersRefused) {
   EXPECT_TRUE(anyContains(res, "partly device and partly host memory"))
       << joined(res);
 }
+
+// A rank that dies: the others stop in the host check before any NCCL call
+// (under mpirun the host communicator is MPI, whose failure aborts the job).
+TEST(Nccl, ARankThatDiesStopsEveryRank) {
+  auto body = [](loom_rt_ctx *ctx) {
+    DevBuf x(LOOM_RT_F32, 16), y(LOOM_RT_F32, 48);
+    if (loom_rt_rank(ctx) == 1)
+      loom_rt_abort(ctx, "rank 1 gives up");
+    loom_rt_all_gather(ctx, LOOM_RT_F32, x.p, y.p, 1, 16, LOOM_RT_ALL_AXES);
+    return 0;
+  };
+  LaunchResult res;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(runThreads(3, {3}, body, ncclLaunch(60), &res), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count(),
+            10.0);
+  EXPECT_EQ(res.messages.size(), 3u) << joined(res);
+  EXPECT_TRUE(anyContains(res, "rank 1 gives up")) << joined(res);
+}
