@@ -60,6 +60,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   // (ptxas's .maxntid).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createGpuSyncCollectivesPass());
   pm.addPass(createGpuHostProgramPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
