@@ -53,10 +53,17 @@ int runThreads(int nranks, std::vector<int64_t> mesh, const RankBody &body,
     if (const char *env = std::getenv("LOOM_TRACE"))
       tracePath = env;
 
-  std::vector<std::unique_ptr<ThreadsComm>> comms;
+  std::vector<std::unique_ptr<Comm>> comms;
   std::vector<std::unique_ptr<loom_rt_ctx>> ctxs;
   for (int r = 0; r < nranks; ++r) {
-    comms.push_back(std::make_unique<ThreadsComm>(world));
+    std::unique_ptr<Comm> comm = std::make_unique<ThreadsComm>(world);
+    if (options.wrapComm) {
+      std::string err;
+      comm = options.wrapComm(r, std::move(comm), &err);
+      if (!comm)
+        return failEarly(err);
+    }
+    comms.push_back(std::move(comm));
     auto ctx = std::make_unique<loom_rt_ctx>();
     std::string err;
     if (!initContext(*ctx, mesh, r, &err))

@@ -552,7 +552,21 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
                 "loom-rt: rank %d: terminated by SIGTERM", rank);
   std::signal(SIGTERM, loomRtSigterm);
 
-  auto comm = std::make_unique<MpiComm>(ctx);
+  auto mpiComm = std::make_unique<MpiComm>(ctx);
+  MpiComm *mpi = mpiComm.get();
+  std::unique_ptr<Comm> comm = std::move(mpiComm);
+  if (options.wrapComm) {
+    // e.g. NCCL over device buffers (runtime/cuda): a rank that cannot
+    // start it takes the job down with the reason.
+    std::string werr;
+    comm = options.wrapComm(rank, std::move(comm), &werr);
+    if (!comm) {
+      std::fprintf(stderr, "loom-rt: rank %d: %s\n", rank, werr.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return 1;
+    }
+  }
   ctx.comm = comm.get();
   int rc = 0;
   ThreadContextScope current(&ctx);
@@ -576,7 +590,7 @@ int runMpi(std::vector<int64_t> mesh, const RankBody &body,
   ctx.pool.reset();
   if (ctx.tracing)
     writeTrace(tracePath + "." + std::to_string(rank), {&ctx});
-  comm->shutdown();
+  mpi->shutdown();
   ctx.comm = nullptr;
   std::signal(SIGTERM, SIG_DFL);
   if (options.finalizeMpi) {

@@ -137,6 +137,21 @@ prepare_bundles() {
   log "staged the MLP bundles (cpu, cuda, cuda-kernels) and the CPU output"
 }
 
+# The communicators on device buffers (docs/GPU.md, "Collectives on device
+# buffers"): their unit tests, whose OnDevice.* cases need the GPU.
+prepare_device_comm() {
+  ninja -C "$BUILD" loom-device-comm-tests &&
+    cp "$BUILD/bin/loom-device-comm-tests" "$STAGE/bin/"
+}
+device_comm_step() {
+  # N thread ranks sharing the device: the generated PTX reduction, the
+  # copies and the pointer classification against the threads backend's
+  # bytes (every dtype x op, 2 and 3 ranks).
+  [[ -x "$STAGE/bin/loom-device-comm-tests" ]] || return 0
+  step device-comm "$STAGE/bin/loom-device-comm-tests" \
+    --gtest_filter='OnDevice.*' --gtest_output="xml:$OUT/device-comm.xml"
+}
+
 prepare() {
   command -v ptxas >/dev/null || {
     log "ptxas not found: --prepare needs the CUDA toolkit (CUDA_HOME)"
@@ -161,6 +176,7 @@ prepare() {
     return 1
   prepare_bundles || return 1
   prepare_qmm_bundles || return 1
+  prepare_device_comm || return 1
   # cubins/: the default kernels, every spec; cubins-scalar/: the perf
   # specs with the first GEMV generator (--gemv-dequant=scalar), for the
   # A/B of the packed f16x2 dequantisation (docs/GPU.md).
@@ -227,6 +243,7 @@ fi
 step runtime-units "$STAGE/bin/loom-cuda-rt-tests" \
   --gtest_output="xml:$OUT/runtime-units.xml"
 step selftest "$BENCH" selftest "$CUBINS" "$OUT"
+device_comm_step
 # MLIR's gpu-to-llvm host code on Loom's mgpu* wrappers, PTX JIT-compiled
 # by the driver: exit 0 iff the kernel's result is right.
 step mlir-host "$STAGE/bin/loom-gpu-mlir-host"

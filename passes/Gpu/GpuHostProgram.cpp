@@ -56,7 +56,8 @@ bool isHostSafe(Operation *op) {
           memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op))
     return true;
   if (auto call = dyn_cast<func::CallOp>(op))
-    return call.getCallee() == loom::kGpuGemmFn ||
+    return call->hasAttr(loom::kGpuHostSyncAttr) ||
+           call.getCallee() == loom::kGpuGemmFn ||
            call.getCallee() == loom::kGpuResidentFn ||
            call.getCallee() == loom::kGpuIndexCheckFn;
   // The values of a device-side id check: copied back and read after the
@@ -227,7 +228,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
                                  "host and read device memory)";
     if (auto call = dyn_cast<func::CallOp>(op))
       diag << ": calls '" << call.getCallee()
-           << "'; collectives and layer calls are not built for CUDA yet";
+           << "'; layer calls are not built for CUDA yet (collectives go "
+              "through loom-gpu-sync-collectives)";
     return diag;
   }
 
@@ -407,6 +409,12 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     } else if (auto call = dyn_cast<func::CallOp>(op);
                call && call.getCallee() == loom::kGpuIndexCheckFn) {
       deferred.push_back(call);
+    } else if (op.hasAttr(loom::kGpuHostSyncAttr)) {
+      // A collective on device buffers (loom-gpu-sync-collectives): the
+      // stream's work done before it, a new chain after it.
+      gpu::WaitOp::create(b, loc, Type(), {token});
+      b.setInsertionPointAfter(&op);
+      token = gpu::WaitOp::create(b, loc, tokenType, {}).getAsyncToken();
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<Value> results(ret.getOperands());
       DenseMap<Value, Value> hostOf;

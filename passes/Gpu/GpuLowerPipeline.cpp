@@ -62,6 +62,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGpuQMatmulLaunchesPass());
+  pm.addPass(createGpuSyncCollectivesPass());
   pm.addPass(createGpuHostProgramPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

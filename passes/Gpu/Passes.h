@@ -46,6 +46,10 @@ constexpr llvm::StringLiteral kGpuResidentFn = "loom_cuda_mgpu_resident";
 /// (loom-gpu-device-index-check, then loom-gpu-host-program): (ctx, input
 /// name, first bad position or -1, its id, lo, rows, op name).
 constexpr llvm::StringLiteral kGpuIndexCheckFn = "loom_gpu_index_check";
+/// Marks a runtime communication call (loom_rt_all_reduce, ...) on device
+/// buffers (loom-gpu-sync-collectives): loom-gpu-host-program keeps it on
+/// the host and synchronises the stream before it.
+constexpr llvm::StringLiteral kGpuHostSyncAttr = "loom_gpu_host_sync";
 /// The bundle function that makes every constant global of the entries
 /// device-resident; the executor calls it once at load (runtime/exec).
 constexpr llvm::StringLiteral kGpuUploadConstantsFn =

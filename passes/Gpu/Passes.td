@@ -110,6 +110,25 @@ def GpuLinkFatbinPass : Pass<"loom-gpu-link-fatbin", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def GpuSyncCollectivesPass
+    : Pass<"loom-gpu-sync-collectives", "mlir::ModuleOp"> {
+  let summary = "Collective calls on device buffers, the stream synchronised";
+  let description = [{
+    After bufferization a collective is a call of the runtime's ABI
+    (`loom_rt_all_reduce(ctx, dtype, op, in, out, count, mask)`, ...) on
+    the pointers of its buffers, which `loom-gpu-host-program` puts on the
+    device. Such a call runs on the host with device pointers: the device
+    communicators of the runtime (runtime/cuda/DeviceComm.h; loom-run
+    --backend cuda) take them, wait for the rank's stream and return with
+    the result complete. This pass marks every such call
+    (`loom_gpu_host_sync`), after checking that each pointer operand is a
+    buffer's address; `loom-gpu-host-program` then keeps it on the host
+    and synchronises the program's stream before it (the input complete)
+    and starts the chain again after it.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 def GpuDeviceIndexCheckPass
     : Pass<"loom-gpu-device-index-check", "mlir::ModuleOp"> {
   let summary = "Embedding id checks as a kernel and a check after the step";

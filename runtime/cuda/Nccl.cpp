@@ -59,6 +59,8 @@ struct Nccl {
                    CUstream);
   int (*send)(const void *, size_t, int, int, ncclComm_t, CUstream);
   int (*recv)(void *, size_t, int, int, ncclComm_t, CUstream);
+  int (*groupStart)();
+  int (*groupEnd)();
   const char *(*errorString)(int);
 };
 
@@ -84,15 +86,17 @@ const Nccl *nccl(std::string *err) {
         reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
     return fn != nullptr;
   };
-  bool all =
-      get(n.getUniqueId, "ncclGetUniqueId") &&
-      get(n.commInitRank, "ncclCommInitRank") &&
-      get(n.commDestroy, "ncclCommDestroy") &&
-      get(n.commAbort, "ncclCommAbort") && get(n.allReduce, "ncclAllReduce") &&
-      get(n.allGather, "ncclAllGather") &&
-      get(n.reduceScatter, "ncclReduceScatter") &&
-      get(n.broadcast, "ncclBroadcast") && get(n.send, "ncclSend") &&
-      get(n.recv, "ncclRecv") && get(n.errorString, "ncclGetErrorString");
+  bool all = get(n.getUniqueId, "ncclGetUniqueId") &&
+             get(n.commInitRank, "ncclCommInitRank") &&
+             get(n.commDestroy, "ncclCommDestroy") &&
+             get(n.commAbort, "ncclCommAbort") &&
+             get(n.allReduce, "ncclAllReduce") &&
+             get(n.allGather, "ncclAllGather") &&
+             get(n.reduceScatter, "ncclReduceScatter") &&
+             get(n.broadcast, "ncclBroadcast") && get(n.send, "ncclSend") &&
+             get(n.recv, "ncclRecv") && get(n.groupStart, "ncclGroupStart") &&
+             get(n.groupEnd, "ncclGroupEnd") &&
+             get(n.errorString, "ncclGetErrorString");
   if (!all) {
     dlclose(h);
     *err = "NCCL is too old (ncclSend/ncclRecv need NCCL 2.7 or newer)";
@@ -557,6 +561,14 @@ int32_t loom_cuda_nccl_recv(loom_cuda_nccl *c, int32_t dtype, loom_cuda_ptr buf,
                     " outside the world of " + std::to_string(c->world));
   int r = c->lib->recv(vp(buf), size_t(count), type, peer, c->comm, cs(stream));
   return r ? ncclFail(c->lib, "ncclRecv", r) : ok();
+}
+
+int32_t loom_cuda_nccl_group(loom_cuda_nccl *c, int32_t begin) {
+  if (!c)
+    return setError("loom_cuda_nccl_group: null communicator");
+  int r = begin ? c->lib->groupStart() : c->lib->groupEnd();
+  return r ? ncclFail(c->lib, begin ? "ncclGroupStart" : "ncclGroupEnd", r)
+           : ok();
 }
 
 } // extern "C"

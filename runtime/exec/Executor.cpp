@@ -55,6 +55,7 @@ loom::rt::LaunchOptions launchOptions(const OpenOptions &o) {
   launch.quiet = o.quiet;
   launch.onFailure = loom::rt::OnFailure::Return;
   launch.finalizeMpi = o.finalizeMpi;
+  launch.wrapComm = o.deviceComm;
   return launch;
 }
 

@@ -43,6 +43,11 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
     return false;
   };
   if (!m.target.isCuda()) {
+    if (options.deviceComm)
+      return failWith("--backend cuda runs a CUDA bundle's ranks on GPUs; "
+                      "this bundle is for the CPU, and ranks are not mixed "
+                      "between CPU and GPU (compile it with loomc "
+                      "--target=cuda, or use --backend threads or mpi)");
     if (options.cudaDevice >= 0)
       return failWith("--device selects the CUDA device of a CUDA bundle; "
                       "this bundle is for the CPU (compile it with loomc "
@@ -52,9 +57,10 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
   std::string chips;
   for (const std::string &c : m.target.chips)
     chips += (chips.empty() ? "" : ", ") + c;
-  if (options.backend == Backend::Mpi)
+  if (options.backend == Backend::Mpi && !options.deviceComm)
     return failWith("a CUDA bundle runs on one device in one process; "
-                    "--backend mpi (and mpirun) apply to CPU bundles");
+                    "--backend mpi (and mpirun) apply to CPU bundles (a "
+                    "CUDA bundle's ranks under mpirun: --backend cuda)");
   if (options.threadsPerRank > 0)
     return failWith("--threads sets the CPU threads of a CPU bundle; this "
                     "bundle runs on a CUDA device (drop --threads)");

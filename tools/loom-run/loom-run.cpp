@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaBackend.h"
 #include "GenerateCli.h"
 
 #include "loom/runtime/Executor.h"
@@ -39,6 +40,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef LOOM_RUN_HAVE_CUDA
+#include "DeviceComm.h"
+#endif
+
 using namespace loom::run;
 namespace fs = std::filesystem;
 
@@ -51,7 +56,16 @@ USAGE: loom-run <bundle-dir> [options]
 OPTIONS:
   --ranks N               number of ranks (default: the bundle's mesh size;
                           must equal it)
-  --backend threads|mpi   communicator (default threads; under mpirun: mpi)
+  --backend threads|mpi|cuda
+                          communicator (default threads; under mpirun: mpi);
+                          cuda: a CUDA bundle's ranks on GPUs, NCCL with one
+                          GPU per process under mpirun, else every rank a
+                          thread sharing one GPU (the single-device
+                          communicator)
+  --devices LIST          the GPUs of --backend cuda (e.g. 0,1: under
+                          mpirun, local rank i runs on the i-th; default:
+                          the local rank's number; without mpirun one
+                          device, default 0)
   --entry NAME            entry point to run (default: the first one)
   --input NAME=FILE.npy   an input of the entry point (repeatable; without
                           NAME= inputs are taken in order). '{rank}' in FILE
@@ -117,7 +131,9 @@ struct Options {
   double timeout = 0; // <= 0: the runtime's default
   int threads = 0;    // --threads; 0: the runtime's default
   bool progress = false;
-  int device = -1; // --device; -1: not given
+  int device = -1;          // --device; -1: not given
+  std::vector<int> devices; // --devices
+  CudaBackendChoice cuda;   // what --backend cuda runs
   GenerateFlags gen;
 };
 
@@ -175,9 +191,10 @@ int parseArgs(int argc, char **argv, Options &opts) {
     } else if (arg == "--backend") {
       opts.backend = value("--backend");
       opts.backendGiven = true;
-      if (opts.backend != "threads" && opts.backend != "mpi")
+      if (opts.backend != "threads" && opts.backend != "mpi" &&
+          opts.backend != "cuda")
         return fail("unknown --backend '" + opts.backend +
-                    "'; expected threads or mpi");
+                    "'; expected threads, mpi or cuda");
     } else if (arg == "--entry") {
       opts.entry = value("--entry");
     } else if (arg == "--input") {
@@ -242,6 +259,15 @@ int parseArgs(int argc, char **argv, Options &opts) {
         return fail("--device takes a CUDA device number (0, 1, ...), got '" +
                     std::string(v) + "'");
       opts.device = int(n);
+    } else if (arg == "--devices") {
+      const char *v = value("--devices");
+#ifdef LOOM_RUN_HAVE_CUDA
+      std::string err;
+      if (!parseDevices(v, opts.devices, &err))
+        return fail(err);
+#else
+      opts.devices.push_back(std::atoi(v)); // refused below
+#endif
     } else if (arg == "--progress") {
       opts.progress = true;
     } else if (arg == "--check-collectives") {
@@ -261,6 +287,24 @@ int parseArgs(int argc, char **argv, Options &opts) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+#ifdef LOOM_RUN_HAVE_CUDA
+  auto envInt = [](const char *name, int dflt) {
+    const char *v = std::getenv(name);
+    return v && *v ? std::atoi(v) : dflt;
+  };
+  int local = envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+  std::string err;
+  if (!chooseCudaBackend(opts.backend == "cuda", opts.devices, opts.device,
+                         loom::rt::launchedByMpirun(), local,
+                         envInt("OMPI_COMM_WORLD_LOCAL_SIZE", local + 1),
+                         opts.cuda, &err))
+    return fail(err);
+#else
+  if (opts.backend == "cuda" || !opts.devices.empty())
+    return fail("--backend cuda and --devices: this loom-run was built "
+                "without the CUDA runtime (build with nvcc on PATH or "
+                "-DLOOM_ENABLE_CUDA=ON)");
+#endif
   return -1;
 }
 
@@ -507,6 +551,17 @@ OpenOptions openOptions(const Options &o) {
   x.tracePath = o.trace;
   x.progress = o.progress || isatty(2);
   x.cudaDevice = o.device;
+#ifdef LOOM_RUN_HAVE_CUDA
+  // --backend cuda: the device communicator around the backend's (threads
+  // ranks sharing one GPU, or NCCL over MPI), on the chosen device.
+  if (o.cuda.kind != CudaBackendChoice::None) {
+    bool nccl = o.cuda.kind == CudaBackendChoice::Nccl;
+    x.backend = nccl ? Backend::Mpi : Backend::Threads;
+    x.cudaDevice = o.cuda.device;
+    x.deviceComm = nccl ? loom::rt::ncclComms(o.cuda.devices)
+                        : loom::rt::singleDeviceComms(o.cuda.device);
+  }
+#endif
   x.onRankError = [](const std::string &m) {
     std::fprintf(stderr, "loom-run: %s\n", m.c_str());
   };

@@ -29,6 +29,7 @@
 #include "loom/Support/Result.h"
 #include "loom/runtime/Generate.h"
 #include "loom/runtime/Manifest.h"
+#include "loom/runtime/Runtime.h"
 
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,11 @@ struct OpenOptions {
   /// The CUDA device a GPU bundle (`loomc --target=cuda`) runs on; -1: not
   /// given (device 0). Refused for a CPU bundle.
   int cudaDevice = -1;
+  /// The device communicator of a CUDA bundle's ranks (loom-run --backend
+  /// cuda: the single-device communicator over the threads backend, NCCL
+  /// over MPI; runtime/cuda/DeviceComm.h), wrapped around the backend's;
+  /// empty: none. Refused for a CPU bundle.
+  loom::rt::WrapComm deviceComm;
   /// Do not print the runtime's failure messages on stderr (they are in the
   /// returned Error either way).
   bool quiet = false;

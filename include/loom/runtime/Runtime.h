@@ -19,6 +19,8 @@
 
 namespace loom::rt {
 
+class Comm;
+
 /// The per-rank entry point: returns 0 on success. A non-zero return, an
 /// exception, or loom_rt_abort() on any rank fails the whole job.
 using RankBody = std::function<int(loom_rt_ctx *)>;
@@ -34,6 +36,13 @@ enum class OnFailure {
   /// The failing rank prints its message and the process _Exit(1)s at once.
   Exit,
 };
+
+/// Makes rank `rank`'s communicator from its threads or MPI communicator (which
+/// the result may keep for host buffers and the rendezvous, e.g. the
+/// single-device CUDA communicator of runtime/cuda); null + *error fails the
+/// job before any rank starts.
+using WrapComm = std::function<std::unique_ptr<Comm>(
+    int rank, std::unique_ptr<Comm> host, std::string *error)>;
 
 struct LaunchOptions {
   /// Timeout of every blocking runtime call, seconds. <= 0: take
@@ -54,6 +63,9 @@ struct LaunchOptions {
   /// and is finalized when the process exits (the Python package runs
   /// many jobs in one process; MPI cannot be initialized twice).
   bool finalizeMpi = true;
+  /// runThreads, runMpi: wraps each rank's threads or MPI communicator
+  /// (empty: none).
+  WrapComm wrapComm;
 };
 
 struct LaunchResult {

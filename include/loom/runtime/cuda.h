@@ -235,6 +235,10 @@ LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_recv(loom_cuda_nccl *comm,
                                              int64_t count, int32_t peer,
                                              loom_cuda_stream stream);
 
+/* ncclGroupStart (begin != 0) / ncclGroupEnd: the sends and receives
+ * between them are issued together (an all-to-all, a sendrecv). */
+LOOM_CUDA_EXPORT int32_t loom_cuda_nccl_group(loom_cuda_nccl *comm,
+                                              int32_t begin);
 /* The TCP rendezvous of loom_cuda_nccl_init_env, on its own (tests, other
  * bootstraps): rank 0 sends `id` to every other rank, which receive it. */
 LOOM_CUDA_EXPORT int32_t loom_cuda_tcp_exchange_id(

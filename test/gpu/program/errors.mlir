@@ -7,13 +7,3 @@ func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %0 = loom.softmax %x axis = -1 : tensor<?x16xf32>
   return %0 : tensor<?x16xf32>
 }
-
-// -----
-
-// Collectives: no NCCL lowering yet.
-loom.mesh @mesh = <dp = 2>
-func.func @gather(%x: tensor<4x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{has no GPU lowering}}
-  %0 = loom.all_gather %x on @mesh axes = ["dp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
-  return %0 : tensor<8x16xf32>
-}
