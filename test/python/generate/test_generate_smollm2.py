@@ -2,6 +2,7 @@
 loomc and generating greedily in loom-run, token for token against llama.cpp's
 greedy continuation committed by the tokenizer work
 (data/greedy_smollm2.json, made by make_llamacpp_reference.py): on 1 rank and
+on tp=2 (attention whole, the MLPs and the LM head's vocabulary split) and
 on tp=3 (attention split by its 3 KV heads), the first 32 generated tokens of
 every prompt are identical, or the first difference is a near-tie of
 llama.cpp's own top two logits (NEAR_TIE) or Loom's token is the float64
@@ -102,7 +103,7 @@ def _compare(p, got):
     return N
 
 
-@pytest.mark.parametrize("mesh", [None, "tp=3"])
+@pytest.mark.parametrize("mesh", [None, "tp=2", "tp=3"])
 def test_greedy_matches_llamacpp(reference, smollm2_bundle, tmp_path, mesh):
     bundle = smollm2_bundle(mesh)
     run = tool("loom-run")
