@@ -661,12 +661,11 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
     // Sources: weights are placed at their first use; other operand-less
     // ops (constants) stay as annotated or replicated.
-    if (auto w = dyn_cast<WeightOp>(op)) {
-      auto [it, inserted] = tensors.try_emplace(
-          {w.getNameAttr(), w.getSourceAttr()}, int(p.values.size()));
-      (void)inserted;
-      tensorOf = it->second;
-    }
+    if (auto w = dyn_cast<WeightOp>(op))
+      tensorOf = tensors
+                     .try_emplace({w.getNameAttr(), w.getSourceAttr()},
+                                  int(p.values.size()))
+                     .first->second;
     if (isa<WeightOp>(op) ||
         (op.getNumOperands() == 0 && op.getNumRegions() == 0 &&
          !op.hasTrait<OpTrait::IsTerminator>())) {
@@ -735,7 +734,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
           filter = candidateIds;
         enumerate(step, *rule, filter);
         // Quantized tensors are never resharded (the partitioner moves no
-        // block storage): only a weight used once may be split, as loaded.
+        // block storage): only a weight used once may be split, as loaded
+        // (every weight is, once untieWeights gave each use its own).
         auto splitsQuant = [&](const Strategy &s) {
           for (auto [j, v] : llvm::enumerate(step.operands))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
