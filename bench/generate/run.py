@@ -18,6 +18,7 @@ time (decode) in its Python binding.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,34 @@ def loom_run(bin_, bundle, ids, gen, ctx, tmp, threads):
            "--threads", str(threads)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return json.loads(res.read_text())["bench"]
+
+
+def weight_bytes(bundle):
+    """Per rank (the largest): the bytes of the weight slices the manifest
+    maps for decode, and the bytes a decode step reads of them (a table
+    that only an embedding gathers from counts one row per token; which
+    ones, from the partitioned program ir/program.mlir)."""
+    m = json.loads((bundle / "manifest.json").read_text())
+    ir = (bundle / "ir" / "program.mlir").read_text()
+    body = ir[ir.index("func.func @decode"):]
+    nxt = body.find("func.func @", 1)
+    body = body if nxt < 0 else body[:nxt]
+    tables = set()
+    for v, name, rows in re.findall(
+            r'(%\w+) = loom\.weight "([^"]+)"[^\n]*: \S*tensor<(\d+)x', body):
+        uses = re.findall(re.escape(v) + r"\b(?!\s*=)", body)
+        if len(uses) and len(uses) == len(re.findall(
+                r"loom\.embedding " + re.escape(v) + r"\b", body)):
+            tables.add((name, int(rows)))
+    mapped = read = 0
+    for r in m["ranks"]:
+        slices = r["weights"].get("decode", [])
+        mb = sum(w["nbytes"] for w in slices)
+        rb = sum(w["nbytes"] // w["shape"][0]
+                 if (w["name"], w["shape"][0]) in tables else w["nbytes"]
+                 for w in slices)
+        mapped, read = max(mapped, mb), max(read, rb)
+    return mapped, read
 
 
 def main():
@@ -125,19 +154,22 @@ def main():
                 j = json.loads(r.stdout.strip().splitlines()[-1])
                 best["llama_decode"] = max(best["llama_decode"], j["decode_tps"])
                 best["llama_prefill"] = max(best["llama_prefill"], j["prefill_tps"])
+        best["mapped"], best["read"] = weight_bytes(bundle)
         rows.append((mesh, ranks, best))
     print(f"model {model.name}; decode: {args.gen} tokens after a "
           f"{args.prompt_tokens}-token prompt; prefill: {args.prefill_tokens} "
           f"tokens; best of {args.repeat}; Loom {args.threads} thread(s) per rank")
     print("| mesh | llama.cpp threads | Loom decode tok/s (ms compute + "
           "collectives) | llama.cpp decode tok/s | Loom prefill tok/s | "
-          "llama.cpp prefill tok/s |")
-    print("|---|---|---|---|---|---|")
+          "llama.cpp prefill tok/s | weights MB per rank: read per token "
+          "(mapped) |")
+    print("|---|---|---|---|---|---|---|")
     for mesh, ranks, b in rows:
         ll = lambda k: f"{b[k]:.1f}" if have_llama else "n/a"  # noqa: E731
         print(f"| {mesh} | {ranks * args.threads} | {b['loom_decode']:.1f} ({b['ms_compute']:.2f}"
               f" + {b['ms_comm']:.2f}) | {ll('llama_decode')} | "
-              f"{b['loom_prefill']:.1f} | {ll('llama_prefill')} |")
+              f"{b['loom_prefill']:.1f} | {ll('llama_prefill')} | "
+              f"{b['read'] / 1e6:.1f} ({b['mapped'] / 1e6:.1f}) |")
 
 
 if __name__ == "__main__":

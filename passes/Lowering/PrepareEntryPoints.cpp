@@ -69,9 +69,15 @@ struct PrepareEntryPointsPass
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
-      // Weights in order of first use, one argument per distinct name.
-      llvm::MapVector<StringRef, SmallVector<WeightOp>> weights;
-      fn.walk([&](WeightOp w) { weights[w.getName()].push_back(w); });
+      // Weights in order of first use, one argument per distinct name and
+      // split: the planner may load one tensor in two layouts, one per use
+      // (a tied LM head's vocabulary slice next to the embedding's whole
+      // table, docs/SHARDING.md), each its own argument and slice.
+      llvm::MapVector<std::pair<StringRef, Attribute>, SmallVector<WeightOp>>
+          weights;
+      fn.walk([&](WeightOp w) {
+        weights[{w.getName(), w->getAttr("loom.split")}].push_back(w);
+      });
       if (fn.isPrivate()) {
         if (!weights.empty()) {
           weights.front().second.front().emitOpError()
@@ -91,7 +97,8 @@ struct PrepareEntryPointsPass
         fn.emitOpError() << "cannot add the runtime context argument";
         return signalPassFailure();
       }
-      for (auto &[name, uses] : weights) {
+      for (auto &[key, uses] : weights) {
+        StringRef name = key.first;
         WeightOp first = uses.front();
         SmallVector<NamedAttribute> desc;
         desc.emplace_back(StringAttr::get(ctx, "name"),

@@ -33,6 +33,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #define DEBUG_TYPE "loom-plan-sharding"
@@ -126,6 +128,10 @@ struct ValueInfo {
   int fixed = -1;      ///< sharding id when no choice changes it
   bool weight = false; ///< a loom.weight: sharding chosen at its first use
   bool state = false;  ///< an entry's state argument (KV cache): likewise
+  /// For a weight: the value id of the first loom.weight of the same
+  /// tensor (name and storage), which the per-use weights of one tensor
+  /// share (untieWeights); the memory they take is counted once per layout.
+  int tensor = -1;
   int firstUse = -1, lastUse = -1;
   bool inState = false; ///< carried in the frontier
 };
@@ -620,7 +626,10 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
   }
 
+  // The first value of each weight tensor (name, storage).
+  llvm::DenseMap<std::pair<Attribute, Attribute>, int> tensors;
   for (Operation &op : body) {
+    int tensorOf = -1;
     auto want = annotation(&op);
     if (want)
       for (ShardingAttr s : *want)
@@ -684,12 +693,19 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
     }
     // Sources: weights are placed at their first use; other operand-less
     // ops (constants) stay as annotated or replicated.
+    if (auto w = dyn_cast<WeightOp>(op))
+      tensorOf = tensors
+                     .try_emplace({w.getNameAttr(), w.getSourceAttr()},
+                                  int(p.values.size()))
+                     .first->second;
     if (isa<WeightOp>(op) ||
         (op.getNumOperands() == 0 && op.getNumRegions() == 0 &&
          !op.hasTrait<OpTrait::IsTerminator>())) {
       for (auto [r, res] : llvm::enumerate(op.getResults())) {
         int id = addValue(res);
         ValueInfo &v = p.values[id];
+        if (isa<WeightOp>(op))
+          v.tensor = tensorOf;
         if (want)
           v.fixed = wantIds[r];
         else if (isa<WeightOp>(op) &&
@@ -772,7 +788,8 @@ LogicalResult Planner::build(func::FuncOp func, Problem &p) {
           filter = candidateIds;
         enumerate(step, *rule, filter);
         // Quantized tensors are never resharded (the partitioner moves no
-        // block storage): only a weight used once may be split, as loaded.
+        // block storage): only a weight used once may be split, as loaded
+        // (every weight is, once untieWeights gave each use its own).
         auto splitsQuant = [&](const Strategy &s) {
           for (auto [j, v] : llvm::enumerate(step.operands))
             if (isa<QTensorType>(p.values[v].value.getType()) &&
@@ -1208,9 +1225,14 @@ FailureOr<std::vector<int>> Planner::search(Problem &p, double price,
   LDBG() << "search of @" << p.func.getSymName() << " at price " << price
          << " s/byte: " << p.steps.size() << " steps (" << replayed
          << " replayed), time " << time << " s, memory " << memory << " bytes";
+  // Fixed inputs and weights; the per-use weights of one tensor in one
+  // layout once. (Weights placed by the search are each counted where
+  // placed: an upper bound when uses of one tensor get the same layout.)
+  std::set<std::pair<int, int>> counted;
   for (const ValueInfo &v : p.values)
     if (v.fixed >= 0 && v.lastUse >= 0 &&
-        (!v.value.getDefiningOp() || isa<WeightOp>(v.value.getDefiningOp())))
+        (!v.value.getDefiningOp() || isa<WeightOp>(v.value.getDefiningOp())) &&
+        (v.tensor < 0 || counted.insert({v.tensor, v.fixed}).second))
       memory += localBytes(v, v.fixed);
   return choice;
 }
@@ -1233,7 +1255,8 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
   std::vector<int> cur(p.values.size(), -1);
   for (auto [i, v] : llvm::enumerate(p.values))
     cur[i] = v.fixed;
-  std::map<std::pair<int, int>, Value> reshards;
+  std::map<std::tuple<int, int, int>, Value> reshards;
+  std::set<std::pair<int, int>> counted; // (weight tensor, layout)
   // Each collective with the loom.shard the partitioner expands it from.
   std::vector<std::pair<Operation *, PlannedCollective>> placed;
   OpBuilder b(ctx);
@@ -1263,7 +1286,10 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
             p.func.setArgAttr(cast<BlockArgument>(info.value).getArgNumber(),
                               kShardingAttrName, toAttr(cur[v]));
         } else {
-          fp.weightBytes += localBytes(info, cur[v]);
+          // The per-use weights of one tensor in one layout are one
+          // argument (retieWeights): counted once.
+          if (info.tensor < 0 || counted.insert({info.tensor, cur[v]}).second)
+            fp.weightBytes += localBytes(info, cur[v]);
           if (!table.get(cur[v]).replicated())
             info.value.getDefiningOp()->setAttr(kShardingAttrName,
                                                 toAttr(cur[v]));
@@ -1274,7 +1300,9 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
         continue;
       Operation *anchor = step.op;
       if (!isa<ShardOp>(step.op)) {
-        Value &r = reshards[{v, req}];
+        // Keyed by tensor: the per-use weights of one tensor stored alike
+        // share one reshard (retieWeights drops a weight left unused).
+        Value &r = reshards[{info.tensor >= 0 ? info.tensor : v, cur[v], req}];
         bool reused = static_cast<bool>(r);
         if (!reused) {
           b.setInsertionPointAfterValue(info.value);
@@ -1329,18 +1357,21 @@ FunctionPlan Planner::apply(Problem &p, ArrayRef<int> choice) {
   });
   for (auto &entry : placed)
     fp.collectives.push_back(std::move(entry.second));
+  std::set<int> unsplit; // weight tensors counted whole
   for (const ValueInfo &v : p.values) {
     if (v.lastUse < 0)
       continue;
-    fp.replicatedBytes += (v.weight || !v.value.getDefiningOp() ||
-                           isa<WeightOp>(v.value.getDefiningOp()))
-                              ? v.bytes
-                              : 0;
+    if (v.tensor < 0 || unsplit.insert(v.tensor).second)
+      fp.replicatedBytes += (v.weight || !v.value.getDefiningOp() ||
+                             isa<WeightOp>(v.value.getDefiningOp()))
+                                ? v.bytes
+                                : 0;
     if (v.fixed < 0)
       continue;
     if (!v.value.getDefiningOp())
       fp.inputBytes += localBytes(v, v.fixed);
-    else if (isa<WeightOp>(v.value.getDefiningOp()))
+    else if (isa<WeightOp>(v.value.getDefiningOp()) &&
+             (v.tensor < 0 || counted.insert({v.tensor, v.fixed}).second))
       fp.weightBytes += localBytes(v, v.fixed);
   }
   return fp;
@@ -1391,6 +1422,61 @@ makeMesh(ArrayRef<std::string> names, ArrayRef<int64_t> sizes,
   }
   m.spec = *spec;
   return m;
+}
+
+/// A weight read by several ops becomes one loom.weight per use, so that
+/// each use is planned as a single-use weight, loaded in the layout that
+/// use needs: weights are memory-mapped and the manifest gives every weight
+/// argument its own slice, so one use never pays for another's layout, no
+/// quantized block is ever resharded, and no use copies a slice of a whole
+/// table at run time. The case that matters is the tied LM head: the
+/// embedding gathers rows of the whole table while the head's matmul reads
+/// its slice of the vocabulary (Megatron's vocab-parallel head without a
+/// vocab-parallel embedding). Returns each tensor's weights, in block order.
+static SmallVector<SmallVector<WeightOp>> untieWeights(func::FuncOp func) {
+  SmallVector<WeightOp> weights(func.getBody().front().getOps<WeightOp>());
+  SmallVector<SmallVector<WeightOp>> groups;
+  OpBuilder b(func.getContext());
+  for (WeightOp w : weights) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &u : w->getUses())
+      uses.push_back(&u);
+    if (uses.size() < 2)
+      continue;
+    SmallVector<WeightOp> group{w};
+    b.setInsertionPointAfter(w);
+    for (OpOperand *u : llvm::drop_begin(uses)) {
+      auto clone = cast<WeightOp>(b.clone(*w));
+      u->set(clone.getResult());
+      group.push_back(clone);
+      b.setInsertionPointAfter(clone);
+    }
+    LDBG() << "weight '" << w.getName() << "': " << uses.size()
+           << " uses, planned apart";
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+/// After the plan is written: the weights of one tensor that got the same
+/// layout (equal attributes) are one weight again, so a plan that keeps the
+/// uses together is the program as imported; a weight whose uses all went
+/// to a reshard another weight of its tensor made is dropped.
+static void retieWeights(ArrayRef<SmallVector<WeightOp>> groups) {
+  for (const SmallVector<WeightOp> &group : groups) {
+    SmallVector<WeightOp> kept;
+    for (WeightOp w : group) {
+      auto same = llvm::find_if(kept, [&](WeightOp k) {
+        return k->getAttrDictionary() == w->getAttrDictionary();
+      });
+      if (same != kept.end())
+        w.getResult().replaceAllUsesWith(same->getResult());
+      else if (!w->use_empty())
+        kept.push_back(w);
+      if (w->use_empty())
+        w->erase();
+    }
+  }
 }
 
 } // namespace
@@ -1458,6 +1544,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
     func.walk([&](CollectiveOpInterface) { manual = true; });
     if (manual)
       continue;
+    SmallVector<SmallVector<WeightOp>> tied = untieWeights(func);
     Planner planner(module, meshOp, *mesh, options);
     planner.vectorWidth = options.vectorWidth;
     Problem p;
@@ -1534,6 +1621,7 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
       planner.price = bestPrice;
     }
     plan.functions.push_back(planner.apply(p, *choice));
+    retieWeights(tied);
   }
   plan.planSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

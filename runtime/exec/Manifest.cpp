@@ -212,8 +212,11 @@ struct Reader {
                                            std::to_string(rank));
     return true;
   }
+  /// `unique`: names must differ (inputs are given by name); a weight's
+  /// name may repeat, one tensor loaded in two layouts (a tied LM head's
+  /// vocabulary slice next to the embedding's whole table, docs/BUNDLE.md).
   bool tensors(const Json &obj, const std::string &path, const std::string &key,
-               std::vector<TensorSpec> &out, int64_t minDim) {
+               std::vector<TensorSpec> &out, int64_t minDim, bool unique) {
     const Json *a = array(obj, path, key);
     if (!a)
       return false;
@@ -225,7 +228,7 @@ struct Reader {
       if (!str((*a)[i], ip, "name", t.name) || !dtype((*a)[i], ip, t.dtype) ||
           !ints((*a)[i], ip, "shape", t.shape, minDim))
         return false;
-      if (!seen.insert(t.name).second)
+      if (unique && !seen.insert(t.name).second)
         return fail(ip + ".name", "duplicate name '" + t.name + "'");
       if ((*a)[i].contains("state")) {
         if (!str((*a)[i], ip, "state", t.state) ||
@@ -622,8 +625,8 @@ bool parseManifest(const std::string &text, int64_t runtimeAbi, Manifest &m,
       return false;
     if (!entryNames.insert(e.name).second)
       return r.fail(p + ".name", "duplicate entry '" + e.name + "'");
-    if (!r.tensors(je, p, "inputs", e.inputs, -1) ||
-        !r.tensors(je, p, "weights", e.weights, 0))
+    if (!r.tensors(je, p, "inputs", e.inputs, -1, /*unique=*/true) ||
+        !r.tensors(je, p, "weights", e.weights, 0, /*unique=*/false))
       return false;
     for (size_t k = 0; k < e.weights.size(); ++k) {
       const Json &jw = je["weights"][k];

@@ -60,3 +60,26 @@ func.func @untied(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x?x64
   return %e, %f, %y : tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x16xf32>
 }
 }
+
+// -----
+
+// A tied head split over the vocabulary on tp (docs/SHARDING.md "Weights
+// read by several ops"): the head's weight is the rank's slice (loom.split)
+// and the embedding's the whole table, so they are two arguments of one
+// name. Only the head's is interleaved; the embedding gathers its rows as
+// stored, straight from the mapped file.
+// CHECK-LABEL: func.func @vocab_split
+// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>, split = {axes = {{\[\[}}"tp"], []], shape = array<i64: 32, 68>}}
+// CHECK-SAME: loom.weight = {name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>}
+// LOWER-LABEL: func.func @vocab_split
+// LOWER-NOT: tensor<1x?x68xi8>
+// LOWER: call @__loom_qmm_q8_0_b32_{{[a-z0-9_]+}}_k64_i8_r8_avx2(
+module attributes {loom.target = #loom.cpu_target<cpu = "x86-64-v3", features = ["avx", "avx2", "fma"]>} {
+func.func @vocab_split(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<1x?x64xf32>) {
+  %h = loom.weight "token_embd.weight" from <"w.bin", offset = 0> {loom.split = {axes = [["tp"], []], shape = array<i64: 32, 68>}} : !loom.qtensor<16x64, #loom.quant<q8_0>>
+  %y = loom.qmatmul %x, %h {quant_activations = #loom.quant_act<int8>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<1x16xf32>
+  %t = loom.weight "token_embd.weight" from <"w.bin", offset = 0> : !loom.qtensor<32x64, #loom.quant<q8_0>>
+  %e = loom.embedding %t, %ids : !loom.qtensor<32x64, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x64xf32>
+  return %y, %e : tensor<1x16xf32>, tensor<1x?x64xf32>
+}
+}

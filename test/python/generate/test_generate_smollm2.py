@@ -2,6 +2,7 @@
 loomc and generating greedily in loom-run, token for token against llama.cpp's
 greedy continuation committed by the tokenizer work
 (data/greedy_smollm2.json, made by make_llamacpp_reference.py): on 1 rank and
+on tp=2 (attention whole, the MLPs and the LM head's vocabulary split) and
 on tp=3 (attention split by its 3 KV heads), the first 32 generated tokens of
 every prompt are identical, or the first difference is a near-tie of
 llama.cpp's own top two logits (NEAR_TIE) or Loom's token is the float64
@@ -102,7 +103,7 @@ def _compare(p, got):
     return N
 
 
-@pytest.mark.parametrize("mesh", [None, "tp=3"])
+@pytest.mark.parametrize("mesh", [None, "tp=2", "tp=3"])
 def test_greedy_matches_llamacpp(reference, smollm2_bundle, tmp_path, mesh):
     bundle = smollm2_bundle(mesh)
     run = tool("loom-run")
@@ -131,3 +132,27 @@ def test_chat_template_gives_llamacpp_prompt(reference, smollm2_bundle, tmp_path
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     assert json.loads(res.read_text())["sequences"][0]["prompt_ids"] == p["prompt_ids"]
+
+
+def _loom_ids(bundle, p, tmp_path, *flags):
+    res = tmp_path / "r.json"
+    r = subprocess.run([str(tool("loom-run")), str(bundle), "--prompt-ids",
+                        ",".join(map(str, p["prompt_ids"])), "--max-tokens", str(N),
+                        "--ignore-eog", "--ctx", "256", "--result", str(res),
+                        *flags], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    return json.loads(res.read_text())["sequences"][0]["ids"]
+
+
+@pytest.mark.parametrize("mesh", ["tp=2", "tp=3"])
+def test_tp_gives_one_rank_tokens(reference, smollm2_bundle, tmp_path, mesh):
+    """tp=2 (the LM head split over the vocabulary, attention whole) and
+    tp=3 generate 1 rank's tokens exactly, greedy on every prompt and
+    sampled with a seed."""
+    for p in reference["prompts"]:
+        assert _loom_ids(smollm2_bundle(mesh), p, tmp_path) == \
+            _loom_ids(smollm2_bundle(None), p, tmp_path), p["name"]
+    seeded = ["--temp", "1.0", "--top-k", "40", "--top-p", "0.95", "--seed", "3"]
+    p = reference["prompts"][0]
+    assert _loom_ids(smollm2_bundle(mesh), p, tmp_path, *seeded) == \
+        _loom_ids(smollm2_bundle(None), p, tmp_path, *seeded)

@@ -21,11 +21,11 @@ References (float64 numpy):
 
 Script usage:
   llama_models.py gguf OUT.gguf [--type f32|f16|q4_0|q4_1|q8_0] [--arch llama|qwen2|mistral]
-                  [--layers N] [--untied] [--bad truncated|arch|q4_k|missing]
+                  [--layers N] [--untied] [--vocab N] [--bad truncated|arch|q4_k|missing]
                   [--meta FIELD=VALUE ...]   (a Config field, or rope_dims,
                   overridden in the metadata only: wrong hyper-parameters)
   llama_models.py hf OUT_DIR [--dtype f32|f16|bf16] [--family llama|qwen2|mistral|gpt2]
-                  [--layers N] [--sharded] [--bad model_type|shape]
+                  [--layers N] [--untied] [--vocab N] [--sharded] [--bad model_type|shape]
 """
 
 from __future__ import annotations
@@ -530,6 +530,7 @@ def _main():
     g.add_argument("--arch", default="llama")
     g.add_argument("--layers", type=int, default=2)
     g.add_argument("--untied", action="store_true")
+    g.add_argument("--vocab", type=int, default=Config.vocab)
     g.add_argument("--bad", choices=["truncated", "arch", "q4_k", "missing"])
     g.add_argument("--meta", action="append", default=[], metavar="FIELD=VALUE")
     h = sub.add_parser("hf")
@@ -538,6 +539,7 @@ def _main():
     h.add_argument("--family", default="llama")
     h.add_argument("--layers", type=int, default=2)
     h.add_argument("--untied", action="store_true")
+    h.add_argument("--vocab", type=int, default=Config.vocab)
     h.add_argument("--sharded", action="store_true")
     h.add_argument("--bad", choices=["model_type", "shape"])
     a = ap.parse_args()
@@ -545,7 +547,7 @@ def _main():
     if a.kind == "gguf":
         import gguf
         cfg = tiny_config(a.arch if a.arch in ("llama", "qwen2", "mistral") else "llama",
-                          layers=a.layers, tied=not a.untied)
+                          layers=a.layers, tied=not a.untied, vocab=a.vocab)
         wts = make_weights(cfg)
         extra, drop, arch = {}, (), a.arch
         meta = {}
@@ -566,7 +568,8 @@ def _main():
             data = Path(a.out).read_bytes()
             Path(a.out).write_bytes(data[: len(data) - 1000])
     else:
-        cfg = tiny_config(a.family, layers=a.layers, tied=not a.untied)
+        cfg = tiny_config(a.family, layers=a.layers, tied=not a.untied,
+                          vocab=a.vocab)
         wts = make_weights(cfg)
         over = {}
         if a.bad == "model_type":

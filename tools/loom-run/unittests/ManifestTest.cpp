@@ -148,6 +148,41 @@ TEST(Manifest, MissingKeysAndWrongTypes) {
   EXPECT_EQ(parseError("{"), "manifest.json: not valid JSON");
 }
 
+// A weight's name may repeat (one tensor loaded in two layouts: a tied LM
+// head's vocabulary slice next to the embedding's whole table), an input's
+// may not (inputs are given by name).
+TEST(Manifest, WeightNamesMayRepeatInputNamesMayNot) {
+  std::string two = replaced(
+      replaced(
+          replaced(
+              kGood,
+              R"("weights": [{"name": "w", "dtype": "f32", "shape": [4]}])",
+              R"("weights": [{"name": "w", "dtype": "f32", "shape": [4]},
+                                       {"name": "w", "dtype": "f32", "shape": [8]}])"),
+          R"("offset": 0,
+                           "nbytes": 16, "shape": [4], "strides": [1]}]}},)",
+          R"("offset": 0, "nbytes": 16, "shape": [4], "strides": [1]},
+                  {"name": "w", "file": "/w.bin", "offset": 0, "nbytes": 32,
+                   "shape": [8], "strides": [1]}]}},)"),
+      R"("offset": 16,
+                           "nbytes": 16, "shape": [4], "strides": [1]}]}}])",
+      R"("offset": 16, "nbytes": 16, "shape": [4], "strides": [1]},
+         {"name": "w", "file": "/w.bin", "offset": 0, "nbytes": 32,
+          "shape": [8], "strides": [1]}]}}])");
+  Manifest m;
+  std::string err;
+  ASSERT_TRUE(parseManifest(two, 1, m, &err)) << err;
+  ASSERT_EQ(m.entries[0].weights.size(), 2u);
+  EXPECT_EQ(m.ranks[1].weights["main"][1].shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(
+      parseError(replaced(
+          kGood,
+          R"("inputs": [{"name": "x", "dtype": "f32", "shape": [-1, 4]}])",
+          R"("inputs": [{"name": "x", "dtype": "f32", "shape": [-1, 4]},
+                              {"name": "x", "dtype": "f32", "shape": [4]}])")),
+      "manifest.json: entries[0].inputs[1].name: duplicate name 'x'");
+}
+
 // Output names need not be file names (ONNX's gpu_0/softmax_1): they map
 // to .npy stems (NpyName.h); two that map to one file are refused.
 TEST(Manifest, OutputNamesMapToDistinctFileNames) {
