@@ -7,7 +7,7 @@
 // that layout (row r: group r / 8, lane r % 8; the rows after the last
 // full group as stored) into [ids..., R] bytes, then dequantizes those.
 // CHECK-LABEL: func.func @tied
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "token_embd.weight"
+// CHECK-SAME: loom.weight = #loom.weight<name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>, interleave = #loom.interleave<rows = 8, block_bytes = 34, fields = 1, field_bytes = 2, unit_bytes = 4>>
 // CHECK: loom.embedding
 // CHECK: loom.qmatmul
 // LOWER-LABEL: func.func @tied
