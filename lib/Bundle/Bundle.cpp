@@ -130,7 +130,7 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
                     llvm::formatv("{0}", st.getElementType()).str() +
                     " that the runtime does not support");
       std::string dtype = dtypeName(*dt);
-      auto weight = dyn_cast_or_null<DictionaryAttr>(
+      auto weight = dyn_cast_or_null<WeightAttr>(
           argAttr(i, LoomDialect::kWeightAttrName));
       if (!weight) {
         std::string name = "input" + std::to_string(entry.inputs.size());
@@ -153,10 +153,10 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
         continue;
       }
       WeightInfo w;
-      w.name = cast<StringAttr>(weight.get("name")).str();
+      w.name = weight.getName().str();
       w.dtype = dtype;
       w.shape = shapeOf(st);
-      auto source = dyn_cast_or_null<ExternAttr>(weight.get("source"));
+      ExternAttr source = weight.getSource();
       if (!source)
         return fail("weight '" + w.name +
                     "' has no storage; give it `from <\"file\", offset = "
@@ -164,37 +164,29 @@ bool collectEntries(ModuleOp module, const std::string &baseDir,
       w.file = absolutePath(source.getFile().getValue(), baseDir);
       w.offset = source.getOffset();
       w.nbytes = st.getNumElements() * dtypeSize(*dt);
-      if (auto split = dyn_cast_or_null<DictionaryAttr>(weight.get("split"))) {
-        auto axes = dyn_cast_or_null<ArrayAttr>(split.get("axes"));
-        auto shape = dyn_cast_or_null<DenseI64ArrayAttr>(split.get("shape"));
-        if (!axes || !shape ||
-            axes.size() != static_cast<size_t>(st.getRank()) ||
-            shape.size() != st.getRank())
+      if (SplitAttr split = weight.getSplit()) {
+        if (split.getRank() != static_cast<size_t>(st.getRank()))
           return fail("weight '" + w.name + "': malformed split");
         int64_t n = 1;
-        for (auto [d, a] : llvm::enumerate(axes)) {
+        for (auto [d, size] : llvm::enumerate(split.getShape())) {
           std::vector<std::string> names;
-          for (Attribute x : cast<ArrayAttr>(a))
-            names.push_back(cast<StringAttr>(x).str());
+          for (StringRef x : split.getDimAxes(d))
+            names.push_back(x.str());
           w.splitAxes.push_back(std::move(names));
-          w.globalShape.push_back(shape[d]);
-          n *= shape[d];
+          w.globalShape.push_back(size);
+          n *= size;
         }
         w.nbytes = n * dtypeSize(*dt);
       }
-      if (auto il =
-              dyn_cast_or_null<DictionaryAttr>(weight.get("interleave"))) {
+      if (InterleaveAttr il = weight.getInterleave()) {
         // Checked by loom-run's manifest reader, which owns the layout.
-        for (StringRef key :
-             {"rows", "block_bytes", "fields", "field_bytes", "unit_bytes"}) {
-          auto v = dyn_cast_or_null<IntegerAttr>(il.get(key));
-          if (!v)
-            return fail("weight '" + w.name + "': interleave has no '" + key +
-                        "'");
-          w.interleave.emplace_back(key.str(), v.getInt());
-        }
+        w.interleave = {{"rows", il.getRows()},
+                        {"block_bytes", il.getBlockBytes()},
+                        {"fields", il.getFields()},
+                        {"field_bytes", il.getFieldBytes()},
+                        {"unit_bytes", il.getUnitBytes()}};
       }
-      if (auto gb = dyn_cast_or_null<StringAttr>(weight.get("gemm_b")))
+      if (StringAttr gb = weight.getGemmB())
         w.gemmB = gb.str(); // checked by loom-run's manifest reader
       uint64_t size = 0;
       if (llvm::sys::fs::file_size(w.file, size))

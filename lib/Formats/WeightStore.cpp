@@ -27,16 +27,27 @@ struct TypeInfo {
   uint64_t blockElems;
   uint64_t blockBytes;
 };
-// Block layouts (ggml-common.h): q4_0 = f16 d + 16 nibble bytes; q4_1 =
-// f16 d + f16 m + 16 nibble bytes; q8_0 = f16 d + 32 int8.
+/// A block format's row of the table: its name, block and bytes are those
+/// of the one vocabulary (loom/Support/QuantFormat.h).
+constexpr TypeInfo blockInfo(ElementType type, loom::quant::Format format) {
+  return {type, loom::quant::formatName(format),
+          static_cast<uint64_t>(loom::quant::ggufBlock(format)->elements),
+          static_cast<uint64_t>(loom::quant::ggufBlock(format)->bytes)};
+}
 constexpr TypeInfo kTypes[] = {
-    {ElementType::F32, "f32", 1, 4},     {ElementType::F16, "f16", 1, 2},
-    {ElementType::BF16, "bf16", 1, 2},   {ElementType::F64, "f64", 1, 8},
-    {ElementType::I8, "i8", 1, 1},       {ElementType::I16, "i16", 1, 2},
-    {ElementType::I32, "i32", 1, 4},     {ElementType::I64, "i64", 1, 8},
-    {ElementType::U8, "u8", 1, 1},       {ElementType::Bool, "bool", 1, 1},
-    {ElementType::Q4_0, "q4_0", 32, 18}, {ElementType::Q4_1, "q4_1", 32, 20},
-    {ElementType::Q8_0, "q8_0", 32, 34},
+    {ElementType::F32, "f32", 1, 4},
+    {ElementType::F16, "f16", 1, 2},
+    {ElementType::BF16, "bf16", 1, 2},
+    {ElementType::F64, "f64", 1, 8},
+    {ElementType::I8, "i8", 1, 1},
+    {ElementType::I16, "i16", 1, 2},
+    {ElementType::I32, "i32", 1, 4},
+    {ElementType::I64, "i64", 1, 8},
+    {ElementType::U8, "u8", 1, 1},
+    {ElementType::Bool, "bool", 1, 1},
+    blockInfo(ElementType::Q4_0, loom::quant::Format::Q4_0),
+    blockInfo(ElementType::Q4_1, loom::quant::Format::Q4_1),
+    blockInfo(ElementType::Q8_0, loom::quant::Format::Q8_0),
 };
 const TypeInfo &info(ElementType type) {
   return kTypes[static_cast<size_t>(type)];
@@ -78,6 +89,27 @@ ElementType loom::fmt::toElementType(loom::DType type) {
     if (toDType(t.type) == type)
       return t.type;
   return ElementType::F32; // not reached (WeightStore.DTypes checks each)
+}
+
+std::optional<loom::quant::Format> loom::fmt::blockFormatOf(ElementType type) {
+  switch (type) {
+  case ElementType::Q4_0:
+    return loom::quant::Format::Q4_0;
+  case ElementType::Q4_1:
+    return loom::quant::Format::Q4_1;
+  case ElementType::Q8_0:
+    return loom::quant::Format::Q8_0;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::optional<ElementType>
+loom::fmt::blockElementType(loom::quant::Format format) {
+  for (const TypeInfo &t : kTypes)
+    if (blockFormatOf(t.type) == format)
+      return t.type;
+  return std::nullopt;
 }
 
 std::string_view loom::fmt::elementTypeName(ElementType type) {

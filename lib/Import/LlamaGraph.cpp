@@ -6,6 +6,8 @@
 
 #include "lib/Import/LlamaGraph.h"
 
+#include "dialects/Loom/IR/LoomEnums.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -179,14 +181,15 @@ Type GraphBuilder::storageType(const fmt::TensorRef &ref) {
     return RankedTensorType::get(ref.shape, b.getF16Type());
   case fmt::ElementType::BF16:
     return RankedTensorType::get(ref.shape, b.getBF16Type());
-  case fmt::ElementType::Q4_0:
-    return quant(QuantFormat::q4_0, 32, QuantMode::zero_point);
-  case fmt::ElementType::Q4_1:
-    return quant(QuantFormat::q4_1, 32, QuantMode::min);
-  case fmt::ElementType::Q8_0:
-    return quant(QuantFormat::q8_0, 32, QuantMode::symmetric);
   default:
     break;
+  }
+  // A GGUF block format: the IR's #loom.quant of the same format, through
+  // the one vocabulary (loom/Support/QuantFormat.h).
+  if (std::optional<loom::quant::Format> f = fmt::blockFormatOf(ref.format)) {
+    QuantFormat format = toQuantFormat(*f);
+    return quant(format, loom::quant::ggufBlock(*f)->elements,
+                 getDefaultQuantMode(format));
   }
   fail(ref.file + ": tensor '" + ref.name + "' is stored as " +
        std::string(fmt::elementTypeName(ref.format)) +

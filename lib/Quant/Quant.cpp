@@ -18,14 +18,9 @@ namespace loom::quant {
 
 using fmt::makeError;
 
-unsigned Scheme::bits() const {
-  return format == Format::Q8_0 || format == Format::Int8 ? 8 : 4;
-}
+unsigned Scheme::bits() const { return formatBits(format); }
 
-bool Scheme::isGguf() const {
-  return format == Format::Q4_0 || format == Format::Q4_1 ||
-         format == Format::Q8_0;
-}
+bool Scheme::isGguf() const { return isGgufFormat(format); }
 
 int64_t Scheme::scaleBytes() const { return scale == ScaleType::F32 ? 4 : 2; }
 
@@ -45,22 +40,6 @@ int Scheme::qmax() const {
   if (mode == Mode::Symmetric)
     return bits() == 4 ? 7 : 127;
   return bits() == 4 ? 15 : 255;
-}
-
-std::string_view formatName(Format f) {
-  switch (f) {
-  case Format::Q4_0:
-    return "q4_0";
-  case Format::Q4_1:
-    return "q4_1";
-  case Format::Q8_0:
-    return "q8_0";
-  case Format::Int4:
-    return "int4";
-  case Format::Int8:
-    return "int8";
-  }
-  return "?";
 }
 
 std::string_view modeName(Mode m) {
@@ -85,14 +64,6 @@ std::string_view scaleName(ScaleType s) {
     return "f32";
   }
   return "?";
-}
-
-std::optional<Format> parseFormat(std::string_view name) {
-  for (Format f :
-       {Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Int4, Format::Int8})
-    if (name == formatName(f))
-      return f;
-  return std::nullopt;
 }
 
 std::optional<Mode> parseMode(std::string_view name) {
@@ -143,11 +114,10 @@ fmt::Result<Scheme> parseScheme(std::string_view text) {
     s.format = Format::Int4;
   } else if (f == "int8") {
     s.format = Format::Int8;
-  } else if (f == "q4_0" || f == "q4_1" || f == "q8_0") {
-    s.format = f == "q4_0"   ? Format::Q4_0
-               : f == "q4_1" ? Format::Q4_1
-                             : Format::Q8_0;
-    s.mode = f == "q4_1" ? Mode::Min : Mode::Symmetric;
+  } else if (std::optional<Format> gguf = parseFormat(f);
+             gguf && isGgufFormat(*gguf)) {
+    s.format = *gguf;
+    s.mode = *gguf == Format::Q4_1 ? Mode::Min : Mode::Symmetric;
     if (parts.size() > 1)
       return bad("GGUF format ", f,
                  " has a fixed layout (block 32, f16 scale): give no fields");
@@ -351,11 +321,9 @@ fmt::Status dequantize(const Scheme &s, std::span<const std::byte> in,
     return makeError("dequantize: input holds ", in.size(), " bytes, ",
                      rows * s.rowBytes(k), " expected");
   if (s.isGguf()) {
-    fmt::ElementType t = s.format == Format::Q4_0   ? fmt::ElementType::Q4_0
-                         : s.format == Format::Q4_1 ? fmt::ElementType::Q4_1
-                                                    : fmt::ElementType::Q8_0;
     return fmt::dequantizeToF32(
-        t, in, std::span<float>(out, static_cast<size_t>(rows * k)));
+        *fmt::blockElementType(s.format), in,
+        std::span<float>(out, static_cast<size_t>(rows * k)));
   }
   if (s.mode == Mode::ZeroPoint)
     return makeError("dequantize: mode zero_point is not supported for ",

@@ -22,9 +22,6 @@ namespace loom::lowering {
 
 namespace {
 
-/// The `loom.weight` argument attribute (Passes.h's kWeightArgAttrName).
-constexpr llvm::StringLiteral kWeightArg = "loom.weight";
-
 using Calls = llvm::DenseMap<Operation *, SmallVector<func::CallOp>>;
 /// Orientations seen per entry weight argument: bit 0 [K, N], bit 1 [N, K].
 using Uses = llvm::DenseMap<std::pair<Operation *, unsigned>, unsigned>;
@@ -39,7 +36,7 @@ void trace(Value v, bool transB, const Calls &calls, Uses &uses,
     return;
   unsigned index = arg.getArgNumber();
   if (fn->hasAttr(LoomDialect::kEntryAttrName)) {
-    if (fn.getArgAttrOfType<DictionaryAttr>(index, kWeightArg))
+    if (fn.getArgAttrOfType<WeightAttr>(index, LoomDialect::kWeightAttrName))
       uses[{fn, index}] |= transB ? 2u : 1u;
     return;
   }
@@ -96,13 +93,12 @@ void recordGemmWeights(ModuleOp module) {
     for (auto [index, layout] : it->second) {
       auto dict = index < args.size() ? dyn_cast<DictionaryAttr>(args[index])
                                       : DictionaryAttr();
-      auto weight = dict ? dict.getAs<DictionaryAttr>(kWeightArg) : nullptr;
+      auto weight =
+          dict ? dict.getAs<WeightAttr>(LoomDialect::kWeightAttrName) : nullptr;
       if (!weight)
         continue;
-      NamedAttrList w(weight);
-      w.set("gemm_b", b.getStringAttr(layout));
       NamedAttrList argList(dict);
-      argList.set(kWeightArg, w.getDictionary(ctx));
+      argList.set(LoomDialect::kWeightAttrName, weight.withGemmB(layout));
       args[index] = argList.getDictionary(ctx);
     }
     NamedAttrList entryList(entry);

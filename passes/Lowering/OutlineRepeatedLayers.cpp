@@ -69,9 +69,9 @@ Attribute weightLayout(Value v) {
   auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!fn)
     return {};
-  auto desc = fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
-                                                  LoomDialect::kWeightAttrName);
-  return desc ? desc.get("interleave") : Attribute();
+  auto desc = fn.getArgAttrOfType<WeightAttr>(arg.getArgNumber(),
+                                              LoomDialect::kWeightAttrName);
+  return desc ? desc.getInterleave() : Attribute();
 }
 
 bool isConstant(Operation *op) {

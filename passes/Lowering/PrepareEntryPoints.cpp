@@ -100,31 +100,20 @@ struct PrepareEntryPointsPass
       for (auto &[key, uses] : weights) {
         StringRef name = key.first;
         WeightOp first = uses.front();
-        SmallVector<NamedAttribute> desc;
-        desc.emplace_back(StringAttr::get(ctx, "name"),
-                          StringAttr::get(ctx, name));
-        if (first.getSourceAttr())
-          desc.emplace_back(StringAttr::get(ctx, "source"),
-                            first.getSourceAttr());
-        // A weight loaded split (partitioned): its axes and global shape.
-        if (auto split = first->getAttrOfType<DictionaryAttr>("loom.split"))
-          desc.emplace_back(StringAttr::get(ctx, "split"), split);
+        // A weight loaded split (partitioned) keeps its axes and global
+        // shape; the kernels may read its blocks interleaved.
+        InterleaveAttr interleave;
         if (interleaves(uses)) {
           QWeightInterleave il =
               interleaveOf(cast<QTensorType>(first.getType()).getQuant());
-          Builder b(ctx);
-          desc.emplace_back(
-              b.getStringAttr("interleave"),
-              b.getDictionaryAttr(
-                  {b.getNamedAttr("rows", b.getI64IntegerAttr(il.rows)),
-                   b.getNamedAttr("block_bytes",
-                                  b.getI64IntegerAttr(il.blockBytes)),
-                   b.getNamedAttr("fields", b.getI64IntegerAttr(il.fields)),
-                   b.getNamedAttr("field_bytes",
-                                  b.getI64IntegerAttr(il.fieldBytes)),
-                   b.getNamedAttr("unit_bytes",
-                                  b.getI64IntegerAttr(il.unitBytes))}));
+          interleave =
+              InterleaveAttr::get(ctx, il.rows, il.blockBytes, il.fields,
+                                  il.fieldBytes, il.unitBytes);
         }
+        auto desc = WeightAttr::get(
+            ctx, StringAttr::get(ctx, name), first.getSourceAttr(),
+            first->getAttrOfType<SplitAttr>(LoomDialect::kSplitAttrName),
+            interleave, StringAttr());
         for (WeightOp w : uses)
           if (w.getType() != first.getType()) {
             w.emitOpError() << "weight '" << name
@@ -136,9 +125,8 @@ struct PrepareEntryPointsPass
         if (failed(fn.insertArgument(
                 index, first.getType(),
                 DictionaryAttr::get(
-                    ctx,
-                    {NamedAttribute(StringAttr::get(ctx, kWeightArgAttrName),
-                                    DictionaryAttr::get(ctx, desc))}),
+                    ctx, {NamedAttribute(
+                             StringAttr::get(ctx, kWeightArgAttrName), desc)}),
                 first.getLoc()))) {
           first.emitOpError() << "cannot add a weight argument";
           return signalPassFailure();

@@ -37,9 +37,9 @@ loom::lowering::quantizedWeight(Value original, Value converted) {
   if (!fn)
     return std::nullopt;
   QuantizedWeight w{converted, q, false};
-  if (auto desc = fn.getArgAttrOfType<DictionaryAttr>(
-          arg.getArgNumber(), LoomDialect::kWeightAttrName))
-    w.interleaved = static_cast<bool>(desc.get("interleave"));
+  if (auto desc = fn.getArgAttrOfType<WeightAttr>(arg.getArgNumber(),
+                                                  LoomDialect::kWeightAttrName))
+    w.interleaved = static_cast<bool>(desc.getInterleave());
   return w;
 }
 
@@ -56,19 +56,16 @@ LogicalResult loom::lowering::verifyQuantizedArguments(ModuleOp module) {
       if (!storage || !hasQMatmulKernel(q.getQuant(), &why))
         return fn.emitOpError()
                << "argument " << i << " of type " << q << ": " << why;
-      if (auto desc = fn.getArgAttrOfType<DictionaryAttr>(
-              i, LoomDialect::kWeightAttrName))
-        if (auto il = desc.getAs<DictionaryAttr>("interleave")) {
+      if (auto desc =
+              fn.getArgAttrOfType<WeightAttr>(i, LoomDialect::kWeightAttrName))
+        if (InterleaveAttr il = desc.getInterleave()) {
           // The layout the kernels read; anything else is not ours.
           QWeightInterleave want = interleaveOf(q.getQuant());
-          auto is = [&](StringRef key, int64_t v) {
-            auto a = il.getAs<IntegerAttr>(key);
-            return a && a.getInt() == v;
-          };
-          if (!is("rows", want.rows) || !is("block_bytes", want.blockBytes) ||
-              !is("fields", want.fields) ||
-              !is("field_bytes", want.fieldBytes) ||
-              !is("unit_bytes", want.unitBytes))
+          if (il.getRows() != want.rows ||
+              il.getBlockBytes() != want.blockBytes ||
+              il.getFields() != want.fields ||
+              il.getFieldBytes() != want.fieldBytes ||
+              il.getUnitBytes() != want.unitBytes)
             return fn.emitOpError()
                    << "argument " << i << ": interleave " << il
                    << " is not the layout of " << q

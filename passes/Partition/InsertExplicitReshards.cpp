@@ -493,19 +493,14 @@ LogicalResult loom::makeReshardsExplicit(ModuleOp module, bool checkOnly) {
           t = q.getStorageType(); // rows of blocks: split in whole blocks
         if (w.getSource() && t) {
           if (checkOnly) {
-            if (op->hasAttr("loom.split"))
+            if (op->hasAttr(LoomDialect::kSplitAttrName))
               continue;
             return w.emitOpError() << "is sharded " << l.str()
                                    << " but has no `loom.split`" << kRunDecide;
           }
-          MLIRContext *ctx = w.getContext();
           op->setAttr(
-              "loom.split",
-              DictionaryAttr::get(
-                  ctx,
-                  {NamedAttribute(StringAttr::get(ctx, "axes"), s.getDims()),
-                   NamedAttribute(StringAttr::get(ctx, "shape"),
-                                  DenseI64ArrayAttr::get(ctx, t.getShape()))}));
+              LoomDialect::kSplitAttrName,
+              SplitAttr::get(w.getContext(), s.getDims(), t.getShape()));
           continue;
         }
         if (checkOnly)

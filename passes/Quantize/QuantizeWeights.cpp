@@ -42,8 +42,7 @@ constexpr const char *kDefaultSkip =
     "token_embd.weight,output.weight,lm_head.weight,*embed_tokens*,wte*,wpe*";
 
 QuantAttr toAttr(MLIRContext *ctx, const quant::Scheme &s) {
-  QuantFormat f =
-      s.format == quant::Format::Int4 ? QuantFormat::int4 : QuantFormat::int8;
+  QuantFormat f = toQuantFormat(s.format);
   QuantMode m =
       s.mode == quant::Mode::Min ? QuantMode::min : QuantMode::symmetric;
   Builder b(ctx);

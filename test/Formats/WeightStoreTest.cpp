@@ -63,6 +63,27 @@ TEST(WeightStore, BlockSizes) {
   EXPECT_FALSE(parseElementType("q4_k"));
 }
 
+// The block formats are the GGUF formats of the one vocabulary of quant
+// formats (loom/Support/QuantFormat.h): same names, block sizes and bytes,
+// both ways; Loom's own int4/int8 and the plain types are not.
+TEST(WeightStore, BlockFormatsAreTheQuantVocabulary) {
+  using loom::quant::Format;
+  for (Format f : loom::quant::kAllFormats) {
+    std::optional<ElementType> e = blockElementType(f);
+    EXPECT_EQ(e.has_value(), loom::quant::isGgufFormat(f))
+        << loom::quant::formatName(f);
+    if (!e)
+      continue;
+    EXPECT_EQ(blockFormatOf(*e), f);
+    EXPECT_EQ(elementTypeName(*e), loom::quant::formatName(f));
+    EXPECT_EQ(blockElements(*e), uint64_t(loom::quant::ggufBlock(f)->elements));
+    EXPECT_EQ(blockBytes(*e), uint64_t(loom::quant::ggufBlock(f)->bytes));
+  }
+  EXPECT_EQ(blockElementType(Format::Int4), std::nullopt);
+  for (ElementType e : {ElementType::F32, ElementType::I16, ElementType::Bool})
+    EXPECT_EQ(blockFormatOf(e), std::nullopt) << elementTypeName(e);
+}
+
 // Element counts overflow int64 -> an error naming the dimension.
 TEST(WeightStore, NumElementsOverflow) {
   std::vector<int64_t> ok = {3, 4, 5};

@@ -1,12 +1,12 @@
 // RUN: loom-gpu-kernels %s --emit=mlir | FileCheck %s
 
-// Every loom.qmatmul names its kernel family in loom_gpu_kernel, and the
+// Every loom.qmatmul names its kernel family in loom.gpu_kernel, and the
 // families (GEMV for batch 1..8, tiled above) land in one gpu.module.
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @mlp
-// CHECK: loom.qmatmul {{.*}} {loom_gpu_kernel = "loom_qmm_q4_0_n96_k64_f32"}
-// CHECK: loom.qmatmul {{.*}} {loom_gpu_kernel = "loom_qmm_int4_b128_sym_f16_n64_k256_f16"}
-// CHECK: loom.qmatmul {{.*}} {loom_gpu_kernel = "loom_qmm_q8_0_n96_k64_f32"}
+// CHECK: loom.qmatmul {{.*}} {loom.gpu_kernel = "loom_qmm_q4_0_n96_k64_f32"}
+// CHECK: loom.qmatmul {{.*}} {loom.gpu_kernel = "loom_qmm_int4_b128_sym_f16_n64_k256_f16"}
+// CHECK: loom.qmatmul {{.*}} {loom.gpu_kernel = "loom_qmm_q8_0_n96_k64_f32"}
 // CHECK: gpu.module @loom_qmatmul_kernels
 // CHECK: gpu.func @loom_qmm_q4_0_n96_k64_f32_gemv1(%{{.*}}: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %{{.*}}: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK: gpu.shuffle xor

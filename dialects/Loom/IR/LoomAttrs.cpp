@@ -1,8 +1,8 @@
 //===- LoomAttrs.cpp - attributes of the loom dialect ---------------------===//
 //
 // Custom syntax and verifiers of #loom.mesh, #loom.sharding, #loom.quant,
-// #loom.stage, #loom.extern and #loom.cpu_target; the spellings of the
-// enums (LoomEnums.h).
+// #loom.stage, #loom.extern, #loom.split, #loom.interleave, #loom.weight and
+// #loom.cpu_target; the spellings of the enums (LoomEnums.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,11 @@
 
 using namespace mlir;
 using namespace loom;
+
+// custom<AxisLists>: `[{a, b}, {}]`, one set of mesh axes per dimension
+// (#loom.sharding and #loom.split); used by the generated parsers below.
+static ParseResult parseAxisLists(AsmParser &parser, ArrayAttr &result);
+static void printAxisLists(AsmPrinter &printer, ArrayAttr dims);
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Loom/IR/LoomAttrs.cpp.inc"
@@ -134,45 +139,69 @@ int64_t MeshAttr::getAxisSize(StringRef name) const {
 // ShardingAttr
 //===----------------------------------------------------------------------===//
 
-/// Parses `{a, b}` into an array of string attributes.
-static ParseResult parseAxisSet(AsmParser &parser, ArrayAttr &result) {
-  SmallVector<Attribute> axes;
-  if (parser.parseCommaSeparatedList(
-          AsmParser::Delimiter::Braces, [&]() -> ParseResult {
-            std::string name;
-            if (parser.parseKeywordOrString(&name))
-              return failure();
-            axes.push_back(StringAttr::get(parser.getContext(), name));
-            return success();
-          }))
+/// Parses a list in `delimiter` of elements that `element` reads into
+/// an array attribute; prints it back between `open` and `close`.
+static ParseResult
+parseArray(AsmParser &parser, AsmParser::Delimiter delimiter, ArrayAttr &result,
+           function_ref<ParseResult(SmallVectorImpl<Attribute> &)> element) {
+  SmallVector<Attribute> elements;
+  if (parser.parseCommaSeparatedList(delimiter,
+                                     [&] { return element(elements); }))
     return failure();
-  result = ArrayAttr::get(parser.getContext(), axes);
+  result = ArrayAttr::get(parser.getContext(), elements);
   return success();
 }
 
+static void printArray(AsmPrinter &printer, char open, char close,
+                       ArrayAttr elements,
+                       function_ref<void(Attribute)> element) {
+  printer << open;
+  llvm::interleaveComma(elements, printer, element);
+  printer << close;
+}
+
+/// `{a, b}`: a set of mesh axes, as string attributes.
+static ParseResult parseAxisSet(AsmParser &parser, ArrayAttr &result) {
+  return parseArray(parser, AsmParser::Delimiter::Braces, result,
+                    [&](SmallVectorImpl<Attribute> &axes) -> ParseResult {
+                      std::string name;
+                      if (parser.parseKeywordOrString(&name))
+                        return failure();
+                      axes.push_back(
+                          StringAttr::get(parser.getContext(), name));
+                      return success();
+                    });
+}
+
 static void printAxisSet(AsmPrinter &printer, ArrayAttr axes) {
-  printer << '{';
-  llvm::interleaveComma(axes, printer, [&](Attribute a) {
+  printArray(printer, '{', '}', axes, [&](Attribute a) {
     printer.printKeywordOrString(cast<StringAttr>(a).getValue());
   });
-  printer << '}';
+}
+
+static ParseResult parseAxisLists(AsmParser &parser, ArrayAttr &result) {
+  return parseArray(parser, AsmParser::Delimiter::Square, result,
+                    [&](SmallVectorImpl<Attribute> &dims) -> ParseResult {
+                      ArrayAttr axes;
+                      if (parseAxisSet(parser, axes))
+                        return failure();
+                      dims.push_back(axes);
+                      return success();
+                    });
+}
+
+static void printAxisLists(AsmPrinter &printer, ArrayAttr dims) {
+  printArray(printer, '[', ']', dims,
+             [&](Attribute a) { printAxisSet(printer, cast<ArrayAttr>(a)); });
 }
 
 Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   FlatSymbolRefAttr mesh;
-  SmallVector<Attribute> dims;
+  ArrayAttr dims;
   ArrayAttr partial = ArrayAttr::get(ctx, {});
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
-      parser.parseComma() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
-                                     [&]() -> ParseResult {
-                                       ArrayAttr axes;
-                                       if (parseAxisSet(parser, axes))
-                                         return failure();
-                                       dims.push_back(axes);
-                                       return success();
-                                     }))
+      parser.parseComma() || parseAxisLists(parser, dims))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
     if (parser.parseKeyword("partial") || parser.parseEqual() ||
@@ -182,17 +211,14 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   if (parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, ctx,
-                    mesh, ArrayAttr::get(ctx, dims), partial);
+                    mesh, dims, partial);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
   printer << '<';
   printer.printAttribute(getMesh());
-  printer << ", [";
-  llvm::interleaveComma(getDims(), printer, [&](Attribute a) {
-    printAxisSet(printer, cast<ArrayAttr>(a));
-  });
-  printer << ']';
+  printer << ", ";
+  printAxisLists(printer, getDims());
   if (!getPartial().empty()) {
     printer << ", partial = ";
     printAxisSet(printer, getPartial());
@@ -275,11 +301,98 @@ LogicalResult ExternAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// SplitAttr, InterleaveAttr, WeightAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayAttr axes, ArrayRef<int64_t> shape) {
+  if (!axes || axes.size() != shape.size())
+    return emitError() << "#loom.split has " << (axes ? axes.size() : 0)
+                       << " axes lists for a global shape of rank "
+                       << shape.size()
+                       << "; give one list of mesh axes per dimension";
+  llvm::StringSet<> seen;
+  for (auto [i, dim] : llvm::enumerate(axes)) {
+    auto names = dyn_cast<ArrayAttr>(dim);
+    if (!names)
+      return emitError() << "#loom.split dimension " << i
+                         << " must be a list of mesh axis names";
+    for (Attribute a : names) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name || name.getValue().empty())
+        return emitError() << "#loom.split dimension " << i
+                           << " must be a list of mesh axis names, got " << a;
+      if (!seen.insert(name.getValue()).second)
+        return emitError() << "mesh axis '" << name.getValue()
+                           << "' splits two dimensions of the #loom.split";
+    }
+  }
+  for (auto [i, size] : llvm::enumerate(shape))
+    if (size < 1)
+      return emitError() << "#loom.split global size " << size
+                         << " of dimension " << i << " must be at least 1";
+  return success();
+}
+
+SmallVector<StringRef> SplitAttr::getDimAxes(unsigned dim) const {
+  SmallVector<StringRef> out;
+  for (Attribute a : cast<ArrayAttr>(getAxes()[dim]))
+    out.push_back(cast<StringAttr>(a).getValue());
+  return out;
+}
+
+LogicalResult
+InterleaveAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t rows, int64_t blockBytes, int64_t fields,
+                       int64_t fieldBytes, int64_t unitBytes) {
+  for (auto [key, v] : {std::pair<StringRef, int64_t>{"rows", rows},
+                        {"block_bytes", blockBytes},
+                        {"fields", fields},
+                        {"field_bytes", fieldBytes},
+                        {"unit_bytes", unitBytes}})
+    if (v < 1)
+      return emitError() << "#loom.interleave " << key << " = " << v
+                         << " must be at least 1";
+  return success();
+}
+
+LogicalResult WeightAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringAttr name, ExternAttr, SplitAttr,
+                                 InterleaveAttr, StringAttr gemmB) {
+  if (!name || name.getValue().empty())
+    return emitError() << "#loom.weight needs a non-empty name";
+  if (gemmB && gemmB.getValue() != "kn" && gemmB.getValue() != "nk")
+    return emitError() << "#loom.weight gemm_b is \"kn\" or \"nk\", got "
+                       << gemmB;
+  return success();
+}
+
+WeightAttr WeightAttr::withGemmB(StringRef layout) const {
+  return WeightAttr::get(getContext(), getName(), getSource(), getSplit(),
+                         getInterleave(),
+                         StringAttr::get(getContext(), layout));
+}
+
+//===----------------------------------------------------------------------===//
 // QuantAttr
 //===----------------------------------------------------------------------===//
 
+QuantMode loom::getDefaultQuantMode(QuantFormat format) {
+  switch (format) {
+  case QuantFormat::q4_0:
+    return QuantMode::zero_point;
+  case QuantFormat::q4_1:
+    return QuantMode::min;
+  case QuantFormat::q8_0:
+  case QuantFormat::int4:
+  case QuantFormat::int8:
+    return QuantMode::symmetric;
+  }
+  llvm_unreachable("unknown quant format");
+}
+
 namespace {
-/// The fixed parameters of a format's defaults.
+/// The fixed parameters of a format's defaults: GGUF's block, else 32.
 struct QuantDefaults {
   int64_t block;
   QuantMode mode;
@@ -287,17 +400,9 @@ struct QuantDefaults {
 } // namespace
 
 static QuantDefaults getQuantDefaults(QuantFormat format) {
-  switch (format) {
-  case QuantFormat::q4_0:
-    return {32, QuantMode::zero_point};
-  case QuantFormat::q4_1:
-    return {32, QuantMode::min};
-  case QuantFormat::q8_0:
-  case QuantFormat::int4:
-  case QuantFormat::int8:
-    return {32, QuantMode::symmetric};
-  }
-  llvm_unreachable("unknown quant format");
+  std::optional<loom::quant::GgufBlock> gguf =
+      loom::quant::ggufBlock(fromQuantFormat(format));
+  return {gguf ? gguf->elements : 32, getDefaultQuantMode(format)};
 }
 
 Attribute QuantAttr::parse(AsmParser &parser, Type) {
@@ -390,21 +495,11 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 unsigned QuantAttr::getBits() const {
-  switch (getFormat()) {
-  case QuantFormat::q4_0:
-  case QuantFormat::q4_1:
-  case QuantFormat::int4:
-    return 4;
-  case QuantFormat::q8_0:
-  case QuantFormat::int8:
-    return 8;
-  }
-  llvm_unreachable("unknown quant format");
+  return loom::quant::formatBits(fromQuantFormat(getFormat()));
 }
 
 bool QuantAttr::isGguf() const {
-  return getFormat() == QuantFormat::q4_0 || getFormat() == QuantFormat::q4_1 ||
-         getFormat() == QuantFormat::q8_0;
+  return loom::quant::isGgufFormat(fromQuantFormat(getFormat()));
 }
 
 int64_t QuantAttr::getBlockBytes() const {

@@ -147,6 +147,110 @@ def Loom_ExternAttr : Loom_Attr<"Extern", "extern"> {
   let genVerifyDecl = 1;
 }
 
+def Loom_SplitAttr : Loom_Attr<"Split", "split"> {
+  let summary = "how a weight is loaded split over the axes of a mesh";
+  let description = [{
+    Set by the partitioner (`loom-insert-explicit-reshards`) as `loom.split`
+    on a `loom.weight` that each rank loads only its block of: for each
+    dimension the mesh axes it is split over (major to minor, as in
+    `#loom.sharding`), and the global shape of the weight (its type is the
+    per-rank block). `loom-prepare-entry-points` carries it into the
+    weight argument's `#loom.weight`, the bundle writer into the manifest.
+
+    ```mlir
+    %w = loom.weight "w" from <"w.bin", offset = 0>
+        {loom.split = #loom.split<[{tp}, {} ], shape = [8, 4]>} : tensor<4x4xf32>
+    ```
+
+    **Constraints:**
+    - one list of axes per dimension of the global shape;
+    - every axis is a non-empty name, used at most once;
+    - every global size is at least 1.
+  }];
+  let parameters = (ins
+    "::mlir::ArrayAttr":$axes,
+    ArrayRefParameter<"int64_t", "global shape">:$shape);
+  let assemblyFormat = "`<` custom<AxisLists>($axes) `,` `shape` `=` `[` $shape `]` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const { return getShape().size(); }
+    /// The axes that dimension `dim` is split over.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
+  }];
+}
+
+def Loom_InterleaveAttr : Loom_Attr<"Interleave", "interleave"> {
+  let summary = "the interleaved layout of a quantized weight argument";
+  let description = [{
+    Recorded by `loom-prepare-entry-points` in a weight argument's
+    `#loom.weight` when the kernels read its blocks interleaved
+    (docs/QUANTIZE.md): `rows` rows' blocks side by side, each block of
+    `block_bytes` bytes cut into `fields` leading fields of `field_bytes`
+    bytes and then units of `unit_bytes` bytes. `loom-run` repacks the
+    weight by it when it loads it.
+
+    ```mlir
+    #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 4>
+    ```
+
+    **Constraints:**
+    - all five sizes are at least 1.
+  }];
+  let parameters = (ins "int64_t":$rows, "int64_t":$block_bytes,
+                        "int64_t":$fields, "int64_t":$field_bytes,
+                        "int64_t":$unit_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+// An attribute parameter printed with its dialect prefix (#loom.extern<...>
+// rather than <...>), so that a #loom.weight reads on its own.
+class Loom_OptionalQualifiedParameter<string type, string desc = "">
+    : OptionalParameter<type, desc> {
+  let printer = "$_printer.printAttribute($_self)";
+}
+
+def Loom_WeightAttr : Loom_Attr<"Weight", "weight"> {
+  let summary = "an outlined weight argument of an entry point";
+  let description = [{
+    The value of `loom.weight` on an entry point's argument that holds an
+    outlined weight (set by `loom-prepare-entry-points`, copied onto the
+    layers `loom-outline-repeated-layers` outlines, read by the lowering and
+    the bundle writer): the weight's name, where its bytes live
+    (`#loom.extern`, none for a weight without storage), how it is loaded
+    split (`#loom.split`, a partitioned weight), the interleaved layout its
+    kernels read (`#loom.interleave`), and the layout of a GEMM's right
+    operand (`gemm_b`, "kn" or "nk", set by `loom-record-gemm-weights`).
+
+    ```mlir
+    func.func @f(%ctx: !llvm.ptr, %w: tensor<8x8xf32> {loom.weight =
+        #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 16>>})
+    ```
+
+    **Constraints:**
+    - the name is non-empty;
+    - `gemm_b`, when given, is "kn" or "nk".
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name,
+      Loom_OptionalQualifiedParameter<"::loom::ExternAttr">:$source,
+      Loom_OptionalQualifiedParameter<"::loom::SplitAttr">:$split,
+      Loom_OptionalQualifiedParameter<"::loom::InterleaveAttr">:$interleave,
+      OptionalParameter<"::mlir::StringAttr">:$gemm_b);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name), [{
+      return $_get($_ctxt, ::mlir::StringAttr::get($_ctxt, name),
+                   ExternAttr(), SplitAttr(), InterleaveAttr(),
+                   ::mlir::StringAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// This description with `gemm_b` set to `layout`.
+    WeightAttr withGemmB(::llvm::StringRef layout) const;
+  }];
+}
+
 def Loom_CpuTargetAttr : Loom_Attr<"CpuTarget", "cpu_target"> {
   let summary = "the CPU that the generated code is for";
   let description = [{

@@ -130,38 +130,6 @@ static LogicalResult verifyBatchDimAttr(Operation *op, StringRef what,
   return success();
 }
 
-/// The value of `loom.split` (and of the `split` of a `loom.weight`
-/// argument): {axes = [[mesh axis names] per dimension], shape = array<i64:
-/// the global shape>}.
-static bool isSplitDesc(Attribute attr) {
-  auto d = dyn_cast<DictionaryAttr>(attr);
-  auto axes = d ? dyn_cast_or_null<ArrayAttr>(d.get("axes")) : ArrayAttr();
-  auto shape =
-      d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("shape")) : nullptr;
-  if (!axes || !shape || d.size() != 2 ||
-      axes.size() != static_cast<size_t>(shape.size()))
-    return false;
-  return llvm::all_of(axes, [](Attribute dim) {
-    auto names = dyn_cast<ArrayAttr>(dim);
-    return names && llvm::all_of(names, llvm::IsaPred<StringAttr>);
-  });
-}
-
-/// The `interleave` of a `loom.weight` argument (loom-prepare-entry-points,
-/// docs/QUANTIZE.md): the five positive sizes of the interleaved layout.
-static bool isInterleaveDesc(Attribute attr) {
-  auto d = dyn_cast<DictionaryAttr>(attr);
-  if (!d || d.size() != 5)
-    return false;
-  for (StringRef key :
-       {"rows", "block_bytes", "fields", "field_bytes", "unit_bytes"}) {
-    auto n = dyn_cast_or_null<IntegerAttr>(d.get(key));
-    if (!n || n.getInt() < 1)
-      return false;
-  }
-  return true;
-}
-
 LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -238,13 +206,32 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == "loom.pipeline" || name == "loom.stage_of")
     return verifyPipelineAttr(op, attr);
-  if (name == "loom.split") {
+  if (name == kSplitAttrName) {
     // Set by the partitioner on a weight loaded split: the axes per
-    // dimension and the global shape.
-    if (!isa<WeightOp>(op) || !isSplitDesc(attr.getValue()))
+    // dimension and the global shape (#loom.split verifies itself).
+    auto split = dyn_cast<SplitAttr>(attr.getValue());
+    std::optional<ArrayRef<int64_t>> shape =
+        op->getNumResults() == 1 ? getTensorShape(op->getResult(0).getType())
+                                 : std::nullopt;
+    if (!isa<WeightOp>(op) || !split)
       return op->emitOpError()
-             << "'loom.split' is {axes = [[...], ...], shape = array<i64: "
-                "...>} on a loom.weight, one axes list per dimension";
+             << "'loom.split' is a #loom.split<[{axes}, ...], shape = [...]> "
+                "on a loom.weight, one axes list per dimension";
+    if (shape && shape->size() != split.getRank())
+      return op->emitOpError()
+             << "'loom.split' has " << split.getRank()
+             << " dimensions but the weight has rank " << shape->size()
+             << "; give one axes list per dimension of the weight";
+    return success();
+  }
+  if (name == kGpuKernelAttrName) {
+    // Set by loom-gpu-build-qmatmul-kernels: the base name of the kernels
+    // (<base>_gemv<m>, <base>_tiled) that compute this qmatmul.
+    auto base = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<QMatmulOp>(op) || !base || base.getValue().empty())
+      return op->emitOpError()
+             << "'loom.gpu_kernel' is the base name of a GPU kernel family "
+                "(a non-empty string) on a loom.qmatmul";
     return success();
   }
   if (name == "loom.arg_slots") {
@@ -303,22 +290,12 @@ LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (attr.getName().getValue() == kWeightAttrName) {
     // Set by loom-prepare-entry-points on outlined weights.
-    auto desc = dyn_cast<DictionaryAttr>(attr.getValue());
-    bool ok = desc && isa_and_nonnull<StringAttr>(desc.get("name"));
-    for (NamedAttribute field :
-         desc ? desc.getValue() : ArrayRef<NamedAttribute>()) {
-      StringRef key = field.getName().getValue();
-      Attribute v = field.getValue();
-      ok &= key == "name" || (key == "source" && isa<ExternAttr>(v)) ||
-            (key == "split" && isSplitDesc(v)) ||
-            (key == "interleave" && isInterleaveDesc(v));
-    }
-    if (!ok)
+    if (!isa<WeightAttr>(attr.getValue()))
       return op->emitOpError()
              << "'loom.weight' on argument " << argIndex
-             << " must be {name = \"...\"[, source = #loom.extern<...>]}, "
-                "plus optionally split = {axes, shape} and interleave = "
-                "{rows, block_bytes, fields, field_bytes, unit_bytes}";
+             << " must be a #loom.weight<name = \"...\"[, source = "
+                "#loom.extern<...>][, split = #loom.split<...>][, interleave "
+                "= #loom.interleave<...>][, gemm_b = \"kn\" | \"nk\"]>";
     return success();
   }
   if (attr.getName().getValue() == "loom.boundary" ||

@@ -35,8 +35,13 @@ def Loom_Dialect : Dialect {
       entry's own argument i; docs/PIPELINE.md);
     - `loom.name`: a string on a function argument or result (the model's
       input or output name, used by the bundle);
-    - `loom.weight`: `{name, source}` on an entry point's argument that
+    - `loom.weight`: a `#loom.weight` on an entry point's argument that
       holds an outlined weight (set by loom-prepare-entry-points);
+    - `loom.split`: a `#loom.split` on a `loom.weight` op loaded split
+      (set by loom-insert-explicit-reshards);
+    - `loom.gpu_kernel`: a string on a `loom.qmatmul`, the base name of its
+      GPU kernel family (set by loom-gpu-build-qmatmul-kernels; read and
+      written through QMatmulOp::getGpuKernelAttr / setGpuKernel);
     - `loom.entry`: a unit attribute on an entry point prepared for the
       runtime ABI;
     - `loom.layer`: a unit attribute on a private function outlined from
@@ -56,8 +61,13 @@ def Loom_Dialect : Dialect {
     /// Names of the discardable attributes understood by the dialect.
     static constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
     static constexpr llvm::StringLiteral kStageAttrName = "loom.stage";
-    /// On entry-point arguments: an outlined weight ({name, source}).
+    /// On entry-point arguments: an outlined weight (a #loom.weight).
     static constexpr llvm::StringLiteral kWeightAttrName = "loom.weight";
+    /// On loom.weight ops: a weight loaded split (a #loom.split).
+    static constexpr llvm::StringLiteral kSplitAttrName = "loom.split";
+    /// On loom.qmatmul: the base name of its GPU kernel family (a string).
+    static constexpr llvm::StringLiteral kGpuKernelAttrName =
+        "loom.gpu_kernel";
     /// On functions: an entry point prepared for the runtime ABI.
     static constexpr llvm::StringLiteral kEntryAttrName = "loom.entry";
     /// On functions: a layer outlined from entry points; argument 0 is the

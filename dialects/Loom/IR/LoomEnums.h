@@ -15,10 +15,36 @@
 #define LOOM_DIALECT_LOOM_IR_LOOMENUMS_H
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/QuantFormat.h"
 
+#include <iterator>
 #include <optional>
 
 namespace loom {
+
+/// The ODS enum QuantFormat is a conversion of the one vocabulary of quant
+/// formats, quant::Format (loom/Support/QuantFormat.h): the same cases, the
+/// same values (asserted here) and the same names (test/unit/Dialect).
+constexpr QuantFormat toQuantFormat(quant::Format format) {
+  return static_cast<QuantFormat>(format);
+}
+constexpr quant::Format fromQuantFormat(QuantFormat format) {
+  return static_cast<quant::Format>(format);
+}
+static_assert(toQuantFormat(quant::Format::Q4_0) == QuantFormat::q4_0 &&
+                  toQuantFormat(quant::Format::Q4_1) == QuantFormat::q4_1 &&
+                  toQuantFormat(quant::Format::Q8_0) == QuantFormat::q8_0 &&
+                  toQuantFormat(quant::Format::Int4) == QuantFormat::int4 &&
+                  toQuantFormat(quant::Format::Int8) == QuantFormat::int8,
+              "QuantFormat (LoomEnums.td) and quant::Format disagree");
+
+/// The mode a GGUF format's blocks have in the IR (`#loom.quant<q4_0>` is
+/// zero_point with the implicit 8, q4_1 min, q8_0 symmetric), and the
+/// default of Loom's own int4/int8 (symmetric).
+QuantMode getDefaultQuantMode(QuantFormat format);
+static_assert(std::size(quant::kAllFormats) ==
+                  static_cast<size_t>(getMaxEnumValForQuantFormat()) + 1,
+              "QuantFormat (LoomEnums.td) and quant::Format disagree");
 
 /// The activations named `name`: the enum's own spelling (`int8_portable`)
 /// or the pass options' and older IR's, with a dash (`int8-portable`,

@@ -718,6 +718,15 @@ def Loom_QMatmulOp : Loom_Op<"qmatmul", [Pure]> {
     ::loom::QuantAttr getQuant() {
       return ::llvm::cast<QTensorType>(getWeight().getType()).getQuant();
     }
+    /// The base name of this op's GPU kernel family (`loom.gpu_kernel`, set
+    /// by loom-gpu-build-qmatmul-kernels), or null.
+    ::mlir::StringAttr getGpuKernelAttr() {
+      return (*this)->getAttrOfType<::mlir::StringAttr>(
+          LoomDialect::kGpuKernelAttrName);
+    }
+    void setGpuKernel(::mlir::StringAttr base) {
+      (*this)->setAttr(LoomDialect::kGpuKernelAttrName, base);
+    }
   }];
 }
 

@@ -22,6 +22,7 @@
 #include "loom/Formats/Error.h"
 #include "loom/Support/DType.h"
 #include "loom/Support/MappedFile.h"
+#include "loom/Support/QuantFormat.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -73,6 +74,12 @@ uint64_t blockElements(ElementType type);
 uint64_t blockBytes(ElementType type);
 /// True for q4_0, q4_1 and q8_0.
 inline bool isBlockFormat(ElementType type) { return blockElements(type) > 1; }
+/// The quantization format of a block format (loom/Support/QuantFormat.h,
+/// the one vocabulary); std::nullopt for a plain type.
+std::optional<quant::Format> blockFormatOf(ElementType type);
+/// The block element type of a GGUF format; std::nullopt for Loom's own
+/// int4/int8, which the weight store does not hold.
+std::optional<ElementType> blockElementType(quant::Format format);
 
 /// Number of elements of a shape; an Error when a dimension is negative or
 /// the product overflows int64. `what` prefixes the message.

@@ -28,6 +28,7 @@
 #define LOOM_QUANT_QUANT_H
 
 #include "loom/Formats/Error.h"
+#include "loom/Support/QuantFormat.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,7 @@
 
 namespace loom::quant {
 
-enum class Format : uint8_t { Q4_0, Q4_1, Q8_0, Int4, Int8 };
+// Format, its names and sizes: loom/Support/QuantFormat.h.
 enum class Mode : uint8_t { Symmetric, Min, ZeroPoint };
 enum class ScaleType : uint8_t { F16, BF16, F32 };
 
@@ -69,13 +70,12 @@ struct Scheme {
 fmt::Result<Scheme> parseScheme(std::string_view text);
 /// `int4:32:sym:f16`-style name (GGUF formats by their name).
 std::string schemeName(const Scheme &scheme);
-/// The name as `#loom.quant<...>` prints it (`int4, block = 32, ...`).
-std::string_view formatName(Format f);
+/// The names as `#loom.quant<...>` prints them (`mode = symmetric`, `scale =
+/// f16`; formatName is QuantFormat.h's).
 std::string_view modeName(Mode m);
 std::string_view scaleName(ScaleType s);
-/// Inverses of formatName and modeName (modes also by their short names
-/// `sym` and `zp`); std::nullopt for any other name.
-std::optional<Format> parseFormat(std::string_view name);
+/// Inverse of modeName (modes also by their short names `sym` and `zp`);
+/// std::nullopt for any other name.
 std::optional<Mode> parseMode(std::string_view name);
 
 /// Checks that `k` elements per row can be stored with `scheme`.

@@ -146,7 +146,7 @@ loom_cuda_launch(loom_cuda_module *mod, const char *kernel,
                  const uint32_t grid[3], const uint32_t block[3],
                  uint32_t shared_bytes, loom_cuda_stream stream, void **params);
 /* y[m, n] = x[m, k] * dequant(w)[n, k] with the generated kernels of
- * `base` (loom_gpu_kernel): <base>_gemv<m> for m <= 8, else <base>_tiled,
+ * `base` (loom.gpu_kernel): <base>_gemv<m> for m <= 8, else <base>_tiled,
  * with their launch geometry. x and y must be 16-byte aligned (the kernels
  * read activations as 16-byte vectors; allocations are 256-byte aligned). */
 LOOM_CUDA_EXPORT int32_t loom_cuda_qmatmul(loom_cuda_module *mod,

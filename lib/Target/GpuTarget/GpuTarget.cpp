@@ -178,7 +178,7 @@ struct BuildQMatmulKernelsPass
   }
   StringRef getDescription() const override {
     return "Generate gpu.func kernels (GEMV for batch <= 8, tiled above) for "
-           "every loom.qmatmul and name them in a loom_gpu_kernel attribute";
+           "every loom.qmatmul and name them in its loom.gpu_kernel attribute";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry
@@ -199,10 +199,8 @@ struct BuildQMatmulKernelsPass
         failedAny = true;
         return;
       }
-      // Not `loom.`-prefixed: the loom dialect verifies its discardable
-      // attributes against a fixed list (loom.sharding, loom.stage, ...).
-      op->setAttr("loom_gpu_kernel",
-                  StringAttr::get(op.getContext(), kernelBaseName(*spec)));
+      // `loom.gpu_kernel`, declared and verified by the loom dialect.
+      op.setGpuKernel(StringAttr::get(op.getContext(), kernelBaseName(*spec)));
       specs.push_back(*spec);
     });
     if (failedAny)
@@ -311,13 +309,11 @@ emitQMatmulCubins(ModuleOp module, ArrayRef<std::string> chips,
     return std::nullopt;
   }
   // Name the kernels on the caller's ops too (same walk order).
-  SmallVector<Attribute> names;
-  work->walk([&](loom::QMatmulOp op) {
-    names.push_back(op->getAttr("loom_gpu_kernel"));
-  });
+  SmallVector<StringAttr> names;
+  work->walk(
+      [&](loom::QMatmulOp op) { names.push_back(op.getGpuKernelAttr()); });
   size_t i = 0;
-  module.walk(
-      [&](loom::QMatmulOp op) { op->setAttr("loom_gpu_kernel", names[i++]); });
+  module.walk([&](loom::QMatmulOp op) { op.setGpuKernel(names[i++]); });
   std::vector<std::string> written;
   if (names.empty())
     return written;

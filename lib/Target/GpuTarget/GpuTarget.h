@@ -4,7 +4,7 @@
 // The GPU half of Loom's code generation:
 //  - `loom-gpu-build-qmatmul-kernels` (a pass): every `loom.qmatmul` gets a
 //    generated kernel family in `gpu.module @loom_qmatmul_kernels` and a
-//    `loom_gpu_kernel = "<base name>"` attribute naming it;
+//    `loom.gpu_kernel = "<base name>"` attribute naming it;
 //  - compileGpuModules(): NVVM -> PTX (`isa`), cubin (`bin`) or fatbin for
 //    one chip, the recipe of ../shared/design/TOOLCHAIN.md;
 //  - emitQMatmulCubins(): what `loomc --target=cuda` calls to put
@@ -75,7 +75,7 @@ compileGpuModules(mlir::ModuleOp module, const GpuCompileOptions &options,
                   std::string *error);
 
 /// For `loomc --target=cuda`: builds the kernels of every loom.qmatmul of
-/// `module` (adding `loom_gpu_kernel` attributes, not the gpu.module) and
+/// `module` (adding `loom.gpu_kernel` attributes, not the gpu.module) and
 /// writes `<outDir>/loom_qmatmul_kernels.<chip>.cubin` for each chip.
 /// Returns the written paths, or nullopt with *error.
 std::optional<std::vector<std::string>>

@@ -542,25 +542,49 @@ func.func @entry_on_op(%x: tensor<4xf32>) {
 
 // -----
 
-// An outlined weight is described by a dictionary.
-// expected-error @+1 {{'loom.weight' on argument 0 must be {name = "..."[, source = #loom.extern<...>]}}}
+// An outlined weight is described by a #loom.weight (a dictionary, the
+// older spelling, is refused too).
+// expected-error @+1 {{'loom.weight' on argument 0 must be a #loom.weight<name = "..."[, source = #loom.extern<...>]}}
 func.func @weight_arg_not_dict(%w: tensor<4xf32> {loom.weight = "w"}) {
   return
 }
 
 // -----
 
+// expected-error @+1 {{'loom.weight' on argument 0 must be a #loom.weight<}}
+func.func @weight_arg_dict(%w: tensor<4xf32> {loom.weight = {name = "w"}}) {
+  return
+}
+
+// -----
+
 // The description names the weight.
-// expected-error @+1 {{'loom.weight' on argument 1 must be}}
-func.func @weight_arg_no_name(%x: tensor<4xf32>, %w: tensor<4xf32> {loom.weight = {source = #loom.extern<"m.gguf", offset = 0>}}) {
+// expected-error @+1 {{struct is missing required parameter: name}}
+func.func @weight_arg_no_name(%x: tensor<4xf32>, %w: tensor<4xf32> {loom.weight = #loom.weight<source = #loom.extern<"m.gguf", offset = 0>>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#loom.weight needs a non-empty name}}
+func.func @weight_arg_empty_name(%w: tensor<4xf32> {loom.weight = #loom.weight<name = "">}) {
   return
 }
 
 // -----
 
 // Its source, when given, is a #loom.extern.
-// expected-error @+1 {{'loom.weight' on argument 0 must be}}
-func.func @weight_arg_bad_source(%w: tensor<4xf32> {loom.weight = {name = "w", source = "m.gguf"}}) {
+// expected-error @+2 {{expected '<'}}
+// expected-error @+1 {{failed to parse Loom_WeightAttr parameter 'source' which is to be a `::loom::ExternAttr`}}
+func.func @weight_arg_bad_source(%w: tensor<4xf32> {loom.weight = #loom.weight<name = "w", source = "m.gguf">}) {
+  return
+}
+
+// -----
+
+// The layout of a GEMM's right operand is "kn" or "nk".
+// expected-error @+1 {{#loom.weight gemm_b is "kn" or "nk", got "kk"}}
+func.func @weight_arg_bad_gemm_b(%w: tensor<4x4xf32> {loom.weight = #loom.weight<name = "w", gemm_b = "kk">}) {
   return
 }
 
@@ -605,8 +629,27 @@ module attributes {loom.target = "znver4"} {
 
 // The interleaved layout recorded on a weight argument is five positive
 // sizes (loom-prepare-entry-points writes it, loom-run repacks by it).
-// expected-error @+1 {{'loom.weight' on argument 0 must be {name = "..."[, source = #loom.extern<...>]}, plus optionally split = {axes, shape} and interleave = {rows, block_bytes, fields, field_bytes, unit_bytes}}}
-func.func @weight_arg_bad_interleave(%w: tensor<4x34xi8> {loom.weight = {name = "w", interleave = {rows = 8 : i64}}}) {
+// expected-error @+2 {{expected ','}}
+// expected-error @+1 {{failed to parse Loom_WeightAttr parameter 'interleave' which is to be a `::loom::InterleaveAttr`}}
+func.func @weight_arg_bad_interleave(%w: tensor<4x34xi8> {loom.weight = #loom.weight<name = "w", interleave = #loom.interleave<rows = 8>>}) {
+  return
+}
+
+// -----
+
+// expected-error @+2 {{#loom.interleave unit_bytes = 0 must be at least 1}}
+// expected-error @+1 {{failed to parse Loom_WeightAttr parameter 'interleave'}}
+func.func @weight_arg_zero_interleave(%w: tensor<4x34xi8> {loom.weight = #loom.weight<name = "w", interleave = #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 0>>}) {
+  return
+}
+
+// -----
+
+// A weight loaded split carries a #loom.split (a dictionary, the older
+// spelling, is refused).
+func.func @split_not_attr() {
+  // expected-error @+1 {{'loom.split' is a #loom.split<[{axes}, ...], shape = [...]> on a loom.weight, one axes list per dimension}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = {axes = [[1], []], shape = array<i64: 8, 4>}} : tensor<4x4xf32>
   return
 }
 
@@ -614,8 +657,62 @@ func.func @weight_arg_bad_interleave(%w: tensor<4x34xi8> {loom.weight = {name = 
 
 // The axes of a weight loaded split are lists of mesh axis names, one per
 // dimension of its global shape.
-func.func @split_axes_not_names() {
-  // expected-error @+1 {{'loom.split' is {axes = [[...], ...], shape = array<i64: ...>} on a loom.weight, one axes list per dimension}}
-  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = {axes = [[1], []], shape = array<i64: 8, 4>}} : tensor<4x4xf32>
+func.func @split_axes_per_dim() {
+  // expected-error @+1 {{#loom.split has 1 axes lists for a global shape of rank 2; give one list of mesh axes per dimension}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = #loom.split<[{tp}], shape = [8, 4]>} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_axis_twice() {
+  // expected-error @+1 {{mesh axis 'tp' splits two dimensions of the #loom.split}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = #loom.split<[{tp}, {tp}], shape = [8, 8]>} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_zero_size() {
+  // expected-error @+1 {{#loom.split global size 0 of dimension 1 must be at least 1}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = #loom.split<[{tp}, {}], shape = [8, 0]>} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_rank_mismatch() {
+  // expected-error @+1 {{'loom.split' has 1 dimensions but the weight has rank 2; give one axes list per dimension of the weight}}
+  %w = loom.weight "w" from <"w.bin", offset = 0> {loom.split = #loom.split<[{tp}], shape = [8]>} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// loom.split belongs on a loom.weight.
+func.func @split_not_on_weight(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'loom.split' is a #loom.split<[{axes}, ...], shape = [...]> on a loom.weight}}
+  %y = loom.relu %x {loom.split = #loom.split<[{tp}], shape = [8]>} : tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// loom.gpu_kernel
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// The GPU kernel family of a loom.qmatmul is a non-empty string on it.
+func.func @gpu_kernel_not_qmatmul(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'loom.gpu_kernel' is the base name of a GPU kernel family (a non-empty string) on a loom.qmatmul}}
+  %y = loom.relu %x {loom.gpu_kernel = "k"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gpu_kernel_empty(%x: tensor<1x64xf32>, %w: !loom.qtensor<16x64, #loom.quant<q4_0>>) {
+  // expected-error @+1 {{'loom.gpu_kernel' is the base name of a GPU kernel family}}
+  %y = loom.qmatmul %x, %w {loom.gpu_kernel = ""} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
   return
 }

@@ -245,3 +245,20 @@ func.func @collectives(%x: tensor<8x64xf32>, %y: tensor<64x64xf32>, %z: tensor<8
   %7 = loom.recv from @mesh axes = ["tp"] shift = -1 channel = 2 : tensor<8x16xf32>
   return
 }
+
+// The typed contracts between phases: a weight loaded split (#loom.split,
+// from the partitioner), an outlined weight argument (#loom.weight with its
+// source, split, interleaved layout and GEMM layout) and the GPU kernel
+// family of a qmatmul (loom.gpu_kernel).
+// CHECK-LABEL: func.func @phase_contracts
+// CHECK-SAME: {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 16>, split = #loom.split<[{tp}, {}], shape = [8, 4]>, gemm_b = "kn">}
+// CHECK-SAME: {loom.weight = #loom.weight<name = "q", interleave = #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 4>>}
+// CHECK: loom.weight "s" from <"w.bin", offset = 0> {loom.split = #loom.split<[{dp, tp}, {}], shape = [16, 4]>} : tensor<2x4xf32>
+// CHECK: loom.qmatmul %{{.*}}, %{{.*}} {loom.gpu_kernel = "loom_qmm_q4_0_n16_k64_f32"}
+func.func @phase_contracts(%w: tensor<4x4xf32> {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 16>, split = #loom.split<[{tp}, {}], shape = [8, 4]>, gemm_b = "kn">},
+    %q: !loom.qtensor<16x64, #loom.quant<q4_0>> {loom.weight = #loom.weight<name = "q", interleave = #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 4>>},
+    %x: tensor<1x64xf32>) -> (tensor<2x4xf32>, tensor<1x16xf32>) {
+  %s = loom.weight "s" from <"w.bin", offset = 0> {loom.split = #loom.split<[{dp, tp}, {}], shape = [16, 4]>} : tensor<2x4xf32>
+  %y = loom.qmatmul %x, %q {loom.gpu_kernel = "loom_qmm_q4_0_n16_k64_f32"} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q4_0>> -> tensor<1x16xf32>
+  return %s, %y : tensor<2x4xf32>, tensor<1x16xf32>
+}

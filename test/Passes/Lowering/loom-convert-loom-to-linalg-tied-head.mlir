@@ -7,7 +7,7 @@
 // that layout (row r: group r / 8, lane r % 8; the rows after the last
 // full group as stored) into [ids..., R] bytes, then dequantizes those.
 // CHECK-LABEL: func.func @tied
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "token_embd.weight"
+// CHECK-SAME: loom.weight = #loom.weight<name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>, interleave = #loom.interleave<rows = 8, block_bytes = 34, fields = 1, field_bytes = 2, unit_bytes = 4>>
 // CHECK: loom.embedding
 // CHECK: loom.qmatmul
 // LOWER-LABEL: func.func @tied
@@ -76,7 +76,7 @@ func.func @untied(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x?x64
 // LOWER: call @__loom_qmm_q8_0_b32_{{[a-z0-9_]+}}_k64_i8_r8_avx2(
 module attributes {loom.target = #loom.cpu_target<cpu = "x86-64-v3", features = ["avx", "avx2", "fma"]>} {
 func.func @vocab_split(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<1x?x64xf32>) {
-  %h = loom.weight "token_embd.weight" from <"w.bin", offset = 0> {loom.split = {axes = [["tp"], []], shape = array<i64: 32, 68>}} : !loom.qtensor<16x64, #loom.quant<q8_0>>
+  %h = loom.weight "token_embd.weight" from <"w.bin", offset = 0> {loom.split = #loom.split<[{tp}, {}], shape = [32, 68]>} : !loom.qtensor<16x64, #loom.quant<q8_0>>
   %y = loom.qmatmul %x, %h {quant_activations = #loom.quant_act<int8>} : tensor<1x64xf32>, !loom.qtensor<16x64, #loom.quant<q8_0>> -> tensor<1x16xf32>
   %t = loom.weight "token_embd.weight" from <"w.bin", offset = 0> : !loom.qtensor<32x64, #loom.quant<q8_0>>
   %e = loom.embedding %t, %ids : !loom.qtensor<32x64, #loom.quant<q8_0>>, tensor<1x?xi64> -> tensor<1x?x64xf32>

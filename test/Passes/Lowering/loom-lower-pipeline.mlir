@@ -5,7 +5,7 @@
 // LLVM dialect with loom_entry_<name> wrappers and checked allocations; the
 // entry points' loom-level signatures and the mesh stay on the module for
 // the bundle writer.
-// CHECK: module attributes {loom.entry_points = [{arg_attrs = [{}, {}, {loom.weight = {name = "w", source = #loom.extern<"w.bin", offset = 0>}}], name = "f", res_attrs = [{loom.name = "y"}], type = (!llvm.ptr, tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>}], loom.meshes = [#loom.mesh<tp = 2>]}
+// CHECK: module attributes {loom.entry_points = [{arg_attrs = [{}, {}, {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 0>>}], name = "f", res_attrs = [{loom.name = "y"}], type = (!llvm.ptr, tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>}], loom.meshes = [#loom.mesh<tp = 2>]}
 // CHECK-NOT: loom.mesh @
 // CHECK-DAG: llvm.func @loom_entry_f(%{{.*}}: !llvm.ptr)
 // CHECK-DAG: llvm.func @loom_rt_malloc(i64) -> !llvm.ptr

@@ -5,7 +5,7 @@
 // with each layer's weights; the context is passed first, the residual
 // chain flows through the calls' results; ops before and after stay.
 // CHECK-LABEL: func.func private @loom_layer_0
-// CHECK-SAME: (%[[C:.+]]: !llvm.ptr, %[[X:.+]]: tensor<4x8xf32>, %[[N:.+]]: tensor<8xf32> {loom.weight = {name = "n0"}}, %[[G:.+]]: tensor<16x8xf32> {loom.weight = {name = "g0"}}, %[[U:.+]]: tensor<16x8xf32> {loom.weight = {name = "u0"}}, %[[D:.+]]: tensor<8x16xf32> {loom.weight = {name = "d0"}})
+// CHECK-SAME: (%[[C:.+]]: !llvm.ptr, %[[X:.+]]: tensor<4x8xf32>, %[[N:.+]]: tensor<8xf32> {loom.weight = #loom.weight<name = "n0">}, %[[G:.+]]: tensor<16x8xf32> {loom.weight = #loom.weight<name = "g0">}, %[[U:.+]]: tensor<16x8xf32> {loom.weight = #loom.weight<name = "u0">}, %[[D:.+]]: tensor<8x16xf32> {loom.weight = #loom.weight<name = "d0">})
 // CHECK-SAME: -> tensor<4x8xf32>
 // CHECK-SAME: attributes {loom.layer, passthrough = ["noinline"]}
 // CHECK: loom.rms_norm %[[X]] scale(%[[N]]
@@ -27,11 +27,11 @@
 // CHECK: %[[F:.+]] = loom.rms_norm %[[L3]]
 // CHECK: return %[[F]]
 func.func @forward(%ctx: !llvm.ptr, %in: tensor<4x8xf32>,
-    %n0: tensor<8xf32> {loom.weight = {name = "n0"}}, %g0: tensor<16x8xf32> {loom.weight = {name = "g0"}}, %u0: tensor<16x8xf32> {loom.weight = {name = "u0"}}, %d0: tensor<8x16xf32> {loom.weight = {name = "d0"}},
-    %n1: tensor<8xf32> {loom.weight = {name = "n1"}}, %g1: tensor<16x8xf32> {loom.weight = {name = "g1"}}, %u1: tensor<16x8xf32> {loom.weight = {name = "u1"}}, %d1: tensor<8x16xf32> {loom.weight = {name = "d1"}},
-    %n2: tensor<8xf32> {loom.weight = {name = "n2"}}, %g2: tensor<16x8xf32> {loom.weight = {name = "g2"}}, %u2: tensor<16x8xf32> {loom.weight = {name = "u2"}}, %d2: tensor<8x16xf32> {loom.weight = {name = "d2"}},
-    %n3: tensor<8xf32> {loom.weight = {name = "n3"}}, %g3: tensor<16x8xf32> {loom.weight = {name = "g3"}}, %u3: tensor<16x8xf32> {loom.weight = {name = "u3"}}, %d3: tensor<8x16xf32> {loom.weight = {name = "d3"}},
-    %nf: tensor<8xf32> {loom.weight = {name = "nf"}}) -> tensor<4x8xf32> attributes {loom.entry} {
+    %n0: tensor<8xf32> {loom.weight = #loom.weight<name = "n0">}, %g0: tensor<16x8xf32> {loom.weight = #loom.weight<name = "g0">}, %u0: tensor<16x8xf32> {loom.weight = #loom.weight<name = "u0">}, %d0: tensor<8x16xf32> {loom.weight = #loom.weight<name = "d0">},
+    %n1: tensor<8xf32> {loom.weight = #loom.weight<name = "n1">}, %g1: tensor<16x8xf32> {loom.weight = #loom.weight<name = "g1">}, %u1: tensor<16x8xf32> {loom.weight = #loom.weight<name = "u1">}, %d1: tensor<8x16xf32> {loom.weight = #loom.weight<name = "d1">},
+    %n2: tensor<8xf32> {loom.weight = #loom.weight<name = "n2">}, %g2: tensor<16x8xf32> {loom.weight = #loom.weight<name = "g2">}, %u2: tensor<16x8xf32> {loom.weight = #loom.weight<name = "u2">}, %d2: tensor<8x16xf32> {loom.weight = #loom.weight<name = "d2">},
+    %n3: tensor<8xf32> {loom.weight = #loom.weight<name = "n3">}, %g3: tensor<16x8xf32> {loom.weight = #loom.weight<name = "g3">}, %u3: tensor<16x8xf32> {loom.weight = #loom.weight<name = "u3">}, %d3: tensor<8x16xf32> {loom.weight = #loom.weight<name = "d3">},
+    %nf: tensor<8xf32> {loom.weight = #loom.weight<name = "nf">}) -> tensor<4x8xf32> attributes {loom.entry} {
   %e = loom.relu %in : tensor<4x8xf32>
   %a0 = loom.rms_norm %e scale(%n0 : tensor<8xf32>) epsilon = 1.0e-05 : tensor<4x8xf32> -> tensor<4x8xf32>
   %b0 = loom.matmul %a0, %g0 transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
@@ -191,7 +191,7 @@ func.func @quant_differs(%ctx: !llvm.ptr, %x: tensor<4x64xf32>, %w0: !loom.qtens
 // stay as they are: the lowering reads the two differently.
 // CHECK-LABEL: func.func @layout_differs
 // CHECK-NOT: call
-func.func @layout_differs(%ctx: !llvm.ptr, %x: tensor<4x64xf32>, %w0: !loom.qtensor<64x64, #loom.quant<q4_0>> {loom.weight = {name = "w0"}}, %w1: !loom.qtensor<64x64, #loom.quant<q4_0>> {loom.weight = {name = "w1", interleave = {rows = 8 : i64, block_bytes = 18 : i64, fields = 1 : i64, field_bytes = 2 : i64, unit_bytes = 4 : i64}}}) -> tensor<4x64xf32> attributes {loom.entry} {
+func.func @layout_differs(%ctx: !llvm.ptr, %x: tensor<4x64xf32>, %w0: !loom.qtensor<64x64, #loom.quant<q4_0>> {loom.weight = #loom.weight<name = "w0">}, %w1: !loom.qtensor<64x64, #loom.quant<q4_0>> {loom.weight = #loom.weight<name = "w1", interleave = #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 4>>}) -> tensor<4x64xf32> attributes {loom.entry} {
   %a0 = loom.relu %x : tensor<4x64xf32>
   %b0 = loom.qmatmul %a0, %w0 : tensor<4x64xf32>, !loom.qtensor<64x64, #loom.quant<q4_0>> -> tensor<4x64xf32>
   %s0 = loom.silu %b0 : tensor<4x64xf32>

@@ -15,7 +15,7 @@
 // full group of 8 rows.
 
 // CHECK-LABEL: func.func @decode
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 18 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "w"
+// CHECK-SAME: loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 0>, interleave = #loom.interleave<rows = 8, block_bytes = 18, fields = 1, field_bytes = 2, unit_bytes = 4>>
 // OFF-LABEL: func.func @decode
 // OFF-NOT: interleave
 // DEQ-LABEL: func.func @decode
@@ -60,9 +60,9 @@ func.func @f32_activations(%x: tensor<1x64xf32>) -> tensor<1x16xf32> {
 // A batch of 4 rows and a dynamic batch (prefill) too; not a weight with
 // fewer than 8 rows.
 // CHECK-LABEL: func.func @batches
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "w"
-// CHECK-SAME: loom.weight = {interleave = {{.*}}, name = "v"
-// CHECK-SAME: loom.weight = {name = "u"
+// CHECK-SAME: loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 0>, interleave = #loom.interleave<rows = 8, block_bytes = 34, fields = 1, field_bytes = 2, unit_bytes = 4>>
+// CHECK-SAME: loom.weight = #loom.weight<name = "v", source = #loom.extern<"w.bin", offset = 1088>, interleave = #loom.interleave<{{[^>]*}}>>
+// CHECK-SAME: loom.weight = #loom.weight<name = "u", source = #loom.extern<"w.bin", offset = 2176>>
 // KERNEL-LABEL: func.func @batches
 // KERNEL: call @__loom_qmm_q8_0_b32_{{[a-z]+}}_f16_k64_i8_r8
 module attributes {loom.target = #loom.cpu_target<cpu = "cascadelake", features = ["avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni"]>} {
@@ -97,7 +97,7 @@ func.func @mixed_uses(%x: tensor<1x64xf32>) -> (tensor<1x16xf32>, tensor<16x64xf
 // Three int8 activation levels (loomc --quant-act int8x3): the same layout,
 // and scratch for three levels of codes and code offsets.
 // CHECK-LABEL: func.func @three_levels
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 18 : i64
+// CHECK-SAME: loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 0>, interleave = #loom.interleave<rows = 8, block_bytes = 18,
 // KERNEL-LABEL: func.func @three_levels
 // VNNI: call @__loom_qmm_q4_0_b32_{{[a-z_]+}}_f16_k64_i8x3_r8({{.*}}) : (memref<?x64xf32>, memref<?x36xi8>, memref<?x?xf32>, memref<?x192xi8>, memref<?x2xf32>, memref<?x6xi32>, memref<?x2xf32>) -> ()
 // AVX2: call @__loom_qmm_q4_0_b32_{{[a-z_]+}}_f16_k64_i8x3_r8_avx2({{.*}}) : (memref<?x64xf32>, memref<?x36xi8>, memref<?x?xf32>, memref<?x192xi8>, memref<?x2xf32>, memref<?x6xi32>, memref<?x2xf32>) -> ()

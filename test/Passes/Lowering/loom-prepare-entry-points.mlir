@@ -4,7 +4,7 @@
 // and the entry is marked for the C interface.
 // CHECK-LABEL: func.func @f
 // CHECK-SAME: (%[[CTX:.+]]: !llvm.ptr, %[[X:.+]]: tensor<4x8xf32>,
-// CHECK-SAME: %[[W:.+]]: tensor<8x8xf32> {loom.weight = {name = "w", source = #loom.extern<"w.bin", offset = 16>}})
+// CHECK-SAME: %[[W:.+]]: tensor<8x8xf32> {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 16>>})
 // CHECK-SAME: attributes {llvm.emit_c_interface, loom.entry}
 // CHECK-NOT: loom.weight "
 // CHECK: loom.matmul %[[X]], %[[W]]

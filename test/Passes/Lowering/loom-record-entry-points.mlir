@@ -3,7 +3,7 @@
 // Each entry point's signature (context, inputs with their names and
 // state, weights with their storage, results) and the mesh are recorded on
 // the module; private functions are not entry points.
-// CHECK: module attributes {loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = {name = "w", source = #loom.extern<"w.bin", offset = 16>}}], name = "f", res_attrs = [{}], type = (!llvm.ptr, tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>}], loom.meshes = [#loom.mesh<dp = 2>]}
+// CHECK: module attributes {loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 16>>}], name = "f", res_attrs = [{}], type = (!llvm.ptr, tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>}], loom.meshes = [#loom.mesh<dp = 2>]}
 loom.mesh @m = <dp = 2>
 func.func @f(%x: tensor<4x8xf32> {loom.name = "x"}) -> tensor<4x8xf32> {
   %w = loom.weight "w" from <"w.bin", offset = 16> : tensor<8x8xf32>

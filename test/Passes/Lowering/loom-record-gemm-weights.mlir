@@ -7,7 +7,7 @@
 // Weights read by GEMM calls get gemm_b ("kn": [K, N], "nk": [N, K] with
 // transpose_b); a small product stays a generated loop and its weight gets
 // none; the kernels' marks are gone.
-// CHECK: loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = {gemm_b = "kn", name = "w1"}}, {loom.weight = {gemm_b = "nk", name = "w2"}}, {loom.weight = {name = "w3"}}]
+// CHECK: loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = #loom.weight<name = "w1", gemm_b = "kn">}, {loom.weight = #loom.weight<name = "w2", gemm_b = "nk">}, {loom.weight = #loom.weight<name = "w3">}]
 // CHECK-LABEL: func.func @f
 // CHECK-NOT: loom_cpu.gemm_b
 func.func @f(%x: tensor<64x256xf32> {loom.name = "x"}) -> tensor<64x1xf32> {
@@ -26,7 +26,7 @@ func.func @f(%x: tensor<64x256xf32> {loom.name = "x"}) -> tensor<64x1xf32> {
 // test/python/onnx/test_onnx_gemm_pack.py.)
 // A weight read as B in both orientations is left unmarked (packed on
 // first use instead).
-// CHECK: loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = {name = "w"}}]
+// CHECK: loom.entry_points = [{arg_attrs = [{}, {loom.name = "x"}, {loom.weight = #loom.weight<name = "w">}]
 func.func @both(%x: tensor<64x256xf32> {loom.name = "x"}) -> tensor<64x256xf32> {
   %w = loom.weight "w" : tensor<256x256xf32>
   %0 = loom.matmul %x, %w : tensor<64x256xf32>, tensor<256x256xf32> -> tensor<64x256xf32>

@@ -50,6 +50,28 @@ TEST(LoomEnums, QuantActivationsSpellings) {
   EXPECT_EQ(parseQuantActivations(""), std::nullopt);
 }
 
+// The ODS enum QuantFormat is a conversion of the one vocabulary of quant
+// formats (loom/Support/QuantFormat.h): same names, both ways, and the
+// facts #loom.quant derives from it (bits, GGUF, GGUF's fixed block).
+TEST_F(LoomDialectTest, QuantFormatVocabulary) {
+  for (loom::quant::Format f : loom::quant::kAllFormats) {
+    QuantFormat q = toQuantFormat(f);
+    EXPECT_EQ(fromQuantFormat(q), f);
+    EXPECT_EQ(stringifyQuantFormat(q).str(), loom::quant::formatName(f));
+    EXPECT_EQ(symbolizeQuantFormat(loom::quant::formatName(f)), q);
+    EXPECT_EQ(loom::quant::parseFormat(stringifyQuantFormat(q).str()), f);
+    auto attr = QuantAttr::get(&context, q, 32, getDefaultQuantMode(q),
+                               Float16Type::get(&context));
+    EXPECT_EQ(attr.getBits(), loom::quant::formatBits(f));
+    EXPECT_EQ(attr.isGguf(), loom::quant::isGgufFormat(f));
+    if (std::optional<loom::quant::GgufBlock> g = loom::quant::ggufBlock(f)) {
+      EXPECT_EQ(attr.getBlockSize(), g->elements);
+      EXPECT_EQ(attr.getBlockBytes(), g->bytes) << loom::quant::formatName(f);
+    }
+  }
+  EXPECT_EQ(loom::quant::parseFormat("q4_k"), std::nullopt);
+}
+
 TEST_F(LoomDialectTest, MeshAttr) {
   auto dp = StringAttr::get(&context, "dp");
   auto tp = StringAttr::get(&context, "tp");
