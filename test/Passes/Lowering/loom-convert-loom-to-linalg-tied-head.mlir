@@ -69,8 +69,8 @@ func.func @untied(%ids: tensor<1x?xi64>, %x: tensor<1x64xf32>) -> (tensor<1x?x64
 // name. Only the head's is interleaved; the embedding gathers its rows as
 // stored, straight from the mapped file.
 // CHECK-LABEL: func.func @vocab_split
-// CHECK-SAME: loom.weight = {interleave = {block_bytes = 34 : i64, field_bytes = 2 : i64, fields = 1 : i64, rows = 8 : i64, unit_bytes = 4 : i64}, name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>, split = {axes = {{\[\[}}"tp"], []], shape = array<i64: 32, 68>}}
-// CHECK-SAME: loom.weight = {name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>}
+// CHECK-SAME: loom.weight = #loom.weight<name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>, split = #loom.split<[{tp}, {}], shape = [32, 68]>, interleave = #loom.interleave<rows = 8, block_bytes = 34, fields = 1, field_bytes = 2, unit_bytes = 4>>
+// CHECK-SAME: loom.weight = #loom.weight<name = "token_embd.weight", source = #loom.extern<"w.bin", offset = 0>>
 // LOWER-LABEL: func.func @vocab_split
 // LOWER-NOT: tensor<1x?x68xi8>
 // LOWER: call @__loom_qmm_q8_0_b32_{{[a-z0-9_]+}}_k64_i8_r8_avx2(

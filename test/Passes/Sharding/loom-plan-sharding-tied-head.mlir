@@ -16,7 +16,7 @@
 // CHECK: loom.shard %[[LOGITS]] to <@mesh, [{}, {}]>
 // LOCAL-LABEL: func.func @decode
 // LOCAL-DAG: loom.weight "token_embd.weight" from <"t.gguf", offset = 0> : !loom.qtensor<8192x64, #loom.quant<q8_0>>
-// LOCAL-DAG: loom.weight "token_embd.weight" from <"t.gguf", offset = 0> {loom.split = {axes = {{\[\[}}"tp"], []], shape = array<i64: 8192, 68>}} : !loom.qtensor<4096x64, #loom.quant<q8_0>>
+// LOCAL-DAG: loom.weight "token_embd.weight" from <"t.gguf", offset = 0> {loom.split = #loom.split<[{tp}, {}], shape = [8192, 68]>} : !loom.qtensor<4096x64, #loom.quant<q8_0>>
 // LOCAL: loom.qmatmul {{.*}} -> tensor<1x1x4096xf32>
 // LOCAL: loom.all_gather {{.*}} gather_dim = 1 : tensor<1x4096xf32> -> tensor<1x8192xf32>
 module {

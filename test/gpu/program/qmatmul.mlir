@@ -11,8 +11,8 @@
 // Decode-shaped: one row through a q4_1 matmul, then a q8_0 one (SmolLM2's
 // two formats); both weights resident (96 * 2 * 20 + 32 * 3 * 34 bytes).
 // TENSORS-LABEL: func.func @decode(
-// TENSORS-SAME: tensor<96x40xi8> {loom.weight = {name = "w1"
-// TENSORS-SAME: tensor<32x102xi8> {loom.weight = {name = "w2"
+// TENSORS-SAME: tensor<96x40xi8> {loom.weight = #loom.weight<name = "w1"
+// TENSORS-SAME: tensor<32x102xi8> {loom.weight = #loom.weight<name = "w2"
 // TENSORS: loom_cpu.kernel ins(%{{.*}}, %{{.*}} : tensor<96x40xi8>, tensor<1x64xf32>) outs(%{{.*}} : tensor<1x96xf32>)
 // TENSORS: func.call @loom_gpu_qmatmul_0(
 // TENSORS: loom_cpu.kernel ins(%{{.*}}, %{{.*}} : tensor<32x102xi8>, tensor<1x96xf32>) outs(%{{.*}} : tensor<1x32xf32>)
