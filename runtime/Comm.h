@@ -21,6 +21,7 @@
 #include "loom/runtime/Runtime.h"
 #include "loom/runtime/abi.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -91,6 +92,18 @@ struct P2PRequest {
   int64_t count = 0, peer = -1, tag = -1;
   std::unique_ptr<P2PImpl> impl;
 };
+
+/// Chunk [lo, hi) of member i when count elements of es bytes are split in
+/// p pieces aligned to 64 bytes: the split of the threads backend's
+/// reduce-scatter phase, which the single-device communicator keeps too (so
+/// both sum in the same order and give the same bits).
+inline void reduceChunk(int64_t count, int64_t p, int64_t es, int64_t i,
+                        int64_t &lo, int64_t &hi) {
+  int64_t align = std::max<int64_t>(1, 64 / es);
+  int64_t per = ((count + p - 1) / p + align - 1) / align * align;
+  lo = std::min(i * per, count);
+  hi = std::min(lo + per, count);
+}
 
 } // namespace loom::rt
 

@@ -289,16 +289,6 @@ struct ReadPhase {
   ~ReadPhase() { end(); }
 };
 
-/// Chunk [lo, hi) of member i when count elements are split in p pieces
-/// aligned to 64 bytes.
-void chunk(int64_t count, int64_t p, int64_t es, int64_t i, int64_t &lo,
-           int64_t &hi) {
-  int64_t align = std::max<int64_t>(1, 64 / es);
-  int64_t per = ((count + p - 1) / p + align - 1) / align * align;
-  lo = std::min(i * per, count);
-  hi = std::min(lo + per, count);
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -431,7 +421,7 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   sh.slots[g.index].out = out;
   meet(ctx, World, g, {kAllReduce, dtype, op, count, -1});
   int64_t lo, hi;
-  chunk(count, p, es, g.index, lo, hi);
+  reduceChunk(count, p, es, g.index, lo, hi);
   ReadPhase reduce(ctx, World);
   if (hi > lo) {
     for (int64_t j = 0; j < p; ++j)
@@ -444,7 +434,7 @@ void ThreadsComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   ReadPhase gather(ctx, World);
   for (int64_t k = 1; k < p; ++k) {
     int64_t j = (g.index + k) % p; // stagger to spread the reads
-    chunk(count, p, es, j, lo, hi);
+    reduceChunk(count, p, es, j, lo, hi);
     if (hi > lo)
       std::memcpy(static_cast<char *>(out) + lo * es,
                   static_cast<const char *>(sh.slots[j].out) + lo * es,

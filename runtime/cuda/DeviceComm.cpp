@@ -34,16 +34,6 @@ DeviceOps::~DeviceOps() = default;
 
 namespace {
 
-/// Chunk [lo, hi) of member i when count elements are split in p pieces
-/// aligned to 64 bytes (the threads backend's split).
-void chunkOf(int64_t count, int64_t p, int64_t es, int64_t i, int64_t &lo,
-             int64_t &hi) {
-  int64_t align = std::max<int64_t>(1, 64 / es);
-  int64_t per = ((count + p - 1) / p + align - 1) / align * align;
-  lo = std::min(i * per, count);
-  hi = std::min(lo + per, count);
-}
-
 const char *at(const void *base, int64_t bytes) {
   return static_cast<const char *>(base) + bytes;
 }
@@ -181,7 +171,7 @@ void SingleDeviceComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   check(ctx, scratch != nullptr, err);
   std::vector<uint64_t> a = publish(ctx, g, sig, in, scratch);
   int64_t lo, hi;
-  chunkOf(count, p, es, g.index, lo, hi);
+  reduceChunk(count, p, es, g.index, lo, hi);
   if (hi > lo) {
     std::vector<const void *> srcs(static_cast<size_t>(p));
     for (int64_t j = 0; j < p; ++j)
@@ -195,7 +185,7 @@ void SingleDeviceComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype,
   settle(ctx, g);
   for (int64_t k = 0; k < p; ++k) {
     int64_t j = (g.index + k) % p;
-    chunkOf(count, p, es, j, lo, hi);
+    reduceChunk(count, p, es, j, lo, hi);
     copy(ctx, const_cast<char *>(at(out, lo * es)),
          at(addr(a[size_t(2 * j + 1)]), lo * es), (hi - lo) * es);
   }

@@ -4,18 +4,17 @@ continuation, recomputed from scratch on the growing sequence; on 1 rank,
 tp=2, tp=4 (the planner's choice for attention), dp=2 with two different
 prompts, and under MPI. Seeded sampling is identical on 1 rank and tp=2."""
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llama"))
 import llama_models as lm  # noqa: E402
 from loom_paths import tool  # noqa: E402
+from generate_util import generate, reference_greedy  # noqa: E402
 
 PROMPT = [5, 17, 3, 90, 44, 2, 8, 61, 33]
 PROMPT2 = [7, 70, 12, 1, 88]
@@ -66,35 +65,6 @@ def bundles(model, tmp_path_factory):
         return cache[mesh]
 
     return get
-
-
-def reference_greedy(model, prompt, n, eog=()):
-    cfg, _, gw = model
-    ids, out = list(prompt), []
-    for _ in range(n):
-        logits = lm.llama_forward_gguf(cfg, gw, np.array([ids]),
-                                       np.arange(len(ids)), arch="llama")
-        t = int(np.argmax(logits[0, -1]))
-        if t in eog:
-            break
-        out.append(t)
-        ids.append(t)
-    return out
-
-
-def generate(bundle, *args, mpi=0, tmp):
-    res = tmp / "r.json"
-    cmd = [str(tool("loom-run")), str(bundle), *map(str, args), "--result",
-           str(res)]
-    if mpi:
-        import shutil
-        if not shutil.which("mpirun"):
-            pytest.skip("mpirun not installed")
-        cmd = [shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
-               "-np", str(mpi), *cmd]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return json.loads(res.read_text())["sequences"]
 
 
 def _check(model, seqs, prompts):

@@ -8,17 +8,16 @@ next to the embedding's whole table. The same with the head untied
 (output.weight) under MPI."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llama"))
 import llama_models as lm  # noqa: E402
 from loom_paths import tool  # noqa: E402
+from generate_util import first_ids as generate, reference_greedy  # noqa: E402
 
 PROMPT = [5, 17, 3, 90, 44, 2, 8, 61, 33]
 N = 10
@@ -56,32 +55,6 @@ def bundles(models, tmp_path_factory):
         return cache[key]
 
     return get
-
-
-def generate(bundle, *args, tmp, mpi=0):
-    res = tmp / "r.json"
-    cmd = [str(tool("loom-run")), str(bundle), *map(str, args), "--result",
-           str(res)]
-    if mpi:
-        if not shutil.which("mpirun"):
-            pytest.skip("mpirun not installed")
-        cmd = [shutil.which("mpirun"), "--allow-run-as-root", "--oversubscribe",
-               "-np", str(mpi), *cmd]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return json.loads(res.read_text())["sequences"][0]["ids"]
-
-
-def reference_greedy(model, prompt, n):
-    cfg, _, gw = model
-    ids, out = list(prompt), []
-    for _ in range(n):
-        logits = lm.llama_forward_gguf(cfg, gw, np.array([ids]),
-                                       np.arange(len(ids)), arch="llama")
-        t = int(np.argmax(logits[0, -1]))
-        out.append(t)
-        ids.append(t)
-    return out
 
 
 GREEDY = ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-tokens", N,
