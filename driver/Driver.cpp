@@ -17,6 +17,7 @@
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
+#include "loom/Support/OutputFile.h"
 #include "passes/Lowering/QuantKernels.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
@@ -149,9 +150,9 @@ Compilation::writeAtomically(StringRef path,
   if (!file)
     return fail("cannot write '" + path + "': " + error), failure();
   write(file->os());
-  file->os().flush();
-  if (file->os().has_error())
-    return fail("error writing '" + path + ".tmp'"), failure();
+  if (std::string msg = loom::closeChecked(file->os(), path + ".tmp");
+      !msg.empty())
+    return fail(msg), failure();
   file->keep();
   file.reset();
   if (std::error_code ec = llvm::sys::fs::rename(path + ".tmp", path))
