@@ -453,13 +453,8 @@ bool Compilation::checkCudaProgram() {
                 "or for the CPU (--target=cpu)"),
            false;
   WalkResult walk = module->walk([&](Operation *op) {
-    // loom.embedding's ids are checked on the device
-    // (loom-gpu-device-index-check); loom.gather has no id check at all,
-    // so on the device an index out of range would read outside its input.
-    if (isa<loom::GatherOp>(op))
-      return refuse(op, "'loom.gather' (an index gather without an index "
-                        "check) is not built for CUDA yet"),
-             WalkResult::interrupt();
+    // (loom.embedding's ids and loom.gather's indices are checked on the
+    // device: loom-gpu-device-index-check.)
     if (isa<loom::CollectiveOpInterface>(op))
       return refuse(op, "the collective '" + op->getName().getStringRef() +
                             "' is not built for CUDA yet (NCCL lowering)"),
