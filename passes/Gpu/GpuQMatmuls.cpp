@@ -11,7 +11,9 @@
 //  - loom-gpu-qmatmuls (on tensors, before loom-convert-loom-to-linalg):
 //    the weight argument takes its storage type (the blocks' bytes) and
 //    each qmatmul becomes a destination-style `loom_cpu.kernel` whose body
-//    calls a private declaration that carries the kernel's spec;
+//    calls a private declaration that carries the kernel's spec (an
+//    embedding whose table is such a weight, a tied LM head, reads a
+//    !loom.qtensor view of the same bytes);
 //  - loom-gpu-qmatmul-launches (on buffers, after kernel outlining): each
 //    such call becomes a `gpu.launch_func` on the buffers' addresses, and
 //    the kernels of every spec go into `gpu.module @loom_qmatmul_kernels`.
