@@ -35,7 +35,10 @@ struct MovementEmitter : Emitter {
   /// here (out of range: an error at the op), the others at run time.
   LogicalResult checkGatherIndices(GatherOp op, GatherOp::Adaptor a,
                                    int64_t axis);
-  FailureOr<Value> quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a);
+  /// The rows of a quantized table, dequantized from the blocks of its
+  /// weight (`w`, quantizedWeight).
+  Value quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a,
+                           const QuantizedWeight &w);
   /// The bytes of the table's rows `ids` as stored ([ids..., R] i8), read
   /// from `table` ([N, R] i8) in the interleaved layout `il`: row r of a
   /// full group is lane r % 8 of group r / 8, the rows after the last full
@@ -235,14 +238,11 @@ Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
       });
 }
 
-FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
-                                                     EmbeddingOp::Adaptor a) {
-  Value table = a.getTable();
-  std::optional<QuantizedWeight> w = quantizedWeight(op.getTable(), table);
-  if (!w)
-    return op.emitOpError() << "quantized embedding tables lower to CPU "
-                               "code only as entry-point weights";
-  QuantAttr quant = w->type.getQuant();
+Value MovementEmitter::quantizedEmbedding(EmbeddingOp op,
+                                          EmbeddingOp::Adaptor a,
+                                          const QuantizedWeight &w) {
+  Value table = w.bytes;
+  QuantAttr quant = w.type.getQuant();
   Value ids = a.getIds();
   auto type = op.getResult().getType();
   unsigned rank = type.getRank();
@@ -250,7 +250,7 @@ FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
   for (unsigned d = 0; d + 1 < rank; ++d)
     sizes.push_back(dim(ids, d));
   sizes.push_back(cIndex(type.getShape().back()));
-  if (w->interleaved) {
+  if (w.interleaved) {
     // The table of a tied LM head, in the head's layout: the rows' bytes
     // as stored first (R bytes per id), then dequantized from them.
     Value rows = gatherInterleavedRows(table, ids, interleaveOf(quant));
@@ -390,15 +390,19 @@ struct EmbeddingLowering : LoomPattern<EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     MovementEmitter e(rewriter, op.getLoc(), opts);
     bool quantized = isa<QTensorType>(op.getTable().getType());
+    std::optional<QuantizedWeight> w;
+    if (quantized) {
+      w = quantizedWeight(op.getTable(), a.getTable());
+      if (!w)
+        return op.emitOpError() << "quantized embedding tables lower to CPU "
+                                   "code only as entry-point weights";
+    }
     // The f32 path is gather's, where negative ids count from the end.
-    e.checkIndices(op, a.getIds(), e.dim(a.getTable(), 0),
+    e.checkIndices(op, a.getIds(), e.dim(w ? w->bytes : a.getTable(), 0),
                    /*negative=*/!quantized, "ids");
     Value result;
     if (quantized) {
-      FailureOr<Value> r = e.quantizedEmbedding(op, a);
-      if (failed(r))
-        return failure();
-      result = *r;
+      result = e.quantizedEmbedding(op, a, *w);
     } else {
       result = e.gather(a.getTable(), a.getIds(), 0, op.getResult().getType());
     }
