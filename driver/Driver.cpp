@@ -459,13 +459,6 @@ bool Compilation::checkCudaProgram() {
       return refuse(op, "the collective '" + op->getName().getStringRef() +
                             "' is not built for CUDA yet (NCCL lowering)"),
              WalkResult::interrupt();
-    if (auto f = dyn_cast<func::FuncOp>(op))
-      for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        if (f.getArgAttr(i, "loom.state"))
-          return refuse(op, "entry '" + f.getName() +
-                                "' has a state input (a KV cache); the "
-                                "device KV cache is not built yet"),
-                 WalkResult::interrupt();
     return WalkResult::advance();
   });
   return !walk.wasInterrupted();
@@ -503,13 +496,18 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
     };
     loom::GpuTargetInfo::Plan plan{f.getName().str(), peak.getInt(),
                                    attr(loom::kGpuUploadBytesAttr),
-                                   attr(loom::kGpuResidentBytesAttr)};
-    if (o.verbose)
+                                   attr(loom::kGpuResidentBytesAttr),
+                                   attr(loom::kGpuStateBytesPerPositionAttr)};
+    if (o.verbose) {
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("
            << plan.residentBytes << " weights resident, " << plan.uploadBytes
-           << " inputs uploaded per call), chips " << llvm::join(gpu.chips, ",")
-           << "\n";
+           << " inputs uploaded per call";
+      if (plan.stateBytesPerPosition)
+        diag << "; KV cache resident: " << plan.stateBytesPerPosition
+             << " bytes per context position, sized at load";
+      diag << "), chips " << llvm::join(gpu.chips, ",") << "\n";
+    }
     gpuTarget.memoryPlan.push_back(std::move(plan));
   }
   return true;

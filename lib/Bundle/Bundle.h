@@ -104,6 +104,9 @@ struct GpuTargetInfo {
   struct Plan {
     std::string entry;
     int64_t peakBytes = 0, uploadBytes = 0, residentBytes = 0;
+    /// State (KV caches): resident for the life of the bundle, sized by the
+    /// context chosen at load; not in peakBytes.
+    int64_t stateBytesPerPosition = 0;
   };
   std::vector<Plan> memoryPlan; ///< per entry point
 };

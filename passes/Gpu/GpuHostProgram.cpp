@@ -47,6 +47,11 @@ bool isIndexCheckRead(Operation *op) {
          });
 }
 
+bool isHostInputRead(Operation *op);
+
+/// An entry argument that is state (a KV cache, docs/DIALECT.md).
+constexpr StringLiteral kStateArgAttrName = "loom.state";
+
 /// True for host operations that may stay: they touch no buffer's contents.
 bool isHostSafe(Operation *op) {
   if (isa<gpu::GPUDialect>(op->getDialect()) ||
@@ -59,34 +64,62 @@ bool isHostSafe(Operation *op) {
     return call->hasAttr(loom::kGpuHostSyncAttr) ||
            call.getCallee() == loom::kGpuGemmFn ||
            call.getCallee() == loom::kGpuResidentFn ||
+           call.getCallee() == loom::kGpuStateFn ||
            call.getCallee() == loom::kGpuIndexCheckFn;
   // The values of a device-side id check: copied back and read after the
   // step's synchronisation (below).
   if (isa<memref::LoadOp>(op))
-    return isIndexCheckRead(op);
+    return isIndexCheckRead(op) || isHostInputRead(op);
   // Scalar arithmetic (launch sizes, pointers) has no memory effects.
   return isMemoryEffectFree(op) && op->getNumRegions() == 0;
 }
 
-/// Whether argument `i` of `f` is a weight: its `loom.weight` attribute, or
-/// (bufferization drops argument attributes) the one that
-/// loom-record-entry-points kept in the module's `loom.entry_points`.
-bool isWeightArg(func::FuncOp f, unsigned i) {
-  if (f.getArgAttr(i, loom::kWeightArgAttrName))
+/// Whether argument `i` of `f` has the argument attribute `name`, or
+/// (bufferization drops argument attributes) had it in the module's
+/// `loom.entry_points` record (loom-record-entry-points).
+bool hasRecordedArgAttr(func::FuncOp f, unsigned i, StringRef name) {
+  if (f.getArgAttr(i, name))
     return true;
   auto m = f->getParentOfType<ModuleOp>();
   auto entries = m ? m->getAttrOfType<ArrayAttr>("loom.entry_points") : nullptr;
   if (!entries)
     return false;
   for (auto entry : entries.getAsRange<DictionaryAttr>()) {
-    auto name = entry.getAs<StringAttr>("name");
+    auto n = entry.getAs<StringAttr>("name");
     auto args = entry.getAs<ArrayAttr>("arg_attrs");
-    if (!name || name.getValue() != f.getName() || !args || i >= args.size())
+    if (!n || n.getValue() != f.getName() || !args || i >= args.size())
       continue;
     auto attrs = dyn_cast<DictionaryAttr>(args[i]);
-    return attrs && attrs.get(loom::kWeightArgAttrName);
+    return attrs && attrs.get(name);
   }
   return false;
+}
+
+/// Whether argument `i` of `f` is a weight (`loom.weight`).
+bool isWeightArg(func::FuncOp f, unsigned i) {
+  return hasRecordedArgAttr(f, i, loom::kWeightArgAttrName);
+}
+
+/// Whether argument `i` of `f` is a state (`loom.state`: a KV cache).
+bool isStateArg(func::FuncOp f, unsigned i) {
+  return hasRecordedArgAttr(f, i, kStateArgAttrName);
+}
+
+/// A host read of an input argument's host memory (e.g. a decode step's
+/// position, which places the cache write): the input is the caller's host
+/// buffer, unchanged during the call, so the read stays on the host and
+/// needs no device copy.
+bool isHostInputRead(Operation *op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load)
+    return false;
+  auto arg = dyn_cast<BlockArgument>(load.getMemRef());
+  if (!arg)
+    return false;
+  auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return f && arg.getOwner() == &f.getBody().front() &&
+         !isWeightArg(f, arg.getArgNumber()) &&
+         !isStateArg(f, arg.getArgNumber());
 }
 
 struct GpuHostProgramPass
@@ -179,6 +212,20 @@ func::FuncOp residentFnOf(ModuleOp m) {
   return fn;
 }
 
+/// The declaration of loom_cuda_mgpu_state(host, bytes) -> device.
+func::FuncOp stateFnOf(ModuleOp m) {
+  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuStateFn))
+    return fn;
+  OpBuilder mb(m.getBodyRegion());
+  mb.setInsertionPointToEnd(m.getBody());
+  Type ptr = LLVM::LLVMPointerType::get(m.getContext());
+  auto fn =
+      func::FuncOp::create(mb, m.getLoc(), loom::kGpuStateFn,
+                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
+  fn.setPrivate();
+  return fn;
+}
+
 /// The host address of `host` as a pointer, and its device copy.
 Value callResident(OpBuilder &b, Location loc, Value host, int64_t bytes,
                    Operation **aligned) {
@@ -266,7 +313,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     auto copy = gpu::MemcpyOp::create(b, loc, tokenType,
                                       {alloc.getAsyncToken()}, device, host);
     token = copy.getAsyncToken();
-    host.replaceAllUsesExcept(device, copy);
+    host.replaceUsesWithIf(device, [&](OpOperand &use) {
+      return use.getOwner() != copy && !isHostInputRead(use.getOwner());
+    });
     copies.push_back(device);
     grow(bytes);
     uploaded += bytes;
@@ -331,12 +380,94 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     }
     return name;
   };
+  // A state argument (a KV cache, `loom.state`): the device copy of the
+  // caller's buffer that the runtime keeps for the life of the bundle
+  // (loom_cuda_mgpu_state: made zero-filled at the first call, keyed by
+  // the host address), written in place by the kernels, never copied in
+  // or out per call. Its context dimension is the caller's: the size is
+  // read from the host descriptor; the plan counts it per position.
+  int64_t statePerPosition = 0;
+  auto makeState = [&](BlockArgument host, Location loc) -> LogicalResult {
+    auto type = cast<MemRefType>(host.getType());
+    int64_t elem = int64_t(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+    int64_t perPosition = elem;
+    unsigned dynamic = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (type.isDynamicDim(d))
+        ++dynamic;
+      else
+        perPosition *= type.getDimSize(d);
+    }
+    if (!type.getLayout().isIdentity() || dynamic > 1)
+      return emitError(loc)
+             << "state argument " << host.getArgNumber() << " of type " << type
+             << ": the device KV cache needs a contiguous buffer whose only "
+                "dynamic dimension is the context";
+    Value bytes = arith::ConstantIndexOp::create(b, loc, elem);
+    SmallVector<Value> sizes;
+    llvm::SmallPtrSet<Operation *, 4> onHost;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      Value size;
+      if (type.isDynamicDim(d)) {
+        size = memref::DimOp::create(b, loc, host, d);
+        onHost.insert(size.getDefiningOp());
+      } else {
+        size = arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
+      }
+      sizes.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), size));
+      bytes = arith::MulIOp::create(b, loc, bytes, size);
+    }
+    Type ptrType = LLVM::LLVMPointerType::get(ctx);
+    auto aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host);
+    Value address = LLVM::IntToPtrOp::create(
+        b, loc, ptrType,
+        Value(arith::IndexCastOp::create(b, loc, b.getI64Type(), aligned)));
+    Value size = arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
+    Value device =
+        func::CallOp::create(b, loc, stateFnOf(f->getParentOfType<ModuleOp>()),
+                             ValueRange{address, size})
+            .getResult(0);
+    // {allocated, aligned, offset, sizes, strides}: row-major strides of
+    // the caller's sizes.
+    int64_t rank = type.getRank();
+    auto descType = LLVM::LLVMStructType::getLiteral(
+        ctx, {ptrType, ptrType, i64, LLVM::LLVMArrayType::get(i64, rank),
+              LLVM::LLVMArrayType::get(i64, rank)});
+    Value desc = LLVM::PoisonOp::create(b, loc, descType);
+    auto set = [&](Value v, ArrayRef<int64_t> at) {
+      desc = LLVM::InsertValueOp::create(b, loc, desc, v, at);
+    };
+    set(device, {0});
+    set(device, {1});
+    set(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)), {2});
+    Value stride =
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      set(sizes[size_t(d)], {3, d});
+      set(stride, {4, d});
+      stride = LLVM::MulOp::create(b, loc, stride, sizes[size_t(d)]);
+    }
+    Value view =
+        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    onHost.insert(aligned);
+    host.replaceUsesWithIf(
+        view, [&](OpOperand &use) { return !onHost.contains(use.getOwner()); });
+    statePerPosition += perPosition;
+    return success();
+  };
   for (BlockArgument arg : f.getArguments()) {
     if (!isa<MemRefType>(arg.getType()) || arg.use_empty())
       continue;
-    bool weight = isWeightArg(f, arg.getArgNumber());
-    if (failed(weight ? makeResident(arg, f.getLoc())
-                      : upload(arg, f.getLoc())))
+    LogicalResult done = success();
+    if (isStateArg(f, arg.getArgNumber()))
+      done = makeState(arg, f.getLoc());
+    else if (isWeightArg(f, arg.getArgNumber()))
+      done = makeResident(arg, f.getLoc());
+    else if (llvm::all_of(arg.getUsers(), isHostInputRead))
+      continue; // read on the host only: no device copy
+    else
+      done = upload(arg, f.getLoc());
+    if (failed(done))
       return failure();
   }
 
@@ -470,6 +601,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   f->setAttr(loom::kGpuPeakBytesAttr, b.getI64IntegerAttr(peak));
   f->setAttr(loom::kGpuUploadBytesAttr, b.getI64IntegerAttr(uploaded));
   f->setAttr(loom::kGpuResidentBytesAttr, b.getI64IntegerAttr(residentBytes));
+  if (statePerPosition)
+    f->setAttr(loom::kGpuStateBytesPerPositionAttr,
+               b.getI64IntegerAttr(statePerPosition));
   return success();
 }
 

@@ -7,6 +7,12 @@
 // so that neighbouring threads touch neighbouring elements of the
 // innermost dimension (coalesced loads) whatever the rank.
 //
+// A memref.copy of host code with a strided side (the write of a KV
+// cache's new rows into a subview of the cache argument at the position,
+// docs/GPU.md "KV cache on the device") becomes such a loop first, hence a
+// kernel: loom-gpu-host-program turns only contiguous copies into
+// gpu.memcpy.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Gpu/Passes.h"
@@ -26,6 +32,53 @@ namespace loom {
 using namespace mlir;
 
 namespace {
+
+/// Each memref.copy of host code whose source or target is not contiguous
+/// (a non-identity layout) as an scf.parallel of loads and stores over the
+/// source's sizes.
+void stridedCopiesToLoops(ModuleOp module) {
+  SmallVector<memref::CopyOp> copies;
+  module.walk([&](memref::CopyOp op) {
+    if (op->getParentOfType<gpu::GPUModuleOp>() ||
+        op->getParentOfType<gpu::LaunchOp>())
+      return;
+    auto src = cast<MemRefType>(op.getSource().getType());
+    auto dst = cast<MemRefType>(op.getTarget().getType());
+    if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
+      copies.push_back(op);
+  });
+  for (memref::CopyOp op : copies) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto src = cast<MemRefType>(op.getSource().getType());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    if (src.getRank() == 0) {
+      Value v = memref::LoadOp::create(b, loc, op.getSource(), ValueRange{});
+      memref::StoreOp::create(b, loc, v, op.getTarget(), ValueRange{});
+      op.erase();
+      continue;
+    }
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t d = 0; d < src.getRank(); ++d) {
+      lbs.push_back(zero);
+      steps.push_back(one);
+      ubs.push_back(
+          src.isDynamicDim(d)
+              ? Value(memref::DimOp::create(b, loc, op.getSource(), d))
+              : Value(
+                    arith::ConstantIndexOp::create(b, loc, src.getDimSize(d))));
+    }
+    Value from = op.getSource(), to = op.getTarget();
+    scf::ParallelOp::create(b, loc, lbs, ubs, steps,
+                            [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+                              Value v =
+                                  memref::LoadOp::create(nb, nloc, from, ivs);
+                              memref::StoreOp::create(nb, nloc, v, to, ivs);
+                            });
+    op.erase();
+  }
+}
 
 /// The scf.parallel loops of host code that no other scf.parallel encloses.
 SmallVector<scf::ParallelOp> outermostLoops(ModuleOp module) {
@@ -51,6 +104,7 @@ struct GpuMapParallelLoopsPass
                          << blockSize << " is not in 1..1024";
       return signalPassFailure();
     }
+    stridedCopiesToLoops(module);
     IRRewriter rewriter(ctx);
     // One dimension each (the collapse replaces the loop op).
     for (scf::ParallelOp loop : outermostLoops(module)) {

@@ -39,6 +39,13 @@ constexpr llvm::StringLiteral kGpuGemmFn = "loom_cuda_mgpu_gemm";
 constexpr llvm::StringLiteral kGpuPeakBytesAttr = "loom_gpu_peak_bytes";
 constexpr llvm::StringLiteral kGpuUploadBytesAttr = "loom_gpu_upload_bytes";
 constexpr llvm::StringLiteral kGpuResidentBytesAttr = "loom_gpu_resident_bytes";
+/// Device bytes of the entry's state (KV caches) per context position: the
+/// caches are resident for the life of the bundle and sized at load.
+constexpr llvm::StringLiteral kGpuStateBytesPerPositionAttr =
+    "loom_gpu_state_bytes_per_position";
+/// The runtime function that gives a state argument's device copy (made
+/// zero-filled at the first call, written in place, never copied back).
+constexpr llvm::StringLiteral kGpuStateFn = "loom_cuda_mgpu_state";
 /// The runtime function that makes a weight device-resident: uploaded on
 /// first use, the same device copy on every later call (runtime/cuda/Mgpu.cpp).
 constexpr llvm::StringLiteral kGpuResidentFn = "loom_cuda_mgpu_resident";

@@ -55,7 +55,8 @@ def GpuMapParallelLoopsPass
     elements of the innermost dimension, so loads coalesce), with a guard
     for the last partial tile. convert-parallel-loops-to-gpu then makes
     one gpu.launch of each. Reductions stay sequential loops inside a
-    thread.
+    thread. A memref.copy with a strided side (a KV cache's new rows
+    written into a subview of the cache) becomes such a loop first.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",

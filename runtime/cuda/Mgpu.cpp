@@ -16,6 +16,7 @@
 
 #include "Device.h"
 #include "Driver.h"
+#include "StateTable.h"
 
 #include <atomic>
 #include <cstdio>
@@ -269,6 +270,82 @@ void loom_cuda_mgpu_release_resident(void) {
   }
   resident.clear();
   residentBytes = 0;
+}
+
+namespace {
+/// Device copies of state buffers (KV caches): mutable, one per host
+/// address, made zero-filled by the first loom_cuda_mgpu_state. Never
+/// destroyed (a static destructor at exit would call a driver that may be
+/// gone; the executor releases them when it closes).
+StateTable &stateTable() {
+  static StateTable *table = new StateTable(StateOps{
+      [](int64_t bytes, uint64_t *out, std::string *error) {
+        loom_cuda_device *d = dev("loom_cuda_mgpu_state");
+        loom_cuda_ptr p = 0;
+        // Zeroed on the legacy stream and waited for: the program's
+        // stream is non-blocking, so it must not start before the fill.
+        if (loom_cuda_malloc(d, bytes, &p) != 0 ||
+            loom_cuda_memset(d, p, 0, bytes, nullptr) != 0 ||
+            loom_cuda_stream_sync(d, nullptr) != 0) {
+          if (p)
+            loom_cuda_free(d, p);
+          *error = std::to_string(bytes) + " bytes: " + lastErrorMessage();
+          return false;
+        }
+        *out = p;
+        return true;
+      },
+      [](uint64_t p) {
+        loom_cuda_free(dev("loom_cuda_mgpu_release_state"), p);
+      },
+      [](uint64_t dst, const void *src, int64_t bytes, std::string *error) {
+        loom_cuda_device *d = dev("loom_cuda_mgpu_state_write");
+        // (Synchronous: the copy waits for its stream.)
+        if (loom_cuda_copy_to_device(d, dst, src, bytes, nullptr) != 0) {
+          *error = lastErrorMessage();
+          return false;
+        }
+        return true;
+      },
+      [](void *dst, uint64_t src, int64_t bytes, std::string *error) {
+        loom_cuda_device *d = dev("loom_cuda_mgpu_state_read");
+        if (loom_cuda_copy_to_host(d, dst, src, bytes, nullptr) != 0) {
+          *error = lastErrorMessage();
+          return false;
+        }
+        return true;
+      }});
+  return *table;
+}
+} // namespace
+
+void *loom_cuda_mgpu_state(void *host, int64_t bytes) {
+  std::string error;
+  uint64_t p = stateTable().get(host, bytes, &error);
+  if (!p)
+    fatal("loom_cuda_mgpu_state", error);
+  return reinterpret_cast<void *>(p);
+}
+
+void loom_cuda_mgpu_state_write(const void *host, int64_t bytes) {
+  std::string error;
+  if (!stateTable().write(host, bytes, &error))
+    fatal("loom_cuda_mgpu_state_write", error);
+}
+
+void loom_cuda_mgpu_state_read(void *host, int64_t bytes) {
+  std::string error;
+  if (!stateTable().read(host, bytes, &error))
+    fatal("loom_cuda_mgpu_state_read", error);
+}
+
+int64_t loom_cuda_mgpu_state_bytes(void) { return stateTable().bytes(); }
+
+void loom_cuda_mgpu_release_state(const void *host) {
+  if (host)
+    stateTable().release(host);
+  else
+    stateTable().releaseAll();
 }
 
 void loom_cuda_mgpu_gemm(void *stream, int32_t dtype, int32_t transA,

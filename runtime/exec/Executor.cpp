@@ -91,7 +91,7 @@ Expected<std::unique_ptr<Executor>> Executor::open(const std::string &bundleDir,
   std::string err;
   if (!loadManifest(bundleDir, impl->m, &err))
     return Error{err};
-  if (!checkTarget(bundleDir, impl->m, options, &err))
+  if (!checkTarget(bundleDir, impl->m, options, &err, &impl->deviceMemory))
     return Error{err};
   bool given = options.backend != Backend::Auto;
   std::string backend = options.backend == Backend::Mpi ? "mpi" : "threads";
@@ -173,14 +173,27 @@ Expected<PreparedEntry> Executor::prepare(const std::string &name) {
 }
 
 void Executor::resetState(const std::string &entry) {
+  // A CUDA bundle's caches are device copies keyed by the host buffers:
+  // released with them, so that a new buffer at the same address starts
+  // from zeros, not from the old cache.
+  auto erase = [&](auto it) {
+    if (it == P->state.end())
+      return;
+    if (P->m.target.isCuda())
+      for (auto &[rank, arrays] : it->second.perRank)
+        for (const Array &a : arrays)
+          cudaStateRelease(a.data);
+    P->state.erase(it);
+  };
   if (entry.empty()) {
-    P->state.clear();
+    while (!P->state.empty())
+      erase(P->state.begin());
     return;
   }
-  P->state.erase(entry);
+  erase(P->state.find(entry));
   if (const PipelineEntry *pe = P->m.pipeline.find(entry))
     for (const std::string &s : pe->stages)
-      P->state.erase(s);
+      erase(P->state.find(s));
 }
 
 std::vector<std::vector<PipelineStep>> pipelineSchedule(PipelineSchedule kind,
@@ -261,6 +274,9 @@ struct Job {
   std::vector<std::vector<PipelineStep>> schedule; ///< forward steps
   std::map<int64_t, RankOutputs> results; ///< every local rank, preallocated
   RankErrors errors;
+  /// A CUDA bundle: the state lives on the device (read back into the
+  /// host buffers only when RunOptions::returnState).
+  bool cuda = false;
 };
 
 /// Turns the rank's outputs into arrays. A contiguous output the callee
@@ -661,8 +677,16 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
   int status = 0;
   if (plan.returns) {
     Status st = concatMicrobatches(e, kept, result.outputs);
-    if (st && plan.state)
+    if (st && plan.state && (!job.cuda || opts.returnState)) {
       result.state = plan.state->perRank.at(rank);
+      // On a CUDA device the host buffers are only keys: the caches are
+      // copied back once, after the run, because they were asked for.
+      std::string err;
+      for (size_t i = 0; st && job.cuda && i < result.state.size(); ++i)
+        if (!cudaStateRead(result.state[i].data, result.state[i].numBytes(),
+                           &err))
+          st = Error{err};
+    }
     if (st && opts.stage)
       st = opts.stage(result);
     if (!st) {
@@ -752,12 +776,33 @@ static Status bindState(Executor::Impl &P, const Entry &e,
       }
     EntryState s;
     std::string err;
+    bool cuda = P.m.target.isCuda();
     // The initial state is read into memory once besides every rank's
-    // buffers: localRanks + 1 copies.
-    if (!chooseContextForShapes(P.m, e, opts.ctx, given,
-                                int64_t(P.localRanks.size()) + 1,
-                                availableMemory(), s.ctx, &err))
-      return Error{err};
+    // buffers: localRanks + 1 copies. A CUDA bundle's caches are on the
+    // device: what its memory holds beside the entry's plan (peak bytes,
+    // weights included), one copy (the host buffers are only keys).
+    int64_t available = availableMemory(), copies = 1 + P.localRanks.size();
+    if (cuda) {
+      auto peak = P.m.target.peakBytes.find(e.name);
+      available = P.deviceMemory -
+                  (peak != P.m.target.peakBytes.end() ? peak->second : 0);
+      copies = 1;
+      // The plan's bytes per position are the manifest's (one source).
+      auto plan = P.m.target.stateBytesPerPosition.find(e.name);
+      if (plan != P.m.target.stateBytesPerPosition.end() &&
+          plan->second != stateBytesPerPosition(e))
+        return Error{"entry '" + e.name + "': the memory plan counts " +
+                     std::to_string(plan->second) +
+                     " KV cache bytes per position but its state inputs "
+                     "have " +
+                     std::to_string(stateBytesPerPosition(e)) +
+                     " (a damaged manifest; recompile the bundle)"};
+    }
+    if (!chooseContextForShapes(P.m, e, opts.ctx, given, copies,
+                                std::max<int64_t>(available, 0), s.ctx, &err))
+      return Error{cuda && err.find("memory") != std::string::npos
+                       ? err + " (on the CUDA device)"
+                       : err};
     for (int64_t r : ranks)
       for (const TensorSpec &spec : e.inputs) {
         if (spec.state.empty())
@@ -766,10 +811,14 @@ static Status bindState(Executor::Impl &P, const Entry &e,
         a.dtype = spec.dtype;
         a.shape = spec.shape;
         a.shape[size_t(spec.ctxDim)] = s.ctx;
-        Buffer b = allocBuffer(a.numBytes(), /*zero=*/true);
+        // A CUDA bundle's host buffer is never touched (the device copy
+        // is zero-filled on the device): its pages stay unmapped.
+        Buffer b = allocBuffer(a.numBytes(), /*zero=*/!cuda);
         if (!b)
           return Error{"out of memory for the KV cache '" + spec.name + "'"};
         a.data = b.get();
+        if (cuda && !cudaStateRegister(a.data, a.numBytes(), &err))
+          return Error{err};
         a.owner = share(std::move(b));
         s.perRank[r].push_back(std::move(a));
       }
@@ -789,6 +838,10 @@ static Status bindState(Executor::Impl &P, const Entry &e,
                        shapeString(v.shape) + ", but the state has " +
                        shapeString(buf.shape)};
         std::memcpy(buf.data, v.data, size_t(buf.numBytes()));
+        std::string err;
+        if (P.m.target.isCuda() &&
+            !cudaStateWrite(buf.data, buf.numBytes(), &err))
+          return Error{err};
       }
       v = buf.ref();
     }
@@ -827,6 +880,7 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
 
   Job job;
   job.name = e.name;
+  job.cuda = P->m.target.isCuda();
   job.stages = pipe ? m.pipeline.stages : 1;
   job.microbatches = mb;
   job.schedule = pipelineSchedule(opts.schedule, job.stages, mb,

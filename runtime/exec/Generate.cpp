@@ -159,6 +159,14 @@ struct GenJob {
 class RankGen {
 public:
   RankGen(GenJob &j, loom_rt_ctx *c) : J(j), Ctx(c) {}
+  /// A CUDA bundle's caches are device copies keyed by the host buffers
+  /// (docs/GPU.md "KV cache on the device"): freed with them, so that a
+  /// later generation with a buffer at the same address starts from zeros.
+  ~RankGen() {
+    if (J.m->target.isCuda())
+      for (const Buffer &b : StateBufs)
+        cudaStateRelease(b.get());
+  }
   int run();
 
 private:
@@ -256,11 +264,18 @@ bool RankGen::setUp() {
   }
   for (int64_t grp = 0; grp < J.groups; ++grp)
     for (const StateArg &s : St->states) {
-      Buffer b = allocBuffer(s.bytes, /*zero=*/true);
+      // A CUDA bundle's cache is zero-filled on the device; its host
+      // buffer is only the key and is never touched.
+      bool cuda = J.m->target.isCuda();
+      Buffer b = allocBuffer(s.bytes, /*zero=*/!cuda);
       if (!b) {
         Failure = "out of memory for the KV cache (" +
                   humanBytes(double(s.bytes)) + " for '" +
                   St->entry->inputs[s.index].name + "')";
+        return false;
+      }
+      if (cuda && !cudaStateRegister(b.get(), s.bytes, &err)) {
+        Failure = err;
         return false;
       }
       std::vector<int64_t> strides(s.shape.size());
@@ -1215,6 +1230,17 @@ Status Executor::generate(const GenerateOptions &opts,
           weightBytes += double(w.nbytes);
   }
   double avail = double(availableMemory());
+  if (m.target.isCuda()) {
+    // The caches live on the device beside the decode step's plan (its
+    // peak, weights included): they are checked against its memory.
+    weightBytes = 0;
+    for (const StageGen &sg : job.stages) {
+      auto peak = m.target.peakBytes.find(sg.entry->name);
+      if (peak != m.target.peakBytes.end())
+        weightBytes = std::max(weightBytes, double(peak->second));
+    }
+    avail = double(P->deviceMemory);
+  }
   double nLocal = double(localRanks.size());
   int64_t ctx = o.ctx ? o.ctx : modelCtx;
   if (avail > 0) {

@@ -37,7 +37,8 @@ template <typename Fn> Fn cudaFn(Fn, const char *name) {
 } // namespace
 
 bool checkTarget(const std::string &bundle, const Manifest &m,
-                 const OpenOptions &options, std::string *error) {
+                 const OpenOptions &options, std::string *error,
+                 int64_t *deviceMemory) {
   auto failWith = [&](const std::string &what) {
     *error = bundle + ": " + what;
     return false;
@@ -125,6 +126,8 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
                       " device bytes (its memory plan) and device " +
                       std::to_string(ordinal) + " has " +
                       std::to_string(di.total_memory));
+  if (deviceMemory)
+    *deviceMemory = di.total_memory;
   setDefault(ordinal);
   return true;
 }
@@ -154,6 +157,42 @@ bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
 void releaseCudaResident() {
   if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_resident))
     release();
+  cudaStateRelease(nullptr);
+}
+
+static bool noCudaRuntime(std::string *error) {
+  *error = "the KV cache of a CUDA bundle needs the CUDA runtime in this "
+           "process (a loom-run built with CUDA)";
+  return false;
+}
+
+bool cudaStateRegister(void *host, int64_t bytes, std::string *error) {
+  auto state = LOOM_CUDA_FN(loom_cuda_mgpu_state);
+  if (!state)
+    return noCudaRuntime(error);
+  state(host, bytes); // fatal, with the runtime's message, on failure
+  return true;
+}
+
+bool cudaStateWrite(const void *host, int64_t bytes, std::string *error) {
+  auto write = LOOM_CUDA_FN(loom_cuda_mgpu_state_write);
+  if (!write)
+    return noCudaRuntime(error);
+  write(host, bytes);
+  return true;
+}
+
+bool cudaStateRead(void *host, int64_t bytes, std::string *error) {
+  auto read = LOOM_CUDA_FN(loom_cuda_mgpu_state_read);
+  if (!read)
+    return noCudaRuntime(error);
+  read(host, bytes);
+  return true;
+}
+
+void cudaStateRelease(const void *host) {
+  if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_state))
+    release(host);
 }
 
 double nowMs() { return double(loom_rt_now_ns()) / 1e6; }

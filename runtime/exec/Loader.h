@@ -47,12 +47,29 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
 /// built with CUDA) and a device of one of its chips with memory for its
 /// plan; it becomes the default device of the generated host code. A CPU
 /// bundle refuses the CUDA options. False + *error (one line).
+/// `deviceMemory` (optional): the CUDA device's memory in bytes (0 for a
+/// CPU bundle).
 bool checkTarget(const std::string &bundle, const Manifest &m,
-                 const OpenOptions &options, std::string *error);
+                 const OpenOptions &options, std::string *error,
+                 int64_t *deviceMemory = nullptr);
 
 /// After a CUDA bundle's entry ran: the device copies of its weights stay
 /// (loom_cuda_mgpu_resident); freed when the executor closes.
 void releaseCudaResident();
+
+/// A CUDA bundle's state (KV caches, docs/GPU.md "KV cache on the device"):
+/// the executor's host buffer of a state is only the key of its device copy
+/// (loom_cuda_mgpu_state), which lives until released. Register makes the
+/// copy (zero-filled on the device) before the first call; write copies
+/// the host buffer to it (an initial state given by the caller); read
+/// copies it back into the host buffer (the state asked for after a run);
+/// release frees it (a reset, or the host buffer freed). Each is fatal,
+/// with the runtime's message, when the device fails; false + *error when
+/// this process has no CUDA runtime.
+bool cudaStateRegister(void *host, int64_t bytes, std::string *error);
+bool cudaStateWrite(const void *host, int64_t bytes, std::string *error);
+bool cudaStateRead(void *host, int64_t bytes, std::string *error);
+void cudaStateRelease(const void *host);
 
 /// The rank and world size of this process as told by mpirun (before MPI is
 /// initialised); singleton (0, 1) otherwise.
@@ -166,6 +183,8 @@ struct Executor::Impl {
   std::vector<int64_t> localRanks;
   std::map<std::string, MappedWeights> mapped; ///< by entry
   std::map<std::string, EntryState> state;     ///< by entry
+  /// A CUDA bundle: the device's memory (checkTarget), for the KV cache.
+  int64_t deviceMemory = 0;
 };
 
 /// The failures of the ranks of one job: reported at once (through

@@ -309,10 +309,19 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
         m.target.chips.push_back((*c)[i].get<std::string>());
       }
       if (j.contains("memory_plan") && j["memory_plan"].is_object())
-        for (auto &[entry, plan] : j["memory_plan"].items())
+        for (auto &[entry, plan] : j["memory_plan"].items()) {
           if (plan.is_object() && plan.contains("peak_bytes") &&
               plan["peak_bytes"].is_number_integer())
             m.target.peakBytes[entry] = plan["peak_bytes"].get<int64_t>();
+          if (plan.is_object() && plan.contains("state_bytes_per_position")) {
+            const Json &v = plan["state_bytes_per_position"];
+            if (!v.is_number_integer() || v.get<int64_t>() < 0)
+              return r.fail("target.memory_plan." + entry +
+                                ".state_bytes_per_position",
+                            "expected a non-negative integer");
+            m.target.stateBytesPerPosition[entry] = v.get<int64_t>();
+          }
+        }
     }
   }
   return true;

@@ -597,6 +597,9 @@ int runBundle(const Options &opts) {
   run.barrierPerIteration = opts.bench;
   run.allRanks = opts.allRanks;
   run.ctx = opts.ctx;
+  // The state is written only with --output (a CUDA bundle's is copied
+  // back from the device only then).
+  run.returnState = opts.outputGiven;
   run.beforeLaunch = [&]() -> Status {
     std::error_code ec;
     fs::create_directories(opts.outputDir, ec);

@@ -119,7 +119,8 @@ struct RankOutputs {
   int64_t rank = 0;
   std::vector<Array> outputs; ///< manifest order
   /// The entry's state inputs after the run (manifest order of the state
-  /// inputs; views of the executor's buffers), empty without state.
+  /// inputs; views of the executor's buffers), empty without state (or a
+  /// CUDA bundle's without RunOptions::returnState).
   std::vector<Array> state;
   std::vector<double> iterationMs;
 };
@@ -168,6 +169,11 @@ struct RunOptions {
   /// model's capped by memory). Fixed at the first run with state;
   /// resetState() frees the buffers.
   int64_t ctx = 0;
+  /// Return the state after the run in RankOutputs::state. On the CPU the
+  /// arrays are views of the executor's buffers (free); a CUDA bundle's
+  /// state lives on the device and is copied back once after the run only
+  /// when this is set (false: RankOutputs::state is empty).
+  bool returnState = true;
   /// Each rank gets its own copy of every input (default). False: when the
   /// bundle's code never writes its inputs (Manifest::inputsReadOnly,
   /// every bundle loomc writes), each input is passed as is to every rank

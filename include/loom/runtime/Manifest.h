@@ -152,6 +152,9 @@ struct TargetInfo {
   std::vector<std::string> chips; ///< e.g. sm_80, sm_90
   /// Per entry: peak device bytes of the compile-time memory plan.
   std::map<std::string, int64_t> peakBytes;
+  /// Per entry with state: device bytes of its KV caches per context
+  /// position (resident for the life of the bundle, not in peakBytes).
+  std::map<std::string, int64_t> stateBytesPerPosition;
   bool isCuda() const { return device == "cuda"; }
 };
 

@@ -296,6 +296,26 @@ LOOM_CUDA_EXPORT void *loom_cuda_mgpu_resident(void *host, int64_t bytes);
 LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_resident_bytes(void);
 /* Frees every resident copy (a bundle closed; no program may run). */
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_resident(void);
+/* State buffers (KV caches: entry arguments with loom.state) on the
+ * device for as long as the bundle is loaded. loom_cuda_mgpu_state returns
+ * the device copy of the state whose host buffer is `host`: the first call
+ * for that address allocates it and fills it with zeros on the device
+ * (synchronously), every later call returns the same address; the program
+ * writes it in place and nothing copies it back. The host buffer is only
+ * its key: its contents are never read or written, except by _write (the
+ * host contents to the device copy, made when absent: an initial state)
+ * and _read (the device copy to the host buffer: the state asked for after
+ * a run). One address has one copy: another size for it is fatal. Release
+ * the copy of `host` (or, with NULL, every copy) before its host buffer is
+ * freed or reused (a reset), and when the bundle closes. Fatal on failure
+ * like the mgpu* functions. */
+LOOM_CUDA_EXPORT void *loom_cuda_mgpu_state(void *host, int64_t bytes);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_state_write(const void *host,
+                                                 int64_t bytes);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_state_read(void *host, int64_t bytes);
+/* Bytes held by the state copies. */
+LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_state_bytes(void);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_state(const void *host);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_gemm(void *stream, int32_t dtype,
                                           int32_t trans_a, int32_t trans_b,
                                           int64_t m, int64_t n, int64_t k,
