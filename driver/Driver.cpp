@@ -215,6 +215,10 @@ int Compilation::checkFlags() {
   if (o.target != "cpu" && o.target != "cuda" && o.target != "cuda-kernels")
     return fail("--target=" + o.target +
                 ": unknown; expected cpu, cuda or cuda-kernels");
+  if (o.gpuMaxTokens != 0 && o.target != "cuda")
+    return fail("--gpu-max-tokens bounds the run-time sizes of a "
+                "--target=cuda program; drop it for --target=" +
+                o.target);
 #ifndef LOOM_HAVE_GPU_TARGET
   if (o.target != "cpu")
     return fail("--target=" + o.target +
@@ -484,6 +488,18 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
     return false;
   loom::GpuLowerPipelineOptions gpu;
   gpu.cublas = !o.noGemm;
+  // The bound of dynamic dimensions: --gpu-max-tokens, else the model's
+  // context (a dynamic size with neither is refused by the pipeline).
+  gpu.maxDim = o.gpuMaxTokens;
+  if (gpu.maxDim < 0)
+    return fail("--gpu-max-tokens " + Twine(gpu.maxDim) +
+                ": give a positive bound"),
+           false;
+  if (gpu.maxDim == 0)
+    if (auto llm = (*module)->getAttrOfType<DictionaryAttr>("llm.model"))
+      if (auto ctx = llm.getAs<IntegerAttr>("context_length");
+          ctx && ctx.getInt() > 0)
+        gpu.maxDim = ctx.getInt();
   // The toolkit folder is the driver's to find (the passes never read the
   // environment): $CUDA_HOME when set, else `fatbinary` on PATH.
   if (const char *home = std::getenv("CUDA_HOME"))
@@ -505,15 +521,21 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       auto a = f->getAttrOfType<IntegerAttr>(name);
       return a ? a.getInt() : int64_t(0);
     };
-    loom::GpuTargetInfo::Plan plan{f.getName().str(), peak.getInt(),
+    loom::GpuTargetInfo::Plan plan{f.getName().str(),
+                                   peak.getInt(),
                                    attr(loom::kGpuUploadBytesAttr),
-                                   attr(loom::kGpuResidentBytesAttr)};
-    if (o.verbose)
+                                   attr(loom::kGpuResidentBytesAttr),
+                                   attr(loom::kGpuMaxDimAttr)};
+    if (o.verbose) {
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("
            << plan.residentBytes << " weights resident, " << plan.uploadBytes
-           << " inputs uploaded per call), chips " << llvm::join(gpu.chips, ",")
-           << "\n";
+           << " inputs uploaded per call)";
+      if (plan.maxDim > 0)
+        diag << " at the bound " << plan.maxDim
+             << " of every dynamic input dimension (--gpu-max-tokens)";
+      diag << ", chips " << llvm::join(gpu.chips, ",") << "\n";
+    }
     gpuTarget.memoryPlan.push_back(std::move(plan));
   }
   return true;

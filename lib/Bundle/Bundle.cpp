@@ -464,10 +464,13 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
   t["chips"] = gpu->chips;
   t["format"] = gpu->format;
   json plan = json::object();
-  for (const GpuTargetInfo::Plan &p : gpu->memoryPlan)
+  for (const GpuTargetInfo::Plan &p : gpu->memoryPlan) {
     plan[p.entry] = {{"peak_bytes", p.peakBytes},
                      {"upload_bytes", p.uploadBytes},
                      {"resident_bytes", p.residentBytes}};
+    if (p.maxDim > 0)
+      plan[p.entry]["max_dim"] = p.maxDim;
+  }
   t["memory_plan"] = plan;
 }
 

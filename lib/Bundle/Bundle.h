@@ -104,6 +104,9 @@ struct GpuTargetInfo {
   struct Plan {
     std::string entry;
     int64_t peakBytes = 0, uploadBytes = 0, residentBytes = 0;
+    /// The bound of every dynamic input dimension the plan assumed (the
+    /// entry's sizes are run-time ones up to it); 0: static shapes.
+    int64_t maxDim = 0;
   };
   std::vector<Plan> memoryPlan; ///< per entry point
 };

@@ -81,12 +81,20 @@ def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
     where the deallocation pipeline put their last use, so the device
     bytes live at each point are known; the peak is recorded as
     `loom_gpu_peak_bytes` (and the uploaded input and weight bytes as
-    `loom_gpu_upload_bytes`) on the function. Dynamic shapes and host code
-    reading device memory are refused by name. In kernels, `math.fma`,
+    `loom_gpu_upload_bytes`) on the function. Dynamic dimensions of the
+    inputs are run-time sizes (device buffers allocated with them, copies
+    of them); every one is assumed at most `max-dim` for the plan (which is
+    then a bound, recorded as `loom_gpu_max_dim`), and a buffer whose size
+    has no bound from it (or `max-dim` = 0) is refused by name, as is host
+    code reading device memory. In kernels, `math.fma`,
     `sqrt`, `rsqrt`, `absf`, `floor`, `ceil` and `trunc` become LLVM/NVPTX
     intrinsics (NVVM would call
     libdevice, which is not linked).
   }];
+  let options = [
+    Option<"maxDim", "max-dim", "int64_t", /*default=*/"0",
+           "largest size of each dynamic input dimension (0: none, refused)">,
+  ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
                            "mlir::scf::SCFDialect"];

@@ -309,10 +309,16 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
         m.target.chips.push_back((*c)[i].get<std::string>());
       }
       if (j.contains("memory_plan") && j["memory_plan"].is_object())
-        for (auto &[entry, plan] : j["memory_plan"].items())
-          if (plan.is_object() && plan.contains("peak_bytes") &&
+        for (auto &[entry, plan] : j["memory_plan"].items()) {
+          if (!plan.is_object())
+            continue;
+          if (plan.contains("peak_bytes") &&
               plan["peak_bytes"].is_number_integer())
             m.target.peakBytes[entry] = plan["peak_bytes"].get<int64_t>();
+          // The bound of the entry's dynamic input dimensions.
+          if (plan.contains("max_dim") && plan["max_dim"].is_number_integer())
+            m.target.maxDim[entry] = plan["max_dim"].get<int64_t>();
+        }
     }
   }
   return true;

@@ -152,6 +152,9 @@ struct TargetInfo {
   std::vector<std::string> chips; ///< e.g. sm_80, sm_90
   /// Per entry: peak device bytes of the compile-time memory plan.
   std::map<std::string, int64_t> peakBytes;
+  /// Per entry with dynamic input dimensions: the bound the plan assumed
+  /// for each of them (a call over it is refused before it runs).
+  std::map<std::string, int64_t> maxDim;
   bool isCuda() const { return device == "cuda"; }
 };
 
