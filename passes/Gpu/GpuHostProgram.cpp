@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -148,6 +149,34 @@ struct SizeBounds {
     }
     Operation *def = v.getDefiningOp();
     auto type = cast<MemRefType>(v.getType());
+    auto ofSize = [&](OpFoldResult s) -> std::optional<int64_t> {
+      if (std::optional<int64_t> c = getConstantIntValue(s))
+        return *c;
+      return of(cast<Value>(s), depth + 1);
+    };
+    // A view: its size of that dimension.
+    auto dimOf = [&](Value src, int64_t d) -> std::optional<int64_t> {
+      auto t = cast<MemRefType>(src.getType());
+      if (!t.isDynamicDim(d))
+        return t.getDimSize(d);
+      return ofDim(src, d, depth + 1);
+    };
+    if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+      return ofSize(expand.getMixedOutputShape()[i]);
+    if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
+      int64_t n = 1;
+      for (int64_t d : collapse.getReassociationIndices()[i]) {
+        std::optional<int64_t> b = dimOf(collapse.getSrc(), d);
+        if (!b)
+          return std::nullopt;
+        n *= *b;
+      }
+      return n;
+    }
+    if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
+      return dimOf(cast.getSource(), i);
+    if (auto re = dyn_cast_or_null<memref::ReinterpretCastOp>(def))
+      return ofSize(re.getMixedSizes()[i]);
     // The alloc's dynamic size of that dimension.
     ValueRange sizes;
     if (auto a = dyn_cast_or_null<memref::AllocOp>(def))
@@ -464,7 +493,7 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     else
       d << " has a run-time size with no compile-time bound from the "
            "inputs' bound "
-        << maxDim
+        << int64_t(maxDim)
         << " (its size is not computed from the inputs' sizes by "
            "arithmetic the memory plan can bound)";
     return d;

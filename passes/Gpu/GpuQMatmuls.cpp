@@ -264,8 +264,8 @@ struct GpuQMatmulLaunchesPass
         // Rows of x: the product of every dimension but the last.
         Value x = call.getOperand(1);
         auto xt = cast<MemRefType>(x.getType());
-        rows = c(1);
-        for (int64_t d = 0; d + 1 < xt.getRank(); ++d)
+        rows = memref::DimOp::create(b, loc, x, 0);
+        for (int64_t d = 1; d + 1 < xt.getRank(); ++d)
           rows = arith::MulIOp::create(b, loc, rows,
                                        memref::DimOp::create(b, loc, x, d));
         gridY = arith::CeilDivUIOp::create(b, loc, rows, c(kTileRows));
