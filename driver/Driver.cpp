@@ -521,11 +521,9 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       auto a = f->getAttrOfType<IntegerAttr>(name);
       return a ? a.getInt() : int64_t(0);
     };
-    loom::GpuTargetInfo::Plan plan{f.getName().str(),
-                                   peak.getInt(),
-                                   attr(loom::kGpuUploadBytesAttr),
-                                   attr(loom::kGpuResidentBytesAttr),
-                                   attr(loom::kGpuMaxDimAttr)};
+    loom::GpuTargetInfo::Plan plan{
+        f.getName().str(), peak.getInt(), attr(loom::kGpuUploadBytesAttr),
+        attr(loom::kGpuResidentBytesAttr), attr(loom::kGpuMaxDimAttr)};
     if (o.verbose) {
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("

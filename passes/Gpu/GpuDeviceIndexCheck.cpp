@@ -141,8 +141,7 @@ LogicalResult rewriteCheck(func::CallOp call) {
         for (int64_t d = 0; d < rank; ++d) {
           Value i = linalg::IndexOp::create(bb, l, d + 1);
           pos = arith::AddIOp::create(
-              bb, l,
-              arith::MulIOp::create(bb, l, pos, idDims[d]), i);
+              bb, l, arith::MulIOp::create(bb, l, pos, idDims[d]), i);
         }
         Value pos64 = arith::IndexCastOp::create(bb, l, i64, pos);
         Value none =

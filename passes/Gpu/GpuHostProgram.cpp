@@ -116,9 +116,8 @@ struct SizeBounds {
                              k = cst(def->getOperand(1));
       if (!a || !k || *k <= 0)
         return std::nullopt;
-      return isa<arith::DivUIOp, arith::DivSIOp>(def)
-                 ? *a / *k
-                 : (*a + *k - 1) / *k;
+      return isa<arith::DivUIOp, arith::DivSIOp>(def) ? *a / *k
+                                                      : (*a + *k - 1) / *k;
     }
     if (auto select = dyn_cast<arith::SelectOp>(def)) {
       std::optional<int64_t> a = sub(select.getTrueValue()),
@@ -626,9 +625,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
           bounds.bytes(alloc.getType(), alloc.getDynamicSizes());
       if (!bytes)
         return noBound(loc, alloc.getType());
-      auto device =
-          gpu::AllocOp::create(b, loc, alloc.getType(), tokenType, {token},
-                               alloc.getDynamicSizes(), alloc.getSymbolOperands());
+      auto device = gpu::AllocOp::create(b, loc, alloc.getType(), tokenType,
+                                         {token}, alloc.getDynamicSizes(),
+                                         alloc.getSymbolOperands());
       token = device.getAsyncToken();
       alloc.replaceAllUsesWith(device.getMemref());
       alloc.erase();

@@ -86,8 +86,7 @@ bool specFromAttr(DictionaryAttr d, lg::QMatmulSpec &s, int64_t &m) {
   return lg::parseElemType(str("scale"), s.scale) &&
          lg::parseElemType(str("act"), s.act) && num("block", s.block) &&
          num("n", s.n) && num("k", s.k) && num("m", m) &&
-         (m >= 1 || m == kRunTimeM) &&
-         lg::validate(s).empty();
+         (m >= 1 || m == kRunTimeM) && lg::validate(s).empty();
 }
 
 //===----------------------------------------------------------------------===//
@@ -259,7 +258,8 @@ struct GpuQMatmulLaunchesPass
       auto c = [&](int64_t v) -> Value {
         return arith::ConstantIndexOp::create(b, loc, v);
       };
-      Value rows = c(m), gridY = c(launch.gridY);
+      // (Static M: constants, made with the launch below.)
+      Value rows, gridY;
       if (m == kRunTimeM) {
         // Rows of x: the product of every dimension but the last.
         Value x = call.getOperand(1);
@@ -278,15 +278,20 @@ struct GpuQMatmulLaunchesPass
         args.push_back(LLVM::IntToPtrOp::create(b, loc, ptr1, i64));
       }
       args.push_back(
-          arith::IndexCastOp::create(b, loc, b.getI32Type(), rows));
+          m == kRunTimeM
+              ? arith::IndexCastOp::create(b, loc, b.getI32Type(), rows)
+                    .getResult()
+              : arith::ConstantIntOp::create(b, loc, b.getI32Type(), m)
+                    .getResult());
       auto kernel =
           SymbolRefAttr::get(ctx, lg::kQMatmulModuleName,
                              {FlatSymbolRefAttr::get(ctx, launch.kernel)});
-      gpu::LaunchFuncOp::create(
-          b, loc, kernel,
-          gpu::KernelDim3{c(launch.gridX), gridY, c(1)},
-          gpu::KernelDim3{c(launch.threads), c(1), c(1)},
-          /*dynamicSharedMemorySize=*/Value(), args);
+      gpu::LaunchFuncOp::create(b, loc, kernel,
+                                gpu::KernelDim3{c(launch.gridX),
+                                                gridY ? gridY : c(launch.gridY),
+                                                c(1)},
+                                gpu::KernelDim3{c(launch.threads), c(1), c(1)},
+                                /*dynamicSharedMemorySize=*/Value(), args);
       call.erase();
     }
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>()))

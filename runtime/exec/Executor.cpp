@@ -733,9 +733,8 @@ Status checkInput(const TensorSpec &spec, const ArrayRef &a,
 /// A CUDA bundle's entry with run-time sizes was planned (its device
 /// memory) for dynamic dimensions up to a bound: a larger input is refused
 /// before anything runs.
-Status checkBound(const Manifest &m, const TensorSpec &spec,
-                  const ArrayRef &a, const std::string &entry,
-                  const std::string &where) {
+Status checkBound(const Manifest &m, const TensorSpec &spec, const ArrayRef &a,
+                  const std::string &entry, const std::string &where) {
   auto it = m.target.maxDim.find(entry);
   if (!m.target.isCuda() || it == m.target.maxDim.end() || it->second <= 0)
     return success();
