@@ -180,8 +180,9 @@ def GpuQMatmulsPass : Pass<"loom-gpu-qmatmuls", "mlir::ModuleOp"> {
     and the batch M); the weight argument takes its storage type (the
     GGUF / Loom blocks as they are: device-resident, never dequantized).
     A qmatmul with no generated kernel (bf16 activations, K not a multiple
-    of 32, ...), a dynamic batch, or a quantized weight also read by
-    another op is refused by name at the op.
+    of 32, ...), a dynamic K, or a quantized weight also read by another
+    op is refused by name at the op. Rows of x that are run-time sizes
+    give M = -1 (a run-time M).
   }];
   let dependentDialects = ["mlir::func::FuncDialect",
                            "mlir::tensor::TensorDialect",
@@ -197,7 +198,9 @@ def GpuQMatmulLaunchesPass
     `@loom_qmatmul_kernels::@<base>_gemv<M>` (M <= 8: 128 threads, one
     block per 8 weight rows) or `@<base>_tiled` (256 threads, 64x64
     outputs per block) on the addresses of (w, x, y) and M, as the
-    runtime's `loom_cuda_qmatmul` picks them; the kernels of every spec
+    runtime's `loom_cuda_qmatmul` picks them; a run-time M takes
+    `@<base>_tiled` with M and the grid's y computed on the host from x's
+    sizes; the kernels of every spec
     (lib/Target/GpuTarget/QMatmulKernelGen.cpp) are appended as
     `gpu.module @loom_qmatmul_kernels`.
   }];
