@@ -17,6 +17,7 @@
 #include "lib/Import/Import.h"
 #include "lib/Import/MlirInputGuard.h"
 #include "lib/Target/CpuTarget.h"
+#include "loom/Support/OutputFile.h"
 #include "passes/Lowering/QuantKernels.h"
 #include "passes/Pipelines.h"
 #ifdef LOOM_HAVE_GPU_TARGET
@@ -149,9 +150,9 @@ Compilation::writeAtomically(StringRef path,
   if (!file)
     return fail("cannot write '" + path + "': " + error), failure();
   write(file->os());
-  file->os().flush();
-  if (file->os().has_error())
-    return fail("error writing '" + path + ".tmp'"), failure();
+  if (std::string msg = loom::closeChecked(file->os(), path + ".tmp");
+      !msg.empty())
+    return fail(msg), failure();
   file->keep();
   file.reset();
   if (std::error_code ec = llvm::sys::fs::rename(path + ".tmp", path))
@@ -456,13 +457,8 @@ bool Compilation::checkCudaProgram() {
                 "or for the CPU (--target=cpu)"),
            false;
   WalkResult walk = module->walk([&](Operation *op) {
-    // loom.embedding's ids are checked on the device
-    // (loom-gpu-device-index-check); loom.gather has no id check at all,
-    // so on the device an index out of range would read outside its input.
-    if (isa<loom::GatherOp>(op))
-      return refuse(op, "'loom.gather' (an index gather without an index "
-                        "check) is not built for CUDA yet"),
-             WalkResult::interrupt();
+    // (loom.embedding's ids and loom.gather's indices are checked on the
+    // device: loom-gpu-device-index-check.)
     if (isa<loom::CollectiveOpInterface>(op))
       return refuse(op, "the collective '" + op->getName().getStringRef() +
                             "' is not built for CUDA yet (NCCL lowering)"),

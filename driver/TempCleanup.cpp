@@ -106,6 +106,10 @@ void install() {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP})
     ::sigaction(sig, &sa, nullptr);
+  // A file-size limit (RLIMIT_FSIZE) is an error like a full disk: the
+  // write fails with EFBIG and the file is named (loom/Support/OutputFile.h),
+  // instead of LLVM's handler dumping a stack for SIGXFSZ.
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 void add(const std::string &path) {

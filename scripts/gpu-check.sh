@@ -111,7 +111,24 @@ prepare_qmm_bundles() {
     compare_npy "$dir/cpu-res-m$m/output0.npy" "$dir/reference-m$m.npy" \
       1e-3 || return 1
   done
-  log "staged the quantized matmul bundles (batch 1 and 24, cpu and cuda)"
+  # SmolLM2's tied LM head: the q8_0 embedding's table is the head's
+  # qmatmul weight, one resident allocation read by the gather kernel and
+  # the q8_0 GEMV (batch 1) / tiled kernel (24).
+  dir=$STAGE/qmm-tied
+  "$py" "$ROOT/scripts/gpu-qmm-model.py" "$dir" --tied 1 24 || return 1
+  for m in 1 24; do
+    "$BUILD/bin/loomc" "$dir/tied-m$m.mlir" -o "$dir/cpu-m$m" || return 1
+    "$BUILD/bin/loomc" "$dir/tied-m$m.mlir" --target=cuda -v \
+      -o "$dir/cuda-m$m" 2>&1 | grep 'memory plan' || return 1
+    relative_weights "$dir/cpu-m$m/manifest.json" || return 1
+    relative_weights "$dir/cuda-m$m/manifest.json" || return 1
+    "$BUILD/bin/loom-run" "$dir/cpu-m$m" \
+      --input "input0=$dir/tied-ids-m$m.npy" --output "$dir/cpu-res-m$m" ||
+      return 1
+    compare_npy "$dir/cpu-res-m$m/output0.npy" \
+      "$dir/tied-reference-m$m.npy" 1e-3 || return 1
+  done
+  log "staged the quantized matmul bundles (batch 1 and 24, cpu and cuda; untied and tied)"
 }
 
 # The MLP demo (examples/mlp, batch 8) as bundles: loomc --target=cuda with
@@ -295,6 +312,26 @@ if [[ -d "$STAGE/qmm/cuda-m1" ]]; then
   step bundle-cuda-qmm-m1 bash -c 'run_qmm 1'
   step bundle-cuda-qmm-m24 bash -c 'run_qmm 24'
 fi
+# The tied LM head (one q8_0 table read by the embedding's gather kernel
+# and the head's GEMV / tiled kernel), batch 1 then 24, against the CPU
+# bundle's output and numpy's float64 reference: 1e-3 of max |y|.
+run_qmm_tied() {
+  local dir=$STAGE/qmm-tied m
+  for m in 1 24; do
+    "$STAGE/bin/loom-run" "$dir/cuda-m$m" \
+      --input "input0=$dir/tied-ids-m$m.npy" --output "$OUT/qmm-tied-res-m$m" \
+      --iterations 3 --bench &&
+      compare_npy "$OUT/qmm-tied-res-m$m/output0.npy" \
+        "$dir/cpu-res-m$m/output0.npy" 1e-3 &&
+      compare_npy "$OUT/qmm-tied-res-m$m/output0.npy" \
+        "$dir/tied-reference-m$m.npy" 1e-3 || return 1
+  done
+}
+if [[ -d "$STAGE/qmm-tied/cuda-m1" ]]; then
+  export -f compare_npy run_qmm_tied
+  export STAGE OUT
+  step bundle-cuda-qmm-tied bash -c 'run_qmm_tied'
+fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 # The same shapes with the scalar GEMV dequantisation (A/B); its tables go
@@ -313,7 +350,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
     bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
-    bundle-cuda-qmm-m24.log \
+    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

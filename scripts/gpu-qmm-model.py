@@ -6,7 +6,12 @@ scales, written as <out>/qmm-m<M>.mlir with its weight files, the input
 ids-m<M>.npy and the float64 reference reference-m<M>.npy (numpy's
 dequantization, independent of Loom's kernels).
 
-usage: gpu-qmm-model.py <out folder> [M ...]   (default M: 1 24)
+With --tied, instead: SmolLM2's tied LM head, M token ids -> embedding of a
+q8_0 table [4096, 576] -> a q8_0 qmatmul whose weight is that same table
+(logits [M, 4096]), written as <out>/tied-m<M>.mlir (one weight file,
+tied.bin), tied-ids-m<M>.npy and tied-reference-m<M>.npy.
+
+usage: gpu-qmm-model.py <out folder> [--tied] [M ...]   (default M: 1 24)
 """
 import os
 import sys
@@ -38,10 +43,48 @@ def blocks(fmt, n, k, rng):
     return raw.reshape(n, -1), w.reshape(n, k)
 
 
+def tied(out, ms):
+    """The embedding and the LM head reading one q8_0 table."""
+    rng = np.random.default_rng(17)
+    vocab, dim = 4096, 576
+    raw, table = blocks("q8_0", vocab, dim, rng)
+    raw.tofile(os.path.join(out, "tied.bin"))
+    qt = "!loom.qtensor<%dx%d, #loom.quant<q8_0>>" % (vocab, dim)
+    for m in ms:
+        ids = rng.integers(0, vocab, m, dtype=np.int64)
+        # The embedding's rows are f32 (exact: f16 scale times int8 code).
+        x = table[ids].astype(np.float32).astype(np.float64)
+        y = x @ table.T
+        np.save(os.path.join(out, "tied-ids-m%d.npy" % m), ids)
+        np.save(os.path.join(out, "tied-reference-m%d.npy" % m),
+                y.astype(np.float32))
+        lines = [
+            "// gpu-qmm-model.py --tied: SmolLM2's tied q8_0 embedding and "
+            "LM head, batch %d" % m,
+            "func.func @tied(%%ids: tensor<%dxi64>) -> tensor<%dx%dxf32> {" %
+            (m, m, vocab),
+            '  %%emb = loom.weight "token_embd" from <"tied.bin", '
+            "offset = 0> : %s" % qt,
+            "  %%x = loom.embedding %%emb, %%ids : %s, tensor<%dxi64> -> "
+            "tensor<%dx%dxf32>" % (qt, m, m, dim),
+            "  %%y = loom.qmatmul %%x, %%emb : tensor<%dx%dxf32>, %s -> "
+            "tensor<%dx%dxf32>" % (m, dim, qt, m, vocab),
+            "  return %%y : tensor<%dx%dxf32>" % (m, vocab),
+            "}",
+        ]
+        with open(os.path.join(out, "tied-m%d.mlir" % m), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
 def main():
     out = sys.argv[1]
-    ms = [int(a) for a in sys.argv[2:]] or [1, 24]
+    args = sys.argv[2:]
+    is_tied = "--tied" in args
+    ms = [int(a) for a in args if a != "--tied"] or [1, 24]
     os.makedirs(out, exist_ok=True)
+    if is_tied:
+        tied(out, ms)
+        return
     rng = np.random.default_rng(16)
     deq = {}
     for name, fmt, n, k in [("emb", "q8_0", 4096, 576)] + SHAPES:

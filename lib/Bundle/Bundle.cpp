@@ -4,6 +4,7 @@
 
 #include "dialects/Loom/IR/LoomDialect.h"
 #include "loom/Support/DType.h"
+#include "loom/Support/OutputFile.h"
 #include "loom/runtime/Fnv.h"
 #include "loom/runtime/NpyName.h"
 #include "loom/runtime/abi.h"
@@ -501,16 +502,10 @@ bool writeBundle(
     llvm::sys::fs::remove_directories(tmp);
     return false;
   };
-  auto writeFile = [&](const std::string &path, StringRef text) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (ec)
-      return false;
-    os << text;
-    return !os.has_error();
-  };
-  if (!writeFile(tmp + "/ir/program.mlir", programIR))
-    return cleanup("cannot write " + tmp + "/ir/program.mlir");
+  if (std::string msg = loom::writeFileChecked(
+          tmp + "/ir/program.mlir", [&](raw_ostream &os) { os << programIR; });
+      !msg.empty())
+    return cleanup(msg);
 
   std::string lib = model + ".so";
   std::string libError;
@@ -629,8 +624,11 @@ bool writeBundle(
   // Last: the hashes cover the entries exactly as written.
   if (!addIntegrity(manifest, tmp + "/" + lib, error))
     return cleanup(error);
-  if (!writeFile(tmp + "/manifest.json", manifest.dump(2) + "\n"))
-    return cleanup("cannot write " + tmp + "/manifest.json");
+  if (std::string msg = loom::writeFileChecked(
+          tmp + "/manifest.json",
+          [&](raw_ostream &os) { os << manifest.dump(2) << "\n"; });
+      !msg.empty())
+    return cleanup(msg);
 
   // The staged files join the bundle before it is renamed into place.
   if (!staged.empty() && llvm::sys::fs::is_directory(staged)) {

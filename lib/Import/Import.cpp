@@ -3,6 +3,7 @@
 #include "lib/Import/Import.h"
 #include "lib/Import/ImportFailure.h"
 #include "lib/Import/MlirInputGuard.h"
+#include "loom/Support/OutputFile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -158,6 +159,11 @@ int importMain(MLIRContext &context, StringRef modelPath,
   }
   module->print(out->os());
   out->os() << "\n";
+  if (std::string msg = loom::closeChecked(out->os(), outputPath);
+      !msg.empty()) {
+    llvm::errs() << msg << "\n";
+    return 1;
+  }
   out->keep();
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include "lib/Target/CpuTarget.h"
 
+#include "loom/Support/OutputFile.h"
 #include "loom/runtime/CpuFeatures.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -180,7 +181,8 @@ bool emitObject(llvm::Module &m, llvm::TargetMachine &tm,
     return false;
   }
   pm.run(m);
-  return true;
+  error = loom::closeChecked(os, objPath);
+  return error.empty();
 }
 
 /// Splits `m` into at most `n` modules of about equal size for parallel

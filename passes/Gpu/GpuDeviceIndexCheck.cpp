@@ -1,13 +1,15 @@
-//===- GpuDeviceIndexCheck.cpp - embedding id checks on the device --------===//
+//===- GpuDeviceIndexCheck.cpp - index checks on the device ---------------===//
 //
-// The CPU lowering checks an embedding's ids with a host loop before any
-// row is read (loom_rt_index_error on the first id out of range). On the
-// GPU the ids are a device buffer, so the loop would read device memory
-// from the host. This pass replaces the loop by:
+// The CPU lowering checks an embedding's ids and a loom.gather's run-time
+// indices with a host loop before any element is read (loom_rt_index_error
+// on the first id out of range; a gather's constant indices are checked at
+// compile time and have no loop). On the GPU the ids are a device buffer,
+// so the loop would read device memory from the host. This pass replaces
+// the loop by:
 //  - a kernel that finds the first id out of range (its position and value,
 //    -1 when all are in range) into two one-element buffers;
-//  - the ids clamped for the gather (an id out of range reads row 0), so
-//    that no kernel reads outside the table;
+//  - the ids clamped for the gather (an id out of range reads row or index
+//    0), so that no kernel reads outside the table or input;
 //  - a `loom_gpu_index_check` call on the two values, which
 //    loom-gpu-host-program turns into a copy of the 16 bytes back to the
 //    host and, after the step's synchronisation, the CPU's
@@ -21,6 +23,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "loom-gpu-device-index-check"
 
@@ -50,8 +53,10 @@ LogicalResult rewriteCheck(func::CallOp call) {
   // drops a loop of one trip) an scf.if on the id read before it.
   Operation *root = outermostLoop(call);
   tensor::ExtractOp read;
-  // Host values the check leaves dead once it is gone (the one-id form).
-  SmallVector<Operation *> dead;
+  // Host values the check leaves dead once it is gone (the one-id form:
+  // its condition, and through it the id's read; with negative ids, as a
+  // gather's, the condition reads `id - lo`).
+  llvm::SetVector<Operation *> dead;
   if (root) {
     root->walk([&](tensor::ExtractOp e) { read = e; });
   } else if (auto ifOp = call->getParentOfType<scf::IfOp>()) {
@@ -59,14 +64,11 @@ LogicalResult rewriteCheck(func::CallOp call) {
       ifOp = outer;
     root = ifOp;
     Value id = call.getOperand(2);
-    if (auto ext = id.getDefiningOp<arith::ExtSIOp>()) {
-      dead.push_back(ext);
+    if (auto ext = id.getDefiningOp<arith::ExtSIOp>())
       id = ext.getIn();
-    }
     read = id.getDefiningOp<tensor::ExtractOp>();
     if (Operation *cond = ifOp.getCondition().getDefiningOp())
-      dead.insert(dead.begin(), cond);
-    dead.push_back(read);
+      dead.insert(cond);
   }
   if (!root || !read)
     return call.emitError() << "index check not in the form of the CPU "
@@ -77,7 +79,14 @@ LogicalResult rewriteCheck(func::CallOp call) {
   std::optional<int64_t> rows = getConstantIntValue(call.getOperand(4));
   if (!idType || !lo || !rows)
     return call.emitError()
-           << "the embedding's table needs a static shape on the GPU";
+           << "the dimension the indices select along needs a static size "
+              "on the GPU";
+  // An empty dimension: every index is out of range, and the clamped index
+  // 0 would still read outside it, so every run would fail.
+  if (*rows == 0 && (!idType.hasStaticShape() || idType.getNumElements() > 0))
+    return call.emitError()
+           << "indices select along an empty dimension (size 0): every "
+              "index is out of range";
   for (unsigned i : {0u, 1u, 5u})
     if (!call.getOperand(i).getParentRegion()->isAncestor(
             root->getParentRegion()))
@@ -200,9 +209,17 @@ LogicalResult rewriteCheck(func::CallOp call) {
            !isa<tensor::DimOp>(user);
   });
   root->erase();
-  for (Operation *op : dead)
-    if (op && op->use_empty() && isMemoryEffectFree(op))
-      op->erase();
+  // Each dead op, then what only it used (an op is erased after its last
+  // user, so none is visited after its erasure).
+  while (!dead.empty()) {
+    Operation *op = dead.pop_back_val();
+    if (!op->use_empty() || !isMemoryEffectFree(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        dead.insert(def);
+    op->erase();
+  }
   return success();
 }
 

@@ -10,6 +10,7 @@
 
 #include "passes/Gpu/Passes.h"
 
+#include "loom/Support/OutputFile.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -87,7 +88,8 @@ struct GpuLinkFatbinPass
         return binary.emitError()
                << "cannot write " << *path << ": " << ec.message();
       os << object.getObject().getValue();
-      os.close();
+      if (std::string msg = loom::closeChecked(os, *path); !msg.empty())
+        return binary.emitError() << msg;
       args.push_back(("--image3=kind=elf,sm=" + chip + ",file=" + *path).str());
     }
     FailureOr<std::string> out = temps.make("fatbin");

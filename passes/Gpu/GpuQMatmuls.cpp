@@ -13,7 +13,9 @@
 //  - loom-gpu-qmatmuls (on tensors, before loom-convert-loom-to-linalg):
 //    the weight argument takes its storage type (the blocks' bytes) and
 //    each qmatmul becomes a destination-style `loom_cpu.kernel` whose body
-//    calls a private declaration that carries the kernel's spec;
+//    calls a private declaration that carries the kernel's spec (an
+//    embedding whose table is such a weight, a tied LM head, reads a
+//    !loom.qtensor view of the same bytes);
 //  - loom-gpu-qmatmul-launches (on buffers, after kernel outlining): each
 //    such call becomes a `gpu.launch_func` on the buffers' addresses, and
 //    the kernels of every spec go into `gpu.module @loom_qmatmul_kernels`.
@@ -99,7 +101,7 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
     SmallVector<loom::QMatmulOp> ops;
     module.walk([&](loom::QMatmulOp op) { ops.push_back(op); });
     // Every qmatmul checked first: its kernel spec, a static batch, a weight
-    // that is an entry's argument read only by qmatmuls.
+    // that is an entry's argument read only by qmatmuls and embeddings.
     struct Planned {
       loom::QMatmulOp op;
       lg::QMatmulSpec spec;
@@ -138,23 +140,17 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
       }
       for (OpOperand &use : arg.getUses()) {
         auto mm = dyn_cast<loom::QMatmulOp>(use.getOwner());
-        // A tied LM head (the embedding's table is the head's weight)
-        // would need the argument both as the blocks' bytes and as the
-        // !loom.qtensor that the embedding's lowering reads; the CPU
-        // conversion leaves the cast between them unresolved.
-        if (isa<loom::EmbeddingOp>(use.getOwner())) {
-          use.getOwner()->emitError()
-              << "--target=cuda: a tied embedding (its quantized table is "
-                 "also a 'loom.qmatmul' weight, e.g. an LM head) is not "
-                 "built for CUDA yet";
-          return signalPassFailure();
-        }
+        // A tied LM head (the embedding's table is the head's weight):
+        // the embedding reads the same resident blocks through a
+        // !loom.qtensor view of them (below).
+        if (isa<loom::EmbeddingOp>(use.getOwner()))
+          continue;
         if (!mm || use.get() != mm.getWeight()) {
           use.getOwner()->emitError()
               << "--target=cuda: this '" << use.getOwner()->getName()
               << "' reads a quantized weight that a 'loom.qmatmul' also "
                  "reads; on the GPU quantized weights are read only by "
-                 "qmatmuls";
+                 "qmatmuls and embeddings";
           return signalPassFailure();
         }
       }
@@ -164,16 +160,31 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
                       : kRunTimeM;
       plan.push_back({op, *spec, m});
     }
-    // The weights as their blocks' bytes.
+    // The weights as their blocks' bytes. A tied embedding's table (the
+    // same argument) is a !loom.qtensor view of those bytes, a cast at the
+    // entry that loom-convert-loom-to-linalg's embedding lowering reads
+    // through (quantizedWeight): both read the one resident allocation.
+    OpBuilder b(module.getContext());
     for (BlockArgument arg : weights) {
       auto q = cast<loom::QTensorType>(arg.getType());
+      SmallVector<OpOperand *> tables;
+      for (OpOperand &use : arg.getUses())
+        if (isa<loom::EmbeddingOp>(use.getOwner()))
+          tables.push_back(&use);
       arg.setType(q.getStorageType());
+      if (!tables.empty()) {
+        b.setInsertionPointToStart(arg.getOwner());
+        Value view = UnrealizedConversionCastOp::create(b, arg.getLoc(),
+                                                        TypeRange{q}, arg)
+                         .getResult(0);
+        for (OpOperand *use : tables)
+          use->set(view);
+      }
       auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
       fn.setType(FunctionType::get(fn.getContext(),
                                    fn.getBody().front().getArgumentTypes(),
                                    fn.getResultTypes()));
     }
-    OpBuilder b(module.getContext());
     unsigned counter = 0;
     for (Planned &p : plan) {
       Location loc = p.op.getLoc();

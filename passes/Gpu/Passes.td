@@ -139,14 +139,17 @@ def GpuSyncCollectivesPass
 
 def GpuDeviceIndexCheckPass
     : Pass<"loom-gpu-device-index-check", "mlir::ModuleOp"> {
-  let summary = "Embedding id checks as a kernel and a check after the step";
+  let summary = "Index checks (embedding ids, gather indices) as a kernel "
+                "and a check after the step";
   let description = [{
     On tensors, after `loom-convert-loom-to-linalg`: the CPU lowering's
-    host loop over an embedding's ids (`loom_rt_index_error` on the first
-    id out of range) would read device memory on the host. It becomes a
+    host loop over an embedding's ids or a `loom.gather`'s run-time indices
+    (`loom_rt_index_error` on the first id out of range) would read device
+    memory on the host. It becomes a
     kernel that finds the first bad id (position and value, -1 when none),
-    the ids clamped for the gather (a bad id reads row 0: no read outside
-    the table), and a `loom_gpu_index_check` call on the two values, which
+    the ids clamped for the gather (a bad id reads row 0 / index 0: no read
+    outside the table or input), and a `loom_gpu_index_check` call on the
+    two values, which
     `loom-gpu-host-program` turns into a 16-byte copy back to the host and,
     after the step's synchronisation, `loom_rt_index_error` (the CPU's
     one-line error) when an id was bad. Such a step returns no output.

@@ -145,6 +145,14 @@ struct ConvertLoomToLinalgPass
     });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    // The !loom.qtensor views of blocks that loom-gpu-qmatmuls gives a tied
+    // embedding: its lowering reads the blocks (quantizedWeight), the view
+    // is left unused.
+    module.walk([](UnrealizedConversionCastOp cast) {
+      if (cast->use_empty() &&
+          llvm::any_of(cast->getResultTypes(), llvm::IsaPred<QTensorType>))
+        cast.erase();
+    });
 
     // Meshes no collective refers to any more are consumed (loom-bufferize
     // erases the others once their collectives are runtime calls).

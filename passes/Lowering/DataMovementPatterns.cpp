@@ -1,15 +1,17 @@
 //===- DataMovementPatterns.cpp - reshapes, slices, gathers ---------------===//
 //
 // Reshape, broadcast, iota, transpose, concat and slice become tensor/linalg
-// ops; gather and embedding a generic reading the table (an embedding
-// checks its ids first and dequantizes quantized tables row by row, reading
-// a table in the interleaved layout of a tied LM head through that layout).
+// ops; gather and embedding a generic reading the table (both check their
+// indices first; an embedding dequantizes quantized tables row by row,
+// reading a table in the interleaved layout of a tied LM head through that
+// layout).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Lowering/LoweringUtils.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace loom;
@@ -20,11 +22,23 @@ namespace {
 struct MovementEmitter : Emitter {
   using Emitter::Emitter;
   Value lowerSlice(SliceOp op, SliceOp::Adaptor a);
-  /// Fails the job (loom_rt_index_error) on an id outside [0, rows) of the
-  /// table (with `negative`, [-rows, rows): ids that count from the end, as
-  /// ONNX Gather), before any row is read: one unsigned compare per id.
-  void checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a, bool negative);
-  FailureOr<Value> quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a);
+  /// Fails the job (loom_rt_index_error) on an index of `ids` outside [0,
+  /// size) (with `negative`, [-size, size): indices that count from the
+  /// end, as ONNX Gather), before any element is read: one unsigned compare
+  /// per index; `size` (index type) is the extent the indices select along
+  /// (an embedding's rows, a gather's axis). `what` names the indices when
+  /// they are not an entry input. This host loop is also the form that
+  /// loom-gpu-device-index-check rewrites for the GPU.
+  void checkIndices(Operation *op, Value ids, Value size, bool negative,
+                    StringRef what);
+  /// A gather's indices: constant ones along a static dimension are checked
+  /// here (out of range: an error at the op), the others at run time.
+  LogicalResult checkGatherIndices(GatherOp op, GatherOp::Adaptor a,
+                                   int64_t axis);
+  /// The rows of a quantized table, dequantized from the blocks of its
+  /// weight (`w`, quantizedWeight).
+  Value quantizedEmbedding(EmbeddingOp op, EmbeddingOp::Adaptor a,
+                           const QuantizedWeight &w);
   /// The bytes of the table's rows `ids` as stored ([ids..., R] i8), read
   /// from `table` ([N, R] i8) in the interleaved layout `il`: row r of a
   /// full group is lane r % 8 of group r / 8, the rows after the last full
@@ -69,17 +83,14 @@ Value MovementEmitter::lowerSlice(SliceOp op, SliceOp::Adaptor a) {
   return v;
 }
 
-void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
-                                        bool negative) {
+void MovementEmitter::checkIndices(Operation *op, Value ids, Value size,
+                                   bool negative, StringRef what) {
   Value ctx = entryContext(op);
-  Value ids = a.getIds(), table = a.getTable();
   auto idType = dyn_cast<RankedTensorType>(ids.getType());
-  auto tableType = dyn_cast<RankedTensorType>(table.getType());
-  if (!ctx || !idType || !tableType || tableType.getRank() < 1 ||
-      !idType.getElementType().isSignlessInteger())
+  if (!ctx || !idType || !idType.getElementType().isSignlessInteger())
     return; // no context to fail through (a private function)
   // The input the ids come from, as the manifest names it.
-  std::string input = "ids";
+  std::string input = what.str();
   if (auto arg = dyn_cast<BlockArgument>(ids);
       arg && arg.getOwner()->isEntryBlock()) {
     auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
@@ -94,14 +105,15 @@ void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
       input = name.str();
   }
   Type i64 = b.getI64Type();
-  Value rows = arith::IndexCastOp::create(b, loc, i64, dim(table, 0));
+  Value rows = arith::IndexCastOp::create(b, loc, i64, size);
   // id in [lo, rows) <=> (id - lo) <u (rows - lo), lo = 0 or -rows.
   Value lo =
       negative ? arith::SubIOp::create(
                      b, loc, arith::ConstantIntOp::create(b, loc, i64, 0), rows)
                : arith::ConstantIntOp::create(b, loc, i64, 0).getResult();
   Value span = arith::SubIOp::create(b, loc, rows, lo);
-  Value inputName = cString(input), opName = cString("loom.embedding");
+  Value inputName = cString(input),
+        opName = cString(op->getName().getStringRef());
   SmallVector<Value> lbs, ubs, steps;
   for (int64_t d = 0; d < idType.getRank(); ++d) {
     lbs.push_back(cIndex(0));
@@ -126,6 +138,31 @@ void MovementEmitter::checkEmbeddingIds(EmbeddingOp op, EmbeddingOp::Adaptor a,
           scf::YieldOp::create(tb, tl);
         });
       });
+}
+
+LogicalResult MovementEmitter::checkGatherIndices(GatherOp op,
+                                                  GatherOp::Adaptor a,
+                                                  int64_t axis) {
+  auto inType = op.getInput().getType();
+  DenseIntElementsAttr constant;
+  if (inType.isDynamicDim(axis) ||
+      !(matchPattern(a.getIndices(), m_Constant(&constant)) ||
+        matchPattern(op.getIndices(), m_Constant(&constant)))) {
+    checkIndices(op, a.getIndices(), dim(a.getInput(), axis),
+                 /*negative=*/true, "indices");
+    return success();
+  }
+  int64_t size = inType.getDimSize(axis), pos = 0;
+  for (const APInt &v : constant.getValues<APInt>()) {
+    int64_t index = v.getSExtValue();
+    if (index < -size || index >= size)
+      return op.emitOpError()
+             << "constant index " << index << " (position " << pos
+             << ") is out of range [" << -size << ", " << size
+             << ") of dimension " << axis << " of the input";
+    ++pos;
+  }
+  return success();
 }
 
 Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
@@ -201,14 +238,11 @@ Value MovementEmitter::gatherInterleavedRows(Value table, Value ids,
       });
 }
 
-FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
-                                                     EmbeddingOp::Adaptor a) {
-  Value table = a.getTable();
-  std::optional<QuantizedWeight> w = quantizedWeight(op.getTable(), table);
-  if (!w)
-    return op.emitOpError() << "quantized embedding tables lower to CPU "
-                               "code only as entry-point weights";
-  QuantAttr quant = w->type.getQuant();
+Value MovementEmitter::quantizedEmbedding(EmbeddingOp op,
+                                          EmbeddingOp::Adaptor a,
+                                          const QuantizedWeight &w) {
+  Value table = w.bytes;
+  QuantAttr quant = w.type.getQuant();
   Value ids = a.getIds();
   auto type = op.getResult().getType();
   unsigned rank = type.getRank();
@@ -216,7 +250,7 @@ FailureOr<Value> MovementEmitter::quantizedEmbedding(EmbeddingOp op,
   for (unsigned d = 0; d + 1 < rank; ++d)
     sizes.push_back(dim(ids, d));
   sizes.push_back(cIndex(type.getShape().back()));
-  if (w->interleaved) {
+  if (w.interleaved) {
     // The table of a tied LM head, in the head's layout: the rows' bytes
     // as stored first (R bytes per id), then dequantized from them.
     Value rows = gatherInterleavedRows(table, ids, interleaveOf(quant));
@@ -340,9 +374,11 @@ struct GatherLowering : LoomPattern<GatherOp> {
   matchAndRewrite(GatherOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     int64_t axis = normAxis(op.getAxis(), op.getInput().getType().getRank());
-    rewriter.replaceOp(op, emitter(rewriter, op)
-                               .gather(a.getInput(), a.getIndices(), axis,
-                                       op.getResult().getType()));
+    MovementEmitter e(rewriter, op.getLoc(), opts);
+    if (failed(e.checkGatherIndices(op, a, axis)))
+      return failure();
+    rewriter.replaceOp(op, e.gather(a.getInput(), a.getIndices(), axis,
+                                    op.getResult().getType()));
     return success();
   }
 };
@@ -354,14 +390,19 @@ struct EmbeddingLowering : LoomPattern<EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     MovementEmitter e(rewriter, op.getLoc(), opts);
     bool quantized = isa<QTensorType>(op.getTable().getType());
+    std::optional<QuantizedWeight> w;
+    if (quantized) {
+      w = quantizedWeight(op.getTable(), a.getTable());
+      if (!w)
+        return op.emitOpError() << "quantized embedding tables lower to CPU "
+                                   "code only as entry-point weights";
+    }
     // The f32 path is gather's, where negative ids count from the end.
-    e.checkEmbeddingIds(op, a, /*negative=*/!quantized);
+    e.checkIndices(op, a.getIds(), e.dim(w ? w->bytes : a.getTable(), 0),
+                   /*negative=*/!quantized, "ids");
     Value result;
     if (quantized) {
-      FailureOr<Value> r = e.quantizedEmbedding(op, a);
-      if (failed(r))
-        return failure();
-      result = *r;
+      result = e.quantizedEmbedding(op, a, *w);
     } else {
       result = e.gather(a.getTable(), a.getIds(), 0, op.getResult().getType());
     }

@@ -27,11 +27,17 @@ void loom::lowering::addQuantizedTypeConversion(TypeConverter &converter) {
 std::optional<QuantizedWeight>
 loom::lowering::quantizedWeight(Value original, Value converted) {
   auto q = dyn_cast<QTensorType>(original.getType());
-  if (auto cast = converted.getDefiningOp<UnrealizedConversionCastOp>())
-    if (cast->getNumOperands() == 1)
-      converted = cast->getOperand(0);
+  // Through the conversion's casts and the !loom.qtensor view that
+  // loom-gpu-qmatmuls gives a tied embedding of the blocks' bytes (bytes ->
+  // qtensor -> bytes) to the argument of the blocks.
+  while (auto cast = converted.getDefiningOp<UnrealizedConversionCastOp>()) {
+    if (cast->getNumOperands() != 1)
+      break;
+    converted = cast->getOperand(0);
+  }
   auto arg = dyn_cast<BlockArgument>(converted);
-  if (!q || !arg || !arg.getOwner()->isEntryBlock())
+  if (!q || !arg || !arg.getOwner()->isEntryBlock() ||
+      arg.getType() != q.getStorageType())
     return std::nullopt;
   auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!fn)

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/Support/OutputFile.h"
 #include "passes/Pipeline/Passes.h"
 #include "passes/Pipeline/StageUtils.h"
 #include "passes/Sharding/DeclareMesh.h"
@@ -745,18 +746,14 @@ LogicalResult StageAssigner::writePlan(ArrayRef<int64_t> ends) {
            << "the plan '" << o.planFile << "' is not a JSON object";
   }
   parsed->getAsObject()->try_emplace("pipeline", std::move(section));
-  std::string tmp = o.planFile + ".tmp";
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream os(tmp, ec);
-    if (ec)
-      return module.emitError()
-             << "cannot write the plan to '" << tmp << "': " << ec.message();
-    os << llvm::formatv("{0:2}", *parsed) << "\n";
-  }
-  if (auto e = llvm::sys::fs::rename(tmp, o.planFile))
-    return module.emitError() << "cannot rename '" << tmp << "' to '"
-                              << o.planFile << "': " << e.message();
+  if (std::string msg = loom::writeFileAtomically(o.planFile,
+                                                  [&](raw_ostream &os) {
+                                                    os << llvm::formatv("{0:2}",
+                                                                        *parsed)
+                                                       << "\n";
+                                                  });
+      !msg.empty())
+    return module.emitError() << "the plan: " << msg;
   return success();
 }
 

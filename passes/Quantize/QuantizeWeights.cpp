@@ -11,6 +11,7 @@
 #include "passes/Quantize/Passes.h"
 
 #include "dialects/Loom/IR/LoomEnums.h"
+#include "loom/Support/OutputFile.h"
 
 #include "loom/Formats/WeightStore.h"
 #include "loom/Quant/Quant.h"
@@ -392,9 +393,8 @@ struct QuantizeWeightsPass
               ExternAttr::get(ctx, StringAttr::get(ctx, outPath),
                               it->second.first));
     }
-    os.close();
-    if (os.has_error())
-      return fail("error writing '" + tmpPath + "'");
+    if (std::string msg = loom::closeChecked(os, tmpPath); !msg.empty())
+      return fail(msg);
     if (std::error_code rc = llvm::sys::fs::rename(tmpPath, outPath))
       return fail("cannot rename '" + tmpPath + "' to '" + outPath +
                   "': " + rc.message());
@@ -440,20 +440,15 @@ struct QuantizeWeightsPass
                            {"tensors", std::move(tensors)},
                            {"kept", std::move(kept)},
                            {"totals", std::move(totals)}};
-    std::string tmp = report + ".tmp";
-    std::error_code ec;
-    {
-      llvm::raw_fd_ostream os(tmp, ec);
-      if (ec) {
-        getOperation().emitError()
-            << "quantize: cannot write '" << tmp << "': " << ec.message();
-        return signalPassFailure();
-      }
-      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
-    }
-    if (std::error_code rc = llvm::sys::fs::rename(tmp, report)) {
-      getOperation().emitError()
-          << "quantize: cannot rename '" << tmp << "': " << rc.message();
+    llvm::json::Value value(std::move(doc));
+    if (std::string msg =
+            loom::writeFileAtomically(report,
+                                      [&](raw_ostream &os) {
+                                        os << llvm::formatv("{0:2}", value)
+                                           << "\n";
+                                      });
+        !msg.empty()) {
+      getOperation().emitError() << "quantize: " << msg;
       signalPassFailure();
     }
   }

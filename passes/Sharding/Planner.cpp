@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Sharding/Planner.h"
+#include "loom/Support/OutputFile.h"
 #include "passes/Sharding/DeclareMesh.h"
 #include "passes/Sharding/DynamicDims.h"
 #include "passes/Sharding/OpCost.h"
@@ -1627,18 +1628,10 @@ FailureOr<Plan> planSharding(ModuleOp module, const PlannerOptions &options) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (!options.planFile.empty()) {
-    std::string tmp = options.planFile + ".tmp";
-    std::error_code ec;
-    {
-      llvm::raw_fd_ostream os(tmp, ec);
-      if (ec)
-        return module.emitError()
-               << "cannot write the plan to '" << tmp << "': " << ec.message();
-      os << planToJson(plan);
-    }
-    if (auto e = llvm::sys::fs::rename(tmp, options.planFile))
-      return module.emitError() << "cannot rename '" << tmp << "' to '"
-                                << options.planFile << "': " << e.message();
+    if (std::string msg = loom::writeFileAtomically(
+            options.planFile, [&](raw_ostream &os) { os << planToJson(plan); });
+        !msg.empty())
+      return module.emitError() << "the plan: " << msg;
   }
   if (options.printSummary)
     llvm::errs() << planSummary(plan);

@@ -7,6 +7,14 @@
 # assertion or a stack dump fails the test. planner-no-crash does the same
 # for the sharding passes alone.
 #
+# Also the models the pytest suites build at test time (no binary is
+# committed): test/python/llama/llama_models.py's GGUF files (f32, f16,
+# q4_0, q4_1, q8_0; llama, qwen2, mistral; tied and untied; truncated, an
+# unknown architecture, a Q4_K tensor, a missing tensor, wrong metadata) and
+# Hugging Face checkpoints (f32, f16, bf16; llama, qwen2, mistral, gpt2;
+# sharded; an unknown model_type, a wrong shape), written into the
+# temporary folder first.
+#
 # CI (ctest -R compiler-no-crash) runs a deterministic subset: every .mlir at
 # every phase, every ONNX model at lower and quantize only (lower runs the
 # passes of import, raise, shard and partition too; the per-phase runs add
@@ -35,8 +43,41 @@ check() { # file, args...
   fi
   rm -rf "$tmp/out" "$tmp/out.qweights"*
 }
+# The pytest suites' generated models (a GGUF file or a checkpoint folder
+# each), in $tmp/models.
+models() {
+  local gen="$ROOT/test/python/llama/llama_models.py" m="$tmp/models"
+  mkdir -p "$m"
+  gg() { # name, args...
+    local n="$1"
+    shift
+    "$PY" "$gen" gguf "$m/$n.gguf" "$@" > /dev/null 2>&1 || echo "warning: could not write $n.gguf" >&2
+  }
+  hf() {
+    local n="$1"
+    shift
+    "$PY" "$gen" hf "$m/$n" "$@" > /dev/null 2>&1 || echo "warning: could not write $n" >&2
+  }
+  for t in f32 f16 q4_0 q4_1 q8_0; do gg "llama-$t" --type "$t"; done
+  gg qwen2 --arch qwen2
+  gg mistral --arch mistral --type q8_0
+  gg untied --untied --type q4_0
+  gg one-layer --layers 1 --vocab 40
+  for b in truncated arch q4_k missing; do gg "bad-$b" --bad "$b"; done
+  gg bad-rope --meta theta=0
+  gg bad-ctx --meta context=0
+  gg bad-heads --meta heads=3
+  for d in f32 f16 bf16; do hf "hf-llama-$d" --dtype "$d"; done
+  hf hf-qwen2 --family qwen2
+  hf hf-mistral --family mistral --dtype bf16
+  hf hf-gpt2 --family gpt2
+  hf hf-untied --untied --sharded
+  for b in model_type shape; do hf "hf-bad-$b" --bad "$b"; done
+  find "$m" -maxdepth 1 -mindepth 1 | sort
+}
 inputs() {
   find "$ROOT/test" "$ROOT/examples" -name '*.mlir' | sort
+  models
   data=$("$PY" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data"))' 2>/dev/null)
   if [ -n "$data" ] && [ -d "$data" ]; then
     find "$data/pytorch-operator" "$data/pytorch-converted" "$data/simple" \
@@ -47,7 +88,7 @@ inputs() {
 }
 while IFS= read -r f; do
   phases="import raise shard partition lower"
-  if [ "${LOOM_NO_CRASH_FULL:-0}" = 0 ] && [ "${f%.onnx}" != "$f" ]; then
+  if [ "${LOOM_NO_CRASH_FULL:-0}" = 0 ] && [[ "$f" != *.mlir ]]; then
     phases=lower
   fi
   for phase in $phases; do

@@ -136,6 +136,7 @@ bool writeResult(const std::string &path, const GenerateResult &res, bool bench,
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
+    out.close(); // a full disk shows at the flush
     if (!out) {
       *error = "--result " + path + ": cannot write";
       std::error_code ec;

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -637,6 +638,10 @@ int main(int argc, char **argv) {
   // The runtime's own, smaller setting for processes that embed it
   // (keepFreedBuffers: 32 / 64 MiB) must not lower loom-run's.
   setenv("LOOM_MALLOC_KEEP", "0", /*overwrite=*/1);
+  // A file-size limit (RLIMIT_FSIZE) is an error like a full disk: the
+  // output's write fails with EFBIG and names the file, nothing is renamed
+  // into place, instead of the process dying of SIGXFSZ.
+  signal(SIGXFSZ, SIG_IGN);
 
   Options opts;
   if (int rc = parseArgs(argc, argv, opts); rc >= 0)

@@ -14,6 +14,7 @@
 #include "lib/Target/GpuTarget/GpuTarget.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/Support/OutputFile.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -334,6 +335,10 @@ emitQMatmulCubins(ModuleOp module, ArrayRef<std::string> chips,
         return std::nullopt;
       }
       f << bytes;
+      if (std::string msg = loom::closeChecked(f, path); !msg.empty()) {
+        *error = msg;
+        return std::nullopt;
+      }
       written.push_back(path.str().str());
     }
   }

@@ -70,3 +70,14 @@ func.func @merge(%x: tensor<?x64xf32>) -> tensor<?x?x64xf32> {
   %0 = loom.reshape %x : tensor<?x64xf32> -> tensor<?x?x64xf32>
   return %0 : tensor<?x?x64xf32>
 }
+
+// -----
+
+// A gather's constant index out of range of a static dimension is an error
+// at compile time (ONNX Gather: [-8, 8) here), naming the index and bound.
+func.func @gather_bad_constant(%x: tensor<4x8xf32>) -> tensor<4x2xf32> {
+  %i = loom.constant dense<[-8, 8]> : tensor<2xi64>
+  // expected-error @+1 {{'loom.gather' op constant index 8 (position 1) is out of range [-8, 8) of dimension 1 of the input}}
+  %0 = loom.gather %x, %i axis = 1 : tensor<4x8xf32>, tensor<2xi64> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}

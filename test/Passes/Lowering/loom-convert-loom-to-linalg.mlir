@@ -274,17 +274,56 @@ func.func @concat_slice(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x4x
 
 // -----
 
-// gather: a generic over the result reading the indices; a negative index
+// gather: run-time indices are checked first, as an embedding's ids
+// (ONNX Gather: [-8, 8) of the gathered dimension), naming the input; then
+// a generic over the result reading the indices, where a negative index
 // counts from the end.
+// CHECK-DAG: llvm.mlir.global internal constant @{{.*}}("loom.gather\00")
+// CHECK-DAG: llvm.mlir.global internal constant @{{.*}}("i\00")
 // CHECK-LABEL: func.func @gather
-// CHECK-SAME: %[[X:[^:]+]]: tensor<8x4xf32>, %[[I:[^:]+]]: tensor<3xi64>
+// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: tensor<8x4xf32>, %[[I:[^:]+]]: tensor<3xi64>
+// CHECK: %[[N:.+]] = arith.constant 8 : index
+// CHECK: %[[HI:.+]] = arith.index_cast %[[N]] : index to i64
+// CHECK: %[[LO:.+]] = arith.subi %{{.+}}, %[[HI]] : i64
+// CHECK: scf.for
+// CHECK: %[[ID:.+]] = tensor.extract %[[I]]
+// CHECK: arith.cmpi uge
+// CHECK: scf.if
+// CHECK: func.call @loom_rt_index_error(%[[CTX]], %{{.+}}, %[[ID]], %[[LO]], %[[HI]], %{{.+}})
 // CHECK: linalg.generic {{.*}} ins(%[[I]] : tensor<3xi64>) outs(%{{.*}} : tensor<3x4xf32>)
 // CHECK: arith.cmpi slt
 // CHECK: arith.select
 // CHECK: tensor.extract %[[X]]
-func.func @gather(%x: tensor<8x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+func.func @gather(%x: tensor<8x4xf32>, %i: tensor<3xi64> {loom.name = "i"}) -> tensor<3x4xf32> {
   %0 = loom.gather %x, %i axis = 0 : tensor<8x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Constant indices along a static dimension are checked at compile time
+// (in range here: no run-time check); along a run-time dimension (the last
+// position of a sequence, as a decode step takes it) they are checked when
+// the program runs, against the run-time size.
+// CHECK-LABEL: func.func @gather_constant
+// CHECK-NOT: loom_rt_index_error
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @gather_last
+// CHECK-SAME: (%[[CTX:[^:]+]]: !llvm.ptr, %[[X:[^:]+]]: tensor<1x?x4xf32>
+// CHECK: %[[N:.+]] = tensor.dim %[[X]], %{{.+}} : tensor<1x?x4xf32>
+// CHECK: %[[HI:.+]] = arith.index_cast %[[N]] : index to i64
+// CHECK: scf.if
+// CHECK: func.call @loom_rt_index_error(%[[CTX]], %{{.+}}, %{{.+}}, %{{.+}}, %[[HI]], %{{.+}})
+// CHECK: linalg.generic
+func.func @gather_constant(%x: tensor<8x4xf32>) -> tensor<3x4xf32> {
+  %i = loom.constant dense<[0, -1, 7]> : tensor<3xi64>
+  %0 = loom.gather %x, %i axis = 0 : tensor<8x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+func.func @gather_last(%x: tensor<1x?x4xf32>) -> tensor<1x1x4xf32> {
+  %i = loom.constant dense<[-1]> : tensor<1xi64>
+  %0 = loom.gather %x, %i axis = 1 : tensor<1x?x4xf32>, tensor<1xi64> -> tensor<1x1x4xf32>
+  return %0 : tensor<1x1x4xf32>
 }
 
 // -----

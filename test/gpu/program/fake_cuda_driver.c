@@ -5,7 +5,12 @@
  * check the call order and sizes. Never evidence of numerics. A launch of a
  * generated quantized matmul (`loom_qmm_*`: arguments (ptr w, ptr x, ptr y,
  * i32 m)) adds a line with its kernel name, the bytes of the allocation each
- * pointer lies in (and its offset there) and m. */
+ * pointer lies in (and its offset there) and m. Every launch of a kernel of
+ * a loaded cubin (an ELF image, alone or in a fatbin, whose .nv.info.<name>
+ * sections give each kernel's parameters) adds
+ * `args <name> a<n>:<bytes>@<offset> ...`: each 8-byte parameter that
+ * points into a live allocation, n counting allocations from 1, so that a
+ * test can tell that two kernels read the same allocation. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,12 +81,15 @@ enum { kMaxAllocs = 1 << 14 };
 static struct {
   uintptr_t p;
   size_t n;
+  int serial;
 } allocs[kMaxAllocs];
-static int numAllocs;
+static int numAllocs, allocSerial;
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   *p = (CUdeviceptr)malloc(n ? n : 1);
+  ++allocSerial;
   if (numAllocs < kMaxAllocs) {
     allocs[numAllocs].p = *p;
+    allocs[numAllocs].serial = allocSerial;
     allocs[numAllocs++].n = n;
   }
   /* No kernel runs here: new device memory holds LOOM_FAKE_CUDA_FILL's byte
@@ -164,9 +172,86 @@ CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
   return 0;
 }
 CUresult cuEventDestroy_v2(void *e) { return 0; }
+/* The kernels' parameters, read from the loaded cubins: per kernel the
+   size of each parameter by ordinal. */
+enum { kMaxKernels = 512, kMaxParams = 128 };
+static struct {
+  char name[128];
+  int module; /* kernels of different modules may share a name */
+  int n;
+  unsigned char size[kMaxParams];
+} kernels[kMaxKernels];
+static int numKernels;
+static uint64_t rd(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i)
+    v = v << 8 | p[i];
+  return v;
+}
+static int numModules;
+/* A cubin (ELF64, EM_CUDA) at e, of module `module`; returns its size (0:
+   not one). */
+static size_t readCubin(const unsigned char *e, int module) {
+  if (!(e[0] == 0x7f && e[1] == 'E' && e[2] == 'L' && e[3] == 'F') ||
+      e[4] != 2 || rd(e + 18, 2) != 190)
+    return 0;
+  uint64_t shoff = rd(e + 40, 8);
+  unsigned shentsize = rd(e + 58, 2), shnum = rd(e + 60, 2),
+           shstrndx = rd(e + 62, 2);
+  const unsigned char *strs = e + rd(e + shoff + shstrndx * shentsize + 24, 8);
+  for (unsigned i = 0; i < shnum; ++i) {
+    const unsigned char *sh = e + shoff + i * shentsize;
+    const char *name = (const char *)strs + rd(sh, 4);
+    if (strncmp(name, ".nv.info.", 9) != 0 || numKernels == kMaxKernels)
+      continue;
+    int k = numKernels;
+    for (int j = 0; j < numKernels; ++j)
+      if (kernels[j].module == module && strcmp(kernels[j].name, name + 9) == 0)
+        k = j;
+    if (k < numKernels)
+      continue; /* the same kernel for another chip */
+    snprintf(kernels[k].name, sizeof kernels[k].name, "%s", name + 9);
+    kernels[k].module = module;
+    kernels[k].n = 0;
+    /* Attributes: format, id, then a 2-byte value or (format 4) a 2-byte
+       size and that many bytes; EIATTR_KPARAM_INFO (0x17): index (4),
+       ordinal (2), offset (2), flags whose top 14 bits are the size. */
+    const unsigned char *a = e + rd(sh + 24, 8), *end = a + rd(sh + 32, 8);
+    while (a + 4 <= end) {
+      unsigned len = a[0] == 4 ? rd(a + 2, 2) : 0;
+      if (a[0] == 4 && a[1] == 0x17 && len >= 12) {
+        unsigned ordinal = rd(a + 8, 2);
+        unsigned size = rd(a + 12, 4) >> 18;
+        if (ordinal < kMaxParams) {
+          kernels[k].size[ordinal] = size;
+          if ((int)ordinal >= kernels[k].n)
+            kernels[k].n = ordinal + 1;
+        }
+      }
+      a += 4 + len;
+    }
+    ++numKernels;
+  }
+  return shoff + (size_t)shnum * shentsize;
+}
+/* Module handles: H(kModuleBase + number); a function handle is its name,
+   then (after the NUL) its module's number. */
+enum { kModuleBase = 1000 };
 CUresult cuModuleLoadData(void **m, const void *image) {
-  *m = H(4);
+  int module = numModules++;
+  *m = H(kModuleBase + module);
   logf_("cuModuleLoadData");
+  const unsigned char *p = image;
+  if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba) {
+    /* A fatbin: its (uncompressed) cubins lie in the 16 + size bytes. */
+    const unsigned char *end = p + 16 + rd(p + 8, 8);
+    for (const unsigned char *q = p + 16; q + 64 <= end;) {
+      size_t n = readCubin(q, module);
+      q += n ? n : 1;
+    }
+  } else if (p[0] == 0x7f) {
+    readCubin(p, module);
+  }
   return 0;
 }
 CUresult cuModuleUnload(void *m) {
@@ -174,7 +259,12 @@ CUresult cuModuleUnload(void *m) {
   return 0;
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  *f = strdup(name); /* the function handle is its name */
+  size_t len = strlen(name);
+  int module = (int)((char *)m - (char *)H(kModuleBase));
+  char *h = malloc(len + 1 + sizeof module);
+  memcpy(h, name, len + 1);
+  memcpy(h + len + 1, &module, sizeof module);
+  *f = h;
   logf_("cuModuleGetFunction %s", name);
   return 0;
 }
@@ -196,6 +286,26 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                      bytes, offset);
     }
     logf_("%s m %d", line, *(int32_t *)params[3]);
+  }
+  int module;
+  memcpy(&module, name + strlen(name) + 1, sizeof module);
+  for (int k = 0; k < numKernels; ++k) {
+    if (kernels[k].module != module || strcmp(kernels[k].name, name) != 0)
+      continue;
+    char line[4096];
+    int at = snprintf(line, sizeof line, "args %s", name);
+    for (int i = 0; i < kernels[k].n && at < (int)sizeof line - 64; ++i) {
+      if (kernels[k].size[i] != 8)
+        continue;
+      uintptr_t v = *(uintptr_t *)params[i];
+      for (int j = 0; j < numAllocs; ++j)
+        if (v >= allocs[j].p && v < allocs[j].p + allocs[j].n)
+          at += snprintf(line + at, sizeof line - at, " a%d:%zu@%zu",
+                         allocs[j].serial, allocs[j].n,
+                         (size_t)(v - allocs[j].p));
+    }
+    logf_("%s", line);
+    break;
   }
   return 0;
 }

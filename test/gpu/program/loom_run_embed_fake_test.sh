@@ -7,8 +7,11 @@
 # The fake's fresh memory reads as "no bad id" (0xff bytes: -1) unless
 # LOOM_FAKE_CUDA_FILL says otherwise: with 1, the position and the id read
 # as 0x0101..., which must come out as that error, exit 1, no output.
-# usage: loom_run_embed_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <embed.mlir>
+# The same for a loom.gather's run-time indices (op: loom.gather; the
+# program's input is `ids`, 1 x 5, its weight t.bin 100 x 16 f32).
+# usage: loom_run_embed_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <embed.mlir> [op]
 set -euo pipefail
+op=${5:-loom.embedding}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -42,7 +45,7 @@ if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_FILL=1 LOOM_FAKE_CUDA_LOG="$work/log2" \
   echo "FAIL: a bad id was not reported"; cat out.txt; exit 1
 fi
 cat out.txt
-grep -q 'ids: id 72340172838076673 out of range \[-100, 100) in loom.embedding' out.txt ||
+grep -q "ids: id 72340172838076673 out of range \\[-100, 100) in $op" out.txt ||
   { echo "FAIL: not the CPU's index error"; exit 1; }
 [ ! -e bad/h.npy ] || { echo "FAIL: an output was written for a failed step"; exit 1; }
 echo "PASS"

@@ -24,23 +24,12 @@ func.func @dynamic(%x: tensor<2x?xf32>) -> tensor<2x96xf32> {
 // -----
 
 // A quantized weight that another op reads too (here dequantized): on the
-// GPU the blocks are read only by the qmatmul kernels.
+// GPU the blocks are read only by the qmatmul kernels (and by the gather of
+// an embedding whose table they are: qmatmul-tied.mlir).
 func.func @shared(%x: tensor<1x64xf32>) -> (tensor<1x96xf32>, tensor<96x64xf32>) {
   %w = loom.weight "w" : !loom.qtensor<96x64, #loom.quant<q8_0>>
   %y = loom.qmatmul %x, %w : tensor<1x64xf32>, !loom.qtensor<96x64, #loom.quant<q8_0>> -> tensor<1x96xf32>
-  // expected-error @+1 {{--target=cuda: this 'loom.dequantize' reads a quantized weight that a 'loom.qmatmul' also reads; on the GPU quantized weights are read only by qmatmuls}}
+  // expected-error @+1 {{--target=cuda: this 'loom.dequantize' reads a quantized weight that a 'loom.qmatmul' also reads; on the GPU quantized weights are read only by qmatmuls and embeddings}}
   %d = loom.dequantize %w : !loom.qtensor<96x64, #loom.quant<q8_0>> -> tensor<96x64xf32>
   return %y, %d : tensor<1x96xf32>, tensor<96x64xf32>
-}
-
-// -----
-
-// A tied LM head (SmolLM2's q8_0 token_embd): the embedding's table is the
-// head's qmatmul weight.
-func.func @tied(%ids: tensor<1x3xi64>) -> tensor<1x3x64xf32> {
-  %t = loom.weight "emb" : !loom.qtensor<64x32, #loom.quant<q8_0>>
-  // expected-error @+1 {{--target=cuda: a tied embedding (its quantized table is also a 'loom.qmatmul' weight, e.g. an LM head) is not built for CUDA yet}}
-  %e = loom.embedding %t, %ids : !loom.qtensor<64x32, #loom.quant<q8_0>>, tensor<1x3xi64> -> tensor<1x3x32xf32>
-  %y = loom.qmatmul %e, %t : tensor<1x3x32xf32>, !loom.qtensor<64x32, #loom.quant<q8_0>> -> tensor<1x3x64xf32>
-  return %y : tensor<1x3x64xf32>
 }
