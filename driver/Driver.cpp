@@ -216,6 +216,10 @@ int Compilation::checkFlags() {
   if (o.target != "cpu" && o.target != "cuda" && o.target != "cuda-kernels")
     return fail("--target=" + o.target +
                 ": unknown; expected cpu, cuda or cuda-kernels");
+  if (o.gpuMaxTokens != 0 && o.target != "cuda")
+    return fail("--gpu-max-tokens bounds the run-time sizes of a "
+                "--target=cuda program; drop it for --target=" +
+                o.target);
 #ifndef LOOM_HAVE_GPU_TARGET
   if (o.target != "cpu")
     return fail("--target=" + o.target +
@@ -473,6 +477,18 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
     return false;
   loom::GpuLowerPipelineOptions gpu;
   gpu.cublas = !o.noGemm;
+  // The bound of dynamic dimensions: --gpu-max-tokens, else the model's
+  // context (a dynamic size with neither is refused by the pipeline).
+  gpu.maxDim = o.gpuMaxTokens;
+  if (gpu.maxDim < 0)
+    return fail("--gpu-max-tokens " + Twine(gpu.maxDim) +
+                ": give a positive bound"),
+           false;
+  if (gpu.maxDim == 0)
+    if (auto llm = (*module)->getAttrOfType<DictionaryAttr>("llm.model"))
+      if (auto ctx = llm.getAs<IntegerAttr>("context_length");
+          ctx && ctx.getInt() > 0)
+        gpu.maxDim = ctx.getInt();
   // The toolkit folder is the driver's to find (the passes never read the
   // environment): $CUDA_HOME when set, else `fatbinary` on PATH.
   if (const char *home = std::getenv("CUDA_HOME"))
@@ -494,10 +510,12 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       auto a = f->getAttrOfType<IntegerAttr>(name);
       return a ? a.getInt() : int64_t(0);
     };
-    loom::GpuTargetInfo::Plan plan{f.getName().str(), peak.getInt(),
+    loom::GpuTargetInfo::Plan plan{f.getName().str(),
+                                   peak.getInt(),
                                    attr(loom::kGpuUploadBytesAttr),
                                    attr(loom::kGpuResidentBytesAttr),
-                                   attr(loom::kGpuStateBytesPerPositionAttr)};
+                                   attr(loom::kGpuStateBytesPerPositionAttr),
+                                   attr(loom::kGpuMaxDimAttr)};
     if (o.verbose) {
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("
@@ -506,7 +524,11 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       if (plan.stateBytesPerPosition)
         diag << "; KV cache resident: " << plan.stateBytesPerPosition
              << " bytes per context position, sized at load";
-      diag << "), chips " << llvm::join(gpu.chips, ",") << "\n";
+      diag << ")";
+      if (plan.maxDim > 0)
+        diag << " at the bound " << plan.maxDim
+             << " of every dynamic input dimension";
+      diag << ", chips " << llvm::join(gpu.chips, ",") << "\n";
     }
     gpuTarget.memoryPlan.push_back(std::move(plan));
   }

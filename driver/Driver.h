@@ -72,6 +72,9 @@ struct CompileOptions {
   bool portable = false;
   std::string qmatmul, cpu;
   bool noOutlineLayers = false, noGemm = false;
+  /// --gpu-max-tokens: --target=cuda's bound of every dynamic input
+  /// dimension (0: llm.model's context_length, else none).
+  int64_t gpuMaxTokens = 0;
   std::string qmmTile, qmmPrefetch;
 
   /// The library's additions (no loomc flag):

@@ -471,6 +471,8 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
                      {"resident_bytes", p.residentBytes}};
     if (p.stateBytesPerPosition)
       plan[p.entry]["state_bytes_per_position"] = p.stateBytesPerPosition;
+    if (p.maxDim > 0)
+      plan[p.entry]["max_dim"] = p.maxDim;
   }
   t["memory_plan"] = plan;
 }

@@ -107,6 +107,9 @@ struct GpuTargetInfo {
     /// State (KV caches): resident for the life of the bundle, sized by the
     /// context chosen at load; not in peakBytes.
     int64_t stateBytesPerPosition = 0;
+    /// The bound of every dynamic input dimension the plan assumed (the
+    /// entry's sizes are run-time ones up to it); 0: static shapes.
+    int64_t maxDim = 0;
   };
   std::vector<Plan> memoryPlan; ///< per entry point
 };

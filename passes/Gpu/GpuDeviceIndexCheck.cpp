@@ -77,13 +77,13 @@ LogicalResult rewriteCheck(func::CallOp call) {
   auto idType = dyn_cast<RankedTensorType>(ids.getType());
   std::optional<int64_t> lo = getConstantIntValue(call.getOperand(3));
   std::optional<int64_t> rows = getConstantIntValue(call.getOperand(4));
-  if (!idType || !idType.hasStaticShape() || !lo || !rows)
+  if (!idType || !lo || !rows)
     return call.emitError()
-           << "the indices and the dimension they select along need static "
-              "shapes on the GPU (give the batch and sequence sizes)";
+           << "the dimension the indices select along needs a static size "
+              "on the GPU";
   // An empty dimension: every index is out of range, and the clamped index
   // 0 would still read outside it, so every run would fail.
-  if (*rows == 0 && idType.getNumElements() > 0)
+  if (*rows == 0 && (!idType.hasStaticShape() || idType.getNumElements() > 0))
     return call.emitError()
            << "indices select along an empty dimension (size 0): every "
               "index is out of range";
@@ -97,6 +97,17 @@ LogicalResult rewriteCheck(func::CallOp call) {
   Type i64 = b.getI64Type();
   Type idElem = idType.getElementType();
   int64_t rank = idType.getRank();
+  // The ids' sizes: constants, or run-time sizes read before the check.
+  SmallVector<Value> idDims, idDynDims;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!idType.isDynamicDim(d)) {
+      idDims.push_back(
+          arith::ConstantIndexOp::create(b, loc, idType.getDimSize(d)));
+      continue;
+    }
+    idDims.push_back(tensor::DimOp::create(b, loc, ids, d));
+    idDynDims.push_back(idDims.back());
+  }
   // id in [lo, rows) <=> (id - lo) <u (rows - lo), as on the CPU.
   auto isBad = [&](OpBuilder &bb, Location l, Value id) -> Value {
     Value wide = id.getType() == i64
@@ -139,11 +150,7 @@ LogicalResult rewriteCheck(func::CallOp call) {
         for (int64_t d = 0; d < rank; ++d) {
           Value i = linalg::IndexOp::create(bb, l, d + 1);
           pos = arith::AddIOp::create(
-              bb, l,
-              arith::MulIOp::create(
-                  bb, l, pos,
-                  arith::ConstantIndexOp::create(bb, l, idType.getDimSize(d))),
-              i);
+              bb, l, arith::MulIOp::create(bb, l, pos, idDims[d]), i);
         }
         Value pos64 = arith::IndexCastOp::create(bb, l, i64, pos);
         Value none =
@@ -163,7 +170,8 @@ LogicalResult rewriteCheck(func::CallOp call) {
   AffineMap identity = b.getMultiDimIdentityMap(rank);
   auto clamp = linalg::GenericOp::create(
       b, loc, TypeRange{idType}, ValueRange{ids},
-      ValueRange{tensor::EmptyOp::create(b, loc, idType.getShape(), idElem)},
+      ValueRange{tensor::EmptyOp::create(b, loc, idType.getShape(), idElem,
+                                         idDynDims)},
       ArrayRef<AffineMap>{identity, identity},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [&](OpBuilder &bb, Location l, ValueRange a) {
@@ -194,8 +202,12 @@ LogicalResult rewriteCheck(func::CallOp call) {
                  arith::ConstantIntOp::create(b, loc, i64, *lo),
                  arith::ConstantIntOp::create(b, loc, i64, *rows),
                  call.getOperand(5)});
-  ids.replaceAllUsesExcept(clamp.getResult(0),
-                           SmallPtrSet<Operation *, 4>{first, clamp, read});
+  // (Sizes read from the ids stay: the clamped ids have the same.)
+  ids.replaceUsesWithIf(clamp.getResult(0), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    return user != first && user != clamp && user != read &&
+           !isa<tensor::DimOp>(user);
+  });
   root->erase();
   // Each dead op, then what only it used (an op is erased after its last
   // user, so none is visited after its erasure).

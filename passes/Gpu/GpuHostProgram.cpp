@@ -6,14 +6,19 @@
 // once through the runtime, results copied out), chains every device
 // operation on one stream and computes the peak of device bytes live,
 // which is known here because buffers are allocated and freed in program
-// order with static sizes.
+// order. Dynamic dimensions of the inputs are run-time sizes: buffers are
+// allocated and copied with them, and the plan takes every one at the
+// bound `max-dim` (each buffer's size bounded through the arithmetic that
+// computes it from the inputs' sizes), so the peak is a bound.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Gpu/Passes.h"
 #include "passes/Lowering/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -36,6 +41,234 @@ int64_t bytesOf(Type type) {
   return t.getNumElements() *
          int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
 }
+
+/// Upper bounds of the sizes in host code: every dynamic dimension of an
+/// entry's input is at most `maxDim`; a size computed from them by
+/// constants, + - * / ceildiv, min, max, casts and affine maps with
+/// non-negative coefficients is bounded through that arithmetic (sizes are
+/// never negative). Anything else has no bound (std::nullopt).
+struct SizeBounds {
+  int64_t maxDim = 0;
+  /// Bounds of the dynamic sizes of the buffers made here.
+  DenseMap<Value, int64_t> known;
+
+  std::optional<int64_t> of(Value v, int depth = 0) {
+    if (depth > 64)
+      return std::nullopt;
+    if (auto it = known.find(v); it != known.end())
+      return it->second;
+    APInt c;
+    if (matchPattern(v, m_ConstantInt(&c)))
+      return c.getSExtValue();
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    auto sub = [&](Value x) { return of(x, depth + 1); };
+    auto both = [&](auto fn) -> std::optional<int64_t> {
+      std::optional<int64_t> a = sub(def->getOperand(0)),
+                             b = sub(def->getOperand(1));
+      if (!a || !b)
+        return std::nullopt;
+      return fn(*a, *b);
+    };
+    auto cst = [&](Value x) -> std::optional<int64_t> {
+      APInt k;
+      if (matchPattern(x, m_ConstantInt(&k)))
+        return k.getSExtValue();
+      return std::nullopt;
+    };
+    if (auto dim = dyn_cast<memref::DimOp>(def)) {
+      std::optional<int64_t> i = dim.getConstantIndex();
+      auto type = dyn_cast<MemRefType>(dim.getSource().getType());
+      if (!i || !type)
+        return std::nullopt;
+      if (!type.isDynamicDim(*i))
+        return type.getDimSize(*i);
+      return ofDim(dim.getSource(), *i, depth + 1);
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtUIOp,
+            arith::ExtSIOp, arith::TruncIOp>(def))
+      return sub(def->getOperand(0));
+    if (isa<arith::AddIOp>(def))
+      return both([](int64_t a, int64_t b) { return a + b; });
+    if (isa<arith::MulIOp>(def))
+      return both([](int64_t a, int64_t b) { return a * b; });
+    if (isa<arith::MaxSIOp, arith::MaxUIOp>(def))
+      return both([](int64_t a, int64_t b) { return std::max(a, b); });
+    if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+      std::optional<int64_t> a = sub(def->getOperand(0)),
+                             b = sub(def->getOperand(1));
+      if (a && b)
+        return std::min(*a, *b);
+      return a ? a : b;
+    }
+    if (isa<arith::SubIOp>(def)) {
+      // x - c, c a constant: at most bound(x) - c (and at least 0).
+      std::optional<int64_t> a = sub(def->getOperand(0)),
+                             k = cst(def->getOperand(1));
+      if (!a || !k)
+        return std::nullopt;
+      return std::max<int64_t>(0, *a - *k);
+    }
+    if (isa<arith::DivUIOp, arith::DivSIOp, arith::CeilDivUIOp,
+            arith::CeilDivSIOp>(def)) {
+      std::optional<int64_t> a = sub(def->getOperand(0)),
+                             k = cst(def->getOperand(1));
+      if (!a || !k || *k <= 0)
+        return std::nullopt;
+      return isa<arith::DivUIOp, arith::DivSIOp>(def) ? *a / *k
+                                                      : (*a + *k - 1) / *k;
+    }
+    if (auto select = dyn_cast<arith::SelectOp>(def)) {
+      std::optional<int64_t> a = sub(select.getTrueValue()),
+                             b = sub(select.getFalseValue());
+      if (!a || !b)
+        return std::nullopt;
+      return std::max(*a, *b);
+    }
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(def))
+      return ofMap(apply.getAffineMap(), apply.getMapOperands(), depth,
+                   /*min=*/false);
+    if (auto min = dyn_cast<affine::AffineMinOp>(def))
+      return ofMap(min.getAffineMap(), min.getMapOperands(), depth,
+                   /*min=*/true);
+    if (auto max = dyn_cast<affine::AffineMaxOp>(def))
+      return ofMap(max.getAffineMap(), max.getMapOperands(), depth,
+                   /*min=*/false);
+    return std::nullopt;
+  }
+
+  /// The bound of dimension `i` of the buffer `v` (dynamic in its type).
+  std::optional<int64_t> ofDim(Value v, int64_t i, int depth) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (maxDim > 0 && arg.getOwner()->isEntryBlock() &&
+          isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+        return maxDim;
+      return std::nullopt;
+    }
+    Operation *def = v.getDefiningOp();
+    auto type = cast<MemRefType>(v.getType());
+    auto ofSize = [&](OpFoldResult s) -> std::optional<int64_t> {
+      if (std::optional<int64_t> c = getConstantIntValue(s))
+        return *c;
+      return of(cast<Value>(s), depth + 1);
+    };
+    // A view: its size of that dimension.
+    auto dimOf = [&](Value src, int64_t d) -> std::optional<int64_t> {
+      auto t = cast<MemRefType>(src.getType());
+      if (!t.isDynamicDim(d))
+        return t.getDimSize(d);
+      return ofDim(src, d, depth + 1);
+    };
+    if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+      return ofSize(expand.getMixedOutputShape()[i]);
+    if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def)) {
+      int64_t n = 1;
+      for (int64_t d : collapse.getReassociationIndices()[i]) {
+        std::optional<int64_t> b = dimOf(collapse.getSrc(), d);
+        if (!b)
+          return std::nullopt;
+        n *= *b;
+      }
+      return n;
+    }
+    if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
+      return dimOf(cast.getSource(), i);
+    if (auto re = dyn_cast_or_null<memref::ReinterpretCastOp>(def))
+      return ofSize(re.getMixedSizes()[i]);
+    // The alloc's dynamic size of that dimension.
+    ValueRange sizes;
+    if (auto a = dyn_cast_or_null<memref::AllocOp>(def))
+      sizes = a.getDynamicSizes();
+    else if (auto a = dyn_cast_or_null<gpu::AllocOp>(def))
+      sizes = a.getDynamicSizes();
+    else
+      return std::nullopt;
+    unsigned k = 0;
+    for (int64_t d = 0; d < i; ++d)
+      k += type.isDynamicDim(d);
+    return k < sizes.size() ? of(sizes[k], depth + 1) : std::nullopt;
+  }
+
+  /// The max (or, `min`, the min) over `map`'s results at the operands'
+  /// bounds; each result must grow with its operands.
+  std::optional<int64_t> ofMap(AffineMap map, ValueRange operands, int depth,
+                               bool min) {
+    SmallVector<std::optional<int64_t>> at;
+    for (Value x : operands)
+      at.push_back(of(x, depth + 1));
+    std::optional<int64_t> best;
+    for (AffineExpr e : map.getResults()) {
+      std::optional<int64_t> r = ofExpr(e, map.getNumDims(), at);
+      if (!r) {
+        if (!min)
+          return std::nullopt;
+        continue;
+      }
+      best = !best ? r : min ? std::min(*best, *r) : std::max(*best, *r);
+    }
+    return best;
+  }
+
+  std::optional<int64_t> ofExpr(AffineExpr e, unsigned numDims,
+                                ArrayRef<std::optional<int64_t>> at) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return c.getValue();
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      return at[d.getPosition()];
+    if (auto s = dyn_cast<AffineSymbolExpr>(e))
+      return at[numDims + s.getPosition()];
+    auto bin = cast<AffineBinaryOpExpr>(e);
+    auto rhsConst = dyn_cast<AffineConstantExpr>(bin.getRHS());
+    std::optional<int64_t> l = ofExpr(bin.getLHS(), numDims, at);
+    switch (e.getKind()) {
+    case AffineExprKind::Add: {
+      std::optional<int64_t> r = ofExpr(bin.getRHS(), numDims, at);
+      // x + c with c < 0 (e.g. x - 1): still at most bound(x) + c.
+      if (!l || !r)
+        return std::nullopt;
+      return std::max<int64_t>(0, *l + *r);
+    }
+    case AffineExprKind::Mul:
+      if (!l || !rhsConst || rhsConst.getValue() < 0)
+        return std::nullopt;
+      return *l * rhsConst.getValue();
+    case AffineExprKind::FloorDiv:
+    case AffineExprKind::CeilDiv:
+      if (!l || !rhsConst || rhsConst.getValue() <= 0)
+        return std::nullopt;
+      return e.getKind() == AffineExprKind::FloorDiv
+                 ? *l / rhsConst.getValue()
+                 : (*l + rhsConst.getValue() - 1) / rhsConst.getValue();
+    case AffineExprKind::Mod:
+      if (!rhsConst || rhsConst.getValue() <= 0)
+        return std::nullopt;
+      return rhsConst.getValue() - 1;
+    default:
+      return std::nullopt;
+    }
+  }
+
+  /// Bytes of a buffer of `type` with `sizes` for its dynamic dimensions,
+  /// at their bounds; std::nullopt if one has none.
+  std::optional<int64_t> bytes(MemRefType type, ValueRange sizes) {
+    int64_t n = int64_t(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+    unsigned k = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        n *= type.getDimSize(d);
+        continue;
+      }
+      std::optional<int64_t> b =
+          k < sizes.size() ? of(sizes[k]) : std::optional<int64_t>();
+      ++k;
+      if (!b)
+        return std::nullopt;
+      n *= *b;
+    }
+    return n;
+  }
+};
 
 /// A host read of the values of a device-side id check
 /// (loom-gpu-device-index-check): every user is the check's call.
@@ -124,6 +357,7 @@ bool isHostInputRead(Operation *op) {
 
 struct GpuHostProgramPass
     : loom::impl::GpuHostProgramPassBase<GpuHostProgramPass> {
+  using Base::Base;
   LogicalResult runOnFunction(func::FuncOp f);
 
   void runOnOperation() override {
@@ -290,6 +524,27 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     peak = std::max(peak, live);
   };
 
+  SizeBounds bounds;
+  bounds.maxDim = maxDim;
+  // Whether an input has a dynamic dimension (the plan is then a bound).
+  bool dynamicInputs = false;
+  // Bounded bytes of the buffers allocated here, for their deallocation.
+  DenseMap<Value, int64_t> allocBytes;
+  auto noBound = [&](Location loc, Type type) {
+    InFlightDiagnostic d = emitError(loc) << "buffer of type " << type;
+    if (maxDim <= 0)
+      d << " has a run-time size and no bound was given: give the largest "
+           "size of the dynamic dimensions (loomc --gpu-max-tokens N, "
+           "loom-lower-gpu-pipeline max-dim=N)";
+    else
+      d << " has a run-time size with no compile-time bound from the "
+           "inputs' bound "
+        << int64_t(maxDim)
+        << " (its size is not computed from the inputs' sizes by "
+           "arithmetic the memory plan can bound)";
+    return d;
+  };
+
   b.setInsertionPointToStart(&body);
   Value token =
       gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
@@ -301,20 +556,34 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   SmallVector<Value> checkCopies;
   // Host memory used by device code: a device copy replaces every use.
   auto upload = [&](Value host, Location loc) -> LogicalResult {
-    int64_t bytes = bytesOf(host.getType());
     auto type = cast<MemRefType>(host.getType());
-    if (bytes < 0 || !type.getLayout().isIdentity())
+    if (!type.getLayout().isIdentity())
       return emitError(loc) << "buffer of type " << host.getType()
-                            << " has a dynamic shape or a strided layout: the "
-                               "GPU lowering needs static shapes (give the "
-                               "batch and sequence sizes)";
-    auto alloc = gpu::AllocOp::create(b, loc, type, tokenType, {token}, {}, {});
+                            << " has a strided layout: the GPU lowering "
+                               "copies identity layouts only";
+    // Run-time sizes: the host buffer's, each at most the bound.
+    SmallPtrSet<Operation *, 4> dims;
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d)) {
+        auto dim = memref::DimOp::create(b, loc, host, d);
+        dims.insert(dim);
+        sizes.push_back(dim);
+        dynamicInputs = true;
+      }
+    std::optional<int64_t> bound = bounds.bytes(type, sizes);
+    if (!bound)
+      return noBound(loc, type);
+    int64_t bytes = *bound;
+    auto alloc =
+        gpu::AllocOp::create(b, loc, type, tokenType, {token}, sizes, {});
     Value device = alloc.getMemref();
     auto copy = gpu::MemcpyOp::create(b, loc, tokenType,
                                       {alloc.getAsyncToken()}, device, host);
     token = copy.getAsyncToken();
     host.replaceUsesWithIf(device, [&](OpOperand &use) {
-      return use.getOwner() != copy && !isHostInputRead(use.getOwner());
+      return use.getOwner() != copy && !isHostInputRead(use.getOwner()) &&
+             !dims.contains(use.getOwner());
     });
     copies.push_back(device);
     grow(bytes);
@@ -482,23 +751,35 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       if (failed(makeResident(global.getResult(), loc)))
         return failure();
     } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      int64_t bytes = bytesOf(alloc.getType());
-      if (bytes < 0)
-        return alloc.emitError()
-               << "buffer of type " << alloc.getType()
-               << " has a dynamic shape: the GPU lowering needs static shapes "
-                  "(give the batch and sequence sizes)";
+      std::optional<int64_t> bytes =
+          bounds.bytes(alloc.getType(), alloc.getDynamicSizes());
+      if (!bytes)
+        return noBound(loc, alloc.getType());
       auto device = gpu::AllocOp::create(b, loc, alloc.getType(), tokenType,
-                                         {token}, {}, {});
+                                         {token}, alloc.getDynamicSizes(),
+                                         alloc.getSymbolOperands());
       token = device.getAsyncToken();
       alloc.replaceAllUsesWith(device.getMemref());
       alloc.erase();
-      grow(bytes);
+      allocBytes[device.getMemref()] = *bytes;
+      grow(*bytes);
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
       token = gpu::DeallocOp::create(b, loc, tokenType, {token},
                                      dealloc.getMemref())
                   .getAsyncToken();
-      live -= std::max<int64_t>(0, bytesOf(dealloc.getMemref().getType()));
+      // The buffer freed: through views to its allocation.
+      Value freed = dealloc.getMemref();
+      while (Operation *def = freed.getDefiningOp()) {
+        if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def))
+          freed = meta.getSource();
+        else if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+          freed = view.getViewSource();
+        else
+          break;
+      }
+      live -= allocBytes.count(freed)
+                  ? allocBytes.lookup(freed)
+                  : std::max<int64_t>(0, bytesOf(freed.getType()));
       dealloc.erase();
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       auto src = cast<MemRefType>(copy.getSource().getType());
@@ -557,8 +838,13 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
           v = h;
           continue;
         }
-        auto host =
-            memref::AllocOp::create(b, loc, type, b.getI64IntegerAttr(64));
+        // A run-time size: the device buffer's.
+        SmallVector<Value> sizes;
+        for (int64_t d = 0; d < type.getRank(); ++d)
+          if (type.isDynamicDim(d))
+            sizes.push_back(memref::DimOp::create(b, loc, v, d));
+        auto host = memref::AllocOp::create(b, loc, type, sizes,
+                                            b.getI64IntegerAttr(64));
         token = gpu::MemcpyOp::create(b, loc, tokenType, {token}, host, v)
                     .getAsyncToken();
         bool isCopy = llvm::is_contained(copies, v);
@@ -599,6 +885,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     }
   }
   f->setAttr(loom::kGpuPeakBytesAttr, b.getI64IntegerAttr(peak));
+  if (dynamicInputs)
+    f->setAttr(loom::kGpuMaxDimAttr, b.getI64IntegerAttr(maxDim));
   f->setAttr(loom::kGpuUploadBytesAttr, b.getI64IntegerAttr(uploaded));
   f->setAttr(loom::kGpuResidentBytesAttr, b.getI64IntegerAttr(residentBytes));
   if (statePerPosition)

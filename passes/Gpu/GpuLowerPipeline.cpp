@@ -63,7 +63,8 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGpuQMatmulLaunchesPass());
   pm.addPass(createGpuSyncCollectivesPass());
-  pm.addPass(createGpuHostProgramPass());
+  pm.addPass(createGpuHostProgramPass(
+      GpuHostProgramPassOptions{/*maxDim=*/options.maxDim}));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -121,6 +122,11 @@ struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
                       llvm::cl::init(true)};
   Option<std::string> toolkit{*this, "toolkit",
                               llvm::cl::desc("CUDA toolkit folder")};
+  Option<int64_t> maxDim{
+      *this, "max-dim",
+      llvm::cl::desc("largest size of each dynamic input dimension (0: "
+                     "none, dynamic sizes refused)"),
+      llvm::cl::init(0)};
 };
 
 } // namespace
@@ -138,6 +144,7 @@ void registerGpuLowerPassesAndPipeline() {
         options.blockSize = flags.blockSize;
         options.cublas = flags.cublas;
         options.toolkit = flags.toolkit;
+        options.maxDim = flags.maxDim;
         buildGpuLowerPassPipeline(pm, options);
       });
 }

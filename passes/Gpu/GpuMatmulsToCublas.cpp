@@ -10,7 +10,9 @@
 
 #include "passes/Gpu/Passes.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/Matchers.h"
 
@@ -82,10 +84,11 @@ int transposed(AffineMap map, unsigned row, unsigned col) {
   return -1;
 }
 
+/// A rank-2 buffer with the identity layout; its sizes may be run-time
+/// ones (the call then takes them from the buffers).
 bool isPlainBuffer(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  return t && t.hasStaticShape() && t.getLayout().isIdentity() &&
-         t.getRank() == 2;
+  return t && t.getLayout().isIdentity() && t.getRank() == 2;
 }
 
 Value pointerOf(OpBuilder &b, Location loc, Value memref) {
@@ -147,22 +150,27 @@ struct GpuMatmulsToCublasPass
       linalg::FillOp fill = zeroFillBefore(op, c);
       if (!fill)
         continue;
-      SmallVector<int64_t> sizes = op.getStaticLoopRanges();
       Location loc = op.getLoc();
       b.setInsertionPoint(op);
+      // m, n, k: constants, or run-time sizes read from the buffers.
+      SmallVector<Range> ranges = op.createLoopRanges(b, loc);
+      auto sizeOf = [&](unsigned loop) -> Value {
+        std::optional<int64_t> c = getConstantIntValue(ranges[loop].size);
+        if (c)
+          return arith::ConstantIntOp::create(b, loc, i64, *c);
+        Value v = getValueOrCreateConstantIndexOp(b, loc, ranges[loop].size);
+        return arith::IndexCastOp::create(b, loc, i64, v);
+      };
       auto i32c = [&](int64_t v) -> Value {
         return arith::ConstantIntOp::create(b, loc, i32, v);
-      };
-      auto i64c = [&](int64_t v) -> Value {
-        return arith::ConstantIntOp::create(b, loc, i64, v);
       };
       // The stream: a placeholder until loom-gpu-host-program chains the
       // call on the program's stream.
       Value stream = LLVM::ZeroOp::create(b, loc, ptr);
       func::CallOp::create(
           b, loc, gemm,
-          ValueRange{stream, i32c(dtype), i32c(ta), i32c(tb), i64c(sizes[m]),
-                     i64c(sizes[n]), i64c(sizes[k]), pointerOf(b, loc, a),
+          ValueRange{stream, i32c(dtype), i32c(ta), i32c(tb), sizeOf(m),
+                     sizeOf(n), sizeOf(k), pointerOf(b, loc, a),
                      pointerOf(b, loc, bm), pointerOf(b, loc, c)});
       op->erase();
       fill->erase();

@@ -4,7 +4,9 @@
 // stays quantized (its GGUF / Loom blocks, device-resident like every
 // weight) and the product is one launch of a kernel that
 // lib/Target/GpuTarget/QMatmulKernelGen.cpp generates (`<base>_gemv<M>` for
-// M <= 8, `<base>_tiled` otherwise: the runtime's loom_cuda_qmatmul choice).
+// M <= 8, `<base>_tiled` otherwise: the runtime's loom_cuda_qmatmul choice;
+// a run-time M, a dynamic leading dimension of x, takes `<base>_tiled`
+// with its grid and `m` computed from the buffer's sizes at run time).
 //
 // Two passes, so that the kernels' gpu.funcs never meet bufferization and
 // the deallocation pipeline:
@@ -25,6 +27,7 @@
 #include "passes/Lowering/KernelCall.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "loom/runtime/cuda.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -47,8 +50,9 @@ namespace lg = loom::gpu;
 namespace {
 
 /// The attribute of a qmatmul's placeholder declaration: its kernel spec
-/// and batch (rows of x).
+/// and batch (rows of x; kRunTimeM when they are a run-time size).
 constexpr llvm::StringLiteral kSpecAttr = "loom_gpu_qmatmul";
+constexpr int64_t kRunTimeM = -1;
 
 DictionaryAttr specToAttr(Builder &b, const lg::QMatmulSpec &s, int64_t m) {
   auto str = [&](std::string_view v) { return b.getStringAttr(v); };
@@ -83,8 +87,8 @@ bool specFromAttr(DictionaryAttr d, lg::QMatmulSpec &s, int64_t &m) {
   s.mode = *mode;
   return lg::parseElemType(str("scale"), s.scale) &&
          lg::parseElemType(str("act"), s.act) && num("block", s.block) &&
-         num("n", s.n) && num("k", s.k) && num("m", m) && m >= 1 &&
-         lg::validate(s).empty();
+         num("n", s.n) && num("k", s.k) && num("m", m) &&
+         (m >= 1 || m == kRunTimeM) && lg::validate(s).empty();
 }
 
 //===----------------------------------------------------------------------===//
@@ -116,11 +120,12 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
       }
       auto xt = cast<RankedTensorType>(op.getInput().getType());
       auto yt = cast<RankedTensorType>(op.getResult().getType());
-      if (!xt.hasStaticShape() || xt.getRank() < 2 ||
+      // The rows (every dimension but the last) may be run-time sizes.
+      if (xt.getRank() < 2 || xt.isDynamicDim(xt.getRank() - 1) ||
           yt.getElementType() != xt.getElementType()) {
-        op.emitError() << "--target=cuda: 'loom.qmatmul' needs a static "
-                          "input of rank >= 2 and an output of the input's "
-                          "element type (got "
+        op.emitError() << "--target=cuda: 'loom.qmatmul' needs an input of "
+                          "rank >= 2 with a static last dimension and an "
+                          "output of the input's element type (got "
                        << xt << " -> " << yt << ")";
         return signalPassFailure();
       }
@@ -150,7 +155,9 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
         }
       }
       weights.insert(arg);
-      int64_t m = xt.getNumElements() / xt.getShape().back();
+      int64_t m = xt.hasStaticShape()
+                      ? xt.getNumElements() / xt.getShape().back()
+                      : kRunTimeM;
       plan.push_back({op, *spec, m});
     }
     // The weights as their blocks' bytes. A tied embedding's table (the
@@ -183,8 +190,13 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
       Location loc = p.op.getLoc();
       auto yt = cast<RankedTensorType>(p.op.getResult().getType());
       b.setInsertionPoint(p.op);
-      Value init =
-          tensor::EmptyOp::create(b, loc, yt.getShape(), yt.getElementType());
+      // y's rows are x's (run-time sizes read from x).
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < yt.getRank(); ++d)
+        if (yt.isDynamicDim(d))
+          sizes.push_back(tensor::DimOp::create(b, loc, p.op.getInput(), d));
+      Value init = tensor::EmptyOp::create(b, loc, yt.getShape(),
+                                           yt.getElementType(), sizes);
       auto kernel = loom::lowering::KernelOp::create(
           b, loc, ValueRange{p.op.getWeight(), p.op.getInput()},
           ValueRange{init}, [&](OpBuilder &bb, Location l, ValueRange bufs) {
@@ -214,6 +226,11 @@ struct GpuQMatmulsPass : loom::impl::GpuQMatmulsPassBase<GpuQMatmulsPass> {
 
 struct GpuQMatmulLaunchesPass
     : loom::impl::GpuQMatmulLaunchesPassBase<GpuQMatmulLaunchesPass> {
+  /// A batch that takes the tiled kernel, and the rows of its tile
+  /// (include/loom/runtime/cuda.h).
+  static constexpr int64_t kTiledM = LOOM_CUDA_QMM_GEMV_MAX_BATCH + 1;
+  static constexpr int64_t kTileRows = LOOM_CUDA_QMM_TILE;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
@@ -243,9 +260,27 @@ struct GpuQMatmulLaunchesPass
       }
       if (seen.insert(lg::kernelBaseName(spec)).second)
         specs.push_back(spec);
-      lg::QMatmulLaunch launch = lg::qmatmulLaunch(spec, m);
+      // A run-time M: the tiled kernel (correct for every M; the GEMVs'
+      // choice is by the compile-time M), its grid's y from M at run time.
+      lg::QMatmulLaunch launch =
+          lg::qmatmulLaunch(spec, m == kRunTimeM ? kTiledM : m);
       Location loc = call.getLoc();
       b.setInsertionPoint(call);
+      auto c = [&](int64_t v) -> Value {
+        return arith::ConstantIndexOp::create(b, loc, v);
+      };
+      // (Static M: constants, made with the launch below.)
+      Value rows, gridY;
+      if (m == kRunTimeM) {
+        // Rows of x: the product of every dimension but the last.
+        Value x = call.getOperand(1);
+        auto xt = cast<MemRefType>(x.getType());
+        rows = memref::DimOp::create(b, loc, x, 0);
+        for (int64_t d = 1; d + 1 < xt.getRank(); ++d)
+          rows = arith::MulIOp::create(b, loc, rows,
+                                       memref::DimOp::create(b, loc, x, d));
+        gridY = arith::CeilDivUIOp::create(b, loc, rows, c(kTileRows));
+      }
       // (w, x, y) as global-memory pointers: the kernels' ABI.
       SmallVector<Value> args;
       for (Value buf : call.getOperands()) {
@@ -253,18 +288,21 @@ struct GpuQMatmulLaunchesPass
         Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
         args.push_back(LLVM::IntToPtrOp::create(b, loc, ptr1, i64));
       }
-      args.push_back(arith::ConstantIntOp::create(b, loc, b.getI32Type(), m));
-      auto c = [&](int64_t v) -> Value {
-        return arith::ConstantIndexOp::create(b, loc, v);
-      };
+      args.push_back(
+          m == kRunTimeM
+              ? arith::IndexCastOp::create(b, loc, b.getI32Type(), rows)
+                    .getResult()
+              : arith::ConstantIntOp::create(b, loc, b.getI32Type(), m)
+                    .getResult());
       auto kernel =
           SymbolRefAttr::get(ctx, lg::kQMatmulModuleName,
                              {FlatSymbolRefAttr::get(ctx, launch.kernel)});
-      gpu::LaunchFuncOp::create(
-          b, loc, kernel,
-          gpu::KernelDim3{c(launch.gridX), c(launch.gridY), c(1)},
-          gpu::KernelDim3{c(launch.threads), c(1), c(1)},
-          /*dynamicSharedMemorySize=*/Value(), args);
+      gpu::LaunchFuncOp::create(b, loc, kernel,
+                                gpu::KernelDim3{c(launch.gridX),
+                                                gridY ? gridY : c(launch.gridY),
+                                                c(1)},
+                                gpu::KernelDim3{c(launch.threads), c(1), c(1)},
+                                /*dynamicSharedMemorySize=*/Value(), args);
       call.erase();
     }
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>()))

@@ -37,6 +37,9 @@ namespace loom {
 constexpr llvm::StringLiteral kGpuGemmFn = "loom_cuda_mgpu_gemm";
 /// Function attributes of the memory plan (loom-gpu-host-program).
 constexpr llvm::StringLiteral kGpuPeakBytesAttr = "loom_gpu_peak_bytes";
+/// On an entry whose inputs have dynamic dimensions: the bound its memory
+/// plan assumed for each of them (loom-gpu-host-program's max-dim).
+constexpr llvm::StringLiteral kGpuMaxDimAttr = "loom_gpu_max_dim";
 constexpr llvm::StringLiteral kGpuUploadBytesAttr = "loom_gpu_upload_bytes";
 constexpr llvm::StringLiteral kGpuResidentBytesAttr = "loom_gpu_resident_bytes";
 /// Device bytes of the entry's state (KV caches) per context position: the
@@ -74,6 +77,10 @@ struct GpuLowerPipelineOptions {
   /// Matmuls through cuBLAS (false: generated kernels, for A/B checks).
   bool cublas = true;
   std::string toolkit;
+  /// The largest size of every dynamic dimension of an entry's inputs
+  /// (loomc --gpu-max-tokens): buffers get run-time sizes and the memory
+  /// plan is computed at this bound. 0: no bound, a dynamic size is refused.
+  int64_t maxDim = 0;
 };
 
 /// Appends the lower phase for one CUDA device: entry points prepared and

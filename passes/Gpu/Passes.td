@@ -82,12 +82,20 @@ def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
     where the deallocation pipeline put their last use, so the device
     bytes live at each point are known; the peak is recorded as
     `loom_gpu_peak_bytes` (and the uploaded input and weight bytes as
-    `loom_gpu_upload_bytes`) on the function. Dynamic shapes and host code
-    reading device memory are refused by name. In kernels, `math.fma`,
+    `loom_gpu_upload_bytes`) on the function. Dynamic dimensions of the
+    inputs are run-time sizes (device buffers allocated with them, copies
+    of them); every one is assumed at most `max-dim` for the plan (which is
+    then a bound, recorded as `loom_gpu_max_dim`), and a buffer whose size
+    has no bound from it (or `max-dim` = 0) is refused by name, as is host
+    code reading device memory. In kernels, `math.fma`,
     `sqrt`, `rsqrt`, `absf`, `floor`, `ceil` and `trunc` become LLVM/NVPTX
     intrinsics (NVVM would call
     libdevice, which is not linked).
   }];
+  let options = [
+    Option<"maxDim", "max-dim", "int64_t", /*default=*/"0",
+           "largest size of each dynamic input dimension (0: none, refused)">,
+  ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
                            "mlir::scf::SCFDialect"];
@@ -176,8 +184,9 @@ def GpuQMatmulsPass : Pass<"loom-gpu-qmatmuls", "mlir::ModuleOp"> {
     and the batch M); the weight argument takes its storage type (the
     GGUF / Loom blocks as they are: device-resident, never dequantized).
     A qmatmul with no generated kernel (bf16 activations, K not a multiple
-    of 32, ...), a dynamic batch, or a quantized weight also read by
-    another op is refused by name at the op.
+    of 32, ...), a dynamic K, or a quantized weight also read by another
+    op is refused by name at the op. Rows of x that are run-time sizes
+    give M = -1 (a run-time M).
   }];
   let dependentDialects = ["mlir::func::FuncDialect",
                            "mlir::tensor::TensorDialect",
@@ -193,7 +202,9 @@ def GpuQMatmulLaunchesPass
     `@loom_qmatmul_kernels::@<base>_gemv<M>` (M <= 8: 128 threads, one
     block per 8 weight rows) or `@<base>_tiled` (256 threads, 64x64
     outputs per block) on the addresses of (w, x, y) and M, as the
-    runtime's `loom_cuda_qmatmul` picks them; the kernels of every spec
+    runtime's `loom_cuda_qmatmul` picks them; a run-time M takes
+    `@<base>_tiled` with M and the grid's y computed on the host from x's
+    sizes; the kernels of every spec
     (lib/Target/GpuTarget/QMatmulKernelGen.cpp) are appended as
     `gpu.module @loom_qmatmul_kernels`.
   }];

@@ -754,6 +754,25 @@ Status checkInput(const TensorSpec &spec, const ArrayRef &a,
   return success();
 }
 
+/// A CUDA bundle's entry with run-time sizes was planned (its device
+/// memory) for dynamic dimensions up to a bound: a larger input is refused
+/// before anything runs.
+Status checkBound(const Manifest &m, const TensorSpec &spec, const ArrayRef &a,
+                  const std::string &entry, const std::string &where) {
+  auto it = m.target.maxDim.find(entry);
+  if (!m.target.isCuda() || it == m.target.maxDim.end() || it->second <= 0)
+    return success();
+  for (size_t d = 0; d < spec.shape.size() && d < a.shape.size(); ++d)
+    if (spec.shape[d] < 0 && a.shape[d] > it->second)
+      return Error{where + ": dimension " + std::to_string(d) + " is " +
+                   std::to_string(a.shape[d]) + ", over the bound " +
+                   std::to_string(it->second) + " that entry '" + entry +
+                   "' was compiled for (its device memory plan); recompile "
+                   "with loomc --gpu-max-tokens " +
+                   std::to_string(a.shape[d]) + " or more"};
+  return success();
+}
+
 } // namespace
 
 /// The state buffers of entry `e` for `ranks` (made at the first run; given
@@ -1035,6 +1054,8 @@ Status Executor::run(const std::vector<Input> &inputs, const RunOptions &opts,
       if (Status s = checkInput(spec, in->array, re.name, where,
                                 splitsInput(job.byBatchDim, spec) ? mb : 1);
           !s)
+        return s;
+      if (Status s = checkBound(m, spec, in->array, re.name, where); !s)
         return s;
       plan.inputs.push_back(in->array);
     }

@@ -310,10 +310,12 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
       }
       if (j.contains("memory_plan") && j["memory_plan"].is_object())
         for (auto &[entry, plan] : j["memory_plan"].items()) {
-          if (plan.is_object() && plan.contains("peak_bytes") &&
+          if (!plan.is_object())
+            continue;
+          if (plan.contains("peak_bytes") &&
               plan["peak_bytes"].is_number_integer())
             m.target.peakBytes[entry] = plan["peak_bytes"].get<int64_t>();
-          if (plan.is_object() && plan.contains("state_bytes_per_position")) {
+          if (plan.contains("state_bytes_per_position")) {
             const Json &v = plan["state_bytes_per_position"];
             if (!v.is_number_integer() || v.get<int64_t>() < 0)
               return r.fail("target.memory_plan." + entry +
@@ -321,6 +323,9 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
                             "expected a non-negative integer");
             m.target.stateBytesPerPosition[entry] = v.get<int64_t>();
           }
+          // The bound of the entry's dynamic input dimensions.
+          if (plan.contains("max_dim") && plan["max_dim"].is_number_integer())
+            m.target.maxDim[entry] = plan["max_dim"].get<int64_t>();
         }
     }
   }

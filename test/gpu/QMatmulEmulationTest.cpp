@@ -214,6 +214,16 @@ TEST_P(QMatmulEmulation, MatchesReference) {
   checkAgainstReference(GetParam(), opts, {1, 3, 9, 70});
 }
 
+// A run-time M (a dynamic batch in the whole-program lowering,
+// loom-gpu-qmatmul-launches) takes the tiled kernel at every M, the GEMVs'
+// batches included: partial tiles of 1, 2 and 5 rows.
+TEST_P(QMatmulEmulation, TiledAtSmallBatches) {
+  KernelOptions opts;
+  opts.gemv = false;
+  opts.maxGemvBatch = 0;
+  checkAgainstReference(GetParam(), opts, {1, 2, 5});
+}
+
 // Every format and mode; K with fewer chunks than a warp, a partial last
 // pass and an unrolled pass; N not a multiple of 8 or 64.
 INSTANTIATE_TEST_SUITE_P(

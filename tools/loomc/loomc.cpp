@@ -239,6 +239,14 @@ cl::opt<bool, true>
            cl::desc("Generate every matmul instead of calling the "
                     "runtime's GEMM (A/B measurements, debugging)"),
            cl::location(gOptions.noGemm), cl::cat(loomcCategory));
+cl::opt<int64_t, true> gpuMaxTokens(
+    "gpu-max-tokens",
+    cl::desc("--target=cuda: the largest size of every dynamic input "
+             "dimension (tokens, positions); buffers take run-time sizes and "
+             "the memory plan is computed at this bound (default: the "
+             "model's context_length)"),
+    cl::value_desc("N"), cl::location(gOptions.gpuMaxTokens),
+    cl::cat(loomcCategory));
 cl::opt<std::string, true> qmmTile(
     "qmm-tile",
     cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "

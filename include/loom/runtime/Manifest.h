@@ -155,6 +155,9 @@ struct TargetInfo {
   /// Per entry with state: device bytes of its KV caches per context
   /// position (resident for the life of the bundle, not in peakBytes).
   std::map<std::string, int64_t> stateBytesPerPosition;
+  /// Per entry with dynamic input dimensions: the bound the plan assumed
+  /// for each of them (a call over it is refused before it runs).
+  std::map<std::string, int64_t> maxDim;
   bool isCuda() const { return device == "cuda"; }
 };
 

@@ -12,13 +12,13 @@ func.func @bf16(%x: tensor<1x64xbf16>) -> tensor<1x96xbf16> {
 
 // -----
 
-// A dynamic batch: the kernel (GEMV or tiled) and its grid are chosen at
-// compile time.
-func.func @dynamic(%x: tensor<?x64xf32>) -> tensor<?x96xf32> {
+// A dynamic K: the kernel is generated for its K (a dynamic batch is a
+// run-time M on the tiled kernel: dynamic.mlir).
+func.func @dynamic(%x: tensor<2x?xf32>) -> tensor<2x96xf32> {
   %w = loom.weight "w" : !loom.qtensor<96x64, #loom.quant<q4_1>>
-  // expected-error @+1 {{--target=cuda: 'loom.qmatmul' needs a static input of rank >= 2}}
-  %y = loom.qmatmul %x, %w : tensor<?x64xf32>, !loom.qtensor<96x64, #loom.quant<q4_1>> -> tensor<?x96xf32>
-  return %y : tensor<?x96xf32>
+  // expected-error @+1 {{--target=cuda: 'loom.qmatmul' needs an input of rank >= 2 with a static last dimension}}
+  %y = loom.qmatmul %x, %w : tensor<2x?xf32>, !loom.qtensor<96x64, #loom.quant<q4_1>> -> tensor<2x96xf32>
+  return %y : tensor<2x96xf32>
 }
 
 // -----
