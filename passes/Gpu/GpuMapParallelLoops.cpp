@@ -48,7 +48,7 @@ struct GpuMapParallelLoopsPass
     MLIRContext *ctx = &getContext();
     if (blockSize < 1 || blockSize > 1024) {
       module.emitError() << "loom-gpu-map-parallel-loops: block-size "
-                         << blockSize << " is not in 1..1024";
+                         << blockSize.getValue() << " is not in 1..1024";
       return signalPassFailure();
     }
     IRRewriter rewriter(ctx);
