@@ -25,33 +25,17 @@ bool Scheme::isGguf() const { return isGgufFormat(format); }
 int64_t Scheme::scaleBytes() const { return scale == ScaleType::F32 ? 4 : 2; }
 
 int64_t Scheme::valueOffset() const {
-  if (mode == Mode::Min)
-    return 2 * scaleBytes();
-  if (mode == Mode::ZeroPoint && !isGguf())
-    return scaleBytes() + 1;
-  return scaleBytes();
+  return blockValueOffset(format, mode, scaleBytes());
 }
 
 int64_t Scheme::blockBytes() const {
-  return valueOffset() + block * bits() / 8;
+  return quant::blockBytes(format, mode, block, scaleBytes());
 }
 
 int Scheme::qmax() const {
   if (mode == Mode::Symmetric)
     return bits() == 4 ? 7 : 127;
   return bits() == 4 ? 15 : 255;
-}
-
-std::string_view modeName(Mode m) {
-  switch (m) {
-  case Mode::Symmetric:
-    return "symmetric";
-  case Mode::Min:
-    return "min";
-  case Mode::ZeroPoint:
-    return "zero_point";
-  }
-  return "?";
 }
 
 std::string_view scaleName(ScaleType s) {
@@ -64,17 +48,6 @@ std::string_view scaleName(ScaleType s) {
     return "f32";
   }
   return "?";
-}
-
-std::optional<Mode> parseMode(std::string_view name) {
-  if (name == "sym")
-    return Mode::Symmetric;
-  if (name == "zp")
-    return Mode::ZeroPoint;
-  for (Mode m : {Mode::Symmetric, Mode::Min, Mode::ZeroPoint})
-    if (name == modeName(m))
-      return m;
-  return std::nullopt;
 }
 
 std::string schemeName(const Scheme &s) {
@@ -117,7 +90,7 @@ fmt::Result<Scheme> parseScheme(std::string_view text) {
   } else if (std::optional<Format> gguf = parseFormat(f);
              gguf && isGgufFormat(*gguf)) {
     s.format = *gguf;
-    s.mode = *gguf == Format::Q4_1 ? Mode::Min : Mode::Symmetric;
+    s.mode = defaultMode(*gguf);
     if (parts.size() > 1)
       return bad("GGUF format ", f,
                  " has a fixed layout (block 32, f16 scale): give no fields");

@@ -101,7 +101,7 @@ struct GpuMapParallelLoopsPass
     MLIRContext *ctx = &getContext();
     if (blockSize < 1 || blockSize > 1024) {
       module.emitError() << "loom-gpu-map-parallel-loops: block-size "
-                         << blockSize << " is not in 1..1024";
+                         << blockSize.getValue() << " is not in 1..1024";
       return signalPassFailure();
     }
     stridedCopiesToLoops(module);

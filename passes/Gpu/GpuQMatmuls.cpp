@@ -57,9 +57,9 @@ constexpr int64_t kRunTimeM = -1;
 DictionaryAttr specToAttr(Builder &b, const lg::QMatmulSpec &s, int64_t m) {
   auto str = [&](std::string_view v) { return b.getStringAttr(v); };
   return b.getDictionaryAttr({
-      b.getNamedAttr("format", str(lg::formatName(s.format))),
+      b.getNamedAttr("format", str(loom::quant::formatName(s.format))),
       b.getNamedAttr("block", b.getI64IntegerAttr(s.block)),
-      b.getNamedAttr("mode", str(lg::modeName(s.mode))),
+      b.getNamedAttr("mode", str(loom::quant::modeName(s.mode))),
       b.getNamedAttr("scale", str(lg::elemTypeName(s.scale))),
       b.getNamedAttr("act", str(lg::elemTypeName(s.act))),
       b.getNamedAttr("n", b.getI64IntegerAttr(s.n)),
@@ -79,8 +79,9 @@ bool specFromAttr(DictionaryAttr d, lg::QMatmulSpec &s, int64_t &m) {
       out = a.getInt();
     return bool(a);
   };
-  std::optional<lg::QFormat> format = lg::parseFormat(str("format"));
-  std::optional<lg::QMode> mode = lg::parseMode(str("mode"));
+  std::optional<loom::quant::Format> format =
+      loom::quant::parseFormat(str("format"));
+  std::optional<loom::quant::Mode> mode = loom::quant::parseMode(str("mode"));
   if (!format || !mode)
     return false;
   s.format = *format;

@@ -44,8 +44,7 @@ constexpr const char *kDefaultSkip =
 
 QuantAttr toAttr(MLIRContext *ctx, const quant::Scheme &s) {
   QuantFormat f = toQuantFormat(s.format);
-  QuantMode m =
-      s.mode == quant::Mode::Min ? QuantMode::min : QuantMode::symmetric;
+  QuantMode m = toQuantMode(s.mode); // symmetric or min (checked)
   Builder b(ctx);
   Type scale = s.scale == quant::ScaleType::F16    ? Type(b.getF16Type())
                : s.scale == quant::ScaleType::BF16 ? Type(b.getBF16Type())

@@ -72,8 +72,9 @@ void PrintTo(const Case &c, std::ostream *os) { *os << name(c); }
 void checkAgainstReference(const Case &c, KernelOptions opts,
                            std::initializer_list<int64_t> batches) {
   QMatmulSpec spec;
-  std::optional<QFormat> format = parseFormat(c.format);
-  std::optional<QMode> mode = parseMode(c.mode);
+  std::optional<loom::quant::Format> format =
+      loom::quant::parseFormat(c.format);
+  std::optional<loom::quant::Mode> mode = loom::quant::parseMode(c.mode);
   ASSERT_TRUE(format && mode);
   spec.format = *format;
   spec.mode = *mode;
@@ -103,9 +104,10 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
   auto engine = ExecutionEngine::create(*module, eo);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
 
-  ref::Format f{
-      c.format, std::string(modeName(spec.mode)), c.scale, c.act, c.block, c.n,
-      c.k};
+  ref::Format f{c.format, std::string(loom::quant::modeName(spec.mode)),
+                c.scale,  c.act,
+                c.block,  c.n,
+                c.k};
   // The reference names the modes as --list prints them.
   std::mt19937 rng(7);
   std::vector<uint8_t> w = ref::randomWeight(f, rng);
@@ -180,7 +182,8 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
     // GPU.md): 1.7e-4 .. 7.5e-4 of max |y| over the QMatmulGemv4 cases, the
     // order of the 2^-11 = 4.9e-4 with which the kernel stores its f16
     // output anyway; the bound is the tiled one.
-    bool fourBit = spec.format != QFormat::Q8_0 && spec.format != QFormat::Int8;
+    bool fourBit = spec.format != loom::quant::Format::Q8_0 &&
+                   spec.format != loom::quant::Format::Int8;
     bool halfProducts =
         half && gemv && fourBit && opts.gemvDequant == GemvDequant::Packed;
     double tol = half && (!gemv || halfProducts) ? 2e-3 : 1e-5;
@@ -201,7 +204,7 @@ TEST(QMatmulElemType, IsDTypeFloats) {
       EXPECT_STREQ(elemTypeName(e), loom::dtypeName(t));
     }
   }
-  QMatmulSpec s = ggufSpec(QFormat::Q4_0, 64, 64, loom::DType::I8);
+  QMatmulSpec s = ggufSpec(loom::quant::Format::Q4_0, 64, 64, loom::DType::I8);
   EXPECT_NE(validate(s).find("f32, f16 or bf16 (got i8"), std::string::npos)
       << validate(s);
 }

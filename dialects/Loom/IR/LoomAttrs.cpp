@@ -378,17 +378,7 @@ WeightAttr WeightAttr::withGemmB(StringRef layout) const {
 //===----------------------------------------------------------------------===//
 
 QuantMode loom::getDefaultQuantMode(QuantFormat format) {
-  switch (format) {
-  case QuantFormat::q4_0:
-    return QuantMode::zero_point;
-  case QuantFormat::q4_1:
-    return QuantMode::min;
-  case QuantFormat::q8_0:
-  case QuantFormat::int4:
-  case QuantFormat::int8:
-    return QuantMode::symmetric;
-  }
-  llvm_unreachable("unknown quant format");
+  return toQuantMode(loom::quant::defaultMode(fromQuantFormat(format)));
 }
 
 namespace {
@@ -503,14 +493,9 @@ bool QuantAttr::isGguf() const {
 }
 
 int64_t QuantAttr::getBlockBytes() const {
-  int64_t values = getBlockSize() * getBits() / 8;
-  int64_t scaleBytes = getScaleType().getIntOrFloatBitWidth() / 8;
-  int64_t extra = 0;
-  if (getMode() == QuantMode::min)
-    extra = scaleBytes; // the block minimum, stored like the scale
-  else if (getMode() == QuantMode::zero_point && !isGguf())
-    extra = 1; // one integer zero point per block (q4_0's 8 is implicit)
-  return values + scaleBytes + extra;
+  return loom::quant::blockBytes(fromQuantFormat(getFormat()),
+                                 fromQuantMode(getMode()), getBlockSize(),
+                                 getScaleType().getIntOrFloatBitWidth() / 8);
 }
 
 //===----------------------------------------------------------------------===//

@@ -38,6 +38,18 @@ static_assert(toQuantFormat(quant::Format::Q4_0) == QuantFormat::q4_0 &&
                   toQuantFormat(quant::Format::Int8) == QuantFormat::int8,
               "QuantFormat (LoomEnums.td) and quant::Format disagree");
 
+/// The ODS enum QuantMode likewise converts quant::Mode (same cases,
+/// values and names).
+constexpr QuantMode toQuantMode(quant::Mode m) { return QuantMode(m); }
+constexpr quant::Mode fromQuantMode(QuantMode m) { return quant::Mode(m); }
+static_assert(toQuantMode(quant::Mode::Symmetric) == QuantMode::symmetric &&
+                  toQuantMode(quant::Mode::Min) == QuantMode::min &&
+                  toQuantMode(quant::Mode::ZeroPoint) == QuantMode::zero_point,
+              "QuantMode (LoomEnums.td) and quant::Mode disagree");
+static_assert(std::size(quant::kModes) ==
+                  static_cast<size_t>(getMaxEnumValForQuantMode()) + 1,
+              "QuantMode (LoomEnums.td) and quant::Mode disagree");
+
 /// The mode a GGUF format's blocks have in the IR (`#loom.quant<q4_0>` is
 /// zero_point with the implicit 8, q4_1 min, q8_0 symmetric), and the
 /// default of Loom's own int4/int8 (symmetric).

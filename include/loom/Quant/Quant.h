@@ -39,8 +39,7 @@
 
 namespace loom::quant {
 
-// Format, its names and sizes: loom/Support/QuantFormat.h.
-enum class Mode : uint8_t { Symmetric, Min, ZeroPoint };
+// Format and Mode, their names and sizes: loom/Support/QuantFormat.h.
 enum class ScaleType : uint8_t { F16, BF16, F32 };
 
 /// One block quantization scheme.
@@ -70,13 +69,9 @@ struct Scheme {
 fmt::Result<Scheme> parseScheme(std::string_view text);
 /// `int4:32:sym:f16`-style name (GGUF formats by their name).
 std::string schemeName(const Scheme &scheme);
-/// The names as `#loom.quant<...>` prints them (`mode = symmetric`, `scale =
-/// f16`; formatName is QuantFormat.h's).
-std::string_view modeName(Mode m);
+/// The name as `#loom.quant<...>` prints it (`scale = f16`; formatName and
+/// modeName are QuantFormat.h's).
 std::string_view scaleName(ScaleType s);
-/// Inverse of modeName (modes also by their short names `sym` and `zp`);
-/// std::nullopt for any other name.
-std::optional<Mode> parseMode(std::string_view name);
 
 /// Checks that `k` elements per row can be stored with `scheme`.
 fmt::Status checkShape(const Scheme &scheme, int64_t k, std::string_view what);

@@ -4,18 +4,21 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The one vocabulary of block-quantized weight formats: GGUF's q4_0, q4_1,
-// q8_0 (blocks kept as the file stores them) and Loom's own int4, int8
-// (docs/QUANTIZE.md). One enum, its names (the spelling of `#loom.quant<...>`,
-// of `loomc --quantize` and of the weight store, "q4_0", ...), bits per
-// value and the fixed layout of the GGUF blocks. Plain C++ (no LLVM, no
-// MLIR), header-only: the reference quantizer (lib/Quant), the weight store
-// (lib/Formats) and the dialect share it. The others are conversions, each
-// in one place: the dialect's ODS enum `loom::QuantFormat`
-// (dialects/Loom/IR/LoomEnums.h, toQuantFormat / fromQuantFormat) and the
-// weight store's block element types (loom/Formats/WeightStore.h,
-// blockFormatOf / blockElementType); test/unit/Dialect and
-// test/Formats/WeightStoreTest.cpp check that they agree.
+// The one vocabulary of block-quantized weights: the formats (GGUF's q4_0,
+// q4_1, q8_0, blocks kept as the file stores them, and Loom's own int4,
+// int8; docs/QUANTIZE.md), the modes (how a block's values are recovered),
+// their names (the spelling of `#loom.quant<...>`, of `loomc --quant` and
+// of the weight store, "q4_0", ...), bits per value, the fixed layout of the
+// GGUF blocks and the bytes of a block. Plain C++ (no LLVM, no MLIR),
+// header-only: the reference quantizer (lib/Quant), the weight store
+// (lib/Formats), the dialect and the GPU kernel generator
+// (lib/Target/GpuTarget/QMatmulKernelGen.h) share it. The others are
+// conversions, each in one place: the dialect's ODS enums `loom::QuantFormat`
+// and `loom::QuantMode` (dialects/Loom/IR/LoomEnums.h, toQuantFormat /
+// fromQuantFormat, toQuantMode / fromQuantMode) and the weight store's block
+// element types (loom/Formats/WeightStore.h, blockFormatOf /
+// blockElementType); test/unit/Dialect and test/Formats/WeightStoreTest.cpp
+// check that they agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +95,76 @@ constexpr std::optional<GgufBlock> ggufBlock(Format f) {
   }
   return std::nullopt;
 }
+
+/// How a block's values are recovered: x = s*q (Symmetric), x = s*q + m
+/// (Min), x = s*(q - z) (ZeroPoint); the values are those of the ODS enum
+/// QuantMode (LoomEnums.td), checked where the two meet.
+enum class Mode : uint8_t { Symmetric, Min, ZeroPoint };
+
+/// Every Mode, in enum order, with its names: as `#loom.quant<...>` prints
+/// it ("symmetric", "min", "zero_point") and short ("sym", "min", "zp": in
+/// `loomc --quant` schemes and the GPU kernels' symbols,
+/// `loom_qmm_int4_b32_sym_f16_...`).
+struct ModeInfo {
+  Mode mode;
+  std::string_view name, shortName;
+};
+inline constexpr ModeInfo kModes[] = {{Mode::Symmetric, "symmetric", "sym"},
+                                      {Mode::Min, "min", "min"},
+                                      {Mode::ZeroPoint, "zero_point", "zp"}};
+
+constexpr std::string_view modeName(Mode m) {
+  return kModes[static_cast<int>(m)].name;
+}
+constexpr std::string_view modeShortName(Mode m) {
+  return kModes[static_cast<int>(m)].shortName;
+}
+static_assert(kModes[0].mode == Mode::Symmetric &&
+                  kModes[1].mode == Mode::Min &&
+                  kModes[2].mode == Mode::ZeroPoint,
+              "kModes is in enum order");
+
+/// Inverse of modeName and modeShortName; std::nullopt for any other name.
+constexpr std::optional<Mode> parseMode(std::string_view name) {
+  for (const ModeInfo &m : kModes)
+    if (name == m.name || name == m.shortName)
+      return m.mode;
+  return std::nullopt;
+}
+
+/// The mode of a GGUF format's blocks (q4_0: zero point with the implicit
+/// 8, q4_1: min, q8_0: symmetric), and the default of Loom's own int4/int8
+/// (symmetric).
+constexpr Mode defaultMode(Format f) {
+  return f == Format::Q4_0   ? Mode::ZeroPoint
+         : f == Format::Q4_1 ? Mode::Min
+                             : Mode::Symmetric;
+}
+
+/// Bytes before the values in a block: the scale, then the minimum (Min,
+/// stored like the scale) or one integer zero point (ZeroPoint, but for
+/// q4_0's implicit 8).
+constexpr int64_t blockValueOffset(Format f, Mode m, int64_t scaleBytes) {
+  if (m == Mode::Min)
+    return 2 * scaleBytes;
+  if (m == Mode::ZeroPoint && !isGgufFormat(f))
+    return scaleBytes + 1;
+  return scaleBytes;
+}
+
+/// Bytes of a block of `block` values: `scale | [min] | [zero point] |
+/// values` (GGUF's ggufBlock for its formats).
+constexpr int64_t blockBytes(Format f, Mode m, int64_t block,
+                             int64_t scaleBytes) {
+  return blockValueOffset(f, m, scaleBytes) + block * formatBits(f) / 8;
+}
+static_assert(blockBytes(Format::Q4_0, defaultMode(Format::Q4_0), 32, 2) ==
+                      ggufBlock(Format::Q4_0)->bytes &&
+                  blockBytes(Format::Q4_1, defaultMode(Format::Q4_1), 32, 2) ==
+                      ggufBlock(Format::Q4_1)->bytes &&
+                  blockBytes(Format::Q8_0, defaultMode(Format::Q8_0), 32, 2) ==
+                      ggufBlock(Format::Q8_0)->bytes,
+              "blockBytes and the GGUF block layout disagree");
 
 } // namespace loom::quant
 

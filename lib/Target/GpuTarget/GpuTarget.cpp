@@ -14,6 +14,7 @@
 #include "lib/Target/GpuTarget/GpuTarget.h"
 
 #include "dialects/Loom/IR/LoomDialect.h"
+#include "dialects/Loom/IR/LoomEnums.h"
 #include "loom/Support/OutputFile.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -92,35 +93,9 @@ std::optional<QMatmulSpec> specFromQMatmul(loom::QMatmulOp op,
   auto w = cast<QTensorType>(op.getWeight().getType());
   QuantAttr q = w.getQuant();
   QMatmulSpec s;
-  switch (q.getFormat()) {
-  case QuantFormat::q4_0:
-    s.format = QFormat::Q4_0;
-    break;
-  case QuantFormat::q4_1:
-    s.format = QFormat::Q4_1;
-    break;
-  case QuantFormat::q8_0:
-    s.format = QFormat::Q8_0;
-    break;
-  case QuantFormat::int4:
-    s.format = QFormat::Int4;
-    break;
-  case QuantFormat::int8:
-    s.format = QFormat::Int8;
-    break;
-  }
+  s.format = fromQuantFormat(q.getFormat());
   s.block = q.getBlockSize();
-  switch (q.getMode()) {
-  case QuantMode::symmetric:
-    s.mode = QMode::Symmetric;
-    break;
-  case QuantMode::min:
-    s.mode = QMode::Min;
-    break;
-  case QuantMode::zero_point:
-    s.mode = QMode::ZeroPoint;
-    break;
-  }
+  s.mode = fromQuantMode(q.getMode());
   if (!toElemType(q.getScaleType(), s.scale)) {
     *why = "unsupported scale type";
     return std::nullopt;

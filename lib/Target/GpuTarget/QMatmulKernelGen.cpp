@@ -38,13 +38,11 @@ namespace loom::gpu {
 // Spec helpers
 //===----------------------------------------------------------------------===//
 
-QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k, ElemType act) {
+QMatmulSpec ggufSpec(quant::Format format, int64_t n, int64_t k, ElemType act) {
   QMatmulSpec s;
   s.format = format;
   s.block = 32;
-  s.mode = format == QFormat::Q4_1   ? QMode::Min
-           : format == QFormat::Q8_0 ? QMode::Symmetric
-                                     : QMode::ZeroPoint;
+  s.mode = quant::defaultMode(format);
   s.scale = ElemType::F16;
   s.act = act;
   s.n = n;
@@ -72,26 +70,17 @@ bool parseElemType(const std::string &s, ElemType &out) {
 
 const char *elemTypeName(ElemType t) { return dtypeName(t); }
 
-static bool isGguf(QFormat f) {
-  return f == QFormat::Q4_0 || f == QFormat::Q4_1 || f == QFormat::Q8_0;
-}
-static unsigned bitsOf(QFormat f) {
-  return f == QFormat::Q8_0 || f == QFormat::Int8 ? 8 : 4;
-}
 static int64_t elemBytes(ElemType t) { return dtypeSize(t); }
 
-// Block layout (include/loom/Quant/Quant.h, GGUF's for q4_0/q4_1/q8_0):
+// Block layout (loom/Support/QuantFormat.h, blockBytes; GGUF's for
+// q4_0/q4_1/q8_0):
 //   scale | [min, mode min] | [zero point byte, mode zero_point] | values
 static int64_t scaleBytes(const QMatmulSpec &s) { return elemBytes(s.scale); }
 static int64_t valueOffset(const QMatmulSpec &s) {
-  if (s.mode == QMode::Min)
-    return 2 * scaleBytes(s);
-  if (s.mode == QMode::ZeroPoint && !isGguf(s.format))
-    return scaleBytes(s) + 1;
-  return scaleBytes(s);
+  return quant::blockValueOffset(s.format, s.mode, scaleBytes(s));
 }
 static int64_t blockBytes(const QMatmulSpec &s) {
-  return valueOffset(s) + s.block * bitsOf(s.format) / 8;
+  return quant::blockBytes(s.format, s.mode, s.block, scaleBytes(s));
 }
 static int64_t rowBytes(const QMatmulSpec &s) {
   return s.k / s.block * blockBytes(s);
@@ -118,11 +107,11 @@ std::string validate(const QMatmulSpec &s) {
        << elemTypeName(s.act) << " and " << elemTypeName(s.scale) << ")";
   else if (s.act == ElemType::BF16)
     os << "bf16 activations are not generated: use f32 or f16";
-  else if (isGguf(s.format)) {
+  else if (quant::isGgufFormat(s.format)) {
     QMatmulSpec g = ggufSpec(s.format, s.n, s.k, s.act);
     if (s.block != g.block || s.mode != g.mode || s.scale != g.scale)
-      os << formatName(s.format) << " has block 32, mode " << modeName(g.mode)
-         << " and f16 scales (fixed by GGUF)";
+      os << quant::formatName(s.format) << " has block 32, mode "
+         << quant::modeName(g.mode) << " and f16 scales (fixed by GGUF)";
   } else {
     if (s.block != 32 && s.block != 64 && s.block != 128)
       os << "block " << s.block << " is not 32, 64 or 128";
@@ -136,12 +125,10 @@ std::string validate(const QMatmulSpec &s) {
 
 std::string kernelBaseName(const QMatmulSpec &s) {
   std::ostringstream os;
-  os << "loom_qmm_" << formatName(s.format);
-  if (!isGguf(s.format)) {
-    const char *mode = s.mode == QMode::Symmetric ? "sym"
-                       : s.mode == QMode::Min     ? "min"
-                                                  : "zp";
-    os << "_b" << s.block << "_" << mode << "_" << elemTypeName(s.scale);
+  os << "loom_qmm_" << quant::formatName(s.format);
+  if (!quant::isGgufFormat(s.format)) {
+    os << "_b" << s.block << "_" << quant::modeShortName(s.mode) << "_"
+       << elemTypeName(s.scale);
   }
   os << "_n" << s.n << "_k" << s.k << "_" << elemTypeName(s.act);
   return os.str();
@@ -438,7 +425,7 @@ struct Chunk {
 /// The two element runs (i64 offsets within a row) of chunk `c64`.
 std::pair<std::string, std::string> chunkRuns(Fn &f, const QMatmulSpec &s,
                                               const std::string &c64) {
-  const unsigned bits = bitsOf(s.format);
+  const unsigned bits = quant::formatBits(s.format);
   const int64_t groups = s.block / 32;
   std::string blk = c64, grp = f.i64(0);
   if (groups > 1) {
@@ -459,7 +446,7 @@ Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
                 const std::string &row64, const std::string &c64,
                 int64_t center = 0) {
   Chunk c;
-  const unsigned bits = bitsOf(s.format);
+  const unsigned bits = quant::formatBits(s.format);
   const int64_t groups = s.block / 32; // chunks per block
   const int64_t bb = blockBytes(s), sb = scaleBytes(s), vo = valueOffset(s);
   std::string blk = c64, grp = f.i64(0);
@@ -489,17 +476,18 @@ Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
       c.words.push_back(loadInt(
           f, a.w, t ? f.addi(voff, f.i64(4 * t), "i64") : voff, 4, valAlign));
   }
-  bool signed8 = bits == 8 && s.mode == QMode::Symmetric;
+  bool signed8 = bits == 8 && s.mode == quant::Mode::Symmetric;
   if (signed8) // two's complement int8 -> u = q + 128
     for (std::string &w : c.words)
       w = f.bin("arith.xori", w, f.i32(int32_t(0x80808080u)), "i32");
 
-  if (s.mode == QMode::Min) {
+  if (s.mode == quant::Mode::Min) {
     // value = scale * u + min = scale * (u - center) + (min + scale * center)
     std::string m = loadScale(f, a.w, f.addi(base, f.i64(sb), "i64"), s.scale,
                               pow2Align({bb, sb}));
     c.bias = center ? f.fma(c.scale, f.f32(float(center)), m) : m;
-  } else if (s.mode == QMode::ZeroPoint && !isGguf(s.format)) {
+  } else if (s.mode == quant::Mode::ZeroPoint &&
+             !quant::isGgufFormat(s.format)) {
     // value = scale * (u - z): bias = scale * (center - z)
     std::string z = loadInt(f, a.w, f.addi(base, f.i64(sb), "i64"), 1, 1);
     std::string zf = f.cast("arith.uitofp", z, "i32", "f32");
@@ -522,7 +510,7 @@ Chunk loadChunk(Fn &f, const QMatmulSpec &s, const Args &a,
 /// The 32 codes u of a chunk as floats, by slot.
 std::vector<std::string> codes(Fn &f, const QMatmulSpec &s, const Chunk &c) {
   std::vector<std::string> u(32);
-  unsigned bits = bitsOf(s.format);
+  unsigned bits = quant::formatBits(s.format);
   unsigned perWord = 32 / bits;
   for (size_t t = 0; t < c.words.size(); ++t)
     for (unsigned p = 0; p < perWord; ++p) {
@@ -706,8 +694,8 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   Fn f;
   f.emu = options.hostEmulation;
   Args a;
-  const bool packed =
-      options.gemvDequant == GemvDequant::Packed && bitsOf(s.format) == 4;
+  const bool packed = options.gemvDequant == GemvDequant::Packed &&
+                      quant::formatBits(s.format) == 4;
   const bool half2 = packed && s.act == ElemType::F16;
   const char *h2 = "vector<2xf16>";
   const int rows = kGemvRowsPerWarp;
@@ -716,7 +704,7 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   // any arithmetic, 32 words of weights per lane in flight.
   const int64_t perLane = (chunks + 31) / 32;
   const int64_t unroll =
-      std::min<int64_t>(perLane, bitsOf(s.format) == 4 ? 4 : 2);
+      std::min<int64_t>(perLane, quant::formatBits(s.format) == 4 ? 4 : 2);
   const int64_t iters = (perLane + unroll - 1) / unroll;
   const bool guard = chunks % (32 * unroll) != 0;
 

@@ -22,8 +22,8 @@
 #ifndef LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
 #define LOOM_LIB_TARGET_GPUTARGET_QMATMULKERNELGEN_H
 
-#include "loom/Quant/Quant.h"
 #include "loom/Support/DType.h"
+#include "loom/Support/QuantFormat.h"
 
 #include <cstdint>
 #include <string>
@@ -31,13 +31,10 @@
 
 namespace loom::gpu {
 
-/// The quantized formats and modes are lib/Quant's (one vocabulary).
-using QFormat = quant::Format;
-using QMode = quant::Mode;
-using quant::formatName;
-using quant::modeName;
-using quant::parseFormat;
-using quant::parseMode;
+// The weight formats and modes are the one vocabulary of quant formats,
+// quant::Format and quant::Mode (loom/Support/QuantFormat.h), with their
+// names, bits and block bytes.
+
 /// Element types of activations, outputs and scales: the one dtype
 /// vocabulary (loom/Support/DType.h), of which the kernels take the float
 /// types f32, f16 and bf16 (isKernelElemType).
@@ -50,9 +47,9 @@ constexpr bool isKernelElemType(ElemType t) {
 
 /// One quantized matmul shape and weight format.
 struct QMatmulSpec {
-  QFormat format = QFormat::Q4_0;
-  int64_t block = 32;             ///< elements per block along K
-  QMode mode = QMode::ZeroPoint;  ///< q4_0: zero point 8 (implicit)
+  quant::Format format = quant::Format::Q4_0;
+  int64_t block = 32;                        ///< elements per block along K
+  quant::Mode mode = quant::Mode::ZeroPoint; ///< q4_0: zero point 8 (implicit)
   ElemType scale = ElemType::F16; ///< scale (and min) type of int4/int8
   ElemType act = ElemType::F32;   ///< x and y element type (f32 or f16)
   int64_t n = 0;                  ///< output features (weight rows)
@@ -60,7 +57,7 @@ struct QMatmulSpec {
 };
 
 /// The spec of a GGUF format (block, mode and scale fixed by the format).
-QMatmulSpec ggufSpec(QFormat format, int64_t n, int64_t k,
+QMatmulSpec ggufSpec(quant::Format format, int64_t n, int64_t k,
                      ElemType act = ElemType::F32);
 
 /// Parses "f32", "f16", "bf16" (DType's names of the kernel types).

@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
     });
   } else {
     QMatmulSpec s;
-    std::optional<QFormat> format = parseFormat(fmt);
+    std::optional<loom::quant::Format> format = loom::quant::parseFormat(fmt);
     if (!format)
       return fail("--format='" + fmt +
                   "' is not one of q4_0, q4_1, q8_0, int4, int8");
@@ -115,15 +115,14 @@ int main(int argc, char **argv) {
     ElemType act;
     if (!parseElemType(actOpt, act))
       return fail("--act='" + actOpt + "': expected f32 or f16");
-    if (s.format == QFormat::Q4_0 || s.format == QFormat::Q4_1 ||
-        s.format == QFormat::Q8_0) {
+    if (loom::quant::isGgufFormat(s.format)) {
       s = ggufSpec(s.format, nOpt, kOpt, act);
     } else {
       s.block = blockOpt;
       s.n = nOpt;
       s.k = kOpt;
       s.act = act;
-      std::optional<QMode> mode = parseMode(modeOpt);
+      std::optional<loom::quant::Mode> mode = loom::quant::parseMode(modeOpt);
       if (!mode)
         return fail("--mode='" + modeOpt +
                     "': expected symmetric, min or zero_point");
@@ -157,10 +156,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < specs.size(); ++i) {
       const QMatmulSpec &s = specs[i];
       os << "  {\"base\": \"" << kernelBaseName(s) << "\", \"format\": \""
-         << formatName(s.format) << "\", \"block\": " << s.block
-         << ", \"mode\": \"" << modeName(s.mode) << "\", \"scale\": \""
-         << elemTypeName(s.scale) << "\", \"act\": \"" << elemTypeName(s.act)
-         << "\", \"n\": " << s.n << ", \"k\": " << s.k
+         << loom::quant::formatName(s.format) << "\", \"block\": " << s.block
+         << ", \"mode\": \"" << loom::quant::modeName(s.mode)
+         << "\", \"scale\": \"" << elemTypeName(s.scale) << "\", \"act\": \""
+         << elemTypeName(s.act) << "\", \"n\": " << s.n << ", \"k\": " << s.k
          << ", \"weight_bytes\": " << weightBytes(s) << "}"
          << (i + 1 < specs.size() ? "," : "") << "\n";
     }

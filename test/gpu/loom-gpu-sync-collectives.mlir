@@ -6,6 +6,8 @@
 // chain after it. The driver still refuses collectives for --target=cuda
 // (docs/GPU.md, "Collectives on device buffers").
 // RUN: loom-opt %s --loom-lower-gpu-pipeline="format=isa chips=sm_90" --mlir-print-ir-after=loom-gpu-host-program 2>&1 >/dev/null | FileCheck %s
+// The pass alone (ALONE), on calls as bufferization leaves them:
+// RUN: loom-opt %S/Inputs/loom-gpu-sync-collectives-calls.mlir --split-input-file --verify-diagnostics --loom-gpu-sync-collectives | FileCheck %S/Inputs/loom-gpu-sync-collectives-calls.mlir --check-prefix=ALONE
 
 loom.mesh @mesh = <tp = 2>
 

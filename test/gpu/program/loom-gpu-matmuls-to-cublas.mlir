@@ -1,0 +1,58 @@
+// loom-gpu-matmuls-to-cublas alone: on buffers, a rank-2 product whose
+// output was zero-filled just before becomes one loom_cuda_mgpu_gemm call
+// (stream placeholder, dtype, transposes, m, n, k, a, b, c) and the fill
+// goes; other contractions stay for the generated kernels.
+// RUN: loom-opt %s --loom-gpu-matmuls-to-cublas | FileCheck %s
+
+// CHECK-LABEL: func.func @plain(
+// CHECK-NOT: linalg.fill
+// CHECK: %[[STREAM:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[F32:.*]] = arith.constant 0 : i32
+// CHECK: %[[TA:.*]] = arith.constant 0 : i32
+// CHECK: %[[TB:.*]] = arith.constant 0 : i32
+// CHECK: %[[M:.*]] = arith.constant 4 : i64
+// CHECK: %[[N:.*]] = arith.constant 16 : i64
+// CHECK: %[[K:.*]] = arith.constant 8 : i64
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %[[PC:.*]] = memref.extract_aligned_pointer_as_index %arg2
+// CHECK: %[[C:.*]] = llvm.inttoptr
+// CHECK: call @loom_cuda_mgpu_gemm(%[[STREAM]], %[[F32]], %[[TA]], %[[TB]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[C]]) : (!llvm.ptr, i32, i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @plain(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// B transposed (x @ W^T, as a projection reads its weight): trans_b = 1.
+// CHECK-LABEL: func.func @transposed_b(
+// CHECK: %[[F32:.*]] = arith.constant 0 : i32
+// CHECK: %[[TA:.*]] = arith.constant 0 : i32
+// CHECK: %[[TB:.*]] = arith.constant 1 : i32
+// CHECK: call @loom_cuda_mgpu_gemm(%{{.*}}, %[[F32]], %[[TA]], %[[TB]],
+func.func @transposed_b(%a: memref<4x8xf32>, %b: memref<16x8xf32>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<4x8xf32>, memref<16x8xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// Accumulating into c (no zero fill before it) and batched products stay.
+// CHECK-LABEL: func.func @stays(
+// CHECK: linalg.matmul
+// CHECK: linalg.batch_matmul
+// CHECK-NOT: call
+func.func @stays(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>,
+                 %ba: memref<2x4x8xf32>, %bb: memref<2x8x16xf32>, %bc: memref<2x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%bc : memref<2x4x16xf32>)
+  linalg.batch_matmul ins(%ba, %bb : memref<2x4x8xf32>, memref<2x8x16xf32>) outs(%bc : memref<2x4x16xf32>)
+  return
+}
+
+// CHECK: func.func private @loom_cuda_mgpu_gemm(!llvm.ptr, i32, i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
