@@ -70,6 +70,17 @@ LogicalResult rewriteCheck(func::CallOp call) {
     if (Operation *cond = ifOp.getCondition().getDefiningOp())
       dead.insert(cond);
   }
+  // A constant index checked against a run-time size (SmolLM2's decode:
+  // the last position, -1, of a run-time sequence length): nothing to read
+  // on the device, but the bound is a host value this pass does not keep
+  // on the host yet.
+  if (root && !read && isa<scf::IfOp>(root) &&
+      getConstantIntValue(call.getOperand(2)))
+    return call.emitError()
+           << "--target=cuda: a constant index checked against a run-time "
+              "size (e.g. a gather of the last position of a run-time "
+              "sequence length, as in an LLM's decode step) is not built for "
+              "CUDA yet; compile for the CPU (--target=cpu)";
   if (!root || !read)
     return call.emitError() << "index check not in the form of the CPU "
                                "lowering (a loop reading the ids)";
