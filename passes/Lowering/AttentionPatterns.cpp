@@ -139,7 +139,13 @@ AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
                                         p0, b.getIndexAttr(0)};
       SmallVector<OpFoldResult> sizes, viewSizes;
       for (unsigned i = 0; i < 4; ++i) {
-        sizes.push_back(i == 2 ? OpFoldResult(len) : dimOfr(rows, i));
+        // A static number of new rows stays static, as the rows' type has
+        // it (a decode step of one token).
+        int64_t n = cast<RankedTensorType>(rows.getType()).getDimSize(2);
+        OpFoldResult rowCount = ShapedType::isDynamic(n)
+                                    ? OpFoldResult(len)
+                                    : OpFoldResult(b.getIndexAttr(n));
+        sizes.push_back(i == 2 ? rowCount : dimOfr(rows, i));
         viewSizes.push_back(i == 2 ? OpFoldResult(filled) : dimOfr(cache, i));
       }
       SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));

@@ -59,3 +59,24 @@ func.func @decode(%q: tensor<1x9x?x8xf32>, %k: tensor<1x3x?x8xf32>,
   %o, %uk, %uv = loom.attention %q, %k, %k cache(%ck, %cv at %pos : tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>, tensor<?xi64>) causal : tensor<1x9x?x8xf32>, tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32> -> tensor<1x9x?x8xf32>, tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>
   return %o : tensor<1x9x?x8xf32>
 }
+
+// A static number of new rows (a decode step of one token): the same
+// in-place write with static slice sizes (this failed to verify when the
+// size was taken as a run-time value: "expected type to be
+// 'tensor<1x3x?x8xf32>'").
+// LINALG-LABEL: func.func @decode_one
+// LINALG: tensor.insert_slice %arg2 into %arg4[0, 0, %{{.+}}, 0] [1, 3, 1, 8] [1, 1, 1, 1] : tensor<1x3x1x8xf32> into tensor<1x3x?x8xf32>
+// LINALG: tensor.insert_slice %arg2 into %arg5[0, 0, %{{.+}}, 0] [1, 3, 1, 8] [1, 1, 1, 1] : tensor<1x3x1x8xf32> into tensor<1x3x?x8xf32>
+// CHECK-LABEL: func.func @decode_one
+// CHECK-NOT: memref.copy %arg4
+// CHECK: %[[DK1:.+]] = memref.subview %arg4[0, 0, %{{.+}}, 0] [1, 3, 1, 8] [1, 1, 1, 1]
+// CHECK-NEXT: memref.copy %arg2, %[[DK1]]
+// CHECK: return
+func.func @decode_one(%q: tensor<1x9x1x8xf32>, %k: tensor<1x3x1x8xf32>,
+                      %pos: tensor<1xi64>,
+                      %ck: tensor<1x3x?x8xf32> {loom.name = "cache_key_0", loom.state = "kv_cache"},
+                      %cv: tensor<1x3x?x8xf32> {loom.name = "cache_value_0", loom.state = "kv_cache"})
+    -> tensor<1x9x1x8xf32> {
+  %o, %uk, %uv = loom.attention %q, %k, %k cache(%ck, %cv at %pos : tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>, tensor<1xi64>) causal : tensor<1x9x1x8xf32>, tensor<1x3x1x8xf32>, tensor<1x3x1x8xf32> -> tensor<1x9x1x8xf32>, tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>
+  return %o : tensor<1x9x1x8xf32>
+}
