@@ -47,6 +47,29 @@ scf::ForOp outermostLoop(Operation *op) {
   return loop;
 }
 
+/// The host's check after the step (`loom_gpu_index_check`, which
+/// loom-gpu-host-program calls once the stream is synchronised): `pos` is
+/// the position of the first bad index (-1: none), `bad` its value, the
+/// other arguments those of the CPU's `loom_rt_index_error` call.
+void callHostCheck(OpBuilder &b, Location loc, func::CallOp call, Value pos,
+                   Value bad, Value lo, Value rows) {
+  auto m = call->getParentOfType<ModuleOp>();
+  auto checkFn = m.lookupSymbol<func::FuncOp>(loom::kGpuIndexCheckFn);
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Type i64 = b.getI64Type();
+  if (!checkFn) {
+    OpBuilder mb(m.getBodyRegion());
+    mb.setInsertionPointToEnd(m.getBody());
+    checkFn = func::FuncOp::create(
+        mb, m.getLoc(), loom::kGpuIndexCheckFn,
+        mb.getFunctionType({ptr, ptr, i64, i64, i64, i64, ptr}, {}));
+    checkFn.setPrivate();
+  }
+  func::CallOp::create(b, loc, checkFn,
+                       ValueRange{call.getOperand(0), call.getOperand(1), pos,
+                                  bad, lo, rows, call.getOperand(5)});
+}
+
 /// Rewrites one check loop (around `call`); failure with a diagnostic.
 LogicalResult rewriteCheck(func::CallOp call) {
   // The CPU's check: a loop over the ids, or (one id: canonicalization
@@ -71,16 +94,30 @@ LogicalResult rewriteCheck(func::CallOp call) {
       dead.insert(cond);
   }
   // A constant index checked against a run-time size (SmolLM2's decode:
-  // the last position, -1, of a run-time sequence length): nothing to read
-  // on the device, but the bound is a host value this pass does not keep
-  // on the host yet.
+  // the last position, -1, of a run-time sequence length): the index and
+  // the bound are both host values, so the host decides, and reports after
+  // the step as a device check does (the gather reads the constant index;
+  // out of range only for an empty dimension, refused by the check).
   if (root && !read && isa<scf::IfOp>(root) &&
-      getConstantIntValue(call.getOperand(2)))
-    return call.emitError()
-           << "--target=cuda: a constant index checked against a run-time "
-              "size (e.g. a gather of the last position of a run-time "
-              "sequence length, as in an LLM's decode step) is not built for "
-              "CUDA yet; compile for the CPU (--target=cpu)";
+      getConstantIntValue(call.getOperand(2)) &&
+      cast<scf::IfOp>(root).getElseRegion().empty()) {
+    auto ifOp = cast<scf::IfOp>(root);
+    for (unsigned i = 0; i < call.getNumOperands(); ++i)
+      if (!call.getOperand(i).getParentRegion()->isAncestor(
+              root->getParentRegion()))
+        return call.emitError() << "index check arguments defined in its if";
+    OpBuilder b(root);
+    Location loc = call.getLoc();
+    Type i64 = b.getI64Type();
+    Value pos =
+        arith::SelectOp::create(b, loc, ifOp.getCondition(),
+                                arith::ConstantIntOp::create(b, loc, i64, 0),
+                                arith::ConstantIntOp::create(b, loc, i64, -1));
+    callHostCheck(b, loc, call, pos, call.getOperand(2), call.getOperand(3),
+                  call.getOperand(4));
+    root->erase();
+    return success();
+  }
   if (!root || !read)
     return call.emitError() << "index check not in the form of the CPU "
                                "lowering (a loop reading the ids)";
@@ -196,23 +233,9 @@ LogicalResult rewriteCheck(func::CallOp call) {
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value pos = tensor::ExtractOp::create(b, loc, first.getResult(0), c0);
   Value bad = tensor::ExtractOp::create(b, loc, first.getResult(1), c0);
-  auto m = call->getParentOfType<ModuleOp>();
-  auto checkFn = m.lookupSymbol<func::FuncOp>(loom::kGpuIndexCheckFn);
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  if (!checkFn) {
-    OpBuilder mb(m.getBodyRegion());
-    mb.setInsertionPointToEnd(m.getBody());
-    checkFn = func::FuncOp::create(
-        mb, m.getLoc(), loom::kGpuIndexCheckFn,
-        mb.getFunctionType({ptr, ptr, i64, i64, i64, i64, ptr}, {}));
-    checkFn.setPrivate();
-  }
-  func::CallOp::create(
-      b, loc, checkFn,
-      ValueRange{call.getOperand(0), call.getOperand(1), pos, bad,
-                 arith::ConstantIntOp::create(b, loc, i64, *lo),
-                 arith::ConstantIntOp::create(b, loc, i64, *rows),
-                 call.getOperand(5)});
+  callHostCheck(b, loc, call, pos, bad,
+                arith::ConstantIntOp::create(b, loc, i64, *lo),
+                arith::ConstantIntOp::create(b, loc, i64, *rows));
   // (Sizes read from the ids stay: the clamped ids have the same.)
   ids.replaceUsesWithIf(clamp.getResult(0), [&](OpOperand &use) {
     Operation *user = use.getOwner();

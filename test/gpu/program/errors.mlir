@@ -21,17 +21,6 @@ func.func @gather_dynamic(%x: tensor<?x4xf32>, %i: tensor<2xi64>) -> tensor<2x4x
 
 // -----
 
-// A constant index along a dimension of run-time size (an LLM decode step's
-// last position): refused by name (SmolLM2's first refusal today).
-func.func @gather_last(%x: tensor<1x?x4xf32>) -> tensor<1x1x4xf32> {
-  %i = arith.constant dense<-1> : tensor<1xi64>
-  // expected-error @+1 {{--target=cuda: a constant index checked against a run-time size (e.g. a gather of the last position of a run-time sequence length, as in an LLM's decode step) is not built for CUDA yet}}
-  %0 = loom.gather %x, %i axis = 1 : tensor<1x?x4xf32>, tensor<1xi64> -> tensor<1x1x4xf32>
-  return %0 : tensor<1x1x4xf32>
-}
-
-// -----
-
 // Indices into an empty dimension: every index is out of range (and the
 // clamped index 0 would still read outside it).
 func.func @gather_empty(%x: tensor<0x4xf32>, %i: tensor<2xi64>) -> tensor<2x4xf32> {
