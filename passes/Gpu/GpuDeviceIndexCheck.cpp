@@ -109,10 +109,11 @@ LogicalResult rewriteCheck(func::CallOp call) {
     OpBuilder b(root);
     Location loc = call.getLoc();
     Type i64 = b.getI64Type();
+    // (Created in order: function arguments are evaluated in no fixed one.)
+    Value zero = arith::ConstantIntOp::create(b, loc, i64, 0);
+    Value none = arith::ConstantIntOp::create(b, loc, i64, -1);
     Value pos =
-        arith::SelectOp::create(b, loc, ifOp.getCondition(),
-                                arith::ConstantIntOp::create(b, loc, i64, 0),
-                                arith::ConstantIntOp::create(b, loc, i64, -1));
+        arith::SelectOp::create(b, loc, ifOp.getCondition(), zero, none);
     callHostCheck(b, loc, call, pos, call.getOperand(2), call.getOperand(3),
                   call.getOperand(4));
     root->erase();
@@ -233,9 +234,10 @@ LogicalResult rewriteCheck(func::CallOp call) {
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value pos = tensor::ExtractOp::create(b, loc, first.getResult(0), c0);
   Value bad = tensor::ExtractOp::create(b, loc, first.getResult(1), c0);
-  callHostCheck(b, loc, call, pos, bad,
-                arith::ConstantIntOp::create(b, loc, i64, *lo),
-                arith::ConstantIntOp::create(b, loc, i64, *rows));
+  // (In this order: function arguments are evaluated in no fixed order.)
+  Value loValue = arith::ConstantIntOp::create(b, loc, i64, *lo);
+  Value rowsValue = arith::ConstantIntOp::create(b, loc, i64, *rows);
+  callHostCheck(b, loc, call, pos, bad, loValue, rowsValue);
   // (Sizes read from the ids stay: the clamped ids have the same.)
   ids.replaceUsesWithIf(clamp.getResult(0), [&](OpOperand &use) {
     Operation *user = use.getOwner();
