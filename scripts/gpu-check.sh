@@ -96,20 +96,28 @@ PY
 # and 24 (the tiled kernels), as CUDA and CPU bundles; the CPU output (run here, and
 # checked here against numpy's float64 reference) is what the device run
 # compares with.
+# One batch of a model written by gpu-qmm-model.py (files <prefix>qmm-m<M>
+# style: <model>-m<M>.mlir, <prefix>ids-m<M>.npy, <prefix>reference-m<M>.npy):
+# its CPU and CUDA bundles, the CPU one run here against the reference.
+stage_qmm_batch() { # dir model prefix m
+  local dir=$1 model=$2 prefix=$3 m=$4
+  "$BUILD/bin/loomc" "$dir/$model-m$m.mlir" -o "$dir/cpu-m$m" || return 1
+  "$BUILD/bin/loomc" "$dir/$model-m$m.mlir" --target=cuda -v \
+    -o "$dir/cuda-m$m" 2>&1 | grep 'memory plan' || return 1
+  relative_weights "$dir/cpu-m$m/manifest.json" || return 1
+  relative_weights "$dir/cuda-m$m/manifest.json" || return 1
+  "$BUILD/bin/loom-run" "$dir/cpu-m$m" \
+    --input "input0=$dir/${prefix}ids-m$m.npy" --output "$dir/cpu-res-m$m" ||
+    return 1
+  compare_npy "$dir/cpu-res-m$m/output0.npy" \
+    "$dir/${prefix}reference-m$m.npy" 1e-3 || return 1
+}
 prepare_qmm_bundles() {
   local py=$ROOT/.venv/bin/python dir=$STAGE/qmm m
   [[ -x $py ]] || py=python3
   "$py" "$ROOT/scripts/gpu-qmm-model.py" "$dir" 1 24 || return 1
   for m in 1 24; do
-    "$BUILD/bin/loomc" "$dir/qmm-m$m.mlir" -o "$dir/cpu-m$m" || return 1
-    "$BUILD/bin/loomc" "$dir/qmm-m$m.mlir" --target=cuda -v \
-      -o "$dir/cuda-m$m" 2>&1 | grep 'memory plan' || return 1
-    relative_weights "$dir/cpu-m$m/manifest.json" || return 1
-    relative_weights "$dir/cuda-m$m/manifest.json" || return 1
-    "$BUILD/bin/loom-run" "$dir/cpu-m$m" --input "input0=$dir/ids-m$m.npy" \
-      --output "$dir/cpu-res-m$m" || return 1
-    compare_npy "$dir/cpu-res-m$m/output0.npy" "$dir/reference-m$m.npy" \
-      1e-3 || return 1
+    stage_qmm_batch "$dir" qmm "" "$m" || return 1
   done
   # SmolLM2's tied LM head: the q8_0 embedding's table is the head's
   # qmatmul weight, one resident allocation read by the gather kernel and
@@ -117,16 +125,7 @@ prepare_qmm_bundles() {
   dir=$STAGE/qmm-tied
   "$py" "$ROOT/scripts/gpu-qmm-model.py" "$dir" --tied 1 24 || return 1
   for m in 1 24; do
-    "$BUILD/bin/loomc" "$dir/tied-m$m.mlir" -o "$dir/cpu-m$m" || return 1
-    "$BUILD/bin/loomc" "$dir/tied-m$m.mlir" --target=cuda -v \
-      -o "$dir/cuda-m$m" 2>&1 | grep 'memory plan' || return 1
-    relative_weights "$dir/cpu-m$m/manifest.json" || return 1
-    relative_weights "$dir/cuda-m$m/manifest.json" || return 1
-    "$BUILD/bin/loom-run" "$dir/cpu-m$m" \
-      --input "input0=$dir/tied-ids-m$m.npy" --output "$dir/cpu-res-m$m" ||
-      return 1
-    compare_npy "$dir/cpu-res-m$m/output0.npy" \
-      "$dir/tied-reference-m$m.npy" 1e-3 || return 1
+    stage_qmm_batch "$dir" tied tied- "$m" || return 1
   done
   log "staged the quantized matmul bundles (batch 1 and 24, cpu and cuda; untied and tied)"
 }
