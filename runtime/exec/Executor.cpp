@@ -762,7 +762,14 @@ Status checkBound(const Manifest &m, const TensorSpec &spec, const ArrayRef &a,
   auto it = m.target.maxDim.find(entry);
   if (!m.target.isCuda() || it == m.target.maxDim.end() || it->second <= 0)
     return success();
-  for (size_t d = 0; d < spec.shape.size() && d < a.shape.size(); ++d)
+  for (size_t d = 0; d < spec.shape.size() && d < a.shape.size(); ++d) {
+    // Empty: the device program would launch empty grids, and an index
+    // counted from the end (a decode step's last position) would read
+    // before its input before the check after the step could report it.
+    if (spec.shape[d] < 0 && a.shape[d] == 0)
+      return Error{where + ": dimension " + std::to_string(d) +
+                   " is 0; a CUDA entry's run-time dimensions must be at "
+                   "least 1 (give at least one row)"};
     if (spec.shape[d] < 0 && a.shape[d] > it->second)
       return Error{where + ": dimension " + std::to_string(d) + " is " +
                    std::to_string(a.shape[d]) + ", over the bound " +
@@ -770,6 +777,7 @@ Status checkBound(const Manifest &m, const TensorSpec &spec, const ArrayRef &a,
                    "' was compiled for (its device memory plan); recompile "
                    "with loomc --gpu-max-tokens " +
                    std::to_string(a.shape[d]) + " or more"};
+  }
   return success();
 }
 

@@ -66,4 +66,17 @@ grep -qF "input 'x' ('x65.npy'): dimension 0 is 65, over the bound 64 that entry
 [ "$(grep -c '^cuLaunchKernel\|^cuStreamCreate' "$log" || true)" -eq 0 ] || fail "a call over the bound launched"
 test ! -e res65/y.npy || fail "a call over the bound wrote an output"
 echo "65 rows: refused ($(cat err65))"
+# Empty (0 rows): refused the same way (empty grids; an index counted from
+# the end would read before the input).
+mknpy x0.npy 0
+log="$work/log0"
+if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$log" \
+    "$2" bundle --input x=x0.npy --output res0 2> err0; then
+  fail "a call with 0 rows ran"
+fi
+grep -qF "input 'x' ('x0.npy'): dimension 0 is 0; a CUDA entry's run-time dimensions must be at least 1" err0 ||
+  { cat err0; fail "the empty-input error"; }
+[ "$(grep -c '^cuLaunchKernel\|^cuStreamCreate' "$log" || true)" -eq 0 ] || fail "a call with 0 rows launched"
+test ! -e res0/y.npy || fail "a call with 0 rows wrote an output"
+echo "0 rows: refused ($(cat err0))"
 echo "PASS"
