@@ -45,7 +45,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -144,21 +143,9 @@ Compilation::writeAtomically(StringRef path,
     write(llvm::outs());
     return mlir::success();
   }
-  std::string error;
   loom::tempcleanup::add((path + ".tmp").str());
-  auto file = openOutputFile((path + ".tmp").str(), &error);
-  if (!file)
-    return fail("cannot write '" + path + "': " + error), failure();
-  write(file->os());
-  if (std::string msg = loom::closeChecked(file->os(), path + ".tmp");
-      !msg.empty())
+  if (std::string msg = loom::writeFileAtomically(path, write); !msg.empty())
     return fail(msg), failure();
-  file->keep();
-  file.reset();
-  if (std::error_code ec = llvm::sys::fs::rename(path + ".tmp", path))
-    return fail("cannot rename '" + path + ".tmp' to '" + path +
-                "': " + ec.message()),
-           failure();
   return mlir::success();
 }
 

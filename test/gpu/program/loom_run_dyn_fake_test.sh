@@ -54,29 +54,24 @@ for rows in 5 20; do
   [ "$allocs" -eq "$frees" ] || fail "$rows rows: $allocs device allocations, $frees frees"
   echo "$rows rows: buffers of $in and 2 x $out bytes, grids of $grid blocks"
 done
-# Over the bound: refused before anything runs.
-mknpy x65.npy 65
-log="$work/log65"
-if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$log" \
-    "$2" bundle --input x=x65.npy --output res65 2> err65; then
-  fail "a call over the bound ran"
-fi
-grep -qF "input 'x' ('x65.npy'): dimension 0 is 65, over the bound 64 that entry 'dyn' was compiled for (its device memory plan); recompile with loomc --gpu-max-tokens 65 or more" err65 ||
-  { cat err65; fail "the over-the-bound error"; }
-[ "$(grep -c '^cuLaunchKernel\|^cuStreamCreate' "$log" || true)" -eq 0 ] || fail "a call over the bound launched"
-test ! -e res65/y.npy || fail "a call over the bound wrote an output"
-echo "65 rows: refused ($(cat err65))"
-# Empty (0 rows): refused the same way (empty grids; an index counted from
-# the end would read before the input).
-mknpy x0.npy 0
-log="$work/log0"
-if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$log" \
-    "$2" bundle --input x=x0.npy --output res0 2> err0; then
-  fail "a call with 0 rows ran"
-fi
-grep -qF "input 'x' ('x0.npy'): dimension 0 is 0; a CUDA entry's run-time dimensions must be at least 1" err0 ||
-  { cat err0; fail "the empty-input error"; }
-[ "$(grep -c '^cuLaunchKernel\|^cuStreamCreate' "$log" || true)" -eq 0 ] || fail "a call with 0 rows launched"
-test ! -e res0/y.npy || fail "a call with 0 rows wrote an output"
-echo "0 rows: refused ($(cat err0))"
+# refused <rows> <loom-run> <fake driver> <expected error>: a call refused
+# before anything runs (no stream, no launch, no output).
+refused() {
+  local rows=$1 log="$work/log$1"
+  mknpy "x$rows.npy" "$rows"
+  if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$log" \
+      "$2" bundle --input "x=x$rows.npy" --output "res$rows" 2> "err$rows"; then
+    fail "a call with $rows rows ran"
+  fi
+  grep -qF "$4" "err$rows" || { cat "err$rows"; fail "the error for $rows rows"; }
+  [ "$(grep -c '^cuLaunchKernel\|^cuStreamCreate' "$log" || true)" -eq 0 ] ||
+    fail "a call with $rows rows launched"
+  test ! -e "res$rows/y.npy" || fail "a call with $rows rows wrote an output"
+  echo "$rows rows: refused ($(cat "err$rows"))"
+}
+# Over the bound.
+refused 65 "$2" "$3" "input 'x' ('x65.npy'): dimension 0 is 65, over the bound 64 that entry 'dyn' was compiled for (its device memory plan); recompile with loomc --gpu-max-tokens 65 or more"
+# Empty (0 rows): empty grids, and an index counted from the end would read
+# before the input.
+refused 0 "$2" "$3" "input 'x' ('x0.npy'): dimension 0 is 0; a CUDA entry's run-time dimensions must be at least 1"
 echo "PASS"
