@@ -51,6 +51,10 @@ struct SizeBounds {
   int64_t maxDim = 0;
   /// Bounds of the dynamic sizes of the buffers made here.
   DenseMap<Value, int64_t> known;
+  /// Views made here of an entry's state arguments (the device KV caches):
+  /// their context is the caller's, at most `maxDim` as an input's (the
+  /// runtime refuses a larger --ctx for the bundle).
+  llvm::SmallPtrSet<Value, 8> stateViews;
 
   std::optional<int64_t> of(Value v, int depth = 0) {
     if (depth > 64)
@@ -146,6 +150,8 @@ struct SizeBounds {
         return maxDim;
       return std::nullopt;
     }
+    if (maxDim > 0 && stateViews.contains(v))
+      return maxDim;
     Operation *def = v.getDefiningOp();
     auto type = cast<MemRefType>(v.getType());
     auto ofSize = [&](OpFoldResult s) -> std::optional<int64_t> {
@@ -719,6 +725,7 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     Value view =
         UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
     onHost.insert(aligned);
+    bounds.stateViews.insert(view);
     host.replaceUsesWithIf(
         view, [&](OpOperand &use) { return !onHost.contains(use.getOwner()); });
     statePerPosition += perPosition;

@@ -132,7 +132,11 @@ AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
                                          ValueRange{cIndex(0)});
     p0 = arith::IndexCastOp::create(b, loc, b.getIndexType(), p0);
     Value len = dim(k, 2);
+    // p0 + S rows, at most the cache's: loom-run checks the positions
+    // against the context before a call, so the minimum is p0 + S; it
+    // bounds the scores' size by the cache's for a memory plan (CUDA).
     Value filled = arith::AddIOp::create(b, loc, p0, len);
+    filled = arith::MinUIOp::create(b, loc, filled, dim(a.getCacheKey(), 2));
     auto write = [&](Value cache, Value rows) {
       auto ct = cast<RankedTensorType>(cache.getType());
       SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0),

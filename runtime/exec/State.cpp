@@ -85,7 +85,25 @@ bool chooseContextForShapes(const Manifest &m, const Entry &e,
              " or less";
     return false;
   }
+  // A CUDA entry's device buffers were planned for run-time sizes up to a
+  // bound; the KV cache's context is one of them (the attention's scores
+  // span the cache's rows).
+  int64_t bound = 0;
+  if (auto it = m.target.maxDim.find(e.name);
+      m.target.isCuda() && it != m.target.maxDim.end())
+    bound = it->second;
   ctx = requested > 0 ? requested : fromFiles;
+  if (ctx > 0 && bound > 0 && ctx > bound) {
+    *error = "a KV cache of " + std::to_string(ctx) +
+             " positions is over the bound " + std::to_string(bound) +
+             " that entry '" + e.name +
+             "' was compiled for (its device memory plan); pass --ctx " +
+             std::to_string(bound) + " or less, or recompile with loomc " +
+             "--gpu-max-tokens " + std::to_string(ctx);
+    return false;
+  }
+  if (bound > 0 && (limit <= 0 || bound < limit))
+    limit = bound;
   if (ctx > 0) {
     if (perPos > 0 && ctx > availableBytes / perPos) {
       *error = "the KV cache of " + std::to_string(ctx) + " positions needs " +

@@ -10,7 +10,9 @@
 // LINALG: %[[P:.+]] = tensor.extract %arg3[%{{.+}}] : tensor<?xi64>
 // LINALG: %[[P0:.+]] = arith.index_cast %[[P]] : i64 to index
 // LINALG: %[[S:.+]] = tensor.dim %arg2, %{{.+}} : tensor<1x3x?x8xf32>
-// LINALG: %[[END:.+]] = arith.addi %[[P0]], %[[S]] : index
+// LINALG: %[[SUM:.+]] = arith.addi %[[P0]], %[[S]] : index
+// LINALG: %[[CAP:.+]] = tensor.dim %arg4, %{{.+}} : tensor<1x3x?x8xf32>
+// LINALG: %[[END:.+]] = arith.minui %[[SUM]], %[[CAP]] : index
 // LINALG: %[[UK:.+]] = tensor.insert_slice %arg2 into %arg4[0, 0, %[[P0]], 0] [1, 3, %[[S]], 8] [1, 1, 1, 1]
 // LINALG: %[[UV:.+]] = tensor.insert_slice %arg2 into %arg5[0, 0, %[[P0]], 0] [1, 3, %[[S]], 8] [1, 1, 1, 1]
 // LINALG: %[[C:.+]] = tensor.dim %arg4, %{{.+}} : tensor<1x3x?x8xf32>
