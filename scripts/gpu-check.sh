@@ -168,6 +168,50 @@ device_comm_step() {
     --gtest_filter='OnDevice.*' --gtest_output="xml:$OUT/device-comm.xml"
 }
 
+# SmolLM2-135M-Instruct (Q4_1 GGUF, test/python/formats/fetch_models.py):
+# its CUDA bundle (bound 512 tokens) staged with the CPU path's figures,
+# computed here: the prefill logits of an 8-token prompt (entry forward)
+# and 32 greedy tokens of SMOL_PROMPT. The 98 MB GGUF is more than one
+# device call carries (64 MiB with the tree), so it is staged as 24 MiB
+# parts in out/gpu-smol/ (the weights' path in the manifest points there),
+# carried by separate calls that precede the run (docs/GPU.md "Running the
+# check"); the device step joins and checks them (sha256).
+SMOL_PROMPT="The capital of France is"
+prepare_smol() {
+  local gguf=${LOOM_SMOL_GGUF:-$HOME/.cache/loom/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+  if [[ ! -f $gguf ]]; then
+    log "no $gguf (test/python/formats/fetch_models.py): no smollm2 step"
+    return 0
+  fi
+  local parts=$ROOT/out/gpu-smol cpu=$ROOT/out/gpu-smol-cpu dir=$STAGE/smol
+  rm -rf "$parts" "$cpu" && mkdir -p "$parts" "$cpu" "$dir" || return 1
+  cp "$gguf" "$parts/model.gguf" || return 1
+  (cd "$parts" && split -b 24M -d model.gguf part- &&
+    sha256sum model.gguf >"$dir/model.sha256") || return 1
+  "$BUILD/bin/loomc" "$parts/model.gguf" --target=cuda --gpu-max-tokens 512 \
+    -v -o "$dir/cuda" 2>&1 | grep 'memory plan' || return 1
+  "$BUILD/bin/loomc" "$parts/model.gguf" -o "$cpu/bundle" || return 1
+  relative_weights "$dir/cuda/manifest.json" || return 1
+  python3 - "$dir" <<'PY' || return 1
+import struct, sys
+def npy(name, shape, values):
+    hdr = "{'descr': '<i8', 'fortran_order': False, 'shape': %s, }" % (shape,)
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    with open(name, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+        f.write(struct.pack("<%dq" % len(values), *values))
+ids = [1, 504, 3458, 282, 4649, 314, 1345, 30]
+npy(sys.argv[1] + "/tokens.npy", (1, len(ids)), ids)
+npy(sys.argv[1] + "/positions.npy", (len(ids),), list(range(len(ids))))
+PY
+  "$BUILD/bin/loom-run" "$cpu/bundle" --entry forward \
+    --input "tokens=$dir/tokens.npy" --input "positions=$dir/positions.npy" \
+    --output "$dir/cpu-logits" || return 1
+  "$BUILD/bin/loom-run" "$cpu/bundle" --prompt "$SMOL_PROMPT" --max-tokens 32 \
+    --ignore-eog --result "$dir/cpu-gen.json" >/dev/null || return 1
+  log "staged SmolLM2 (cuda bundle, CPU logits and tokens; GGUF parts: $(cd "$parts" && ls part-* | tr '\n' ' '))"
+}
+
 prepare() {
   command -v ptxas >/dev/null || {
     log "ptxas not found: --prepare needs the CUDA toolkit (CUDA_HOME)"
@@ -193,6 +237,7 @@ prepare() {
   prepare_bundles || return 1
   prepare_qmm_bundles || return 1
   prepare_device_comm || return 1
+  prepare_smol || return 1
   # cubins/: the default kernels, every spec; cubins-scalar/: the perf
   # specs with the first GEMV generator (--gemv-dequant=scalar), for the
   # A/B of the packed f16x2 dequantisation (docs/GPU.md).
@@ -331,6 +376,38 @@ if [[ -d "$STAGE/qmm-tied/cuda-m1" ]]; then
   export STAGE OUT
   step bundle-cuda-qmm-tied bash -c 'run_qmm_tied'
 fi
+# SmolLM2-135M Q4_1 on the device (issue 16): the prefill logits of the
+# 8-token prompt within 1e-2 of the CPU path's (max |d| / max |cpu|), and
+# the same 32 greedy tokens; --bench figures in smollm2-gen.json.
+run_smol() {
+  local dir=$STAGE/smol parts=$ROOT/out/gpu-smol
+  [[ -f $parts/model.gguf ]] || cat "$parts"/part-* >"$parts/model.gguf" 2>/dev/null
+  (cd "$parts" 2>/dev/null && sha256sum -c --quiet "$dir/model.sha256") || {
+    echo "SmolLM2's GGUF parts are missing or incomplete in $parts: carry" \
+      "out/gpu-smol/part-NN in calls just before this one (docs/GPU.md)"
+    rm -f "$parts/model.gguf"
+    return 1
+  }
+  "$STAGE/bin/loom-run" "$dir/cuda" --entry forward \
+    --input "tokens=$dir/tokens.npy" --input "positions=$dir/positions.npy" \
+    --output "$OUT/smollm2-logits" &&
+    compare_npy "$OUT/smollm2-logits/logits.npy" \
+      "$dir/cpu-logits/logits.npy" 1e-2 &&
+    "$STAGE/bin/loom-run" "$dir/cuda" --prompt "$SMOL_PROMPT" --max-tokens 32 \
+      --ignore-eog --bench --result "$OUT/smollm2-gen.json" &&
+    python3 - "$OUT/smollm2-gen.json" "$dir/cpu-gen.json" <<'PY'
+import json, sys
+got, want = (json.load(open(p)) for p in sys.argv[1:3])
+ids = lambda r: [s["ids"] for s in r["sequences"]]
+print("cuda:", ids(got), "\ncpu: ", ids(want))
+sys.exit(0 if ids(got) == ids(want) else "the greedy tokens differ")
+PY
+}
+if [[ -d "$STAGE/smol/cuda" ]]; then
+  export -f compare_npy run_smol
+  export STAGE OUT ROOT SMOL_PROMPT
+  step smollm2 bash -c 'run_smol'
+fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 # The same shapes with the scalar GEMV dequantisation (A/B); its tables go
@@ -349,7 +426,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
     bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
-    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log \
+    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

@@ -1243,6 +1243,23 @@ Status Executor::generate(const GenerateOptions &opts,
   }
   double nLocal = double(localRanks.size());
   int64_t ctx = o.ctx ? o.ctx : modelCtx;
+  // A CUDA bundle's device buffers were planned for run-time sizes (the
+  // prompt's tokens, the cache's context) up to its entries' bound.
+  int64_t bound = 0;
+  for (const StageGen &sg : job.stages)
+    if (auto it = m.target.maxDim.find(sg.entry->name);
+        m.target.isCuda() && it != m.target.maxDim.end() && it->second > 0)
+      bound = bound ? std::min(bound, it->second) : it->second;
+  if (bound > 0 && o.ctx > bound)
+    return Error{"--ctx " + std::to_string(o.ctx) + " is over the bound " +
+                 std::to_string(bound) +
+                 " that the bundle's CUDA entries were compiled for (their "
+                 "device memory plan); pass --ctx " +
+                 std::to_string(bound) +
+                 " or less, or recompile with loomc --gpu-max-tokens " +
+                 std::to_string(o.ctx)};
+  if (bound > 0 && (ctx <= 0 || ctx > bound))
+    ctx = bound;
   if (avail > 0) {
     double need = weightBytes + nLocal * perPosition * double(ctx);
     if (need > avail) {
