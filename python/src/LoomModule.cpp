@@ -539,6 +539,9 @@ NB_MODULE(_loom, m) {
       .def_rw("cpu", &CompileOptions::cpu)
       .def_rw("no_outline_layers", &CompileOptions::noOutlineLayers)
       .def_rw("no_gemm", &CompileOptions::noGemm)
+      .def_rw("gpu_max_tokens", &CompileOptions::gpuMaxTokens,
+              "target='cuda': the bound of every run-time input size (the "
+              "device memory plan; default: the model's context_length)")
       .def_rw("qmm_tile", &CompileOptions::qmmTile)
       .def_rw("qmm_prefetch", &CompileOptions::qmmPrefetch)
       .def_rw("plan_summary", &CompileOptions::planSummary,

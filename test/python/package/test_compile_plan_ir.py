@@ -5,6 +5,7 @@ carrying loomc's diagnostic text with its location."""
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,6 +139,31 @@ def test_compile_quant_target_equals_loomc(tmp_path, mlp, loomc, loom_run,
             tmp_path / "res")
     assert y.tobytes() == np.load(tmp_path / "res" / "y.npy").tobytes()
     np.testing.assert_allclose(y, np.load(mlp / "reference.npy"), atol=0.05)
+
+
+def test_compile_cuda_gpu_max_tokens_equals_loomc(tmp_path, loomc,
+                                                  monkeypatch):
+    """gpu_max_tokens= is loomc's --gpu-max-tokens: the same bound in the
+    manifest's memory plan and the same entries; the bundle opens on the
+    recording fake CUDA driver (no device here; nothing runs)."""
+    fake = Path(loomc).parents[1] / "lib" / "libloom-fake-cuda-driver.so"
+    if not fake.exists() or not shutil.which("ptxas"):
+        pytest.skip("a build without CUDA (no fake driver or ptxas)")
+    monkeypatch.setenv("LOOM_CUDA_DRIVER", str(fake))
+    model = (Path(__file__).resolve().parents[2] / "gpu" / "program" /
+             "Inputs" / "attn-decode.mlir")
+    b = loom.compile(model, target="cuda", gpu_max_tokens=16, no_gemm=True,
+                     out=tmp_path / "py")
+    run_cli(loomc, model, "--target=cuda", "--gpu-max-tokens", "16",
+            "--no-gemm", "-o", tmp_path / "c")
+    manifest = lambda d: json.loads((d / "manifest.json").read_text())
+    py, c = manifest(tmp_path / "py"), manifest(tmp_path / "c")
+    assert py["integrity"]["entries"] == c["integrity"]["entries"]
+    assert json.dumps(py).count('"max_dim": 16') == 1
+    assert json.dumps(c).count('"max_dim": 16') == 1
+    assert b.entries
+    with pytest.raises(loom.CompileError, match="--gpu-max-tokens"):
+        loom.compile(model, gpu_max_tokens=16, out=tmp_path / "cpu")
 
 
 def test_compile_to_temporary_bundle(mlp):
