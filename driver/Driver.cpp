@@ -570,6 +570,8 @@ bool Compilation::emitBundle(TimingScope &timing) {
   emit.threads = o.jobs;
   emit.largeFunction = o.largeFunction;
   emit.largeFunctionOptLevel = o.largeFunctionOpt;
+  // --target=cuda: the library is host code launching device work.
+  emit.vectorize = o.target != "cuda";
   emit.timing = &timing;
   emit.timeLLVMPasses = o.timeLLVMPasses;
   emit.verbose = o.verbose;

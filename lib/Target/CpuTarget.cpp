@@ -126,7 +126,7 @@ struct ModulePart {
 /// Runs LLVM's optimisation pipeline at `optLevel` for `tm`, with LLVM's
 /// per-pass timing report when `timePasses` (one thread only).
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
-                    bool timePasses) {
+                    bool vectorize, bool timePasses) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -145,8 +145,8 @@ void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
       });
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = optLevel > 1;
-  tuning.LoopVectorization = optLevel > 1;
-  tuning.SLPVectorization = optLevel > 1;
+  tuning.LoopVectorization = optLevel > 1 && vectorize;
+  tuning.SLPVectorization = optLevel > 1 && vectorize;
   llvm::PassBuilder pb(&tm, tuning, std::nullopt, &pic);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -287,7 +287,8 @@ void compilePart(ModulePart &part, StringRef cpu,
     return;
   }
   TimingScope opt = timing.nest("LLVM optimisation (sum over parts)");
-  optimizeModule(**m, **tm, part.optLevel, options.timeLLVMPasses);
+  optimizeModule(**m, **tm, part.optLevel, options.vectorize,
+                 options.timeLLVMPasses);
   opt.stop();
   TimingScope codegen = timing.nest("LLVM codegen (sum over parts)");
   // The legacy pass manager of codegen reports through LLVM's global

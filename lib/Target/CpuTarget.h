@@ -39,6 +39,10 @@ struct CpuEmitOptions {
   /// (0: never) is optimised at `largeFunctionOptLevel` instead.
   uint64_t largeFunction = 0;
   unsigned largeFunctionOptLevel = 2;
+  /// Loop and SLP vectorisation at O2 and above. Off for host code that
+  /// only launches device work (--target=cuda): on SmolLM2's straight-line
+  /// launch sequences SLP was 97% of the optimisation time, for nothing.
+  bool vectorize = true;
   /// Where the time goes (translation, optimisation, codegen, link).
   mlir::TimingScope *timing = nullptr;
   /// LLVM's own per-pass timing report (forces one thread).
