@@ -70,6 +70,8 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Kernels are final here: identical ones (each inline layer's) compiled once.
+  pm.addPass(createGpuDedupKernelsPass());
 
   // Device code: one #nvvm.target per chip (PTX version: LLVM's default
   // for the chip), NVVM, then PTX or cubins.

@@ -216,4 +216,25 @@ def GpuQMatmulLaunchesPass
                            "mlir::cf::ControlFlowDialect"];
 }
 
+def GpuDedupKernelsPass
+    : Pass<"loom-gpu-dedup-kernels", "mlir::ModuleOp"> {
+  let summary = "Merge gpu.modules whose kernels are identical up to names";
+  let description = [{
+    After kernel outlining and everything that still edits kernels, before
+    NVVM lowering and serialization: gpu.modules that are structurally
+    identical (same ops, types, attributes such as `known_block_size`,
+    constants and operand structure; locations and the symbol names of the
+    module and of what it defines ignored) are merged. The first of each
+    class in module order is kept, every `gpu.launch_func` of a duplicate
+    is retargeted to the kept module's kernel at the same position, and
+    the duplicates are erased, so each distinct kernel is compiled once
+    (a model's inline layers outline the same norm, rotary and elementwise
+    kernels once per layer). The hash of a name-normalised, location-free
+    printed form buckets the modules; a merge needs that text equal and
+    the normalised modules equivalent (OperationEquivalence), never the
+    hash alone. A gpu.module used other than by launches is left alone.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // LOOM_PASSES_GPU_PASSES_TD
