@@ -315,9 +315,9 @@ int64_t assignOffsets(MutableArrayRef<PlannedBuffer> buffers) {
     for (size_t j : clash) {
       if (at + x.bytes <= buffers[j].offset)
         break;
-      at = std::max(at, int64_t(llvm::alignTo(buffers[j].offset +
-                                                buffers[j].bytes,
-                                            kWorkspaceAlign)));
+      at = std::max(at,
+                    int64_t(llvm::alignTo(buffers[j].offset + buffers[j].bytes,
+                                          kWorkspaceAlign)));
     }
     x.offset = at;
     total = std::max(total, at + x.bytes);
@@ -757,8 +757,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     unsigned k = 0;
     for (int64_t d = 0; d < rank; ++d)
       sizes.push_back(type.isDynamicDim(d)
-                          ? Value(arith::IndexCastOp::create(
-                                b, loc, i64, dynamicSizes[k++]))
+                          ? Value(arith::IndexCastOp::create(b, loc, i64,
+                                                             dynamicSizes[k++]))
                           : i64c(type.getDimSize(d)));
     Value stride = i64c(1);
     for (int64_t d = rank - 1; d >= 0; --d) {
@@ -795,8 +795,7 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       }
     // Its place in the workspace (the plan took it at the bound).
     Value device = workspaceView(host, type, sizes, loc);
-    auto copy =
-        gpu::MemcpyOp::create(b, loc, tokenType, {token}, device, host);
+    auto copy = gpu::MemcpyOp::create(b, loc, tokenType, {token}, device, host);
     token = copy.getAsyncToken();
     host.replaceUsesWithIf(device, [&](OpOperand &use) {
       return use.getOwner() != copy && !isHostInputRead(use.getOwner()) &&

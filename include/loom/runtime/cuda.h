@@ -324,8 +324,7 @@ LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_state(const void *host);
  * fatal. _release_workspace frees every workspace (the bundle closed or a
  * reset; no program may run); the next call allocates again. Fatal on
  * failure like the mgpu* functions. */
-LOOM_CUDA_EXPORT void *loom_cuda_mgpu_workspace(const void *key,
-                                                int64_t bytes);
+LOOM_CUDA_EXPORT void *loom_cuda_mgpu_workspace(const void *key, int64_t bytes);
 /* Bytes held by the workspaces. */
 LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_workspace_bytes(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_workspace(void);
