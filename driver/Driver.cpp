@@ -502,12 +502,14 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
                                    attr(loom::kGpuUploadBytesAttr),
                                    attr(loom::kGpuResidentBytesAttr),
                                    attr(loom::kGpuStateBytesPerPositionAttr),
-                                   attr(loom::kGpuMaxDimAttr)};
+                                   attr(loom::kGpuMaxDimAttr),
+                                   attr(loom::kGpuWorkspaceBytesAttr)};
     if (o.verbose) {
       diag << o.toolName << ": --target=cuda: memory plan of '" << plan.entry
            << "': peak " << plan.peakBytes << " device bytes ("
-           << plan.residentBytes << " weights resident, " << plan.uploadBytes
-           << " inputs uploaded per call";
+           << plan.workspaceBytes << " workspace, " << plan.residentBytes
+           << " weights resident, " << plan.uploadBytes
+           << " inputs uploaded per call into the workspace";
       if (plan.stateBytesPerPosition)
         diag << "; KV cache resident: " << plan.stateBytesPerPosition
              << " bytes per context position, sized at load";

@@ -468,7 +468,8 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
   for (const GpuTargetInfo::Plan &p : gpu->memoryPlan) {
     plan[p.entry] = {{"peak_bytes", p.peakBytes},
                      {"upload_bytes", p.uploadBytes},
-                     {"resident_bytes", p.residentBytes}};
+                     {"resident_bytes", p.residentBytes},
+                     {"workspace_bytes", p.workspaceBytes}};
     if (p.stateBytesPerPosition)
       plan[p.entry]["state_bytes_per_position"] = p.stateBytesPerPosition;
     if (p.maxDim > 0)

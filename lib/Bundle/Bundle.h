@@ -110,6 +110,9 @@ struct GpuTargetInfo {
     /// The bound of every dynamic input dimension the plan assumed (the
     /// entry's sizes are run-time ones up to it); 0: static shapes.
     int64_t maxDim = 0;
+    /// The workspace: every buffer of a call at its compile-time offset
+    /// (in peakBytes).
+    int64_t workspaceBytes = 0;
   };
   std::vector<Plan> memoryPlan; ///< per entry point
 };

@@ -4,12 +4,14 @@
 // and cuBLAS calls on buffers. This pass puts the buffers on the device
 // (inputs copied in per call, weights and constants made device-resident
 // once through the runtime, results copied out), chains every device
-// operation on one stream and computes the peak of device bytes live,
-// which is known here because buffers are allocated and freed in program
-// order. Dynamic dimensions of the inputs are run-time sizes: buffers are
-// allocated and copied with them, and the plan takes every one at the
-// bound `max-dim` (each buffer's size bounded through the arithmetic that
-// computes it from the inputs' sizes), so the peak is a bound.
+// operation on one stream and computes the memory plan: every buffer of a
+// call at an offset of one workspace per entry, from the buffers' live
+// intervals in program order (docs/GPU.md "The memory plan"), so that a
+// call allocates and frees nothing and the peak is known here. Dynamic
+// dimensions of the inputs are run-time sizes: buffers are views and
+// copies of them, and the plan takes every one at the bound `max-dim`
+// (each buffer's size bounded through the arithmetic that computes it from
+// the inputs' sizes), so the peak is a bound.
 //
 //===----------------------------------------------------------------------===//
 
@@ -276,6 +278,54 @@ struct SizeBounds {
   }
 };
 
+/// A buffer of the memory plan: live from the top-level op `start` to the
+/// top-level op `end` (both included; -1: from the call's start), `bytes` at
+/// the bound, placed at `offset` in the entry's workspace.
+struct PlannedBuffer {
+  int64_t start = 0, end = 0, bytes = 0, offset = 0;
+};
+
+/// Offsets of the workspace's buffers, aligned to kWorkspaceAlign, such that
+/// two buffers whose intervals overlap do not overlap in memory; the
+/// workspace's bytes. Greedy by size: the largest buffer first (then the
+/// earliest), each at the lowest offset that fits between the buffers
+/// already placed whose intervals overlap its own (first fit).
+constexpr int64_t kWorkspaceAlign = 256;
+int64_t assignOffsets(MutableArrayRef<PlannedBuffer> buffers) {
+  SmallVector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    order.push_back(i);
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].start < buffers[b].start;
+  });
+  int64_t total = 0;
+  SmallVector<size_t> placed, clash;
+  for (size_t i : order) {
+    PlannedBuffer &x = buffers[i];
+    clash.clear();
+    for (size_t j : placed)
+      if (buffers[j].start <= x.end && x.start <= buffers[j].end)
+        clash.push_back(j);
+    llvm::sort(clash, [&](size_t a, size_t b) {
+      return buffers[a].offset < buffers[b].offset;
+    });
+    int64_t at = 0;
+    for (size_t j : clash) {
+      if (at + x.bytes <= buffers[j].offset)
+        break;
+      at = std::max(at,
+                    int64_t(llvm::alignTo(buffers[j].offset + buffers[j].bytes,
+                                          kWorkspaceAlign)));
+    }
+    x.offset = at;
+    total = std::max(total, at + x.bytes);
+    placed.push_back(i);
+  }
+  return total;
+}
+
 /// A host read of the values of a device-side id check
 /// (loom-gpu-device-index-check): every user is the check's call.
 bool isIndexCheckRead(Operation *op) {
@@ -452,6 +502,35 @@ func::FuncOp residentFnOf(ModuleOp m) {
   return fn;
 }
 
+/// The declaration of loom_cuda_mgpu_workspace(key, bytes) -> device.
+func::FuncOp workspaceFnOf(ModuleOp m) {
+  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuWorkspaceFn))
+    return fn;
+  OpBuilder mb(m.getBodyRegion());
+  mb.setInsertionPointToEnd(m.getBody());
+  Type ptr = LLVM::LLVMPointerType::get(m.getContext());
+  auto fn =
+      func::FuncOp::create(mb, m.getLoc(), loom::kGpuWorkspaceFn,
+                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// The key of `f`'s workspace: a private byte of the bundle, one per entry,
+/// whose address is unique in the process and the same at every call.
+LLVM::GlobalOp workspaceKeyOf(func::FuncOp f) {
+  ModuleOp m = f->getParentOfType<ModuleOp>();
+  std::string name = ("__loom_gpu_workspace_" + f.getName()).str();
+  if (auto g = m.lookupSymbol<LLVM::GlobalOp>(name))
+    return g;
+  OpBuilder mb(m.getBodyRegion());
+  mb.setInsertionPointToEnd(m.getBody());
+  Type i8 = mb.getI8Type();
+  return LLVM::GlobalOp::create(mb, f.getLoc(), i8, /*isConstant=*/false,
+                                LLVM::Linkage::Internal, name,
+                                mb.getIntegerAttr(i8, 0));
+}
+
 /// The declaration of loom_cuda_mgpu_state(host, bytes) -> device.
 func::FuncOp stateFnOf(ModuleOp m) {
   if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuStateFn))
@@ -524,18 +603,13 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
   OpBuilder b(ctx);
   Type tokenType = gpu::AsyncTokenType::get(ctx);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  int64_t live = 0, peak = 0, uploaded = 0, residentBytes = 0;
-  auto grow = [&](int64_t bytes) {
-    live += bytes;
-    peak = std::max(peak, live);
-  };
+  Type i64 = b.getI64Type();
+  int64_t uploaded = 0, residentBytes = 0;
 
   SizeBounds bounds;
   bounds.maxDim = maxDim;
   // Whether an input has a dynamic dimension (the plan is then a bound).
   bool dynamicInputs = false;
-  // Bounded bytes of the buffers allocated here, for their deallocation.
-  DenseMap<Value, int64_t> allocBytes;
   auto noBound = [&](Location loc, Type type) {
     InFlightDiagnostic d = emitError(loc) << "buffer of type " << type;
     if (maxDim <= 0)
@@ -551,11 +625,153 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     return d;
   };
 
+  // The memory plan (before anything is rewritten): every buffer of a call
+  // (the allocations of the body and the device copies of the inputs) gets
+  // an offset in one workspace per entry, computed here from the buffers'
+  // live intervals in program order (docs/GPU.md "The memory plan").
+  auto uploads = [&](BlockArgument arg) {
+    return isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
+           !isStateArg(f, arg.getArgNumber()) &&
+           !isWeightArg(f, arg.getArgNumber()) &&
+           !llvm::all_of(arg.getUsers(), isHostInputRead);
+  };
+  SmallVector<PlannedBuffer> planned;
+  DenseMap<Value, size_t> plannedIndex;
+  {
+    DenseMap<Operation *, int64_t> position;
+    int64_t n = 0;
+    for (Operation &op : body)
+      position[&op] = n++;
+    // The last top-level op that uses `root` or a value made from it (its
+    // views, casts, pointer): a use in a region counts at its ancestor.
+    auto lastUse = [&](Value root) {
+      int64_t last = -1;
+      SmallVector<Value> work = {root};
+      DenseSet<Value> seen;
+      while (!work.empty()) {
+        Value v = work.pop_back_val();
+        if (!seen.insert(v).second)
+          continue;
+        for (Operation *user : v.getUsers()) {
+          // A size, a deallocation (gone) or a read of the host input
+          // (a position) uses no device memory.
+          if (isa<memref::DimOp, memref::DeallocOp>(user) ||
+              (isa<BlockArgument>(root) && isHostInputRead(user)))
+            continue;
+          if (Operation *top = body.findAncestorOpInBlock(*user))
+            last = std::max(last, position.lookup(top));
+          if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(user)) {
+            work.push_back(meta.getBaseBuffer());
+            continue;
+          }
+          // Anything else made from it may carry its address (a view, a
+          // cast, its pointer as an index or an !llvm.ptr).
+          for (Value r : user->getResults())
+            work.push_back(r);
+        }
+      }
+      return last;
+    };
+    auto add = [&](Value v, int64_t start, int64_t bytes) {
+      plannedIndex[v] = planned.size();
+      planned.push_back({start, std::max(start, lastUse(v)), bytes, 0});
+    };
+    for (BlockArgument arg : f.getArguments()) {
+      if (!uploads(arg))
+        continue;
+      auto type = cast<MemRefType>(arg.getType());
+      int64_t bytes =
+          int64_t(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        if (type.isDynamicDim(d) && maxDim <= 0)
+          return noBound(f.getLoc(), type);
+        bytes *= type.isDynamicDim(d) ? int64_t(maxDim) : type.getDimSize(d);
+      }
+      add(arg, /*start=*/-1, bytes);
+    }
+    for (Operation &op : body) {
+      auto alloc = dyn_cast<memref::AllocOp>(op);
+      if (!alloc)
+        continue;
+      if (!alloc.getType().getLayout().isIdentity())
+        return alloc.emitError()
+               << "buffer of type " << alloc.getType()
+               << " has a strided layout: the memory plan places identity "
+                  "layouts only";
+      std::optional<int64_t> bytes =
+          bounds.bytes(alloc.getType(), alloc.getDynamicSizes());
+      if (!bytes)
+        return noBound(alloc.getLoc(), alloc.getType());
+      add(alloc.getResult(), position.lookup(&op), *bytes);
+    }
+  }
+  int64_t workspaceBytes = assignOffsets(planned);
+
   b.setInsertionPointToStart(&body);
   Value token =
       gpu::WaitOp::create(b, f.getLoc(), tokenType, {}).getAsyncToken();
-  // Buffers to free before the return: device copies of host memory.
-  SmallVector<Value> copies;
+  // The workspace: allocated by the runtime at the first call and kept
+  // (loom_cuda_mgpu_workspace, keyed by the address of this entry's
+  // global), the same device address at every call.
+  Value base;
+  if (workspaceBytes > 0) {
+    ModuleOp m = f->getParentOfType<ModuleOp>();
+    Value key = LLVM::AddressOfOp::create(b, f.getLoc(), workspaceKeyOf(f));
+    Value bytes = LLVM::ConstantOp::create(b, f.getLoc(), i64,
+                                           b.getI64IntegerAttr(workspaceBytes));
+    base = func::CallOp::create(b, f.getLoc(), workspaceFnOf(m),
+                                ValueRange{key, bytes})
+               .getResult(0);
+  }
+  // The views of the workspace that replace the buffers.
+  DenseSet<Value> inWorkspace;
+  // The planned buffer `v` as a memref descriptor at base + its offset
+  // with its run-time sizes (`dynamicSizes`, index) and row-major strides.
+  auto workspaceView = [&](Value v, MemRefType type, ValueRange dynamicSizes,
+                           Location loc) -> Value {
+    int64_t offset = planned[plannedIndex.lookup(v)].offset;
+    Value at = base;
+    if (offset)
+      at = LLVM::GEPOp::create(
+          b, loc, ptr, b.getI8Type(), base,
+          ArrayRef<LLVM::GEPArg>{Value(LLVM::ConstantOp::create(
+              b, loc, i64, b.getI64IntegerAttr(offset)))});
+    int64_t rank = type.getRank();
+    SmallVector<Type> fields = {ptr, ptr, i64};
+    if (rank > 0) {
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    }
+    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value desc = LLVM::PoisonOp::create(b, loc, descType);
+    auto set = [&](Value x, ArrayRef<int64_t> pos) {
+      desc = LLVM::InsertValueOp::create(b, loc, desc, x, pos);
+    };
+    auto i64c = [&](int64_t x) -> Value {
+      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(x));
+    };
+    set(at, {0});
+    set(at, {1});
+    set(i64c(0), {2});
+    SmallVector<Value> sizes;
+    unsigned k = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(type.isDynamicDim(d)
+                          ? Value(arith::IndexCastOp::create(b, loc, i64,
+                                                             dynamicSizes[k++]))
+                          : i64c(type.getDimSize(d)));
+    Value stride = i64c(1);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      set(sizes[size_t(d)], {3, d});
+      set(stride, {4, d});
+      if (d > 0)
+        stride = LLVM::MulOp::create(b, loc, stride, sizes[size_t(d)]);
+    }
+    Value view =
+        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    inWorkspace.insert(view);
+    return view;
+  };
   // Id checks: their reads and calls run after the synchronisation, on
   // host copies (freed after them) of the device values.
   SmallVector<Operation *> deferred;
@@ -577,30 +793,21 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
         sizes.push_back(dim);
         dynamicInputs = true;
       }
-    std::optional<int64_t> bound = bounds.bytes(type, sizes);
-    if (!bound)
-      return noBound(loc, type);
-    int64_t bytes = *bound;
-    auto alloc =
-        gpu::AllocOp::create(b, loc, type, tokenType, {token}, sizes, {});
-    Value device = alloc.getMemref();
-    auto copy = gpu::MemcpyOp::create(b, loc, tokenType,
-                                      {alloc.getAsyncToken()}, device, host);
+    // Its place in the workspace (the plan took it at the bound).
+    Value device = workspaceView(host, type, sizes, loc);
+    auto copy = gpu::MemcpyOp::create(b, loc, tokenType, {token}, device, host);
     token = copy.getAsyncToken();
     host.replaceUsesWithIf(device, [&](OpOperand &use) {
       return use.getOwner() != copy && !isHostInputRead(use.getOwner()) &&
              !dims.contains(use.getOwner());
     });
-    copies.push_back(device);
-    grow(bytes);
-    uploaded += bytes;
+    uploaded += planned[plannedIndex.lookup(host)].bytes;
     return success();
   };
   // Memory that is the same at every call (weights, constants): a device
   // copy made once by the runtime (loom_cuda_mgpu_resident, keyed by the
   // host address) and never freed here, as a memref descriptor over the
   // returned device address.
-  Type i64 = b.getI64Type();
   auto makeResident = [&](Value host, Location loc) -> LogicalResult {
     int64_t bytes = bytesOf(host.getType());
     auto type = cast<MemRefType>(host.getType());
@@ -636,7 +843,6 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
     Value view =
         UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
     host.replaceAllUsesExcept(view, aligned);
-    grow(bytes);
     residentBytes += bytes;
     return success();
   };
@@ -739,10 +945,10 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       done = makeState(arg, f.getLoc());
     else if (isWeightArg(f, arg.getArgNumber()))
       done = makeResident(arg, f.getLoc());
-    else if (llvm::all_of(arg.getUsers(), isHostInputRead))
-      continue; // read on the host only: no device copy
-    else
+    else if (uploads(arg))
       done = upload(arg, f.getLoc());
+    else
+      continue; // read on the host only: no device copy
     if (failed(done))
       return failure();
   }
@@ -758,23 +964,14 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       if (failed(makeResident(global.getResult(), loc)))
         return failure();
     } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-      std::optional<int64_t> bytes =
-          bounds.bytes(alloc.getType(), alloc.getDynamicSizes());
-      if (!bytes)
-        return noBound(loc, alloc.getType());
-      auto device = gpu::AllocOp::create(b, loc, alloc.getType(), tokenType,
-                                         {token}, alloc.getDynamicSizes(),
-                                         alloc.getSymbolOperands());
-      token = device.getAsyncToken();
-      alloc.replaceAllUsesWith(device.getMemref());
+      // Its place in the workspace.
+      Value view = workspaceView(alloc.getResult(), alloc.getType(),
+                                 alloc.getDynamicSizes(), loc);
+      alloc.replaceAllUsesWith(view);
       alloc.erase();
-      allocBytes[device.getMemref()] = *bytes;
-      grow(*bytes);
     } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-      token = gpu::DeallocOp::create(b, loc, tokenType, {token},
-                                     dealloc.getMemref())
-                  .getAsyncToken();
-      // The buffer freed: through views to its allocation.
+      // The buffer freed: through views to its allocation. A buffer of the
+      // workspace is not freed.
       Value freed = dealloc.getMemref();
       while (Operation *def = freed.getDefiningOp()) {
         if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def))
@@ -784,9 +981,11 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
         else
           break;
       }
-      live -= allocBytes.count(freed)
-                  ? allocBytes.lookup(freed)
-                  : std::max<int64_t>(0, bytesOf(freed.getType()));
+      if (!inWorkspace.contains(freed))
+        return dealloc.emitError()
+               << "frees a buffer that is not one of the entry's "
+                  "allocations: the GPU memory plan places every buffer of "
+                  "a call in its workspace";
       dealloc.erase();
     } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       auto src = cast<MemRefType>(copy.getSource().getType());
@@ -854,16 +1053,9 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
                                             b.getI64IntegerAttr(64));
         token = gpu::MemcpyOp::create(b, loc, tokenType, {token}, host, v)
                     .getAsyncToken();
-        bool isCopy = llvm::is_contained(copies, v);
-        if (!isCopy && v.getDefiningOp<gpu::AllocOp>())
-          token = gpu::DeallocOp::create(b, loc, tokenType, {token}, v)
-                      .getAsyncToken();
         hostOf[v] = host;
         v = host;
       }
-      for (Value device : copies)
-        token = gpu::DeallocOp::create(b, loc, tokenType, {token}, device)
-                    .getAsyncToken();
       gpu::WaitOp::create(b, loc, Type(), {token});
       for (Operation *d : deferred) {
         d->moveBefore(ret);
@@ -891,7 +1083,12 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
       ret->setOperands(results);
     }
   }
-  f->setAttr(loom::kGpuPeakBytesAttr, b.getI64IntegerAttr(peak));
+  // Every buffer of a call is in the workspace (the device copies of the
+  // inputs too): the peak is the workspace and the weights, exact at the
+  // bound.
+  f->setAttr(loom::kGpuPeakBytesAttr,
+             b.getI64IntegerAttr(workspaceBytes + residentBytes));
+  f->setAttr(loom::kGpuWorkspaceBytesAttr, b.getI64IntegerAttr(workspaceBytes));
   if (dynamicInputs)
     f->setAttr(loom::kGpuMaxDimAttr, b.getI64IntegerAttr(maxDim));
   f->setAttr(loom::kGpuUploadBytesAttr, b.getI64IntegerAttr(uploaded));

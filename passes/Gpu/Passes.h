@@ -41,6 +41,14 @@ constexpr llvm::StringLiteral kGpuPeakBytesAttr = "loom_gpu_peak_bytes";
 /// plan assumed for each of them (loom-gpu-host-program's max-dim).
 constexpr llvm::StringLiteral kGpuMaxDimAttr = "loom_gpu_max_dim";
 constexpr llvm::StringLiteral kGpuUploadBytesAttr = "loom_gpu_upload_bytes";
+/// Device bytes of the entry's workspace: every buffer of a call (the
+/// allocations and the device copies of the inputs) at an offset computed
+/// at compile time (loom-gpu-host-program).
+constexpr llvm::StringLiteral kGpuWorkspaceBytesAttr =
+    "loom_gpu_workspace_bytes";
+/// The runtime function that gives an entry's workspace (allocated at the
+/// first call, the same device address at every later one).
+constexpr llvm::StringLiteral kGpuWorkspaceFn = "loom_cuda_mgpu_workspace";
 constexpr llvm::StringLiteral kGpuResidentBytesAttr = "loom_gpu_resident_bytes";
 /// Device bytes of the entry's state (KV caches) per context position: the
 /// caches are resident for the life of the bundle and sized at load.

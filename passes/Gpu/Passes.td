@@ -70,20 +70,26 @@ def GpuHostProgramPass : Pass<"loom-gpu-host-program", "mlir::ModuleOp"> {
   let summary = "Device buffers, one stream and the memory plan of each entry";
   let description = [{
     In each entry point (`loom.entry`) after kernel outlining: every
-    `memref.alloc` becomes a `gpu.alloc`, `memref.dealloc` a `gpu.dealloc`,
-    `memref.copy` a `gpu.memcpy`; memref arguments (inputs and weights, host
-    memory) are copied to device buffers when the function starts and
-    returned buffers are copied back to fresh host buffers. All of it, the
-    kernel launches and the cuBLAS calls are chained on one stream (one
-    `gpu.async.token` chain, which gpu-to-llvm lowers onto one CUDA
-    stream), synchronised once before the return.
+    `memref.alloc` becomes a view of the entry's workspace at an offset
+    computed here, `memref.dealloc` disappears, `memref.copy` becomes a
+    `gpu.memcpy`; memref inputs are copied into their places in the
+    workspace when the function starts, weights and constants made
+    resident, and returned buffers are copied back to fresh host buffers.
+    All of it, the kernel launches and the cuBLAS calls are chained on one
+    stream (one `gpu.async.token` chain, which gpu-to-llvm lowers onto one
+    CUDA stream), synchronised once before the return.
 
-    The memory plan: buffers are allocated in program order and freed
-    where the deallocation pipeline put their last use, so the device
-    bytes live at each point are known; the peak is recorded as
-    `loom_gpu_peak_bytes` (and the uploaded input and weight bytes as
-    `loom_gpu_upload_bytes`) on the function. Dynamic dimensions of the
-    inputs are run-time sizes (device buffers allocated with them, copies
+    The memory plan: each buffer of a call is live from its alloc (an
+    input: the start) to the last top-level op that uses it or a value made
+    from it (views, casts, its pointer); buffers are placed greedily
+    (largest first, first fit, 256-byte aligned) so that two buffers live
+    at once never overlap. The entry gets its workspace from
+    `loom_cuda_mgpu_workspace(key, bytes)` once per call (allocated by the
+    runtime at the first call and kept), and records
+    `loom_gpu_workspace_bytes`, `loom_gpu_peak_bytes` (workspace + resident
+    weights), `loom_gpu_upload_bytes` and `loom_gpu_resident_bytes`.
+    Dynamic dimensions of the
+    inputs are run-time sizes (views of run-time sizes, copies
     of them); every one is assumed at most `max-dim` for the plan (which is
     then a bound, recorded as `loom_gpu_max_dim`), and a buffer whose size
     has no bound from it (or `max-dim` = 0) is refused by name, as is host

@@ -17,6 +17,7 @@
 #include "Device.h"
 #include "Driver.h"
 #include "StateTable.h"
+#include "WorkspaceTable.h"
 
 #include <atomic>
 #include <cstdio>
@@ -347,6 +348,42 @@ void loom_cuda_mgpu_release_state(const void *host) {
   else
     stateTable().releaseAll();
 }
+
+namespace {
+/// The entries' workspaces (the memory plan's buffers of a call), by the
+/// address of a per-entry global. Never destroyed (as the state table).
+WorkspaceTable &workspaceTable() {
+  static WorkspaceTable *table = new WorkspaceTable(WorkspaceOps{
+      [](int64_t bytes, uint64_t *out, std::string *error) {
+        loom_cuda_device *d = dev("loom_cuda_mgpu_workspace");
+        loom_cuda_ptr p = 0;
+        if (loom_cuda_malloc(d, bytes, &p) != 0) {
+          *error = std::to_string(bytes) + " bytes: " + lastErrorMessage();
+          return false;
+        }
+        *out = p;
+        return true;
+      },
+      [](uint64_t p) {
+        loom_cuda_free(dev("loom_cuda_mgpu_release_workspace"), p);
+      }});
+  return *table;
+}
+} // namespace
+
+void *loom_cuda_mgpu_workspace(const void *key, int64_t bytes) {
+  std::string error;
+  uint64_t p = workspaceTable().get(key, bytes, &error);
+  if (!p)
+    fatal("loom_cuda_mgpu_workspace", error);
+  return reinterpret_cast<void *>(p);
+}
+
+int64_t loom_cuda_mgpu_workspace_bytes(void) {
+  return workspaceTable().bytes();
+}
+
+void loom_cuda_mgpu_release_workspace(void) { workspaceTable().releaseAll(); }
 
 void loom_cuda_mgpu_gemm(void *stream, int32_t dtype, int32_t transA,
                          int32_t transB, int64_t m, int64_t n, int64_t k,

@@ -157,6 +157,8 @@ bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
 void releaseCudaResident() {
   if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_resident))
     release();
+  if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_workspace))
+    release();
   cudaStateRelease(nullptr);
 }
 

@@ -315,6 +315,13 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
           if (plan.contains("peak_bytes") &&
               plan["peak_bytes"].is_number_integer())
             m.target.peakBytes[entry] = plan["peak_bytes"].get<int64_t>();
+          if (plan.contains("workspace_bytes")) {
+            const Json &v = plan["workspace_bytes"];
+            if (!v.is_number_integer() || v.get<int64_t>() < 0)
+              return r.fail("target.memory_plan." + entry + ".workspace_bytes",
+                            "expected a non-negative integer");
+            m.target.workspaceBytes[entry] = v.get<int64_t>();
+          }
           if (plan.contains("state_bytes_per_position")) {
             const Json &v = plan["state_bytes_per_position"];
             if (!v.is_number_integer() || v.get<int64_t>() < 0)

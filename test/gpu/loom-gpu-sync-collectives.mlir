@@ -11,13 +11,15 @@
 
 loom.mesh @mesh = <tp = 2>
 
-// The input is uploaded and the output allocated on the device, the stream
-// waited for, then the all-reduce on the two device buffers' addresses, then
-// a new chain copies the result out.
+// The input is uploaded and the output placed in the entry's workspace, the
+// stream waited for, then the all-reduce on the two device buffers'
+// addresses, then a new chain copies the result out.
 // CHECK-LABEL: func.func @sum(
-// CHECK: %[[DEV:.*]], %[[T0:.*]] = gpu.alloc async
-// CHECK: gpu.memcpy async [%[[T0]]] %[[DEV]]
-// CHECK: %[[OUT:.*]], %[[T1:.*]] = gpu.alloc async
+// CHECK: %[[T0:.*]] = gpu.wait async
+// CHECK: call @loom_cuda_mgpu_workspace(
+// CHECK: %[[DEV:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<4x16xf32>
+// CHECK: %[[T1:.*]] = gpu.memcpy async [%[[T0]]] %[[DEV]]
+// CHECK: %[[OUT:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<4x16xf32>
 // CHECK: memref.extract_aligned_pointer_as_index %[[DEV]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[OUT]]
 // CHECK: gpu.wait [%[[T1]]]

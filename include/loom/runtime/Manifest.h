@@ -152,6 +152,9 @@ struct TargetInfo {
   std::vector<std::string> chips; ///< e.g. sm_80, sm_90
   /// Per entry: peak device bytes of the compile-time memory plan.
   std::map<std::string, int64_t> peakBytes;
+  /// Per entry: device bytes of its workspace (every buffer of a call at a
+  /// compile-time offset; in peakBytes), allocated at its first call.
+  std::map<std::string, int64_t> workspaceBytes;
   /// Per entry with state: device bytes of its KV caches per context
   /// position (resident for the life of the bundle, not in peakBytes).
   std::map<std::string, int64_t> stateBytesPerPosition;

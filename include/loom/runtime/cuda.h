@@ -35,7 +35,7 @@
 extern "C" {
 #endif
 
-#define LOOM_CUDA_ABI_VERSION 1
+#define LOOM_CUDA_ABI_VERSION 2
 
 #if defined(__GNUC__)
 #define LOOM_CUDA_EXPORT __attribute__((visibility("default")))
@@ -316,6 +316,18 @@ LOOM_CUDA_EXPORT void loom_cuda_mgpu_state_read(void *host, int64_t bytes);
 /* Bytes held by the state copies. */
 LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_state_bytes(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_state(const void *host);
+/* The workspace of a generated entry (ABI version 2): every buffer of a
+ * call at an offset computed at compile time (docs/GPU.md "The memory
+ * plan"). The first call for `key` (the address of a per-entry global of
+ * the bundle) allocates `bytes` of device memory (contents undefined);
+ * every later one returns the same address. Another size for one key is
+ * fatal. _release_workspace frees every workspace (the bundle closed or a
+ * reset; no program may run); the next call allocates again. Fatal on
+ * failure like the mgpu* functions. */
+LOOM_CUDA_EXPORT void *loom_cuda_mgpu_workspace(const void *key, int64_t bytes);
+/* Bytes held by the workspaces. */
+LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_workspace_bytes(void);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_workspace(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_gemm(void *stream, int32_t dtype,
                                           int32_t trans_a, int32_t trans_b,
                                           int64_t m, int64_t n, int64_t k,

@@ -1,8 +1,8 @@
 // Run-time sizes (docs/GPU.md "Run-time sizes"): dynamic dimensions of the
-// inputs become run-time sizes on the device (gpu.alloc of the host
-// buffer's sizes, copies of run-time sizes, grids computed from them; the
-// block size stays 256) and the memory plan is taken at the bound max-dim
-// (loomc --gpu-max-tokens). PTX for sm_90, no toolkit needed.
+// inputs become run-time sizes on the device (views of the workspace with
+// the host buffer's sizes, copies of run-time sizes, grids computed from
+// them; the block size stays 256) and the memory plan is taken at the bound
+// max-dim (loomc --gpu-max-tokens). PTX for sm_90, no toolkit needed.
 // RUN: loom-opt %s --split-input-file --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=128" -mlir-print-ir-after=loom-gpu-host-program 2>&1 >/dev/null | FileCheck %s
 // RUN: loom-opt %s --split-input-file --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=128" | FileCheck %s --check-prefix=PTX
 // The forward entry of an imported 2-layer llama-like GGUF model (tokens
@@ -12,8 +12,9 @@
 // rank-2 products), all with run-time sizes; the plan at 64 tokens.
 // RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | FileCheck %s --check-prefix=LLAMA
 // LLAMA-LABEL: llvm.func internal @forward(
-// LLAMA-SAME: loom_gpu_max_dim = 64 : i64, loom_gpu_peak_bytes = 1175056 : i64, loom_gpu_resident_bytes = 320768 : i64, loom_gpu_upload_bytes = 1024 : i64
-// LLAMA: llvm.call @mgpuMemAlloc(
+// LLAMA-SAME: loom_gpu_max_dim = 64 : i64, loom_gpu_peak_bytes = 497920 : i64, loom_gpu_resident_bytes = 320768 : i64, loom_gpu_upload_bytes = 1024 : i64, loom_gpu_workspace_bytes = 177152 : i64
+// LLAMA-NOT: llvm.call @mgpuMemAlloc(
+// LLAMA: llvm.call @loom_cuda_mgpu_workspace(
 // LLAMA: gpu.launch_func
 // LLAMA: llvm.call @mgpuStreamSynchronize(
 // LLAMA: llvm.call @loom_rt_index_error(
@@ -22,17 +23,21 @@
 
 // Elementwise + softmax over a run-time number of rows. The plan at 128
 // rows: the input (8192 bytes), SiLU's and softmax's outputs (8192 each),
-// the row max and sum (512 each).
+// the row max and sum (512 each); in the workspace softmax's output takes
+// the input's place (dead after SiLU) and the sum the max's: 16896 bytes.
 // CHECK-LABEL: func.func @ew(
-// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 25600 : i64, loom_gpu_resident_bytes = 0 : i64, loom_gpu_upload_bytes = 8192 : i64
+// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 16896 : i64, loom_gpu_resident_bytes = 0 : i64, loom_gpu_upload_bytes = 8192 : i64, loom_gpu_workspace_bytes = 16896 : i64
+// CHECK: call @loom_cuda_mgpu_workspace(
 // CHECK: %[[N:.+]] = memref.dim %arg1, %{{.*}} : memref<?x16xf32>
-// CHECK: %[[X:.+]], %[[T:.+]] = gpu.alloc async [%{{.*}}] (%[[N]]) : memref<?x16xf32>
-// CHECK: gpu.memcpy async [%[[T]]] %[[X]], %arg1 : memref<?x16xf32>, memref<?x16xf32>
-// CHECK: gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[N64:.+]] = arith.index_cast %[[N]] : index to i64
+// CHECK: llvm.insertvalue %[[N64]], %{{.*}}[3, 0]
+// CHECK: %[[X:.+]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?x16xf32>
+// CHECK: gpu.memcpy async [%{{.*}}] %[[X]], %arg1 : memref<?x16xf32>, memref<?x16xf32>
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<?x16xf32>
 // CHECK: %[[ELEMS:.+]] = arith.muli %{{.*}}, %c16 : index
 // CHECK: %[[GRID:.+]] = affine.apply #{{.*}}()[%[[ELEMS]]]
 // CHECK: gpu.launch_func async [%{{.*}}] @ew_kernel::@ew_kernel blocks in (%[[GRID]], %c1, %c1) threads in (%c256, %c1, %c1)
-// CHECK: gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?xf32>
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<?xf32>
 // The result copied back into a host buffer of its run-time size.
 // CHECK: %[[R:.+]] = memref.dim %{{.*}}, %{{.*}} : memref<?x16xf32>
 // CHECK: %[[HOST:.+]] = memref.alloc(%[[R]]) {alignment = 64 : i64} : memref<?x16xf32>
@@ -40,7 +45,7 @@
 // CHECK: gpu.wait [%{{.*}}]
 // CHECK: return %[[HOST]]
 // PTX-LABEL: llvm.func internal @ew(
-// PTX: llvm.call @mgpuMemAlloc(
+// PTX: llvm.call @loom_cuda_mgpu_workspace(
 // PTX: gpu.binary @ew_kernel {{.*}}.target sm_90
 // NOBOUND: error: buffer of type 'memref<?x16xf32>' has a run-time size and no bound was given: give the largest size of the dynamic dimensions (loomc --gpu-max-tokens N, loom-lower-gpu-pipeline max-dim=N)
 func.func @ew(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
@@ -53,8 +58,8 @@ func.func @ew(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 
 // A product with a run-time M through cuBLAS: m read from the buffer.
 // CHECK-LABEL: func.func @mm(
-// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 26624 : i64, loom_gpu_resident_bytes = 2048 : i64, loom_gpu_upload_bytes = 8192 : i64
-// CHECK: gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?x32xf32>
+// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 26624 : i64, loom_gpu_resident_bytes = 2048 : i64, loom_gpu_upload_bytes = 8192 : i64, loom_gpu_workspace_bytes = 24576 : i64
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<?x32xf32>
 // CHECK: %[[M:.+]] = memref.dim %{{.*}}, %{{.*}} : memref<?x16xf32>
 // CHECK: %[[M64:.+]] = arith.index_cast %[[M]] : index to i64
 // CHECK: call @loom_cuda_mgpu_gemm(%{{.*}}, %c0_i32, %c0_i32, %c0_i32, %[[M64]], %c32_i64, %c16_i64,
@@ -71,8 +76,8 @@ func.func @mm(%x: tensor<?x16xf32>) -> tensor<?x32xf32> {
 // grid's y and m computed from the rows at run time. The plan at 128 rows:
 // x (32768), y (49152), the resident blocks (3840).
 // CHECK-LABEL: func.func @qmm(
-// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 85760 : i64, loom_gpu_resident_bytes = 3840 : i64, loom_gpu_upload_bytes = 32768 : i64
-// CHECK: gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<1x?x96xf32>
+// CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 85760 : i64, loom_gpu_resident_bytes = 3840 : i64, loom_gpu_upload_bytes = 32768 : i64, loom_gpu_workspace_bytes = 81920 : i64
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<1x?x96xf32>
 // CHECK: %[[ROWS:.+]] = arith.muli %{{.*}}, %{{.*}} : index
 // CHECK-NOT: arith.muli
 // CHECK: %[[GY:.+]] = arith.ceildivui %[[ROWS]], %c64 : index

@@ -8,17 +8,19 @@
 // device buffer at the position, which is read on the host from the caller's
 // `positions` (not uploaded); the read of the previous row is the second
 // kernel's operand over the same device buffer. The plan counts 64 cache
-// bytes per context position beside a peak without the cache. Prefix FULL,
+// bytes per context position beside a peak without the cache (the
+// workspace: k's device copy at 0 and the output at 256, 320 bytes). Prefix FULL,
 // the whole pipeline (PTX) with the state call on the runtime's ABI.
 // RUN: loom-opt %s --loom-prepare-entry-points=interleave=false --loom-record-entry-points --loom-convert-loom-to-linalg=gemm=false --cse --canonicalize --loom-gpu-fuse-elementwise --loom-approximate-math --canonicalize --loom-bufferize --buffer-deallocation-pipeline --convert-bufferization-to-memref --canonicalize --loom-gpu-matmuls-to-cublas --convert-linalg-to-parallel-loops --loom-gpu-map-parallel-loops --convert-parallel-loops-to-gpu --canonicalize --gpu-kernel-outlining --loom-gpu-host-program --canonicalize | FileCheck %s --check-prefix=HOST
 // RUN: loom-opt %s --loom-lower-gpu-pipeline="format=isa chips=sm_90" | FileCheck %s --check-prefix=FULL
 
 // HOST-LABEL: func.func @step(
 // HOST-SAME: %[[K:[a-z0-9]+]]: memref<1x2x1x8xf32>, %[[POS:[a-z0-9]+]]: memref<1xi64>, %[[CACHE:[a-z0-9]+]]: memref<1x2x?x8xf32>
-// HOST-SAME: loom_gpu_peak_bytes = 192 : i64, loom_gpu_resident_bytes = 64 : i64, loom_gpu_state_bytes_per_position = 64 : i64, loom_gpu_upload_bytes = 64 : i64
+// HOST-SAME: loom_gpu_peak_bytes = 384 : i64, loom_gpu_resident_bytes = 64 : i64, loom_gpu_state_bytes_per_position = 64 : i64, loom_gpu_upload_bytes = 64 : i64, loom_gpu_workspace_bytes = 320 : i64
 // HOST-NOT: gpu.memcpy {{.*}}%[[CACHE]]
 // HOST-NOT: gpu.memcpy {{.*}}%[[POS]]
-// HOST: %[[DK:[a-z0-9_]+]], %{{.+}} = gpu.alloc async {{.*}} : memref<1x2x1x8xf32>
+// HOST: call @loom_cuda_mgpu_workspace(
+// HOST: %[[DK:[a-z0-9_]+]] = builtin.unrealized_conversion_cast %{{.+}} to memref<1x2x1x8xf32>
 // HOST: gpu.memcpy async [%{{.+}}] %[[DK]], %[[K]]
 // HOST: %[[C:.+]] = memref.dim %[[CACHE]], %{{.+}} : memref<1x2x?x8xf32>
 // HOST: %[[HOSTPTR:.+]] = memref.extract_aligned_pointer_as_index %[[CACHE]]

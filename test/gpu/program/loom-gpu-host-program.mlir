@@ -1,38 +1,47 @@
 // loom-gpu-host-program alone, on an entry point after kernel outlining
-// (x @ w^T + x: one cuBLAS call and one kernel). The input is copied to a
-// device buffer, the weight (an argument with loom.weight in
-// loom.entry_points) made resident, every alloc a gpu.alloc, the GEMM's
-// stream placeholder and the launch chained on one token, the result copied
-// back to a fresh host buffer, the device buffers freed and the stream
-// waited for once before the return; the memory plan is on the function.
-// In kernels, math ops that NVVM would send to libdevice become
-// intrinsics.
+// (x @ w^T + x: one cuBLAS call and one kernel). The entry's workspace is
+// got once (loom_cuda_mgpu_workspace: 512 bytes, the input's device copy at
+// offset 0 and the alloc at 256, both live to the end); the input is
+// copied into its place, the weight (an argument with loom.weight in
+// loom.entry_points) made resident, the alloc a view of the workspace, the
+// GEMM's stream placeholder and the launch chained on one token, the
+// result copied back to a fresh host buffer and the stream waited for once
+// before the return; nothing is allocated or freed on the device per call.
+// The memory plan is on the function (peak = workspace + weights). In
+// kernels, math ops that NVVM would send to libdevice become intrinsics.
 // RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-gpu-host-program | FileCheck %s
 
 // CHECK-LABEL: func.func @f(
 // CHECK-SAME: %[[CTX:[a-z0-9]+]]: !llvm.ptr, %[[X:[a-z0-9]+]]: memref<4x16xf32>, %[[W:[a-z0-9]+]]: memref<16x16xf32>
-// CHECK-SAME: loom_gpu_peak_bytes = 1536 : i64, loom_gpu_resident_bytes = 1024 : i64, loom_gpu_upload_bytes = 256 : i64
+// CHECK-SAME: loom_gpu_peak_bytes = 1536 : i64, loom_gpu_resident_bytes = 1024 : i64, loom_gpu_upload_bytes = 256 : i64, loom_gpu_workspace_bytes = 512 : i64
 // CHECK: %[[T0:.*]] = gpu.wait async
-// CHECK: %[[DX:.*]], %[[T1:.*]] = gpu.alloc async [%[[T0]]] () : memref<4x16xf32>
-// CHECK: %[[T2:.*]] = gpu.memcpy async [%[[T1]]] %[[DX]], %[[X]]
+// CHECK: %[[KEY:.*]] = llvm.mlir.addressof @__loom_gpu_workspace_f : !llvm.ptr
+// CHECK: %[[C512:.*]] = llvm.mlir.constant(512 : i64) : i64
+// CHECK: %[[BASE:.*]] = call @loom_cuda_mgpu_workspace(%[[KEY]], %[[C512]]) : (!llvm.ptr, i64) -> !llvm.ptr
+// CHECK: llvm.insertvalue %[[BASE]], %{{.*}}[1]
+// CHECK: %[[DX:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<4x16xf32>
+// CHECK: %[[T1:.*]] = gpu.memcpy async [%[[T0]]] %[[DX]], %[[X]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[W]]
 // CHECK: %[[C1024:.*]] = arith.constant 1024 : i64
 // CHECK: call @loom_cuda_mgpu_resident(%{{.*}}, %[[C1024]]) : (!llvm.ptr, i64) -> !llvm.ptr
-// CHECK: %[[DY:.*]], %[[T3:.*]] = gpu.alloc async [%[[T2]]] () : memref<4x16xf32>
-// CHECK: %[[STREAM:.*]] = builtin.unrealized_conversion_cast %[[T3]] : !gpu.async.token to !llvm.ptr
+// CHECK: %[[C256:.*]] = llvm.mlir.constant(256 : i64) : i64
+// CHECK: %[[PY:.*]] = llvm.getelementptr %[[BASE]][%[[C256]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK: llvm.insertvalue %[[PY]], %{{.*}}[1]
+// CHECK: %[[DY:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<4x16xf32>
+// CHECK: %[[STREAM:.*]] = builtin.unrealized_conversion_cast %[[T1]] : !gpu.async.token to !llvm.ptr
 // CHECK: call @loom_cuda_mgpu_gemm(%[[STREAM]],
-// CHECK: %[[T4:.*]] = gpu.launch_func async [%[[T3]]] @f_kernel::@f_kernel {{.*}} args({{.*}}%[[DY]] : memref<4x16xf32>, %[[DX]] : memref<4x16xf32>)
+// CHECK: %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @f_kernel::@f_kernel {{.*}} args({{.*}}%[[DY]] : memref<4x16xf32>, %[[DX]] : memref<4x16xf32>)
 // CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
-// CHECK: %[[T5:.*]] = gpu.memcpy async [%[[T4]]] %[[Y]], %[[DY]]
-// CHECK: %[[T6:.*]] = gpu.dealloc async [%[[T5]]] %[[DY]]
-// CHECK: %[[T7:.*]] = gpu.dealloc async [%[[T6]]] %[[DX]]
-// CHECK: gpu.wait [%[[T7]]]
+// CHECK: %[[T3:.*]] = gpu.memcpy async [%[[T2]]] %[[Y]], %[[DY]]
+// CHECK-NEXT: gpu.wait [%[[T3]]]
 // CHECK-NEXT: return %[[Y]] : memref<4x16xf32>
 // CHECK: gpu.func @f_kernel(
 // CHECK-NOT: math.
 // CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
 // CHECK: llvm.intr.fma
 // CHECK: gpu.return
+// CHECK: llvm.mlir.global internal @__loom_gpu_workspace_f(0 : i8)
+// CHECK: func.func private @loom_cuda_mgpu_workspace(!llvm.ptr, i64) -> !llvm.ptr
 // CHECK: func.func private @loom_cuda_mgpu_resident(!llvm.ptr, i64) -> !llvm.ptr
 module attributes {gpu.container_module, loom.entry_points = [{arg_attrs = [{}, {}, {loom.weight = #loom.weight<name = "w", source = #loom.extern<"w.bin", offset = 0>>}], name = "f", res_attrs = [{}], type = (!llvm.ptr, tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>}], loom.meshes = []} {
   func.func @f(%arg0: !llvm.ptr, %arg1: memref<4x16xf32>, %arg2: memref<16x16xf32>) -> memref<4x16xf32> attributes {llvm.emit_c_interface, loom.entry} {

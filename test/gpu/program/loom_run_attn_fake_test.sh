@@ -5,7 +5,8 @@
 # the cache, at most the cache's rows, so the memory plan bounds them at 16
 # (4 heads x 16 x 16 x 4 bytes). loom-run against the recording fake driver
 # (call order and sizes only, never numerics): 3 rows at position 0 with
-# --ctx 16 make 4 x 3 x 3 x 4-byte score buffers; --ctx 32 is over the
+# --ctx 16 make 4 x 3 x 3 score buffers, views in the entry's workspace
+# (allocated once, at the bound); --ctx 32 is over the
 # bound and refused at load (before any call); without --ctx the context
 # is the bound.
 # usage: loom_run_attn_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <attn-decode.mlir>
@@ -41,8 +42,12 @@ run log1 --ctx 16 --output res1
 test -f res1/y.npy || fail "no output"
 # The caches: 2 x 16 x 8 x 4 bytes each, allocated once.
 [ "$(grep -c '^cuMemAlloc 1024$' "$log")" -eq 2 ] || fail "two 1024-byte caches"
-# Scores (and the softmax's probabilities): 4 heads x 3 rows x 3 cache rows.
-grep -q '^cuMemAlloc 144$' "$log" || fail "no 144-byte score buffer"
+# Scores (and the softmax's probabilities): 4 heads x 3 rows x 3 cache rows
+# at run time, planned at the bound (16 x 16) in the entry's workspace,
+# which is one allocation of the manifest's workspace_bytes.
+ws=$(python3 -c 'import json; print(json.load(open("bundle/manifest.json"))["target"]["memory_plan"]["decode"]["workspace_bytes"])')
+[ "$(grep -c "^cuMemAlloc $ws\$" "$log")" -eq 1 ] || fail "no $ws-byte workspace"
+[ "$(grep -c '^cuMemAlloc' "$log")" -eq 3 ] || fail "more than the caches and the workspace allocated"
 [ "$(grep -c '^cuMemAlloc' "$log")" -eq "$(grep -c '^cuMemFree' "$log")" ] || fail "allocations not freed"
 
 # Over the bound the bundle was planned for: refused before any call.

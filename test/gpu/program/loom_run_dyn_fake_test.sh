@@ -2,9 +2,10 @@
 # Run-time sizes (docs/GPU.md "Run-time sizes"): loomc --target=cuda
 # --gpu-max-tokens 64 of an entry with a dynamic number of rows, then
 # loom-run against the recording fake driver (call order and sizes only,
-# never numerics) with 5 rows and with 20 rows: the input's device buffer
-# and its copy (rows x 16 x 4 bytes), the product's and SiLU's buffers
-# (rows x 32 x 4) follow the call's length, and the three kernels' grids
+# never numerics) with 5 rows and with 20 rows: the workspace is planned at
+# the bound (16384 bytes, one allocation), the input's copy (rows x 16 x 4
+# bytes) and the result's (rows x 32 x 4) follow the call's length, and the
+# three kernels' grids
 # (the product's zero fill, the product, SiLU) change (ceil(rows x 32 /
 # 256) blocks of 256 threads). A call with 65 rows
 # is over the bound: refused before anything runs (no stream, no launch,
@@ -18,8 +19,9 @@ cp "$4" dyn.mlir
 head -c 2048 /dev/zero > w.bin
 # Generated products (the fake has no cuBLAS behind it).
 "$1" dyn.mlir --target=cuda --no-gemm --gpu-max-tokens 64 -v -o bundle 2> loomc.log
-# At the bound: input 64x16x4, product and SiLU 64x32x4 each, the weight.
-grep -q "memory plan of 'dyn': peak 22528 device bytes (2048 weights resident, 4096 inputs uploaded per call) at the bound 64 of every dynamic input dimension" loomc.log ||
+# At the bound: input 64x16x4, product and SiLU 64x32x4 each (SiLU in the
+# input's place: 16384 bytes of workspace), the weight.
+grep -q "memory plan of 'dyn': peak 18432 device bytes (16384 workspace, 2048 weights resident, 4096 inputs uploaded per call into the workspace) at the bound 64 of every dynamic input dimension" loomc.log ||
   { cat loomc.log; echo "FAIL: memory plan"; exit 1; }
 grep -q '"max_dim": 64' bundle/manifest.json || { echo "FAIL: manifest max_dim"; exit 1; }
 mknpy() {
@@ -41,9 +43,11 @@ for rows in 5 20; do
     "$2" bundle --input x=x$rows.npy --output res$rows
   test -f res$rows/y.npy || fail "no output for $rows rows"
   in=$((rows * 16 * 4)) out=$((rows * 32 * 4)) grid=$(((rows * 32 + 255) / 256))
-  # The input's buffer and copy, the two result-sized buffers, the copy out.
-  [ "$(grep -c "^cuMemAlloc $in\$" log$rows)" -eq 1 ] || fail "$rows rows: one $in-byte input buffer"
-  [ "$(grep -c "^cuMemAlloc $out\$" log$rows)" -eq 2 ] || fail "$rows rows: two $out-byte buffers"
+  # The workspace planned at the bound (x at 64 rows, the product and SiLU
+  # at 64 x 32, SiLU in x's place), one allocation whatever the rows; the
+  # input's copy and the copy out of the run-time sizes.
+  [ "$(grep -c "^cuMemAlloc 16384\$" log$rows)" -eq 1 ] || fail "$rows rows: one 16384-byte workspace"
+  [ "$(grep -c "^cuMemAlloc" log$rows)" -eq 2 ] || fail "$rows rows: more than the weight and the workspace allocated"
   [ "$(grep -c "^cuMemcpy $in\$" log$rows)" -eq 1 ] || fail "$rows rows: the $in-byte input copy"
   [ "$(grep -c "^cuMemcpy $out\$" log$rows)" -eq 1 ] || fail "$rows rows: the $out-byte result copy"
   [ "$(grep -c "^cuLaunchKernel grid $grid,1,1 block 256,1,1\$" log$rows)" -eq 3 ] ||
@@ -52,7 +56,7 @@ for rows in 5 20; do
   allocs=$(grep -c '^cuMemAlloc' log$rows)
   frees=$(grep -c '^cuMemFree' log$rows)
   [ "$allocs" -eq "$frees" ] || fail "$rows rows: $allocs device allocations, $frees frees"
-  echo "$rows rows: buffers of $in and 2 x $out bytes, grids of $grid blocks"
+  echo "$rows rows: copies of $in and $out bytes, grids of $grid blocks"
 done
 # refused <rows> <loom-run> <fake driver> <expected error>: a call refused
 # before anything runs (no stream, no launch, no output).

@@ -5,7 +5,10 @@
 # entry runs, before the first call (when loom-run maps the weights; the
 # host program's first driver call is cuStreamCreate), the input in and the result out once per run (cuMemcpy of 256
 # bytes, the fake does not tell the direction), and the resident copies are
-# freed when the bundle closes. With a model that has constant globals
+# freed when the bundle closes. The entry's workspace (every buffer of a
+# call, docs/GPU.md "The memory plan") is allocated once, by the first call,
+# with the manifest's workspace_bytes, and freed when the bundle closes: the
+# three calls allocate and free nothing else. With a model that has constant globals
 # (the optional fifth argument: their bytes), they are uploaded once too,
 # when loom-run opens the bundle (loom_gpu_upload_constants), not inside a
 # call.
@@ -40,7 +43,18 @@ echo "weights and constants uploaded: $htod bytes (expected $weights); input/res
 [ "$htod" -eq "$weights" ] || { echo "FAIL: weights and constants uploaded $htod bytes over 3 runs, not once ($weights)"; exit 1; }
 [ "$copies" -eq 6 ] || { echo "FAIL: expected the input in and the result out once per run"; exit 1; }
 [ "$allocs" -eq "$frees" ] || { echo "FAIL: $allocs device allocations, $frees frees"; exit 1; }
-last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
+# The workspace: one allocation of the plan's size, in the first call
+# (after its cuStreamCreate), none in the later calls, no free during them.
+ws=$(python3 -c 'import json,sys; p=json.load(open("bundle/manifest.json"))["target"]["memory_plan"]; print(p["mlp"]["workspace_bytes"])')
+[ "$ws" -gt 0 ] || { echo "FAIL: no workspace_bytes in the manifest"; exit 1; }
+[ "$(grep -c "^cuMemAlloc $ws\$" log)" -eq 1 ] || { echo "FAIL: the $ws-byte workspace is not allocated exactly once over 3 calls"; grep -n '^cuMem\(Alloc\|Free\)\|^cuStream' log; exit 1; }
+streams=$(grep -c '^cuStreamCreate' log)
+[ "$streams" -eq 3 ] || { echo "FAIL: $streams streams for 3 calls"; exit 1; }
 first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
+last_call=$(grep -n '^cuStreamDestroy' log | tail -1 | cut -d: -f1)
+in_calls=$(sed -n "${first_call},${last_call}p" log | grep '^cuMemAlloc\|^cuMemFree' || true)
+[ "$in_calls" = "cuMemAlloc $ws" ] || { echo "FAIL: the calls allocate or free more than the workspace once:"; echo "$in_calls"; exit 1; }
+echo "workspace: $ws bytes (manifest), allocated once by the first of 3 calls, freed at the close"
+last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
 [ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights or constants uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
 echo "PASS"

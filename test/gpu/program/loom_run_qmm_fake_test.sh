@@ -4,8 +4,8 @@
 # numerics): the quantized weights are uploaded once, as stored (3840 +
 # 3264 bytes of GGUF blocks, before the first call), and each run launches
 # the generated GEMV of each (batch 1: `<base>_gemv1`, 128 threads, one
-# block per 8 weight rows) on the resident weight, the activations and a
-# fresh output, with m = 1.
+# block per 8 weight rows) on the resident weight and the activations and
+# output in the entry's workspace, with m = 1.
 # usage: loom_run_qmm_fake_test.sh <loomc> <loom-run> <fake-libcuda.so> <qmm.mlir>
 set -euo pipefail
 work=$(mktemp -d)
@@ -15,7 +15,7 @@ cp "$4" qmm.mlir
 head -c 3840 /dev/zero > w1.bin
 head -c 3264 /dev/zero > w2.bin
 "$1" qmm.mlir --target=cuda -v -o bundle 2> loomc.log
-grep -q "memory plan of 'qmm': peak 7872 device bytes (7104 weights resident, 256 inputs uploaded per call)" loomc.log ||
+grep -q "memory plan of 'qmm': peak 7872 device bytes (768 workspace, 7104 weights resident, 256 inputs uploaded per call into the workspace)" loomc.log ||
   { cat loomc.log; echo "FAIL: memory plan"; exit 1; }
 python3 - <<'PY'
 import struct
@@ -34,8 +34,12 @@ htod=$(awk '$1 == "cuMemcpyHtoD" { s += $2 } END { print s + 0 }' log)
 last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
 first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
 [ "$last_htod" -lt "$first_call" ] || fail "a weight uploaded during a call"
-q41='qmatmul loom_qmm_q4_1_n96_k64_f32_gemv1 w 3840@0 x 256@0 y 384@0 m 1'
-q80='qmatmul loom_qmm_q8_0_n32_k96_f32_gemv1 w 3264@0 x 384@0 y 128@0 m 1'
+# x, the q4_1 output and the q8_0 output live in the entry's 768-byte
+# workspace (one allocation, by the first run): x at 512, the q4_1 output
+# at 0, the q8_0 output at 512 (x's place: x is dead by then).
+[ "$(grep -c '^cuMemAlloc 768$' log)" -eq 1 ] || fail "the 768-byte workspace is not allocated exactly once"
+q41='qmatmul loom_qmm_q4_1_n96_k64_f32_gemv1 w 3840@0 x 768@512 y 768@0 m 1'
+q80='qmatmul loom_qmm_q8_0_n32_k96_f32_gemv1 w 3264@0 x 768@0 y 768@512 m 1'
 [ "$(grep -c "^$q41\$" log)" -eq 3 ] || fail "expected 3 launches: $q41"
 [ "$(grep -c "^$q80\$" log)" -eq 3 ] || fail "expected 3 launches: $q80"
 [ "$(grep -c '^cuLaunchKernel grid 12,1,1 block 128,1,1$' log)" -eq 3 ] || fail "q4_1 GEMV geometry"

@@ -15,7 +15,7 @@ cd "$work"
 cp "$4" tied.mlir
 head -c 4352 /dev/zero > t.bin
 "$1" tied.mlir --target=cuda -v -o bundle 2> loomc.log
-grep -q "memory plan of 'tied': .*(4352 weights resident, 8 inputs uploaded per call)" loomc.log ||
+grep -q "memory plan of 'tied': .*(520 workspace, 4352 weights resident, 8 inputs uploaded per call into the workspace)" loomc.log ||
   { cat loomc.log; echo "FAIL: memory plan (the table resident once)"; exit 1; }
 python3 - <<'PY'
 import struct
@@ -38,7 +38,8 @@ first_call=$(grep -n '^cuStreamCreate' log | head -1 | cut -d: -f1)
 # Its allocation's number (the fake numbers allocations from 1).
 table=$(grep '^cuMemAlloc' log | grep -n '^cuMemAlloc 4352$' | cut -d: -f1)
 head_kernel=loom_qmm_q8_0_n64_k64_f32_gemv1
-q80="qmatmul $head_kernel w 4352@0 x 256@0 y 256@0 m 1"
+# The rows and the logits in the entry's 520-byte workspace (at 256 and 0).
+q80="qmatmul $head_kernel w 4352@0 x 520@256 y 520@0 m 1"
 [ "$(grep -c "^$q80\$" log)" -eq 3 ] || fail "expected 3 launches: $q80"
 [ "$(grep -c "^args $head_kernel a$table:4352@0 " log)" -eq 3 ] ||
   fail "the head's GEMV does not read the table's allocation a$table"

@@ -301,3 +301,33 @@ TEST(DTypes, NpyMapping) {
 }
 
 } // namespace
+
+namespace {
+
+/// kGood as a CUDA bundle whose entry's memory plan is `plan`.
+std::string cudaManifest(const std::string &plan) {
+  return replaced(kGood, "\"library\": \"mlp.so\",",
+                  "\"library\": \"mlp.so\", \"target\": {\"cpu\": \"x86-64\", "
+                  "\"features\": [], \"device\": \"cuda\", \"chips\": "
+                  "[\"sm_90\"], \"format\": \"fatbin\", \"memory_plan\": "
+                  "{\"main\": " +
+                      plan + "}},");
+}
+
+TEST(Manifest, CudaMemoryPlanWorkspace) {
+  Manifest m = parsed(cudaManifest(
+      R"({"peak_bytes": 1792, "resident_bytes": 1024, "upload_bytes": 256,
+          "workspace_bytes": 768})"));
+  EXPECT_TRUE(m.target.isCuda());
+  EXPECT_EQ(m.target.peakBytes["main"], 1792);
+  EXPECT_EQ(m.target.workspaceBytes["main"], 768);
+  // Optional (a bundle of an older loomc): none recorded.
+  Manifest old = parsed(cudaManifest(R"({"peak_bytes": 1792})"));
+  EXPECT_EQ(old.target.workspaceBytes.count("main"), 0u);
+  EXPECT_NE(parseError(cudaManifest(R"({"workspace_bytes": -1})"))
+                .find("target.memory_plan.main.workspace_bytes: expected a "
+                      "non-negative integer"),
+            std::string::npos);
+}
+
+} // namespace
