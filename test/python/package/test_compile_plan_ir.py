@@ -150,6 +150,7 @@ def test_compile_cuda_gpu_max_tokens_equals_loomc(tmp_path, loomc,
     if not fake.exists() or not shutil.which("ptxas"):
         pytest.skip("a build without CUDA (no fake driver or ptxas)")
     monkeypatch.setenv("LOOM_CUDA_DRIVER", str(fake))
+    monkeypatch.setenv("LOOM_FAKE_CUDA_LOG", str(tmp_path / "fake.log"))
     model = (Path(__file__).resolve().parents[2] / "gpu" / "program" /
              "Inputs" / "attn-decode.mlir")
     b = loom.compile(model, target="cuda", gpu_max_tokens=16, no_gemm=True,
