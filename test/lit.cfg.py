@@ -37,3 +37,18 @@ if config.loom_build_runtime:
     config.available_features.add("loom-runtime")
 if config.loom_enable_cuda:
     config.available_features.add("cuda")
+
+# A sanitizer build (scripts/sanitize.sh compiler): the sanitizers' options
+# reach the tools, and feature `asan` marks what ASan cannot run (an
+# address-space cap: ASan reserves terabytes of shadow memory at start).
+# Ranks under mpirun run without LeakSanitizer: OpenMPI leaks from
+# components it unloads at MPI_Finalize, which no suppression can name
+# (the runtime's MPI jobs under ASan do the same, scripts/sanitize.sh).
+llvm_config.with_system_environment(["ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                     "LSAN_OPTIONS"])
+mpi_sanitizer_env = ""
+if "address" in config.loom_sanitize:
+    config.available_features.add("asan")
+    mpi_sanitizer_env = "-x ASAN_OPTIONS=%s:detect_leaks=0" % os.environ.get(
+        "ASAN_OPTIONS", "")
+config.substitutions.append(("%mpi_sanitizer_env", mpi_sanitizer_env))
