@@ -516,7 +516,10 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
       diag << ")";
       if (plan.maxDim > 0)
         diag << " at the bound " << plan.maxDim
-             << " of every dynamic input dimension";
+             << " of every dynamic input dimension ("
+             << (o.gpuMaxTokens > 0 ? "--gpu-max-tokens"
+                                    : "the model's context_length")
+             << ")";
       diag << ", chips " << llvm::join(gpu.chips, ",") << "\n";
     }
     gpuTarget.memoryPlan.push_back(std::move(plan));

@@ -21,7 +21,7 @@ head -c 2048 /dev/zero > w.bin
 "$1" dyn.mlir --target=cuda --no-gemm --gpu-max-tokens 64 -v -o bundle 2> loomc.log
 # At the bound: input 64x16x4, product and SiLU 64x32x4 each (SiLU in the
 # input's place: 16384 bytes of workspace), the weight.
-grep -q "memory plan of 'dyn': peak 18432 device bytes (16384 workspace, 2048 weights resident, 4096 inputs uploaded per call into the workspace) at the bound 64 of every dynamic input dimension" loomc.log ||
+grep -q "memory plan of 'dyn': peak 18432 device bytes (16384 workspace, 2048 weights resident, 4096 inputs uploaded per call into the workspace) at the bound 64 of every dynamic input dimension (--gpu-max-tokens)" loomc.log ||
   { cat loomc.log; echo "FAIL: memory plan"; exit 1; }
 grep -q '"max_dim": 64' bundle/manifest.json || { echo "FAIL: manifest max_dim"; exit 1; }
 mknpy() {
