@@ -44,6 +44,41 @@ int64_t bytesOf(Type type) {
          int64_t(llvm::divideCeil(t.getElementTypeBitWidth(), 8));
 }
 
+/// `pointer` (device memory) as a memref of `type`: the LLVM descriptor
+/// {allocated, aligned, offset 0, sizes, strides} cast back to `type`.
+/// `sizes` are i64, one per dimension; `strides` too, or empty for the
+/// row-major strides of `sizes`.
+Value descriptorView(OpBuilder &b, Location loc, MemRefType type, Value pointer,
+                     ArrayRef<Value> sizes, ArrayRef<Value> strides = {}) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields = {ptr, ptr, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  Value desc = LLVM::PoisonOp::create(
+      b, loc, LLVM::LLVMStructType::getLiteral(ctx, fields));
+  auto set = [&](Value v, ArrayRef<int64_t> at) {
+    desc = LLVM::InsertValueOp::create(b, loc, desc, v, at);
+  };
+  set(pointer, {0});
+  set(pointer, {1});
+  set(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)), {2});
+  Value stride =
+      strides.empty()
+          ? Value(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1)))
+          : Value();
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    set(sizes[size_t(d)], {3, d});
+    set(strides.empty() ? stride : strides[size_t(d)], {4, d});
+    if (strides.empty() && d > 0)
+      stride = LLVM::MulOp::create(b, loc, stride, sizes[size_t(d)]);
+  }
+  return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+}
+
 /// Upper bounds of the sizes in host code: every dynamic dimension of an
 /// entry's input is at most `maxDim`; a size computed from them by
 /// constants, + - * / ceildiv, min, max, casts and affine maps with
@@ -736,39 +771,16 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
           b, loc, ptr, b.getI8Type(), base,
           ArrayRef<LLVM::GEPArg>{Value(LLVM::ConstantOp::create(
               b, loc, i64, b.getI64IntegerAttr(offset)))});
-    int64_t rank = type.getRank();
-    SmallVector<Type> fields = {ptr, ptr, i64};
-    if (rank > 0) {
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    }
-    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-    Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    auto set = [&](Value x, ArrayRef<int64_t> pos) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc, x, pos);
-    };
-    auto i64c = [&](int64_t x) -> Value {
-      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(x));
-    };
-    set(at, {0});
-    set(at, {1});
-    set(i64c(0), {2});
     SmallVector<Value> sizes;
     unsigned k = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      sizes.push_back(type.isDynamicDim(d)
-                          ? Value(arith::IndexCastOp::create(b, loc, i64,
-                                                             dynamicSizes[k++]))
-                          : i64c(type.getDimSize(d)));
-    Value stride = i64c(1);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      set(sizes[size_t(d)], {3, d});
-      set(stride, {4, d});
-      if (d > 0)
-        stride = LLVM::MulOp::create(b, loc, stride, sizes[size_t(d)]);
-    }
-    Value view =
-        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      sizes.push_back(
+          type.isDynamicDim(d)
+              ? Value(
+                    arith::IndexCastOp::create(b, loc, i64, dynamicSizes[k++]))
+              : Value(LLVM::ConstantOp::create(
+                    b, loc, i64, b.getI64IntegerAttr(type.getDimSize(d)))));
+    Value view = descriptorView(b, loc, type, at, sizes);
     inWorkspace.insert(view);
     return view;
   };
@@ -817,31 +829,15 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
                                "GPU lowering needs static shapes";
     Operation *aligned = nullptr;
     Value device = callResident(b, loc, host, bytes, &aligned);
-    // {allocated, aligned, offset, sizes, strides} as the memref's LLVM type.
-    int64_t rank = type.getRank();
-    SmallVector<Type> fields = {ptr, ptr, i64};
-    if (rank > 0) {
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    SmallVector<int64_t> layout = type.getStridesAndOffset().first;
+    SmallVector<Value> sizes, strides;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      sizes.push_back(LLVM::ConstantOp::create(
+          b, loc, i64, b.getI64IntegerAttr(type.getDimSize(i))));
+      strides.push_back(LLVM::ConstantOp::create(
+          b, loc, i64, b.getI64IntegerAttr(layout[size_t(i)])));
     }
-    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-    Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    auto set = [&](Value v, ArrayRef<int64_t> at) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc, v, at);
-    };
-    auto i64c = [&](int64_t v) -> Value {
-      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-    };
-    set(device, {0});
-    set(device, {1});
-    set(i64c(0), {2});
-    SmallVector<int64_t> strides = type.getStridesAndOffset().first;
-    for (int64_t i = 0; i < rank; ++i) {
-      set(i64c(type.getDimSize(i)), {3, i});
-      set(i64c(strides[i]), {4, i});
-    }
-    Value view =
-        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    Value view = descriptorView(b, loc, type, device, sizes, strides);
     host.replaceAllUsesExcept(view, aligned);
     residentBytes += bytes;
     return success();
@@ -908,28 +904,8 @@ LogicalResult GpuHostProgramPass::runOnFunction(func::FuncOp f) {
         func::CallOp::create(b, loc, stateFnOf(f->getParentOfType<ModuleOp>()),
                              ValueRange{address, size})
             .getResult(0);
-    // {allocated, aligned, offset, sizes, strides}: row-major strides of
-    // the caller's sizes.
-    int64_t rank = type.getRank();
-    auto descType = LLVM::LLVMStructType::getLiteral(
-        ctx, {ptrType, ptrType, i64, LLVM::LLVMArrayType::get(i64, rank),
-              LLVM::LLVMArrayType::get(i64, rank)});
-    Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    auto set = [&](Value v, ArrayRef<int64_t> at) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc, v, at);
-    };
-    set(device, {0});
-    set(device, {1});
-    set(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0)), {2});
-    Value stride =
-        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      set(sizes[size_t(d)], {3, d});
-      set(stride, {4, d});
-      stride = LLVM::MulOp::create(b, loc, stride, sizes[size_t(d)]);
-    }
-    Value view =
-        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+    // Row-major strides of the caller's sizes.
+    Value view = descriptorView(b, loc, type, device, sizes);
     onHost.insert(aligned);
     bounds.stateViews.insert(view);
     host.replaceUsesWithIf(

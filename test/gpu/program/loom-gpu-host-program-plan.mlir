@@ -20,8 +20,8 @@
 // CHECK: %[[BASE:.*]] = call @loom_cuda_mgpu_workspace(%[[KEY]], %[[BYTES]]) : (!llvm.ptr, i64) -> !llvm.ptr
 // The upload: at the base, with the input's run-time rows.
 // CHECK: %[[N:.*]] = memref.dim %[[X:.*]], %c0
-// CHECK: llvm.insertvalue %[[BASE]], %{{.*}}[1]
 // CHECK: %[[NI:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: llvm.insertvalue %[[BASE]], %{{.*}}[1]
 // CHECK: llvm.insertvalue %[[NI]], %{{.*}}[3, 0]
 // CHECK: %[[DX:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?x16xf32>
 // CHECK: gpu.memcpy async [%[[T0]]] %[[DX]], %[[X]]
