@@ -8,6 +8,7 @@
 #include "loom/runtime/Fnv.h"
 #include "loom/runtime/NpyName.h"
 #include "loom/runtime/abi.h"
+#include "loom/runtime/cuda.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -464,6 +465,9 @@ static void addTarget(json &manifest, const CpuTargetInfo *target,
   t["device"] = gpu->device;
   t["chips"] = gpu->chips;
   t["format"] = gpu->format;
+  // The mgpu* / loom_cuda_* functions the host code calls (additive, as
+  // abi_version: loom-run refuses a bundle newer than its CUDA runtime).
+  t["cuda_abi_version"] = LOOM_CUDA_ABI_VERSION;
   json plan = json::object();
   for (const GpuTargetInfo::Plan &p : gpu->memoryPlan) {
     plan[p.entry] = {{"peak_bytes", p.peakBytes},

@@ -96,6 +96,17 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
                     "), and this process has no CUDA runtime: run it with a "
                     "loom-run built with CUDA (nvcc on PATH or "
                     "-DLOOM_ENABLE_CUDA=ON)");
+  // The host code's calls into the CUDA runtime are additive across
+  // versions: a bundle generated against a newer runtime ABI would fail
+  // to load on a missing symbol.
+  auto abi = LOOM_CUDA_FN(loom_cuda_abi_version);
+  if (m.target.cudaAbiVersion > 0 && (!abi || m.target.cudaAbiVersion > abi()))
+    return failWith("the bundle's host code was generated against CUDA "
+                    "runtime ABI version " +
+                    std::to_string(m.target.cudaAbiVersion) +
+                    ", but this Loom CUDA runtime has ABI version " +
+                    std::to_string(abi ? abi() : 0) +
+                    "; recompile the model with a matching loomc");
   int32_t devices = 0;
   if (count(&devices) != 0)
     return failWith("a CUDA bundle needs a CUDA device: " +

@@ -308,6 +308,13 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
           return r.fail(Reader::idx("target.chips", i), "expected a string");
         m.target.chips.push_back((*c)[i].get<std::string>());
       }
+      if (j.contains("cuda_abi_version")) {
+        const Json &v = j["cuda_abi_version"];
+        if (!v.is_number_integer() || v.get<int64_t>() < 1)
+          return r.fail("target.cuda_abi_version",
+                        "expected a positive integer");
+        m.target.cudaAbiVersion = v.get<int64_t>();
+      }
       if (j.contains("memory_plan") && j["memory_plan"].is_object())
         for (auto &[entry, plan] : j["memory_plan"].items()) {
           if (!plan.is_object())

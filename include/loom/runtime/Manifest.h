@@ -150,6 +150,9 @@ struct TargetInfo {
   /// A GPU program (`loomc --target=cuda`): "cuda", else empty (the CPU).
   std::string device;
   std::vector<std::string> chips; ///< e.g. sm_80, sm_90
+  /// The CUDA runtime ABI (loom/runtime/cuda.h) the host code was generated
+  /// against (0: not recorded, a bundle older than the field).
+  int64_t cudaAbiVersion = 0;
   /// Per entry: peak device bytes of the compile-time memory plan.
   std::map<std::string, int64_t> peakBytes;
   /// Per entry: device bytes of its workspace (every buffer of a call at a

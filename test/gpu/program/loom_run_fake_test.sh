@@ -57,4 +57,14 @@ in_calls=$(sed -n "${first_call},${last_call}p" log | grep '^cuMemAlloc\|^cuMemF
 echo "workspace: $ws bytes (manifest), allocated once by the first of 3 calls, freed at the close"
 last_htod=$(grep -n '^cuMemcpyHtoD' log | tail -1 | cut -d: -f1)
 [ "$last_htod" -lt "$first_call" ] || { echo "FAIL: weights or constants uploaded during a call (line $last_htod), not before the first (line $first_call)"; exit 1; }
+# The manifest names the CUDA runtime ABI of the host code; a newer one
+# than this runtime's is refused at load, before anything runs.
+grep -q '"cuda_abi_version": 2' bundle/manifest.json || { echo "FAIL: no cuda_abi_version 2 in the manifest"; exit 1; }
+sed -i 's/"cuda_abi_version": 2/"cuda_abi_version": 99/' bundle/manifest.json
+if LOOM_CUDA_DRIVER="$3" LOOM_FAKE_CUDA_LOG="$work/log99" "$2" bundle \
+    --input x=x.npy --output res99 2> abi.err; then
+  echo "FAIL: a bundle of CUDA runtime ABI 99 ran"; exit 1
+fi
+grep -q "generated against CUDA runtime ABI version 99, but this Loom CUDA runtime has ABI version 2; recompile" abi.err || { cat abi.err; echo "FAIL: ABI message"; exit 1; }
+test ! -e res99 || { echo "FAIL: an output was written"; exit 1; }
 echo "PASS"

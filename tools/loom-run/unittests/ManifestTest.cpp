@@ -330,4 +330,21 @@ TEST(Manifest, CudaMemoryPlanWorkspace) {
             std::string::npos);
 }
 
+TEST(Manifest, CudaAbiVersion) {
+  auto withAbi = [](const std::string &v) {
+    std::string text = cudaManifest(R"({"peak_bytes": 1792})");
+    std::string format = "\"format\": \"fatbin\"";
+    text.replace(text.find(format), format.size(),
+                 format + ", \"cuda_abi_version\": " + v);
+    return text;
+  };
+  EXPECT_EQ(parsed(withAbi("2")).target.cudaAbiVersion, 2);
+  // Optional (a bundle of an older loomc): 0, not checked at load.
+  EXPECT_EQ(
+      parsed(cudaManifest(R"({"peak_bytes": 1792})")).target.cudaAbiVersion, 0);
+  EXPECT_NE(parseError(withAbi("0"))
+                .find("target.cuda_abi_version: expected a positive integer"),
+            std::string::npos);
+}
+
 } // namespace
