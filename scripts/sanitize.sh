@@ -67,13 +67,13 @@ if [ "$WHICH" = asan ] || [ "$WHICH" = all ]; then
   # allocations (its fake stacks) may then fail first and abort the child.
   # It runs in build/ and under TSan.
   (cd "$B" && ctest --output-on-failure -j"$JOBS" \
-     -L 'runtime|loom-run|formats|tokenizer' -LE mpi \
+     -L '^(runtime|loom-run|formats|tokenizer)$' -LE '^mpi$' \
      -E '^runtime\.Launch\.ThreadCreationFailureIsAnError$')
   # The MPI jobs without LeakSanitizer: OpenMPI 4.1 leaks from MPI_Init in MCA
   # components it dlclose's at MPI_Finalize, so LSan can name neither module
   # nor function and no suppression can be narrow. ASan + UBSan still run.
   (cd "$B" && ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
-     ctest --output-on-failure -j"$JOBS" -L mpi)
+     ctest --output-on-failure -j"$JOBS" -L '^mpi$')
 fi
 if [ "$WHICH" = compiler ] || [ "$WHICH" = all ]; then
   B="$ROOT/build-asan"
@@ -89,7 +89,7 @@ if [ "$WHICH" = compiler ] || [ "$WHICH" = all ]; then
   # Not Devices.MeasuredCpuIsPlausible: a speed plausibility bound (GFLOP/s
   # of a small GEMM), which -O1 and ASan miss by design.
   (cd "$B" && ASAN_OPTIONS="$ASAN_OPTIONS:allow_user_poisoning=0" \
-     ctest --output-on-failure -j"$JOBS" -L compiler \
+     ctest --output-on-failure -j"$JOBS" -L '^compiler$' \
      -E '^Devices\.MeasuredCpuIsPlausible$')
 fi
 if [ "$WHICH" = tsan ] || [ "$WHICH" = all ]; then
