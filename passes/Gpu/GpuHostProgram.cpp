@@ -523,32 +523,27 @@ struct GpuHostProgramPass
   llvm::SetVector<memref::GlobalOp> globals;
 };
 
-/// The declaration of loom_cuda_mgpu_resident(host, bytes) -> device.
-func::FuncOp residentFnOf(ModuleOp m) {
-  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuResidentFn))
+/// The declaration of the runtime's `name`(ptr, i64) -> ptr (made once).
+func::FuncOp ptrI64FnOf(ModuleOp m, StringRef name) {
+  if (auto fn = m.lookupSymbol<func::FuncOp>(name))
     return fn;
   OpBuilder mb(m.getBodyRegion());
   mb.setInsertionPointToEnd(m.getBody());
   Type ptr = LLVM::LLVMPointerType::get(m.getContext());
-  auto fn =
-      func::FuncOp::create(mb, m.getLoc(), loom::kGpuResidentFn,
-                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
+  auto fn = func::FuncOp::create(
+      mb, m.getLoc(), name, mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
   fn.setPrivate();
   return fn;
 }
 
+/// The declaration of loom_cuda_mgpu_resident(host, bytes) -> device.
+func::FuncOp residentFnOf(ModuleOp m) {
+  return ptrI64FnOf(m, loom::kGpuResidentFn);
+}
+
 /// The declaration of loom_cuda_mgpu_workspace(key, bytes) -> device.
 func::FuncOp workspaceFnOf(ModuleOp m) {
-  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuWorkspaceFn))
-    return fn;
-  OpBuilder mb(m.getBodyRegion());
-  mb.setInsertionPointToEnd(m.getBody());
-  Type ptr = LLVM::LLVMPointerType::get(m.getContext());
-  auto fn =
-      func::FuncOp::create(mb, m.getLoc(), loom::kGpuWorkspaceFn,
-                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
-  fn.setPrivate();
-  return fn;
+  return ptrI64FnOf(m, loom::kGpuWorkspaceFn);
 }
 
 /// The key of `f`'s workspace: a private byte of the bundle, one per entry,
@@ -567,18 +562,7 @@ LLVM::GlobalOp workspaceKeyOf(func::FuncOp f) {
 }
 
 /// The declaration of loom_cuda_mgpu_state(host, bytes) -> device.
-func::FuncOp stateFnOf(ModuleOp m) {
-  if (auto fn = m.lookupSymbol<func::FuncOp>(loom::kGpuStateFn))
-    return fn;
-  OpBuilder mb(m.getBodyRegion());
-  mb.setInsertionPointToEnd(m.getBody());
-  Type ptr = LLVM::LLVMPointerType::get(m.getContext());
-  auto fn =
-      func::FuncOp::create(mb, m.getLoc(), loom::kGpuStateFn,
-                           mb.getFunctionType({ptr, mb.getI64Type()}, {ptr}));
-  fn.setPrivate();
-  return fn;
-}
+func::FuncOp stateFnOf(ModuleOp m) { return ptrI64FnOf(m, loom::kGpuStateFn); }
 
 /// The host address of `host` as a pointer, and its device copy.
 Value callResident(OpBuilder &b, Location loc, Value host, int64_t bytes,
