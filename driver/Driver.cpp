@@ -464,6 +464,8 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
     return false;
   loom::GpuLowerPipelineOptions gpu;
   gpu.cublas = !o.noGemm;
+  if (o.gpuEmulate)
+    gpu.format = "emu";
   // The bound of dynamic dimensions: --gpu-max-tokens, else the model's
   // context (a dynamic size with neither is refused by the pipeline).
   gpu.maxDim = o.gpuMaxTokens;
@@ -486,7 +488,8 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
   if (failed(pm.run(*module)))
     return false;
   gpuTarget.device = "cuda";
-  gpuTarget.chips = gpu.chips;
+  if (!o.gpuEmulate)
+    gpuTarget.chips = gpu.chips;
   gpuTarget.format = gpu.format;
   for (auto f : module->getOps<LLVM::LLVMFuncOp>()) {
     auto peak = f->getAttrOfType<IntegerAttr>(loom::kGpuPeakBytesAttr);
@@ -520,7 +523,10 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
              << (o.gpuMaxTokens > 0 ? "--gpu-max-tokens"
                                     : "the model's context_length")
              << ")";
-      diag << ", chips " << llvm::join(gpu.chips, ",") << "\n";
+      if (o.gpuEmulate)
+        diag << ", kernels for the host (--gpu-emulate)\n";
+      else
+        diag << ", chips " << llvm::join(gpu.chips, ",") << "\n";
     }
     gpuTarget.memoryPlan.push_back(std::move(plan));
   }

@@ -73,9 +73,17 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   // Kernels are final here: identical ones (each inline layer's) compiled once.
   pm.addPass(createGpuDedupKernelsPass());
 
+  const bool emulate = options.format == "emu";
+  if (emulate) {
+    // Kernels compiled for the host into the bundle (the emulating driver
+    // runs them; docs/GPU.md "Emulation on the CPU").
+    pm.addPass(createGpuEmulateKernelsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   // Device code: one #nvvm.target per chip (PTX version: LLVM's default
   // for the chip), NVVM, then PTX or cubins.
-  std::vector<std::string> chips = options.chips;
+  std::vector<std::string> chips = emulate ? std::vector<std::string>{}
+                                           : options.chips;
   if (options.format != "fatbin" && !chips.empty())
     chips.resize(1);
   for (const std::string &chip : chips) {
@@ -84,16 +92,18 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
     attach.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(attach));
   }
-  OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
-  dev.addPass(createConvertGpuOpsToNVVMOps());
-  dev.addPass(createCanonicalizerPass());
-  dev.addPass(createCSEPass());
-  dev.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions toBinary;
-  toBinary.compilationTarget = options.format == "isa" ? "isa" : "bin";
-  if (!options.toolkit.empty())
-    toBinary.toolkitPath = options.toolkit;
-  pm.addPass(createGpuModuleToBinaryPass(toBinary));
+  if (!emulate) {
+    OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+    dev.addPass(createConvertGpuOpsToNVVMOps());
+    dev.addPass(createCanonicalizerPass());
+    dev.addPass(createCSEPass());
+    dev.addPass(createReconcileUnrealizedCastsPass());
+    GpuModuleToBinaryPassOptions toBinary;
+    toBinary.compilationTarget = options.format == "isa" ? "isa" : "bin";
+    if (!options.toolkit.empty())
+      toBinary.toolkitPath = options.toolkit;
+    pm.addPass(createGpuModuleToBinaryPass(toBinary));
+  }
   if (options.format == "fatbin")
     pm.addPass(
         createGpuLinkFatbinPass(GpuLinkFatbinPassOptions{options.toolkit}));
@@ -103,6 +113,9 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createPackEntryPointsPass());
+  // (After the packing, which makes every other function internal.)
+  if (emulate)
+    pm.addPass(createGpuEmulateLaunchersPass());
   pm.addPass(createGpuExportUploadConstantsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCheckedMallocPass());
@@ -114,7 +127,8 @@ struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
   ListOption<std::string> chips{*this, "chips",
                                 llvm::cl::desc("chips (default sm_80,sm_90)")};
   Option<std::string> format{*this, "format",
-                             llvm::cl::desc("fatbin (default), bin or isa"),
+                             llvm::cl::desc("fatbin (default), bin, isa or emu (kernels for "
+                                            "the host: the emulating driver)"),
                              llvm::cl::init("fatbin")};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block"),

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -79,7 +80,9 @@ struct GpuLowerPipelineOptions {
   std::vector<std::string> chips = {"sm_80", "sm_90"};
   /// "fatbin" (cubins of every chip, needs ptxas and fatbinary), "bin"
   /// (the first chip's cubin) or "isa" (the first chip's PTX, JIT-compiled
-  /// by the driver at load; needs no toolkit: lit tests).
+  /// by the driver at load; needs no toolkit: lit tests) or "emu" (kernels
+  /// compiled for the host into the bundle, run by the emulating CUDA
+  /// driver of test/gpu/emu; no toolkit, no device).
   std::string format = "fatbin";
   int64_t blockSize = 256;
   /// Matmuls through cuBLAS (false: generated kernels, for A/B checks).

@@ -243,4 +243,45 @@ def GpuDedupKernelsPass
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def GpuEmulateKernelsPass
+    : Pass<"loom-gpu-emulate-kernels", "mlir::ModuleOp"> {
+  let summary = "Kernels as host functions, for running a CUDA program on a CPU";
+  let description = [{
+    The emulation target of the GPU lower phase (`format=emu`, `loomc
+    --target=cuda --gpu-emulate`; docs/GPU.md, "Emulation"), in place of NVVM
+    and serialization: every kernel of every gpu.module becomes a host
+    `func.func @__loom_emu_body_<module>__<kernel>` with the kernel's
+    arguments and one more, a pointer to twelve i64 (thread ids x, y, z,
+    block ids, block sizes, grid sizes) that the emulating driver fills for
+    each thread; `gpu.thread_id` and its siblings read it, `gpu.return`
+    returns, the NVPTX intrinsics that loom-gpu-host-program put in kernels
+    become their math ops again. Each gpu.module becomes a `gpu.binary` of
+    the same name whose object is `LOOMEMU1\0<module>\0`: the host code
+    loads it as it loads a fatbin, and the emulating driver
+    (test/gpu/emu) finds the module's functions in the library holding that
+    object. The generated quantized matmul kernels (`loom_qmm_*`, emulated
+    thread by thread by the gpu.emulation tests) are not converted: the
+    driver computes them from their name. A kernel with anything else of
+    the gpu or nvvm dialects (barriers, shuffles, shared memory) is refused
+    by name: this target runs threads one after the other.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::math::MathDialect", "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect", "mlir::NVVM::NVVMDialect"];
+}
+
+def GpuEmulateLaunchersPass
+    : Pass<"loom-gpu-emulate-launchers", "mlir::ModuleOp"> {
+  let summary = "One launcher per emulated kernel, the CUDA parameter ABI";
+  let description = [{
+    After host code is LLVM (gpu-to-llvm): for every function that
+    loom-gpu-emulate-kernels made, an exported
+    `llvm.func @__loom_emu_<module>__<kernel>(ptr params, ptr ctx)` that
+    reads each argument through `params` as cuLaunchKernel passes them (a
+    pointer per parameter, memref descriptors expanded field by field: the
+    same expansion as the kernel's) and calls the body for one thread.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // LOOM_PASSES_GPU_PASSES_TD

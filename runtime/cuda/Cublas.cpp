@@ -15,7 +15,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
+#include <vector>
 
 using namespace loom::cuda;
 
@@ -52,8 +54,14 @@ const Cublas *cublas(std::string *err) {
     return &lib;
   void *h = nullptr;
   std::string tried;
-  for (const char *name :
-       {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+  // LOOM_CUBLAS: another library with cuBLAS's ABI (the CUDA emulator's,
+  // test/gpu/emu), as LOOM_CUDA_DRIVER for the driver.
+  const char *env = std::getenv("LOOM_CUBLAS");
+  std::vector<const char *> names = {"libcublas.so.13", "libcublas.so.12",
+                                     "libcublas.so"};
+  if (env && *env)
+    names = {env};
+  for (const char *name : names) {
     h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (h)
       break;

@@ -120,8 +120,23 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
   if (open(ordinal, &dev) != 0 || info(dev, &di) != 0)
     return failWith("a CUDA bundle needs a CUDA device: " +
                     std::string(lastError()));
+  // Kernels compiled for the host (loomc --gpu-emulate) run only under the
+  // emulating driver, and it runs nothing else (docs/GPU.md "Emulation").
+  const bool emulator = std::string(di.name) == LOOM_CUDA_EMULATOR_NAME;
+  if (m.target.isEmulated() != emulator)
+    return failWith(
+        emulator ? "device " + std::to_string(ordinal) +
+                       " is the CUDA emulator (LOOM_CUDA_DRIVER), which runs "
+                       "only bundles compiled with loomc --gpu-emulate; this "
+                       "one has " + chips + " kernels"
+                 : std::string("the bundle's kernels are compiled for the "
+                               "host (loomc --gpu-emulate) and run only under "
+                               "the emulating CUDA driver "
+                               "(LOOM_CUDA_DRIVER=libloom_cuda_emu.so); "
+                               "recompile without --gpu-emulate for device ") +
+                       std::to_string(ordinal) + " (" + di.name + ")");
   // A cubin runs on its own major architecture, at its minor or above.
-  bool fits = false;
+  bool fits = emulator;
   for (const std::string &c : m.target.chips) {
     int sm = c.rfind("sm_", 0) == 0 ? std::atoi(c.c_str() + 3) : -1;
     if (sm / 10 == di.sm / 10 && sm % 10 <= di.sm % 10)

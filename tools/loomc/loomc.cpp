@@ -247,6 +247,13 @@ cl::opt<int64_t, true> gpuMaxTokens(
              "model's context_length)"),
     cl::value_desc("N"), cl::location(gOptions.gpuMaxTokens),
     cl::cat(loomcCategory));
+cl::opt<bool, true> gpuEmulate(
+    "gpu-emulate",
+    cl::desc("--target=cuda: compile the kernels for this host instead of "
+             "a GPU; the bundle runs only under the emulating CUDA driver "
+             "(LOOM_CUDA_DRIVER=libloom_cuda_emu.so; testing the GPU "
+             "program without a device)"),
+    cl::Hidden, cl::location(gOptions.gpuEmulate), cl::cat(loomcCategory));
 cl::opt<std::string, true> qmmTile(
     "qmm-tile",
     cl::desc("Register tile of the quantized matmul kernels, MRxNR2xNR1 "

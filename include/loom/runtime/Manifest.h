@@ -150,6 +150,9 @@ struct TargetInfo {
   /// A GPU program (`loomc --target=cuda`): "cuda", else empty (the CPU).
   std::string device;
   std::vector<std::string> chips; ///< e.g. sm_80, sm_90
+  /// How the kernels are stored: fatbin, bin, isa (PTX), or emu (compiled
+  /// for the host, run only by the emulating driver, kEmulatorDeviceName).
+  std::string format;
   /// The CUDA runtime ABI (loom/runtime/cuda.h) the host code was generated
   /// against (0: not recorded, a bundle older than the field).
   int64_t cudaAbiVersion = 0;
@@ -165,6 +168,7 @@ struct TargetInfo {
   /// for each of them (a call over it is refused before it runs).
   std::map<std::string, int64_t> maxDim;
   bool isCuda() const { return device == "cuda"; }
+  bool isEmulated() const { return isCuda() && format == "emu"; }
 };
 
 struct Manifest {

@@ -37,6 +37,15 @@ extern "C" {
 
 #define LOOM_CUDA_ABI_VERSION 2
 
+/* The device name (cuDeviceGetName) of the emulating CUDA driver that runs
+   bundles compiled with `loomc --target=cuda --gpu-emulate` on the CPU
+   (test/gpu/emu; docs/GPU.md "Emulation on the CPU"). Its kernel images are
+   "LOOMEMU1\0<gpu.module>\0": the kernels are host functions
+   `__loom_emu_<module>__<kernel>(void **params, int64_t ctx[12])` of the
+   library holding the image, ctx = thread ids x y z, block ids, block
+   sizes, grid sizes. */
+#define LOOM_CUDA_EMULATOR_NAME "loom-cuda-emulator"
+
 #if defined(__GNUC__)
 #define LOOM_CUDA_EXPORT __attribute__((visibility("default")))
 #else

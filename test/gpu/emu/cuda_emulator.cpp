@@ -1,0 +1,542 @@
+//===- test/gpu/emu/cuda_emulator.cpp - a CUDA driver that computes on the CPU
+//===//
+//
+// libloom_cuda_emu.so: the CUDA driver ABI that runtime/cuda dlopens
+// (LOOM_CUDA_DRIVER) and cuBLAS's cublasGemmEx (LOOM_CUBLAS), implemented
+// on the CPU so that a whole `loomc --target=cuda --gpu-emulate` bundle
+// runs with numbers where no GPU is (docs/GPU.md, "Emulation on the CPU").
+// Unlike the recording fake (test/gpu/program/fake_cuda_driver.c), every
+// call does what the device would: device memory is host memory, copies
+// and memsets copy and set, streams run in order at once, and a kernel
+// launch runs the kernel for every thread of every block, one after the
+// other:
+//  - kernels of an emulation image ("LOOMEMU1\0<module>\0", made by
+//    loom-gpu-emulate-kernels) are host functions of the library that
+//    holds the image, `__loom_emu_<module>__<kernel>(params, ctx)`;
+//  - the generated quantized matmuls (`loom_qmm_*`) are computed from
+//    their names (format, block, mode, scale, N, K, activations) over
+//    test/gpu/QuantReference.h's dequantizer; their thread-level
+//    arithmetic is checked by the gpu.emulation tests;
+//  - cublasGemmEx is a plain column-major product with f32 accumulation;
+//  - stream capture records the stream's work and a graph launch replays
+//    it.
+// A cubin, fatbin or PTX image loads, but launching one of its kernels is
+// an error naming it (CUDA_ERROR_NOT_SUPPORTED). What this cannot show is
+// anything of the NVPTX code itself (instruction selection, shuffles,
+// shared memory, timing): that is scripts/gpu-check.sh's, on a device.
+//
+// Set LOOM_CUDA_EMU_TRACE=1 to print every launch on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Support/QuantFormat.h"
+#include "loom/runtime/cuda.h"
+#include "test/gpu/QuantReference.h"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+using CUdeviceptr = uintptr_t;
+
+constexpr CUresult kSuccess = 0;
+constexpr CUresult kInvalidValue = 1;
+constexpr CUresult kOutOfMemory = 2;
+constexpr CUresult kInvalidImage = 200;
+constexpr CUresult kNotFound = 500;
+constexpr CUresult kNotSupported = 801;
+
+std::recursive_mutex mu;
+
+/// Streams run their work at once, except while captured: then it is
+/// recorded for the graph.
+struct Stream {
+  std::vector<std::function<void()>> *capture = nullptr;
+};
+struct Graph {
+  std::vector<std::function<void()>> work;
+};
+Stream nullStream;
+
+Stream *streamOf(void *s) { return s ? static_cast<Stream *>(s) : &nullStream; }
+
+/// Runs `work` on stream `s` (now, or into the graph being captured).
+CUresult enqueue(void *s, std::function<void()> work) {
+  Stream *st = streamOf(s);
+  if (st->capture)
+    st->capture->push_back(std::move(work));
+  else
+    work();
+  return kSuccess;
+}
+
+struct QmmSpec {
+  loom::gpu::ref::Format format;
+  bool halfAct = false;
+};
+
+struct Function {
+  std::string name;
+  void (*host)(void **, int64_t *) = nullptr; ///< an emulated kernel
+  bool qmm = false;
+  QmmSpec spec;
+};
+
+struct Module {
+  void *library = nullptr; ///< the library holding an emulation image
+  std::string name;        ///< its gpu.module; empty: a cubin/PTX image
+  std::vector<std::unique_ptr<Function>> functions;
+};
+
+bool trace() {
+  static const bool on = [] {
+    const char *e = std::getenv("LOOM_CUDA_EMU_TRACE");
+    return e && *e && std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
+/// Parses `loom_qmm_<format>[_b<block>_<mode>_<scale>]_n<N>_k<K>_<act>_
+/// (gemv<M>|tiled)` (QMatmulKernelGen's kernelBaseName).
+bool parseQmm(std::string name, QmmSpec &out) {
+  if (name.rfind("loom_qmm_", 0) != 0)
+    return false;
+  name = name.substr(9);
+  auto cut = [&](std::string &rest) {
+    size_t at = rest.rfind('_');
+    if (at == std::string::npos)
+      return std::string();
+    std::string tail = rest.substr(at + 1);
+    rest.resize(at);
+    return tail;
+  };
+  std::string kind = cut(name);
+  if (kind != "tiled" && kind.rfind("gemv", 0) != 0)
+    return false;
+  std::string act = cut(name), k = cut(name), n = cut(name);
+  if (act != "f32" && act != "f16")
+    return false;
+  if (k.size() < 2 || k[0] != 'k' || n.size() < 2 || n[0] != 'n')
+    return false;
+  loom::gpu::ref::Format &f = out.format;
+  f.act = act;
+  f.n = std::atoll(n.c_str() + 1);
+  f.k = std::atoll(k.c_str() + 1);
+  out.halfAct = act == "f16";
+  auto gguf = loom::quant::parseFormat(name);
+  if (gguf && loom::quant::isGgufFormat(*gguf)) {
+    f.format = name;
+    f.block = 32;
+    f.scale = "f16";
+    f.mode = std::string(loom::quant::modeName(loom::quant::defaultMode(*gguf)));
+    return f.n > 0 && f.k > 0;
+  }
+  std::string scale = cut(name), mode = cut(name), block = cut(name);
+  auto m = loom::quant::parseMode(mode);
+  auto fmt = loom::quant::parseFormat(name);
+  if (!m || !fmt || block.size() < 2 || block[0] != 'b')
+    return false;
+  f.format = name;
+  f.mode = std::string(loom::quant::modeName(*m));
+  f.scale = scale;
+  f.block = std::atoll(block.c_str() + 1);
+  return f.n > 0 && f.k > 0 && f.block > 0 && f.k % f.block == 0;
+}
+
+/// y[m, n] = x[m, k] * dequant(w)[n, k]^T, f32 accumulation per output as
+/// the kernels do (in double here: the reference).
+void runQmm(const QmmSpec &s, void **params) {
+  const uint8_t *w = *static_cast<uint8_t **>(params[0]);
+  const void *x = *static_cast<void **>(params[1]);
+  void *y = *static_cast<void **>(params[2]);
+  int32_t m = *static_cast<int32_t *>(params[3]);
+  const loom::gpu::ref::Format &f = s.format;
+  loom::gpu::ref::Layout l = loom::gpu::ref::layoutOf(f);
+  int64_t rowBytes = f.k / l.block * l.bb;
+  loom::gpu::ref::Format row = f;
+  row.n = 1;
+  std::vector<float> xs(size_t(m) * size_t(f.k));
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = s.halfAct
+                ? loom::gpu::ref::fromHalf(static_cast<const uint16_t *>(x)[i])
+                : static_cast<const float *>(x)[i];
+  for (int64_t j = 0; j < f.n; ++j) {
+    std::vector<uint8_t> bytes(w + j * rowBytes, w + (j + 1) * rowBytes);
+    std::vector<float> wr = loom::gpu::ref::dequant(row, bytes);
+    for (int32_t i = 0; i < m; ++i) {
+      double acc = 0;
+      const float *xr = xs.data() + size_t(i) * size_t(f.k);
+      for (int64_t kk = 0; kk < f.k; ++kk)
+        acc += double(xr[kk]) * double(wr[size_t(kk)]);
+      size_t at = size_t(i) * size_t(f.n) + size_t(j);
+      if (s.halfAct)
+        static_cast<uint16_t *>(y)[at] = loom::gpu::ref::toHalf(float(acc));
+      else
+        static_cast<float *>(y)[at] = float(acc);
+    }
+  }
+}
+
+/// bf16 <-> f32 (round to nearest even).
+float fromBf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return uint16_t(u >> 16);
+}
+
+} // namespace
+
+extern "C" {
+
+// ---- initialisation, device queries ----------------------------------
+CUresult cuInit(unsigned) { return kSuccess; }
+CUresult cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return kSuccess;
+}
+CUresult cuGetErrorName(CUresult r, const char **s) {
+  *s = r == kNotSupported ? "CUDA_ERROR_NOT_SUPPORTED"
+       : r == kNotFound   ? "CUDA_ERROR_NOT_FOUND"
+       : r == kOutOfMemory ? "CUDA_ERROR_OUT_OF_MEMORY"
+                           : "CUDA_ERROR_INVALID_VALUE";
+  return kSuccess;
+}
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = r == kNotSupported
+           ? "the CUDA emulator runs only kernels compiled with loomc "
+             "--gpu-emulate (and the quantized matmuls)"
+           : "CUDA emulator error";
+  return kSuccess;
+}
+CUresult cuDeviceGetCount(int *n) {
+  *n = 1;
+  return kSuccess;
+}
+CUresult cuDeviceGet(int *d, int ordinal) {
+  if (ordinal != 0)
+    return kInvalidValue;
+  *d = 0;
+  return kSuccess;
+}
+CUresult cuDeviceGetName(char *name, int len, int) {
+  std::snprintf(name, size_t(len), "%s", LOOM_CUDA_EMULATOR_NAME);
+  return kSuccess;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int) {
+  // 75/76: compute capability 9.0; 16: SMs; 36: memory clock (kHz); 37:
+  // bus width (bits).
+  *v = attr == 75   ? 9
+       : attr == 76 ? 0
+       : attr == 16 ? 1
+       : attr == 36 ? 1000000
+       : attr == 37 ? 64
+                    : 1024;
+  return kSuccess;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, int) {
+  *b = size_t(1) << 36;
+  return kSuccess;
+}
+static int contextToken;
+CUresult cuDevicePrimaryCtxRetain(void **c, int) {
+  *c = &contextToken;
+  return kSuccess;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
+CUresult cuCtxSetCurrent(void *) { return kSuccess; }
+CUresult cuCtxSynchronize(void) { return kSuccess; }
+
+// ---- memory -----------------------------------------------------------
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  // 256-byte aligned as cuMemAlloc's; new memory holds garbage on a device,
+  // here a NaN pattern so that a read before a write shows.
+  size_t bytes = (n + 255) / 256 * 256;
+  void *q = std::aligned_alloc(256, bytes ? bytes : 256);
+  if (!q)
+    return kOutOfMemory;
+  std::memset(q, 0xff, bytes ? bytes : 256);
+  *p = reinterpret_cast<CUdeviceptr>(q);
+  return kSuccess;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  std::free(reinterpret_cast<void *>(p));
+  return kSuccess;
+}
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned) {
+  return cuMemAlloc_v2(p, n);
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
+                              void *st) {
+  return enqueue(st, [=] { std::memcpy(reinterpret_cast<void *>(d), s, n); });
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  return enqueue(st,
+                 [=] { std::memcpy(d, reinterpret_cast<const void *>(s), n); });
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
+                              void *st) {
+  return enqueue(st, [=] {
+    std::memmove(reinterpret_cast<void *>(d), reinterpret_cast<void *>(s), n);
+  });
+}
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  return cuMemcpyDtoDAsync_v2(d, s, n, st);
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
+  return enqueue(s, [=] { std::memset(reinterpret_cast<void *>(d), v, n); });
+}
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
+  return enqueue(s, [=] {
+    auto *p = reinterpret_cast<uint16_t *>(d);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = v;
+  });
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
+  return enqueue(s, [=] {
+    auto *p = reinterpret_cast<uint32_t *>(d);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = v;
+  });
+}
+
+// ---- streams, events, graphs -----------------------------------------
+CUresult cuStreamCreate(void **s, unsigned) {
+  *s = new Stream();
+  return kSuccess;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  if (s)
+    delete static_cast<Stream *>(s);
+  return kSuccess;
+}
+CUresult cuStreamSynchronize(void *) { return kSuccess; }
+CUresult cuStreamWaitEvent(void *, void *, unsigned) { return kSuccess; }
+static int eventToken;
+CUresult cuEventCreate(void **e, unsigned) {
+  *e = &eventToken;
+  return kSuccess;
+}
+CUresult cuEventRecord(void *, void *) { return kSuccess; }
+CUresult cuEventSynchronize(void *) { return kSuccess; }
+CUresult cuEventElapsedTime_v2(float *ms, void *, void *) {
+  *ms = 0;
+  return kSuccess;
+}
+CUresult cuEventDestroy_v2(void *) { return kSuccess; }
+CUresult cuStreamBeginCapture_v2(void *s, int) {
+  Stream *st = streamOf(s);
+  if (st->capture)
+    return kInvalidValue;
+  st->capture = &(new Graph())->work;
+  return kSuccess;
+}
+CUresult cuStreamEndCapture(void *s, void **g) {
+  Stream *st = streamOf(s);
+  if (!st->capture)
+    return kInvalidValue;
+  // The Graph begins with its work vector.
+  *g = reinterpret_cast<Graph *>(st->capture);
+  st->capture = nullptr;
+  return kSuccess;
+}
+CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long) {
+  *e = new Graph(*static_cast<Graph *>(g));
+  return kSuccess;
+}
+CUresult cuGraphLaunch(void *e, void *s) {
+  Graph copy = *static_cast<Graph *>(e);
+  return enqueue(s, [copy] {
+    for (const auto &w : copy.work)
+      w();
+  });
+}
+CUresult cuGraphExecDestroy(void *e) {
+  delete static_cast<Graph *>(e);
+  return kSuccess;
+}
+CUresult cuGraphDestroy(void *g) {
+  delete static_cast<Graph *>(g);
+  return kSuccess;
+}
+
+// ---- modules and launches ---------------------------------------------
+CUresult cuModuleLoadData(void **m, const void *image) {
+  if (!image)
+    return kInvalidValue;
+  auto mod = std::make_unique<Module>();
+  const char *p = static_cast<const char *>(image);
+  if (std::memcmp(p, "LOOMEMU1", 9) == 0) {
+    mod->name = p + 9;
+    Dl_info info{};
+    if (!dladdr(image, &info) || !info.dli_fname) {
+      std::fprintf(stderr,
+                   "loom-cuda-emulator: cannot find the library of the "
+                   "emulation image of '%s'\n",
+                   mod->name.c_str());
+      return kInvalidImage;
+    }
+    mod->library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!mod->library) {
+      std::fprintf(stderr, "loom-cuda-emulator: '%s' is not loaded\n",
+                   info.dli_fname);
+      return kInvalidImage;
+    }
+  }
+  *m = mod.release();
+  return kSuccess;
+}
+CUresult cuModuleUnload(void *m) {
+  auto *mod = static_cast<Module *>(m);
+  if (mod->library)
+    dlclose(mod->library);
+  delete mod;
+  return kSuccess;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  auto *mod = static_cast<Module *>(m);
+  auto fn = std::make_unique<Function>();
+  fn->name = name;
+  if (parseQmm(name, fn->spec)) {
+    fn->qmm = true;
+  } else if (mod->library) {
+    std::string sym = "__loom_emu_" + mod->name + "__" + name;
+    fn->host = reinterpret_cast<void (*)(void **, int64_t *)>(
+        dlsym(mod->library, sym.c_str()));
+    if (!fn->host) {
+      std::fprintf(stderr,
+                   "loom-cuda-emulator: kernel '%s' of module '%s' has no "
+                   "host function '%s'\n",
+                   name, mod->name.c_str(), sym.c_str());
+      return kNotFound;
+    }
+  }
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  *f = fn.get();
+  mod->functions.push_back(std::move(fn));
+  return kSuccess;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned,
+                        void *s, void **params, void **) {
+  auto *fn = static_cast<Function *>(f);
+  if (trace())
+    std::fprintf(stderr, "loom-cuda-emulator: launch %s grid %u,%u,%u block "
+                         "%u,%u,%u\n",
+                 fn->name.c_str(), gx, gy, gz, bx, by, bz);
+  if (!fn->qmm && !fn->host) {
+    std::fprintf(stderr,
+                 "loom-cuda-emulator: kernel '%s' is device code (a cubin, "
+                 "fatbin or PTX image), which the emulator cannot run; "
+                 "compile the bundle with loomc --gpu-emulate\n",
+                 fn->name.c_str());
+    return kNotSupported;
+  }
+  if (fn->qmm) {
+    // The parameters are read when the work runs (as the device does at
+    // launch: copy their values now).
+    void *w = *static_cast<void **>(params[0]);
+    void *x = *static_cast<void **>(params[1]);
+    void *y = *static_cast<void **>(params[2]);
+    int32_t m = *static_cast<int32_t *>(params[3]);
+    QmmSpec spec = fn->spec;
+    return enqueue(s, [=]() mutable {
+      void *ps[4] = {&w, &x, &y, &m};
+      runQmm(spec, ps);
+    });
+  }
+  auto *host = fn->host;
+  auto run = [=](void **ps) {
+    int64_t ctx[12] = {0, 0, 0, 0, 0, 0, bx, by, bz, gx, gy, gz};
+    for (unsigned z = 0; z < gz; ++z)
+      for (unsigned yy = 0; yy < gy; ++yy)
+        for (unsigned x = 0; x < gx; ++x)
+          for (unsigned tz = 0; tz < bz; ++tz)
+            for (unsigned ty = 0; ty < by; ++ty)
+              for (unsigned tx = 0; tx < bx; ++tx) {
+                ctx[0] = tx, ctx[1] = ty, ctx[2] = tz;
+                ctx[3] = x, ctx[4] = yy, ctx[5] = z;
+                host(ps, ctx);
+              }
+  };
+  if (!streamOf(s)->capture) {
+    run(params);
+    return kSuccess;
+  }
+  std::fprintf(stderr, "loom-cuda-emulator: kernel '%s' launched during "
+                       "stream capture: not emulated yet\n",
+               fn->name.c_str());
+  return kNotSupported;
+}
+
+// ---- cuBLAS (LOOM_CUBLAS) ----------------------------------------------
+int cublasCreate_v2(void **h) {
+  static int handle;
+  *h = &handle;
+  return 0;
+}
+int cublasDestroy_v2(void *) { return 0; }
+int cublasSetStream_v2(void *, void *) { return 0; }
+const char *cublasGetStatusString(int) { return "CUDA emulator cuBLAS"; }
+/// C = alpha op(A) op(B) + beta C, column-major, f32 accumulation; A, B
+/// and C of one type: f32 (0), f16 (2) or bf16 (14).
+int cublasGemmEx(void *, int transa, int transb, int m, int n, int k,
+                 const void *alpha, const void *A, int atype, int lda,
+                 const void *B, int btype, int ldb, const void *beta, void *C,
+                 int ctype, int ldc, int, int) {
+  if (atype != btype || atype != ctype ||
+      (atype != 0 && atype != 2 && atype != 14))
+    return 7; // CUBLAS_STATUS_INVALID_VALUE
+  float al = *static_cast<const float *>(alpha);
+  float be = *static_cast<const float *>(beta);
+  auto load = [&](const void *p, int64_t i) {
+    return atype == 0 ? static_cast<const float *>(p)[i]
+           : atype == 2
+               ? loom::gpu::ref::fromHalf(static_cast<const uint16_t *>(p)[i])
+               : fromBf16(static_cast<const uint16_t *>(p)[i]);
+  };
+  auto store = [&](void *p, int64_t i, float v) {
+    if (atype == 0)
+      static_cast<float *>(p)[i] = v;
+    else if (atype == 2)
+      static_cast<uint16_t *>(p)[i] = loom::gpu::ref::toHalf(v);
+    else
+      static_cast<uint16_t *>(p)[i] = toBf16(v);
+  };
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      float acc = 0;
+      for (int l = 0; l < k; ++l) {
+        float a = load(A, transa ? int64_t(l) + int64_t(i) * lda
+                                 : int64_t(i) + int64_t(l) * lda);
+        float b = load(B, transb ? int64_t(j) + int64_t(l) * ldb
+                                 : int64_t(l) + int64_t(j) * ldb);
+        acc += a * b;
+      }
+      int64_t at = int64_t(i) + int64_t(j) * ldc;
+      float c = be == 0.0f ? 0.0f : be * load(C, at);
+      store(C, at, al * acc + c);
+    }
+  return 0;
+}
+
+} // extern "C"
