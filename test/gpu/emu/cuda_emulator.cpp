@@ -155,6 +155,30 @@ bool parseQmm(std::string name, QmmSpec &out) {
   return f.n > 0 && f.k > 0 && f.block > 0 && f.k % f.block == 0;
 }
 
+/// Device allocations (base -> bytes), and the dequantized weights of the
+/// quantized matmuls by their device address: weights are resident for the
+/// life of a bundle; an entry goes when its allocation is freed.
+std::map<uintptr_t, size_t> allocations;
+std::map<std::pair<uintptr_t, std::string>, std::vector<float>> dequantized;
+
+std::string specKey(const loom::gpu::ref::Format &f) {
+  return f.format + "/" + f.mode + "/" + f.scale + "/" +
+         std::to_string(f.block) + "/" + std::to_string(f.n) + "/" +
+         std::to_string(f.k);
+}
+
+const std::vector<float> &dequantize(const loom::gpu::ref::Format &f,
+                                     const uint8_t *w) {
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  auto key = std::make_pair(reinterpret_cast<uintptr_t>(w), specKey(f));
+  auto it = dequantized.find(key);
+  if (it != dequantized.end())
+    return it->second;
+  loom::gpu::ref::Layout l = loom::gpu::ref::layoutOf(f);
+  std::vector<uint8_t> bytes(w, w + f.n * (f.k / l.block) * l.bb);
+  return dequantized[key] = loom::gpu::ref::dequant(f, bytes);
+}
+
 /// y[m, n] = x[m, k] * dequant(w)[n, k]^T, f32 accumulation per output as
 /// the kernels do (in double here: the reference).
 void runQmm(const QmmSpec &s, void **params) {
@@ -163,23 +187,19 @@ void runQmm(const QmmSpec &s, void **params) {
   void *y = *static_cast<void **>(params[2]);
   int32_t m = *static_cast<int32_t *>(params[3]);
   const loom::gpu::ref::Format &f = s.format;
-  loom::gpu::ref::Layout l = loom::gpu::ref::layoutOf(f);
-  int64_t rowBytes = f.k / l.block * l.bb;
-  loom::gpu::ref::Format row = f;
-  row.n = 1;
+  const std::vector<float> &wf = dequantize(f, w);
   std::vector<float> xs(size_t(m) * size_t(f.k));
   for (size_t i = 0; i < xs.size(); ++i)
     xs[i] = s.halfAct
                 ? loom::gpu::ref::fromHalf(static_cast<const uint16_t *>(x)[i])
                 : static_cast<const float *>(x)[i];
   for (int64_t j = 0; j < f.n; ++j) {
-    std::vector<uint8_t> bytes(w + j * rowBytes, w + (j + 1) * rowBytes);
-    std::vector<float> wr = loom::gpu::ref::dequant(row, bytes);
+    const float *wr = wf.data() + size_t(j) * size_t(f.k);
     for (int32_t i = 0; i < m; ++i) {
       double acc = 0;
       const float *xr = xs.data() + size_t(i) * size_t(f.k);
       for (int64_t kk = 0; kk < f.k; ++kk)
-        acc += double(xr[kk]) * double(wr[size_t(kk)]);
+        acc += double(xr[kk]) * double(wr[kk]);
       size_t at = size_t(i) * size_t(f.n) + size_t(j);
       if (s.halfAct)
         static_cast<uint16_t *>(y)[at] = loom::gpu::ref::toHalf(float(acc));
@@ -275,9 +295,20 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     return kOutOfMemory;
   std::memset(q, 0xff, bytes ? bytes : 256);
   *p = reinterpret_cast<CUdeviceptr>(q);
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  allocations[*p] = bytes;
   return kSuccess;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  auto a = allocations.find(p);
+  if (a != allocations.end()) {
+    for (auto it = dequantized.begin(); it != dequantized.end();)
+      it = it->first.first >= p && it->first.first < p + a->second
+               ? dequantized.erase(it)
+               : std::next(it);
+    allocations.erase(a);
+  }
   std::free(reinterpret_cast<void *>(p));
   return kSuccess;
 }

