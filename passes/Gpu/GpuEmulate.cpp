@@ -106,8 +106,7 @@ struct GpuEmulateKernelsPass
     SmallVector<Type> args(k.getArgumentTypes());
     args.push_back(ptr);
     OpBuilder b(gm);
-    std::string name =
-        (kBodyPrefix + gm.getName() + "__" + k.getName()).str();
+    std::string name = (kBodyPrefix + gm.getName() + "__" + k.getName()).str();
     auto f = func::FuncOp::create(b, k.getLoc(), name,
                                   FunctionType::get(ctx, args, {}));
     f.setPrivate();
@@ -155,10 +154,10 @@ struct GpuEmulateKernelsPass
     }
     for (LLVM::CallIntrinsicOp c : intrinsics)
       if (failed(unNvvm(c)))
-        return c.emitError() << "loom-gpu-emulate-kernels: kernel '"
-                             << k.getName() << "' calls the intrinsic '"
-                             << c.getIntrin()
-                             << "', which has no host equivalent here";
+        return c.emitError()
+               << "loom-gpu-emulate-kernels: kernel '" << k.getName()
+               << "' calls the intrinsic '" << c.getIntrin()
+               << "', which has no host equivalent here";
     (void)module;
     return success();
   }
@@ -210,8 +209,8 @@ struct GpuEmulateLaunchersPass
       OpBuilder b(module.getBodyRegion());
       b.setInsertionPointToEnd(module.getBody());
       Location loc = body.getLoc();
-      auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                              {ptr, ptr});
+      auto type =
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
       auto launcher = LLVM::LLVMFuncOp::create(
           b, loc, (kLauncherPrefix + name).str(), type);
       Block *entry = launcher.addEntryBlock(b);

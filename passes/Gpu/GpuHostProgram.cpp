@@ -377,6 +377,20 @@ bool isHostInputRead(Operation *op);
 constexpr StringLiteral kStateArgAttrName = "loom.state";
 
 /// True for host operations that may stay: they touch no buffer's contents.
+/// The runtime's context queries (loom/runtime/abi.h: the rank, the mesh,
+/// a group's size and this rank's index in it): host scalars from the
+/// context and integers, no buffer read; a partitioned program computes
+/// its slices' offsets from them.
+bool isContextQuery(func::CallOp call) {
+  static constexpr llvm::StringLiteral kQueries[] = {
+      "loom_rt_rank",       "loom_rt_world_size", "loom_rt_mesh_rank",
+      "loom_rt_mesh_dim",   "loom_rt_coord",      "loom_rt_group_size",
+      "loom_rt_group_index"};
+  return llvm::is_contained(kQueries, call.getCallee()) &&
+         llvm::none_of(call.getOperandTypes(),
+                       [](Type t) { return isa<BaseMemRefType>(t); });
+}
+
 bool isHostSafe(Operation *op) {
   if (isa<gpu::GPUDialect>(op->getDialect()) ||
       op->hasTrait<OpTrait::ConstantLike>() ||
@@ -385,7 +399,7 @@ bool isHostSafe(Operation *op) {
           memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op))
     return true;
   if (auto call = dyn_cast<func::CallOp>(op))
-    return call->hasAttr(loom::kGpuHostSyncAttr) ||
+    return call->hasAttr(loom::kGpuHostSyncAttr) || isContextQuery(call) ||
            call.getCallee() == loom::kGpuGemmFn ||
            call.getCallee() == loom::kGpuResidentFn ||
            call.getCallee() == loom::kGpuStateFn ||

@@ -14,6 +14,7 @@
 
 #include "loom/runtime/cuda.h"
 
+#include "../Comm.h"
 #include "Device.h"
 #include "Driver.h"
 #include "StateTable.h"
@@ -373,7 +374,11 @@ WorkspaceTable &workspaceTable() {
 
 void *loom_cuda_mgpu_workspace(const void *key, int64_t bytes) {
   std::string error;
-  uint64_t p = workspaceTable().get(key, bytes, &error);
+  // One workspace per entry and rank: ranks sharing the device (threads of
+  // this process) run the same entry at once.
+  loom_rt_ctx *ctx = loom::rt::threadContext();
+  uint64_t p =
+      workspaceTable().get(key, bytes, &error, ctx ? loom_rt_rank(ctx) : -1);
   if (!p)
     fatal("loom_cuda_mgpu_workspace", error);
   return reinterpret_cast<void *>(p);

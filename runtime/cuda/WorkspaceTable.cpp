@@ -6,15 +6,15 @@
 
 namespace loom::cuda {
 
-uint64_t WorkspaceTable::get(const void *key, int64_t bytes,
-                             std::string *error) {
+uint64_t WorkspaceTable::get(const void *key, int64_t bytes, std::string *error,
+                             int64_t slot) {
   if (!key || bytes <= 0) {
     *error = "a workspace needs a key and a positive size (got " +
              std::to_string(bytes) + " bytes)";
     return 0;
   }
   std::lock_guard<std::mutex> lock(mu);
-  auto it = spaces.find(key);
+  auto it = spaces.find({key, slot});
   if (it != spaces.end()) {
     if (it->second.bytes != bytes) {
       char at[32];
@@ -32,7 +32,7 @@ uint64_t WorkspaceTable::get(const void *key, int64_t bytes,
     return 0;
   s.bytes = bytes;
   held += bytes;
-  spaces.emplace(key, s);
+  spaces.emplace(std::make_pair(key, slot), s);
   return s.ptr;
 }
 
@@ -54,9 +54,9 @@ size_t WorkspaceTable::size() const {
   return spaces.size();
 }
 
-uint64_t WorkspaceTable::find(const void *key) const {
+uint64_t WorkspaceTable::find(const void *key, int64_t slot) const {
   std::lock_guard<std::mutex> lock(mu);
-  auto it = spaces.find(key);
+  auto it = spaces.find({key, slot});
   return it == spaces.end() ? 0 : it->second.ptr;
 }
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace loom::cuda {
 
@@ -38,11 +39,15 @@ public:
   explicit WorkspaceTable(WorkspaceOps ops) : ops(std::move(ops)) {}
   ~WorkspaceTable() { releaseAll(); }
 
-  /// The workspace of `key`: allocated on the first call, the same address
-  /// on every later one. 0 with `*error` when the device refuses, when
-  /// `key` is null or `bytes` not positive, or when `key` is known with
-  /// another size.
-  uint64_t get(const void *key, int64_t bytes, std::string *error);
+  /// The workspace of `key` for the caller `slot`: allocated on the first
+  /// call, the same address on every later one. 0 with `*error` when the
+  /// device refuses, when `key` is null or `bytes` not positive, or when
+  /// `key` is known with another size. Ranks that share a device (threads
+  /// of one process: the single-device communicator) run the same entry at
+  /// once, so each has its own workspace: `slot` is the calling rank (-1
+  /// outside a rank).
+  uint64_t get(const void *key, int64_t bytes, std::string *error,
+               int64_t slot = -1);
   /// Frees every workspace (the bundle closed, or a reset: no call may be
   /// running). The next call allocates its workspace again.
   void releaseAll();
@@ -50,8 +55,8 @@ public:
   /// Bytes of device memory held, and the number of workspaces.
   int64_t bytes() const;
   size_t size() const;
-  /// The workspace of `key`, 0 when none (tests).
-  uint64_t find(const void *key) const;
+  /// The workspace of `key` for `slot`, 0 when none (tests).
+  uint64_t find(const void *key, int64_t slot = -1) const;
 
 private:
   struct Space {
@@ -60,7 +65,7 @@ private:
   };
   WorkspaceOps ops;
   mutable std::mutex mu;
-  std::map<const void *, Space> spaces;
+  std::map<std::pair<const void *, int64_t>, Space> spaces;
   int64_t held = 0;
 };
 

@@ -66,20 +66,10 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
     return failWith("--threads sets the CPU threads of a CPU bundle; this "
                     "bundle runs on a CUDA device (drop --threads)");
   // The device copies of the weights are keyed by their host address, so
-  // every weight must be the mapped file itself: no per-run copy (a
-  // strided slice or an interleaved layout; loomc --target=cuda makes
-  // neither).
-  for (const RankInfo &rank : m.ranks)
-    for (const auto &[entry, slices] : rank.weights)
-      for (const WeightSlice &w : slices) {
-        std::vector<int64_t> contiguous(w.shape.size());
-        rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
-                        contiguous.data());
-        if (w.strides != contiguous)
-          return failWith("weight '" + w.name +
-                          "' is a strided slice, which a CUDA bundle does "
-                          "not take (recompile with loomc --target=cuda)");
-      }
+  // every weight is the mapped file itself or (a partitioned weight's
+  // strided slice) one contiguous copy made at load (mapWeights): never a
+  // per-run copy such as the interleaved layout, which loomc --target=cuda
+  // does not make.
   for (const Entry &e : m.entries)
     for (size_t k = 0; k < e.interleave.size(); ++k)
       if (e.interleave[k].rows)
@@ -128,7 +118,8 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
         emulator ? "device " + std::to_string(ordinal) +
                        " is the CUDA emulator (LOOM_CUDA_DRIVER), which runs "
                        "only bundles compiled with loomc --gpu-emulate; this "
-                       "one has " + chips + " kernels"
+                       "one has " +
+                       chips + " kernels"
                  : std::string("the bundle's kernels are compiled for the "
                                "host (loomc --gpu-emulate) and run only under "
                                "the emulating CUDA driver "
@@ -598,6 +589,24 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
       if (k < entry.gemmB.size() && entry.gemmB[k] != GemmB::None &&
           !m.target.isCuda())
         packGemmWeight(data, entry.gemmB[k] == GemmB::NK, w);
+      std::vector<int64_t> contiguous(w.shape.size());
+      rowMajorStrides(int64_t(w.shape.size()), w.shape.data(),
+                      contiguous.data());
+      if (m.target.isCuda() && w.strides != contiguous &&
+          k < entry.weights.size()) {
+        int64_t es = dtypeSize(entry.weights[k].dtype), n = 1;
+        for (int64_t d : w.shape)
+          n *= d;
+        Buffer b = allocBuffer(n * es);
+        if (!b) {
+          *error = where + ": out of memory for its contiguous copy";
+          return false;
+        }
+        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
+                    static_cast<const char *>(data), w.strides.data(), b.get(),
+                    contiguous.data());
+        w.contiguous = std::shared_ptr<char>(b.release(), FreeDeleter());
+      }
       plan.push_back(std::move(w));
       doneBytes += s.nbytes;
       progress.update(doneBytes, ++doneSlices);
@@ -636,6 +645,13 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
     std::vector<int64_t> contiguous(w.shape.size());
     rowMajorStrides(int64_t(w.shape.size()), w.shape.data(), contiguous.data());
     const Interleave &il = e.interleave[k];
+    if (w.contiguous) {
+      // (A CUDA bundle's slice, copied once at load.)
+      out.descs.push_back(
+          makeDescriptor(w.contiguous.get(), w.shape, contiguous));
+      out.notOwned.insert(w.contiguous.get());
+      continue;
+    }
     if (w.strides != contiguous || il.rows) {
       // This rank's copy, made once at load: a partitioned weight whose
       // block is not contiguous in its file (e.g. split by columns), and/or

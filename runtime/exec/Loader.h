@@ -91,6 +91,11 @@ struct PlannedWeight {
   /// Packed at load for the f32 GEMM (the manifest's "gemm_b"; null packed:
   /// not), shared by every run's binding of the weight.
   loom::rt::LoadPackedWeight gemm;
+  /// A CUDA bundle's strided slice (a partitioned weight not contiguous in
+  /// its file), copied contiguous once at load and bound by every run: the
+  /// device keeps one resident copy per host address, so the address must
+  /// not change between runs. Null otherwise.
+  std::shared_ptr<char> contiguous;
 };
 
 /// Every local rank's weight slices of one entry, mapped and prefaulted.

@@ -58,6 +58,20 @@ constexpr CUresult kInvalidImage = 200;
 constexpr CUresult kNotFound = 500;
 constexpr CUresult kNotSupported = 801;
 
+/// f16 <-> f32 as the device converts (cvt.rn: round to nearest even,
+/// subnormals kept): the compiler's _Float16.
+float fromF16(uint16_t h) {
+  _Float16 v;
+  std::memcpy(&v, &h, 2);
+  return float(v);
+}
+uint16_t toF16(float f) {
+  _Float16 v = _Float16(f);
+  uint16_t h;
+  std::memcpy(&h, &v, 2);
+  return h;
+}
+
 std::recursive_mutex mu;
 
 /// Streams run their work at once, except while captured: then it is
@@ -87,16 +101,27 @@ struct QmmSpec {
   bool halfAct = false;
 };
 
+/// The single-device communicator's reduction (runtime/cuda/
+/// CudaDeviceOps.cpp, reduceKernelPtx): its PTX begins with
+/// "// loom_reduce: <dtype> <op>".
+struct ReduceSpec {
+  std::string dtype, op;
+};
+
 struct Function {
   std::string name;
   void (*host)(void **, int64_t *) = nullptr; ///< an emulated kernel
   bool qmm = false;
   QmmSpec spec;
+  bool reduce = false;
+  ReduceSpec reduceSpec;
 };
 
 struct Module {
   void *library = nullptr; ///< the library holding an emulation image
   std::string name;        ///< its gpu.module; empty: a cubin/PTX image
+  bool reduce = false;     ///< the communicator's reduction PTX
+  ReduceSpec reduceSpec;
   std::vector<std::unique_ptr<Function>> functions;
 };
 
@@ -140,7 +165,8 @@ bool parseQmm(std::string name, QmmSpec &out) {
     f.format = name;
     f.block = 32;
     f.scale = "f16";
-    f.mode = std::string(loom::quant::modeName(loom::quant::defaultMode(*gguf)));
+    f.mode =
+        std::string(loom::quant::modeName(loom::quant::defaultMode(*gguf)));
     return f.n > 0 && f.k > 0;
   }
   std::string scale = cut(name), mode = cut(name), block = cut(name);
@@ -190,9 +216,8 @@ void runQmm(const QmmSpec &s, void **params) {
   const std::vector<float> &wf = dequantize(f, w);
   std::vector<float> xs(size_t(m) * size_t(f.k));
   for (size_t i = 0; i < xs.size(); ++i)
-    xs[i] = s.halfAct
-                ? loom::gpu::ref::fromHalf(static_cast<const uint16_t *>(x)[i])
-                : static_cast<const float *>(x)[i];
+    xs[i] = s.halfAct ? fromF16(static_cast<const uint16_t *>(x)[i])
+                      : static_cast<const float *>(x)[i];
   for (int64_t j = 0; j < f.n; ++j) {
     const float *wr = wf.data() + size_t(j) * size_t(f.k);
     for (int32_t i = 0; i < m; ++i) {
@@ -202,11 +227,88 @@ void runQmm(const QmmSpec &s, void **params) {
         acc += double(xr[kk]) * double(wr[kk]);
       size_t at = size_t(i) * size_t(f.n) + size_t(j);
       if (s.halfAct)
-        static_cast<uint16_t *>(y)[at] = loom::gpu::ref::toHalf(float(acc));
+        static_cast<uint16_t *>(y)[at] = toF16(float(acc));
       else
         static_cast<float *>(y)[at] = float(acc);
     }
   }
+}
+
+float fromBf16(uint16_t h);
+uint16_t toBf16(float f);
+
+/// loom_reduce(srcs, np, out, rows, cols, sstride, dstride): element (r, c)
+/// of the output is member 0..np-1's element combined in member order, in
+/// the kernel's accumulator (f32 for f16/bf16/f32, f64, 32-bit integers
+/// for i8/u8/i32 so sums and products wrap to the same bytes, i64).
+bool runReduce(const ReduceSpec &s, void **params) {
+  auto *const *srcs = *static_cast<char *const *const *>(params[0]);
+  uint32_t np = *static_cast<uint32_t *>(params[1]);
+  char *out = *static_cast<char **>(params[2]);
+  uint64_t rows = *static_cast<uint64_t *>(params[3]);
+  uint64_t cols = *static_cast<uint64_t *>(params[4]);
+  uint64_t ss = *static_cast<uint64_t *>(params[5]);
+  uint64_t ds = *static_cast<uint64_t *>(params[6]);
+  const std::string &t = s.dtype;
+  bool isFloat = t == "f32" || t == "f16" || t == "bf16" || t == "f64";
+  size_t es = t == "f64" || t == "i64"    ? 8
+              : t == "f32" || t == "i32"  ? 4
+              : t == "f16" || t == "bf16" ? 2
+                                          : 1;
+  auto loadF = [&](const char *p) -> double {
+    if (t == "f64")
+      return *reinterpret_cast<const double *>(p);
+    if (t == "f32")
+      return *reinterpret_cast<const float *>(p);
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return t == "f16" ? fromF16(h) : fromBf16(h);
+  };
+  auto loadI = [&](const char *p) -> int64_t {
+    if (t == "i64")
+      return *reinterpret_cast<const int64_t *>(p);
+    if (t == "i32")
+      return *reinterpret_cast<const int32_t *>(p);
+    return t == "i8" ? int64_t(*reinterpret_cast<const int8_t *>(p))
+                     : int64_t(*reinterpret_cast<const uint8_t *>(p));
+  };
+  for (uint64_t e = 0; e < rows * cols; ++e) {
+    uint64_t r = e / cols, c = e % cols;
+    size_t so = size_t(r * ss + c) * es, dof = size_t(r * ds + c) * es;
+    char *o = out + dof;
+    if (isFloat) {
+      // The f32 accumulator rounds each step (add.rn.f32 / mul.rn.f32).
+      bool wide = t == "f64";
+      double acc = loadF(srcs[0] + so);
+      for (uint32_t m = 1; m < np; ++m) {
+        double v = loadF(srcs[m] + so);
+        double r2 = s.op == "sum"    ? acc + v
+                    : s.op == "prod" ? acc * v
+                    : s.op == "max"  ? (v > acc ? v : acc)
+                                     : (v < acc ? v : acc);
+        acc = wide ? r2 : double(float(r2));
+      }
+      if (t == "f64")
+        *reinterpret_cast<double *>(o) = acc;
+      else if (t == "f32")
+        *reinterpret_cast<float *>(o) = float(acc);
+      else {
+        uint16_t h = t == "f16" ? toF16(float(acc)) : toBf16(float(acc));
+        std::memcpy(o, &h, 2);
+      }
+    } else {
+      int64_t acc = loadI(srcs[0] + so);
+      for (uint32_t m = 1; m < np; ++m) {
+        int64_t v = loadI(srcs[m] + so);
+        acc = s.op == "sum"    ? int64_t(uint64_t(acc) + uint64_t(v))
+              : s.op == "prod" ? int64_t(uint64_t(acc) * uint64_t(v))
+              : s.op == "max"  ? (v > acc ? v : acc)
+                               : (v < acc ? v : acc);
+      }
+      std::memcpy(o, &acc, es); // little-endian: the low bytes wrap
+    }
+  }
+  return true;
 }
 
 /// bf16 <-> f32 (round to nearest even).
@@ -219,6 +321,8 @@ float fromBf16(uint16_t h) {
 uint16_t toBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffff) > 0x7f800000) // NaN stays a (quiet) NaN
+    return uint16_t((u >> 16) | 0x40);
   u += 0x7fff + ((u >> 16) & 1);
   return uint16_t(u >> 16);
 }
@@ -234,8 +338,8 @@ CUresult cuDriverGetVersion(int *v) {
   return kSuccess;
 }
 CUresult cuGetErrorName(CUresult r, const char **s) {
-  *s = r == kNotSupported ? "CUDA_ERROR_NOT_SUPPORTED"
-       : r == kNotFound   ? "CUDA_ERROR_NOT_FOUND"
+  *s = r == kNotSupported  ? "CUDA_ERROR_NOT_SUPPORTED"
+       : r == kNotFound    ? "CUDA_ERROR_NOT_FOUND"
        : r == kOutOfMemory ? "CUDA_ERROR_OUT_OF_MEMORY"
                            : "CUDA_ERROR_INVALID_VALUE";
   return kSuccess;
@@ -310,6 +414,22 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     allocations.erase(a);
   }
   std::free(reinterpret_cast<void *>(p));
+  return kSuccess;
+}
+/// CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): CU_MEMORYTYPE_DEVICE (2) inside an
+/// allocation of this driver; any other pointer is unknown host memory
+/// (CUDA_ERROR_INVALID_VALUE, as the driver answers).
+CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  if (attr != 2)
+    return kNotSupported;
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin())
+    return kInvalidValue;
+  --it;
+  if (p >= it->first + it->second)
+    return kInvalidValue;
+  *static_cast<unsigned *>(data) = 2;
   return kSuccess;
 }
 CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned) {
@@ -432,6 +552,15 @@ CUresult cuModuleLoadData(void **m, const void *image) {
                    info.dli_fname);
       return kInvalidImage;
     }
+  } else if (std::strncmp(p, "// loom_reduce: ", 16) == 0) {
+    const char *q = p + 16;
+    const char *sp = std::strchr(q, ' ');
+    const char *nl = sp ? std::strpbrk(sp + 1, " \n") : nullptr;
+    if (!sp || !nl)
+      return kInvalidImage;
+    mod->reduce = true;
+    mod->reduceSpec.dtype.assign(q, sp);
+    mod->reduceSpec.op.assign(sp + 1, nl);
   }
   *m = mod.release();
   return kSuccess;
@@ -449,6 +578,9 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   fn->name = name;
   if (parseQmm(name, fn->spec)) {
     fn->qmm = true;
+  } else if (mod->reduce && fn->name == "loom_reduce") {
+    fn->reduce = true;
+    fn->reduceSpec = mod->reduceSpec;
   } else if (mod->library) {
     std::string sym = "__loom_emu_" + mod->name + "__" + name;
     fn->host = reinterpret_cast<void (*)(void **, int64_t *)>(
@@ -471,9 +603,16 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                         void *s, void **params, void **) {
   auto *fn = static_cast<Function *>(f);
   if (trace())
-    std::fprintf(stderr, "loom-cuda-emulator: launch %s grid %u,%u,%u block "
-                         "%u,%u,%u\n",
+    std::fprintf(stderr,
+                 "loom-cuda-emulator: launch %s grid %u,%u,%u block "
+                 "%u,%u,%u\n",
                  fn->name.c_str(), gx, gy, gz, bx, by, bz);
+  if (fn->reduce) {
+    if (streamOf(s)->capture)
+      return kNotSupported;
+    runReduce(fn->reduceSpec, params);
+    return kSuccess;
+  }
   if (!fn->qmm && !fn->host) {
     std::fprintf(stderr,
                  "loom-cuda-emulator: kernel '%s' is device code (a cubin, "
@@ -513,8 +652,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     run(params);
     return kSuccess;
   }
-  std::fprintf(stderr, "loom-cuda-emulator: kernel '%s' launched during "
-                       "stream capture: not emulated yet\n",
+  std::fprintf(stderr,
+               "loom-cuda-emulator: kernel '%s' launched during "
+               "stream capture: not emulated yet\n",
                fn->name.c_str());
   return kNotSupported;
 }
@@ -540,16 +680,15 @@ int cublasGemmEx(void *, int transa, int transb, int m, int n, int k,
   float al = *static_cast<const float *>(alpha);
   float be = *static_cast<const float *>(beta);
   auto load = [&](const void *p, int64_t i) {
-    return atype == 0 ? static_cast<const float *>(p)[i]
-           : atype == 2
-               ? loom::gpu::ref::fromHalf(static_cast<const uint16_t *>(p)[i])
-               : fromBf16(static_cast<const uint16_t *>(p)[i]);
+    return atype == 0   ? static_cast<const float *>(p)[i]
+           : atype == 2 ? fromF16(static_cast<const uint16_t *>(p)[i])
+                        : fromBf16(static_cast<const uint16_t *>(p)[i]);
   };
   auto store = [&](void *p, int64_t i, float v) {
     if (atype == 0)
       static_cast<float *>(p)[i] = v;
     else if (atype == 2)
-      static_cast<uint16_t *>(p)[i] = loom::gpu::ref::toHalf(v);
+      static_cast<uint16_t *>(p)[i] = toF16(v);
     else
       static_cast<uint16_t *>(p)[i] = toBf16(v);
   };

@@ -113,6 +113,27 @@ TEST(WorkspaceTable, AnotherSizeForOneKeyIsAnError) {
   EXPECT_EQ(t.bytes(), 256);
 }
 
+// Ranks sharing one device (the single-device communicator's threads) run
+// the same entry at once: each rank (slot) has its own workspace of the
+// entry, and each keeps its address.
+TEST(WorkspaceTable, EachRankHasItsOwnWorkspace) {
+  FakeDevice dev;
+  WorkspaceTable t(dev.ops());
+  std::string error;
+  uint64_t r0 = t.get(&entryA, 256, &error, 0);
+  uint64_t r1 = t.get(&entryA, 256, &error, 1);
+  ASSERT_NE(r0, 0u);
+  ASSERT_NE(r1, 0u);
+  EXPECT_NE(r0, r1);
+  EXPECT_EQ(t.get(&entryA, 256, &error, 1), r1);
+  EXPECT_EQ(t.get(&entryA, 256, &error, 0), r0);
+  EXPECT_EQ(t.find(&entryA, 1), r1);
+  EXPECT_EQ(t.find(&entryA), 0u); // no workspace outside a rank yet
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.bytes(), 512);
+  EXPECT_EQ(dev.allocs, 2);
+}
+
 TEST(WorkspaceTable, BadArgumentsAndRefusals) {
   FakeDevice dev;
   dev.failAbove = 1024;

@@ -14,9 +14,10 @@ arguments and the cuBLAS calls' transposes and leading dimensions.
 What it cannot: the NVPTX code itself (scripts/gpu-check.sh, on a GPU).
 
 SmolLM2-135M (Q4_1): the first 32 greedy tokens of every reference prompt
-are the CPU bundle's, and the prefill logits agree to 1e-4 (relative to the
-largest), the issue's 1e-2 GPU criterion with the emulator's f32 in place of
-f16 activations."""
+are the CPU bundle's, on one rank and on 2 and 3 ranks sharing the device
+(the single-device communicator), and the prefill logits agree to 1e-4
+(relative to the largest), the issue's 1e-2 GPU criterion with the
+emulator's f32 in place of f16 activations."""
 
 import hashlib
 import json
@@ -109,7 +110,8 @@ def f32(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def run_case(tmp_path, name, files, runs, extra_run=(), extra_compile=()):
+def run_case(tmp_path, name, files, runs, extra_run=(), extra_compile=(),
+             emu_run=()):
     """Compiles Inputs/<name>.mlir (weights `files`) both ways and runs each
     input set of `runs` on both; outputs must agree."""
     rng = np.random.default_rng(3)
@@ -127,6 +129,7 @@ def run_case(tmp_path, name, files, runs, extra_run=(), extra_compile=()):
         for kind, bundle in (("cpu", cpu), ("emu", emu)):
             o = tmp_path / f"out-{kind}-{i}"
             loom_run(bundle, *args, *extra_run, "--output", o,
+                     *(emu_run if kind == "emu" else ()),
                      emulate=kind == "emu")
             got[kind] = outputs(o)
         assert got["cpu"], "no outputs"
@@ -193,6 +196,30 @@ def test_attention_over_the_device_cache_matches_cpu(tmp_path):
              extra_run=("--ctx", "16"), extra_compile=("--gpu-max-tokens", "16"))
 
 
+@pytest.mark.parametrize("name", ["mesh-gather", "mesh-sum"])
+def test_collectives_match_cpu(tmp_path, name):
+    """An all_gather over two ranks sharing the device (the single-device
+    communicator: --backend cuda) and an all_reduce on one rank."""
+    run_case(tmp_path, name, lambda r: {},
+             lambda r: [{"input0": f32(r, 4, 16)}],
+             emu_run=("--backend", "cuda"))
+
+
+def test_pipeline_stages_are_refused(tmp_path):
+    import llama_models as lm
+    cfg = lm.tiny_config("llama", hidden=32, heads=4, kv_heads=2, ffn=64,
+                         layers=2)
+    gguf = lm.write_gguf(tmp_path / "m.gguf", cfg, lm.make_weights(cfg, seed=5),
+                         "f32", arch="llama")
+    r = subprocess.run([str(tool("loomc")), str(gguf), "--target=cuda",
+                        "--mesh", "pp=2", "-o", str(tmp_path / "b")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert ("--target=cuda: the mesh has pipeline stages (pp=2), which are "
+            "not built for CUDA yet") in r.stderr
+    assert not (tmp_path / "b").exists()
+
+
 def test_bad_id_is_the_cpu_error(tmp_path):
     """An id out of range: the device check's error is the CPU's line."""
     src = tmp_path / "embed.mlir"
@@ -243,9 +270,11 @@ BOUND = 128  # the longest reference prompt (60 ids) + 32 tokens
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    """(gguf, cpu bundle, emu bundle), cached under build/test-cache keyed by
-    loomc and the GGUF as the generation tests do."""
+def smollm2():
+    """get(kind, mesh) -> bundle: the CPU ("cpu") or emulated CUDA ("emu")
+    bundle of SmolLM2 on `mesh` (None: one rank), cached under
+    build/test-cache keyed by loomc and the GGUF (the CPU ones are the
+    generation tests' bundles: the same names and keys)."""
     if os.environ.get("LOOM_SKIP_MODEL_DOWNLOAD"):
         pytest.skip("LOOM_SKIP_MODEL_DOWNLOAD is set")
     from fetch_models import fetch_smollm2
@@ -258,21 +287,27 @@ def smollm2(tmp_path_factory):
     key = hashlib.sha256(f"{st.st_mtime_ns}:{st.st_size}:{gguf}:"
                          f"{gguf.stat().st_size}".encode()).hexdigest()[:16]
     cache = build_dir() / "test-cache"
-    bundles = []
-    for kind, args in (("one", []), ("emu", ["--target=cuda", "--gpu-emulate",
-                                             "--gpu-max-tokens", str(BOUND)])):
-        out = cache / f"smollm2-{kind}-{key}"
+
+    def get(kind, mesh=None):
+        tag = (mesh or "one").replace("=", "")
+        name = f"smollm2-{tag}" if kind == "cpu" else f"smollm2-emu-{tag}"
+        out = cache / f"{name}-{key}"
         if not (out / "manifest.json").exists():
-            for old in cache.glob(f"smollm2-{kind}-*"):
+            for old in cache.glob(f"{name}-*"):
                 shutil.rmtree(old, ignore_errors=True)
             cache.mkdir(parents=True, exist_ok=True)
+            args = ["--mesh", mesh] if mesh else []
+            if kind == "emu":
+                args += ["--target=cuda", "--gpu-emulate", "--gpu-max-tokens",
+                         str(BOUND)]
             loomc(gguf, "-o", out, *args)
-        bundles.append(out)
-    return gguf, bundles[0], bundles[1]
+        return out
+
+    return get
 
 
 def test_smollm2_prefill_logits_match_cpu(smollm2, tmp_path):
-    _, cpu, emu = smollm2
+    cpu, emu = smollm2("cpu"), smollm2("emu")
     ids = np.array([[1, 504, 3575, 282, 4649, 314, 253, 1789, 30]], np.int64)
     np.save(tmp_path / "t.npy", ids)
     np.save(tmp_path / "p.npy", np.arange(ids.shape[1], dtype=np.int64))
@@ -289,18 +324,23 @@ def test_smollm2_prefill_logits_match_cpu(smollm2, tmp_path):
     assert (got["cpu"]["logits"].argmax(-1) == got["emu"]["logits"].argmax(-1)).all()
 
 
-def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path):
+@pytest.mark.parametrize("mesh", [None, "tp=2", "tp=3"])
+def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path, mesh):
+    """One rank, and 2 and 3 ranks sharing the device (the single-device
+    communicator, --backend cuda) against the CPU bundle of the same mesh
+    (the same reduction order: member order in both)."""
     if not GREEDY.exists():
         pytest.skip(f"{GREEDY.name} is not there")
-    _, cpu, emu = smollm2
+    cpu, emu = smollm2("cpu", mesh), smollm2("emu", mesh)
     prompts = json.loads(GREEDY.read_text())["prompts"]
     for k, p in enumerate(prompts):
         ids = {}
         for kind, bundle in (("cpu", cpu), ("emu", emu)):
             res = tmp_path / f"{kind}{k}.json"
+            extra = ["--backend", "cuda"] if kind == "emu" and mesh else []
             loom_run(bundle, "--prompt-ids", ",".join(map(str, p["prompt_ids"])),
                      "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
-                     "--result", res, emulate=kind == "emu")
+                     "--result", res, *extra, emulate=kind == "emu")
             ids[kind] = json.loads(res.read_text())["sequences"][0]["ids"]
         assert len(ids["emu"]) == N
-        assert ids["emu"] == ids["cpu"], (p["name"], ids)
+        assert ids["emu"] == ids["cpu"], (mesh, p["name"], ids)
