@@ -209,7 +209,21 @@ PY
     --output "$dir/cpu-logits" || return 1
   "$BUILD/bin/loom-run" "$cpu/bundle" --prompt "$SMOL_PROMPT" --max-tokens 32 \
     --ignore-eog --result "$dir/cpu-gen.json" >/dev/null || return 1
-  log "staged SmolLM2 (cuda bundle, CPU logits and tokens; GGUF parts: $(cd "$parts" && ls part-* | tr '\n' ' '))"
+  # tp=2 and tp=3: the ranks share the device (--backend cuda, the
+  # single-device communicator); the CPU bundles of the same meshes give
+  # the expected tokens (the same reduction order).
+  local tp
+  for tp in 2 3; do
+    "$BUILD/bin/loomc" "$parts/model.gguf" --target=cuda --gpu-max-tokens 512 \
+      --mesh "tp=$tp" -o "$dir/cuda-tp$tp" >/dev/null || return 1
+    relative_weights "$dir/cuda-tp$tp/manifest.json" || return 1
+    "$BUILD/bin/loomc" "$parts/model.gguf" --mesh "tp=$tp" \
+      -o "$cpu/bundle-tp$tp" || return 1
+    "$BUILD/bin/loom-run" "$cpu/bundle-tp$tp" --prompt "$SMOL_PROMPT" \
+      --max-tokens 32 --ignore-eog --result "$dir/cpu-gen-tp$tp.json" \
+      >/dev/null || return 1
+  done
+  log "staged SmolLM2 (cuda bundles on 1, 2, 3 ranks, CPU logits and tokens; GGUF parts: $(cd "$parts" && ls part-* | tr '\n' ' '))"
 }
 
 prepare() {
@@ -395,7 +409,10 @@ run_smol() {
       "$dir/cpu-logits/logits.npy" 1e-2 &&
     "$STAGE/bin/loom-run" "$dir/cuda" --prompt "$SMOL_PROMPT" --max-tokens 32 \
       --ignore-eog --bench --result "$OUT/smollm2-gen.json" &&
-    python3 - "$OUT/smollm2-gen.json" "$dir/cpu-gen.json" <<'PY'
+    same_ids "$OUT/smollm2-gen.json" "$dir/cpu-gen.json"
+}
+same_ids() {
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 got, want = (json.load(open(p)) for p in sys.argv[1:3])
 ids = lambda r: [s["ids"] for s in r["sequences"]]
@@ -403,10 +420,23 @@ print("cuda:", ids(got), "\ncpu: ", ids(want))
 sys.exit(0 if ids(got) == ids(want) else "the greedy tokens differ")
 PY
 }
+# The same on 2 and 3 ranks sharing the device (single-device
+# communicator): the CPU tp bundles' 32 greedy tokens.
+run_smol_tp() {
+  local dir=$STAGE/smol tp
+  for tp in 2 3; do
+    "$STAGE/bin/loom-run" "$dir/cuda-tp$tp" --backend cuda \
+      --prompt "$SMOL_PROMPT" --max-tokens 32 --ignore-eog --bench \
+      --result "$OUT/smollm2-tp$tp-gen.json" &&
+      same_ids "$OUT/smollm2-tp$tp-gen.json" "$dir/cpu-gen-tp$tp.json" ||
+      return 1
+  done
+}
 if [[ -d "$STAGE/smol/cuda" ]]; then
-  export -f compare_npy run_smol
+  export -f compare_npy run_smol run_smol_tp same_ids
   export STAGE OUT ROOT SMOL_PROMPT
   step smollm2 bash -c 'run_smol'
+  [[ -d "$STAGE/smol/cuda-tp3" ]] && step smollm2-tp bash -c 'run_smol_tp'
 fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
 step perf "$BENCH" perf "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
@@ -426,7 +456,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
     bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
-    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log \
+    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log smollm2-tp.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

@@ -34,6 +34,8 @@
 #include "test/gpu/QuantReference.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -185,6 +187,7 @@ bool parseQmm(std::string name, QmmSpec &out) {
 /// quantized matmuls by their device address: weights are resident for the
 /// life of a bundle; an entry goes when its allocation is freed.
 std::map<uintptr_t, size_t> allocations;
+std::map<uintptr_t, std::pair<void *, size_t>> mappings; ///< mmap of each
 std::map<std::pair<uintptr_t, std::string>, std::vector<float>> dequantized;
 
 std::string specKey(const loom::gpu::ref::Format &f) {
@@ -391,29 +394,43 @@ CUresult cuCtxSynchronize(void) { return kSuccess; }
 
 // ---- memory -----------------------------------------------------------
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-  // 256-byte aligned as cuMemAlloc's; new memory holds garbage on a device,
-  // here a NaN pattern so that a read before a write shows.
+  // 256-byte aligned as cuMemAlloc's, and ending (to the 256 bytes) at an
+  // inaccessible guard page, so that a kernel reading or writing past the
+  // end of a buffer faults here instead of reading a neighbour. New memory
+  // holds garbage on a device: here a NaN pattern, so that a read before a
+  // write shows.
   size_t bytes = (n + 255) / 256 * 256;
-  void *q = std::aligned_alloc(256, bytes ? bytes : 256);
-  if (!q)
+  if (!bytes)
+    bytes = 256;
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  size_t body = (bytes + page - 1) / page * page;
+  void *map = mmap(nullptr, body + page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED)
     return kOutOfMemory;
-  std::memset(q, 0xff, bytes ? bytes : 256);
+  char *guard = static_cast<char *>(map) + body;
+  mprotect(guard, page, PROT_NONE);
+  char *q = guard - bytes;
+  std::memset(q, 0xff, bytes);
   *p = reinterpret_cast<CUdeviceptr>(q);
   std::lock_guard<std::recursive_mutex> lock(mu);
   allocations[*p] = bytes;
+  mappings[*p] = {map, body + page};
   return kSuccess;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
   std::lock_guard<std::recursive_mutex> lock(mu);
   auto a = allocations.find(p);
-  if (a != allocations.end()) {
-    for (auto it = dequantized.begin(); it != dequantized.end();)
-      it = it->first.first >= p && it->first.first < p + a->second
-               ? dequantized.erase(it)
-               : std::next(it);
-    allocations.erase(a);
-  }
-  std::free(reinterpret_cast<void *>(p));
+  if (a == allocations.end())
+    return p ? kInvalidValue : kSuccess;
+  for (auto it = dequantized.begin(); it != dequantized.end();)
+    it = it->first.first >= p && it->first.first < p + a->second
+             ? dequantized.erase(it)
+             : std::next(it);
+  allocations.erase(a);
+  auto m = mappings.find(p);
+  munmap(m->second.first, m->second.second);
+  mappings.erase(m);
   return kSuccess;
 }
 /// CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): CU_MEMORYTYPE_DEVICE (2) inside an
