@@ -530,6 +530,29 @@ void packGemmWeight(const void *data, bool transB, PlannedWeight &w) {
 
 } // namespace
 
+/// A copy of the weight slice `w` at `data`, contiguous (or in the
+/// interleaved layout `il` when it has rows); null when out of memory.
+static Buffer copyWeight(const void *data, const PlannedWeight &w, DType dtype,
+                         const Interleave *il) {
+  int64_t es = dtypeSize(dtype), n = 1;
+  for (int64_t d : w.shape)
+    n *= d;
+  Buffer b = allocBuffer(n * es);
+  if (!b)
+    return b;
+  if (il && il->rows) {
+    interleaveRows(static_cast<const char *>(data), w.shape, w.strides, *il,
+                   b.get());
+  } else {
+    std::vector<int64_t> contiguous(w.shape.size());
+    rowMajorStrides(int64_t(w.shape.size()), w.shape.data(), contiguous.data());
+    copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
+                static_cast<const char *>(data), w.strides.data(), b.get(),
+                contiguous.data());
+  }
+  return b;
+}
+
 bool mapWeights(const std::string &bundle, const Manifest &m,
                 const Entry &entry, const std::vector<int64_t> &localRanks,
                 bool progressBar, MappedWeights &out, std::string *error) {
@@ -594,17 +617,11 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
                       contiguous.data());
       if (m.target.isCuda() && w.strides != contiguous &&
           k < entry.weights.size()) {
-        int64_t es = dtypeSize(entry.weights[k].dtype), n = 1;
-        for (int64_t d : w.shape)
-          n *= d;
-        Buffer b = allocBuffer(n * es);
+        Buffer b = copyWeight(data, w, entry.weights[k].dtype, nullptr);
         if (!b) {
           *error = where + ": out of memory for its contiguous copy";
           return false;
         }
-        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
-                    static_cast<const char *>(data), w.strides.data(), b.get(),
-                    contiguous.data());
         w.contiguous = std::shared_ptr<char>(b.release(), FreeDeleter());
       }
       plan.push_back(std::move(w));
@@ -656,21 +673,11 @@ bool bindWeights(loom_rt_ctx *ctx, const Entry &e,
       // This rank's copy, made once at load: a partitioned weight whose
       // block is not contiguous in its file (e.g. split by columns), and/or
       // a quantized weight in the interleaved layout.
-      int64_t es = dtypeSize(e.weights[k].dtype), n = 1;
-      for (int64_t d : w.shape)
-        n *= d;
-      Buffer b = allocBuffer(n * es);
+      Buffer b = copyWeight(p, w, e.weights[k].dtype, &il);
       if (!b) {
         *error = "out of memory for weight '" + e.weights[k].name + "'";
         return false;
       }
-      if (il.rows)
-        interleaveRows(static_cast<const char *>(p), w.shape, w.strides, il,
-                       b.get());
-      else
-        copyStrided(es, int64_t(w.shape.size()), w.shape.data(),
-                    static_cast<const char *>(p), w.strides.data(), b.get(),
-                    contiguous.data());
       out.descs.push_back(makeDescriptor(b.get(), w.shape, contiguous));
       out.notOwned.insert(b.get());
       loom::rt::registerLoadPackedWeight(
