@@ -82,8 +82,8 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   }
   // Device code: one #nvvm.target per chip (PTX version: LLVM's default
   // for the chip), NVVM, then PTX or cubins.
-  std::vector<std::string> chips = emulate ? std::vector<std::string>{}
-                                           : options.chips;
+  std::vector<std::string> chips =
+      emulate ? std::vector<std::string>{} : options.chips;
   if (options.format != "fatbin" && !chips.empty())
     chips.resize(1);
   for (const std::string &chip : chips) {
@@ -126,10 +126,11 @@ namespace {
 struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
   ListOption<std::string> chips{*this, "chips",
                                 llvm::cl::desc("chips (default sm_80,sm_90)")};
-  Option<std::string> format{*this, "format",
-                             llvm::cl::desc("fatbin (default), bin, isa or emu (kernels for "
-                                            "the host: the emulating driver)"),
-                             llvm::cl::init("fatbin")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("fatbin (default), bin, isa or emu (kernels for "
+                     "the host: the emulating driver)"),
+      llvm::cl::init("fatbin")};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("threads per block"),
                             llvm::cl::init(256)};

@@ -308,7 +308,8 @@ bool parseIntegrityAndTarget(const Json &root, Reader &r, Manifest &m) {
           return r.fail(Reader::idx("target.chips", i), "expected a string");
         m.target.chips.push_back((*c)[i].get<std::string>());
       }
-      if (j.contains("format") && !r.str(j, "target", "format", m.target.format))
+      if (j.contains("format") &&
+          !r.str(j, "target", "format", m.target.format))
         return false;
       if (j.contains("cuda_abi_version")) {
         const Json &v = j["cuda_abi_version"];
