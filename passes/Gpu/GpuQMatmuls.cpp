@@ -5,7 +5,8 @@
 // weight) and the product is one launch of a kernel that
 // lib/Target/GpuTarget/QMatmulKernelGen.cpp generates (`<base>_gemv<M>` for
 // M <= 8, `<base>_tiled` otherwise: the runtime's loom_cuda_qmatmul choice;
-// a run-time M, a dynamic leading dimension of x, takes `<base>_tiled`
+// a run-time M, a dynamic leading dimension of x, launches `<base>_gemv1`
+// and `<base>_tiled`, the one not chosen by M (1: the GEMV) given 0 rows
 // with its grid and `m` computed from the buffer's sizes at run time).
 //
 // Two passes, so that the kernels' gpu.funcs never meet bufferization and
@@ -261,49 +262,64 @@ struct GpuQMatmulLaunchesPass
       }
       if (seen.insert(lg::kernelBaseName(spec)).second)
         specs.push_back(spec);
-      // A run-time M: the tiled kernel (correct for every M; the GEMVs'
-      // choice is by the compile-time M), its grid's y from M at run time.
-      lg::QMatmulLaunch launch =
-          lg::qmatmulLaunch(spec, m == kRunTimeM ? kTiledM : m);
       Location loc = call.getLoc();
       b.setInsertionPoint(call);
       auto c = [&](int64_t v) -> Value {
         return arith::ConstantIndexOp::create(b, loc, v);
       };
-      // (Static M: constants, made with the launch below.)
-      Value rows, gridY;
-      if (m == kRunTimeM) {
-        // Rows of x: the product of every dimension but the last.
-        Value x = call.getOperand(1);
-        auto xt = cast<MemRefType>(x.getType());
-        rows = memref::DimOp::create(b, loc, x, 0);
-        for (int64_t d = 1; d + 1 < xt.getRank(); ++d)
-          rows = arith::MulIOp::create(b, loc, rows,
-                                       memref::DimOp::create(b, loc, x, d));
-        gridY = arith::CeilDivUIOp::create(b, loc, rows, c(kTileRows));
-      }
+      auto i32 = [&](Value index) -> Value {
+        return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+      };
       // (w, x, y) as global-memory pointers: the kernels' ABI.
-      SmallVector<Value> args;
+      SmallVector<Value> ptrs;
       for (Value buf : call.getOperands()) {
         Value idx = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buf);
         Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), idx);
-        args.push_back(LLVM::IntToPtrOp::create(b, loc, ptr1, i64));
+        ptrs.push_back(LLVM::IntToPtrOp::create(b, loc, ptr1, i64));
       }
-      args.push_back(
-          m == kRunTimeM
-              ? arith::IndexCastOp::create(b, loc, b.getI32Type(), rows)
-                    .getResult()
-              : arith::ConstantIntOp::create(b, loc, b.getI32Type(), m)
-                    .getResult());
-      auto kernel =
-          SymbolRefAttr::get(ctx, lg::kQMatmulModuleName,
-                             {FlatSymbolRefAttr::get(ctx, launch.kernel)});
-      gpu::LaunchFuncOp::create(b, loc, kernel,
-                                gpu::KernelDim3{c(launch.gridX),
-                                                gridY ? gridY : c(launch.gridY),
-                                                c(1)},
-                                gpu::KernelDim3{c(launch.threads), c(1), c(1)},
-                                /*dynamicSharedMemorySize=*/Value(), args);
+      auto launchKernel = [&](const lg::QMatmulLaunch &launch, Value gridY,
+                              Value rows) {
+        SmallVector<Value> args(ptrs);
+        args.push_back(rows);
+        auto kernel =
+            SymbolRefAttr::get(ctx, lg::kQMatmulModuleName,
+                               {FlatSymbolRefAttr::get(ctx, launch.kernel)});
+        Value gridX = c(launch.gridX);
+        if (!gridY)
+          gridY = c(launch.gridY);
+        gpu::LaunchFuncOp::create(
+            b, loc, kernel, gpu::KernelDim3{gridX, gridY, c(1)},
+            gpu::KernelDim3{c(launch.threads), c(1), c(1)},
+            /*dynamicSharedMemorySize=*/Value(), args);
+      };
+      if (m != kRunTimeM) {
+        lg::QMatmulLaunch launch = lg::qmatmulLaunch(spec, m);
+        launchKernel(launch, Value(),
+                     arith::ConstantIntOp::create(b, loc, b.getI32Type(), m));
+        call.erase();
+        continue;
+      }
+      // A run-time M (the rows of x: every dimension but the last). A
+      // decode step's M = 1 takes the GEMV, any other M the tiled kernel:
+      // both are launched (host code is straight-line) and the one not
+      // chosen gets 0 rows, for which a kernel returns at once.
+      Value x = call.getOperand(1);
+      auto xt = cast<MemRefType>(x.getType());
+      Value rows = memref::DimOp::create(b, loc, x, 0);
+      for (int64_t d = 1; d + 1 < xt.getRank(); ++d)
+        rows = arith::MulIOp::create(b, loc, rows,
+                                     memref::DimOp::create(b, loc, x, d));
+      Value one =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rows, c(1));
+      Value gemvRows = arith::SelectOp::create(b, loc, one, c(1), c(0));
+      Value tiledRows = arith::SelectOp::create(b, loc, one, c(0), rows);
+      lg::QMatmulLaunch gemv = lg::qmatmulLaunch(spec, 1);
+      launchKernel(gemv, Value(), i32(gemvRows));
+      // (At least one block: a launch of an empty grid is an error.)
+      Value gridY = arith::MaxUIOp::create(
+          b, loc, arith::CeilDivUIOp::create(b, loc, tiledRows, c(kTileRows)),
+          c(1));
+      launchKernel(lg::qmatmulLaunch(spec, kTiledM), gridY, i32(tiledRows));
       call.erase();
     }
     for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>()))

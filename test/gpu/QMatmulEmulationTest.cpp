@@ -66,6 +66,28 @@ std::string name(const Case &c) {
 // one instead of the bytes.
 void PrintTo(const Case &c, std::ostream *os) { *os << name(c); }
 
+/// JIT-compiles host-emulation kernels (`text`); `engine` stays null (and
+/// a failure is recorded) when they do not parse or lower.
+void compileEmulation(const std::string &text,
+                      std::unique_ptr<ExecutionEngine> &engine) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  DialectRegistry registry;
+  registerGpuTargetDialects(registry);
+  MLIRContext ctx(registry);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module) << "emulation kernels do not parse";
+  PassManager pm(&ctx);
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  ExecutionEngineOptions eo;
+  auto e = ExecutionEngine::create(*module, eo);
+  ASSERT_TRUE(bool(e)) << llvm::toString(e.takeError());
+  engine = std::move(*e);
+}
+
 /// Runs the kernels of `c` emitted with `opts` (plus hostEmulation) at each
 /// batch of `batches` (GEMV up to opts.maxGemvBatch, tiled above) against
 /// the float64 reference.
@@ -86,23 +108,9 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
   ASSERT_EQ(validate(spec), "");
 
   opts.hostEmulation = true;
-  std::string text = emitQMatmulModule("emu", {spec}, opts);
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  DialectRegistry registry;
-  registerGpuTargetDialects(registry);
-  MLIRContext ctx(registry);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  ASSERT_TRUE(module) << "emulation kernels do not parse";
-  PassManager pm(&ctx);
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  ExecutionEngineOptions eo;
-  auto engine = ExecutionEngine::create(*module, eo);
-  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  std::unique_ptr<ExecutionEngine> engine;
+  compileEmulation(emitQMatmulModule("emu", {spec}, opts), engine);
+  ASSERT_TRUE(engine);
 
   ref::Format f{c.format, std::string(loom::quant::modeName(spec.mode)),
                 c.scale,  c.act,
@@ -130,7 +138,7 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
     bool gemv = m <= opts.maxGemvBatch;
     std::string kernel =
         gemv ? gemvKernelName(spec, int(m)) : tiledKernelName(spec);
-    auto sym = (*engine)->lookup(kernel);
+    auto sym = engine->lookup(kernel);
     ASSERT_TRUE(bool(sym)) << kernel;
     auto fn = reinterpret_cast<KernelFn>(*sym);
     if (gemv) {
@@ -194,6 +202,42 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
 
 // The kernels' element types are DType's float types, spelled as DType
 // spells them; any other dtype is refused by name, never generated.
+// A launch with m = 0 does nothing: a run-time M launches both the GEMV
+// for one row and the tiled kernel, the one not chosen with 0 rows
+// (loom-gpu-qmatmul-launches); neither may write y.
+TEST(QMatmulZeroRows, NothingWritten) {
+  QMatmulSpec spec =
+      ggufSpec(loom::quant::Format::Q4_1, /*n=*/70, /*k=*/128, ElemType::F32);
+  KernelOptions opts;
+  opts.hostEmulation = true;
+  opts.maxGemvBatch = 1;
+  std::unique_ptr<ExecutionEngine> engine;
+  compileEmulation(emitQMatmulModule("emu", {spec}, opts), engine);
+  ASSERT_TRUE(engine);
+  std::vector<uint8_t> w(size_t(weightBytes(spec)), 0x11);
+  std::vector<float> x(size_t(64 * spec.k), 1.0f);
+  const float sentinel = 12345.0f;
+  for (const std::string &kernel :
+       {gemvKernelName(spec, 1), tiledKernelName(spec)}) {
+    auto sym = engine->lookup(kernel);
+    ASSERT_TRUE(bool(sym)) << kernel;
+    auto fn = reinterpret_cast<KernelFn>(*sym);
+    bool tiled = kernel == tiledKernelName(spec);
+    // GEMV: 8 rows per block, 128 threads, 32 partials per output; tiled:
+    // one 64-row tile of blocks (run here one thread after the other: no
+    // thread reaches a barrier when m = 0).
+    std::vector<float> y(size_t(64 * spec.n * 32), sentinel);
+    std::vector<float> xs(32 * 68), ws(32 * 68);
+    int32_t blocks = int32_t(tiled ? (spec.n + 63) / 64 : (spec.n + 7) / 8);
+    for (int32_t b = 0; b < blocks; ++b)
+      for (int32_t t = 0; t < (tiled ? 256 : 128); ++t)
+        fn(w.data(), x.data(), y.data(), /*m=*/0, t, b, 0, xs.data(),
+           ws.data());
+    for (float v : y)
+      ASSERT_EQ(v, sentinel) << kernel << " wrote with m = 0";
+  }
+}
+
 TEST(QMatmulElemType, IsDTypeFloats) {
   for (loom::DType t : loom::kAllDTypes) {
     ElemType e;

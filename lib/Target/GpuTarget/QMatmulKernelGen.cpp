@@ -319,6 +319,20 @@ void barrier(Fn &f) {
 }
 void ret(Fn &f) { f.line(f.emu ? "func.return" : "gpu.return"); }
 
+/// The whole kernel body runs only for m != 0 (block-uniform): a launch
+/// with m = 0 does nothing. A run-time M launches both `_gemv1` and
+/// `_tiled`, each given 0 rows when the other one's case holds
+/// (loom-gpu-qmatmul-launches).
+void openLiveRows(Fn &f, const std::string &m) {
+  f.line("scf.if " + f.cmp("ne", m, f.i32(0)) + " {");
+  ++f.indent;
+}
+void closeLiveRows(Fn &f) {
+  --f.indent;
+  f.line("}");
+  ret(f);
+}
+
 /// Element [r, c] (index values) of a shared [32][kTilePad] f32 tile.
 std::string tileType();
 std::string sharedPtr(Fn &f, const std::string &tile, const std::string &r,
@@ -708,6 +722,7 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   const int64_t iters = (perLane + unroll - 1) / unroll;
   const bool guard = chunks % (32 * unroll) != 0;
 
+  openLiveRows(f, a.m);
   std::string tid = f.cast("arith.index_cast", threadId(f), "index", "i32");
   std::string bid = f.cast("arith.index_cast", blockId(f, 'x'), "index", "i32");
   std::string lane = f.bin("arith.andi", tid, f.i32(31), "i32");
@@ -841,7 +856,7 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
       --f.indent;
       f.line("}");
     }
-    ret(f);
+    closeLiveRows(f);
     return header(gemvKernelName(s, batch), kGemvThreads, "", true) +
            f.prologue + f.body + "    }\n";
   }
@@ -874,7 +889,7 @@ std::string emitGemv(const QMatmulSpec &s, int batch,
   }
   --f.indent;
   f.line("}");
-  ret(f);
+  closeLiveRows(f);
 
   return header(gemvKernelName(s, batch), kGemvThreads) + f.prologue + f.body +
          "    }\n";
@@ -894,6 +909,7 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
   const std::string tileTy = "memref<32x" + std::to_string(kTilePad) +
                              "xf32, #gpu.address_space<workgroup>>";
 
+  openLiveRows(f, a.m);
   std::string tidx = threadId(f);
   std::string tid = f.cast("arith.index_cast", tidx, "index", "i32");
   std::string bx = f.cast("arith.index_cast", blockId(f, 'x'), "index", "i32");
@@ -1012,7 +1028,7 @@ std::string emitTiled(const QMatmulSpec &s, bool emu) {
       f.line("}");
     }
   }
-  ret(f);
+  closeLiveRows(f);
   return header(tiledKernelName(s), kTiledThreads,
                 "%xs : " + tileTy + ", %ws : " + tileTy, f.emu) +
          f.prologue + f.body + "    }\n";

@@ -72,19 +72,28 @@ func.func @mm(%x: tensor<?x16xf32>) -> tensor<?x32xf32> {
 
 // -----
 
-// A q4_1 qmatmul with a run-time M (1 x ? rows): the tiled kernel, its
-// grid's y and m computed from the rows at run time. The plan at 128 rows:
-// x (32768), y (49152), the resident blocks (3840).
+// A q4_1 qmatmul with a run-time M (1 x ? rows): both the GEMV for one row
+// (a decode step) and the tiled kernel are launched, the one not chosen
+// with 0 rows (it returns at once); the tiled grid's y from its rows (at
+// least one block). The plan at 128 rows: x (32768), y (49152), the
+// resident blocks (3840).
 // CHECK-LABEL: func.func @qmm(
 // CHECK-SAME: loom_gpu_max_dim = 128 : i64, loom_gpu_peak_bytes = 85760 : i64, loom_gpu_resident_bytes = 3840 : i64, loom_gpu_upload_bytes = 32768 : i64, loom_gpu_workspace_bytes = 81920 : i64
 // CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<1x?x96xf32>
 // CHECK: %[[ROWS:.+]] = arith.muli %{{.*}}, %{{.*}} : index
 // CHECK-NOT: arith.muli
-// CHECK: %[[GY:.+]] = arith.ceildivui %[[ROWS]], %c64 : index
-// CHECK: %[[M32:.+]] = arith.index_cast %[[ROWS]] : index to i32
-// CHECK: gpu.launch_func async [%{{.*}}] @loom_qmatmul_kernels::@loom_qmm_q4_1_n96_k64_f32_tiled blocks in (%c2, %[[GY]], %{{.*}}) threads in (%c256, {{.*}} args({{.*}}, %[[M32]] : i32)
+// CHECK: %[[ONE:.+]] = arith.cmpi eq, %[[ROWS]], %c1{{.*}} : index
+// CHECK: %[[GR:.+]] = arith.select %[[ONE]], %c1{{.*}}, %c0{{.*}} : index
+// CHECK: %[[TR:.+]] = arith.select %[[ONE]], %c0{{.*}}, %[[ROWS]] : index
+// CHECK: %[[G32:.+]] = arith.index_cast %[[GR]] : index to i32
+// CHECK: gpu.launch_func async [%{{.*}}] @loom_qmatmul_kernels::@loom_qmm_q4_1_n96_k64_f32_gemv1 blocks in (%c12, %c1{{.*}}, %c1{{.*}}) threads in (%c128, {{.*}} args({{.*}}, %[[G32]] : i32)
+// CHECK: %[[CD:.+]] = arith.ceildivui %[[TR]], %c64 : index
+// CHECK: %[[GY:.+]] = arith.maxui %[[CD]], %c1{{.*}} : index
+// CHECK: %[[T32:.+]] = arith.index_cast %[[TR]] : index to i32
+// CHECK: gpu.launch_func async [%{{.*}}] @loom_qmatmul_kernels::@loom_qmm_q4_1_n96_k64_f32_tiled blocks in (%c2, %[[GY]], %{{.*}}) threads in (%c256, {{.*}} args({{.*}}, %[[T32]] : i32)
 // PTX-LABEL: llvm.func internal @qmm(
 // PTX: gpu.binary @loom_qmatmul_kernels
+// PTX-SAME: .entry loom_qmm_q4_1_n96_k64_f32_gemv1
 // PTX-SAME: .entry loom_qmm_q4_1_n96_k64_f32_tiled
 func.func @qmm(%x: tensor<1x?x64xf32>) -> tensor<1x?x96xf32> {
   %w1 = loom.weight "w1" : !loom.qtensor<96x64, #loom.quant<q4_1>>

@@ -16,8 +16,8 @@
 // CHECK: memref.extract_aligned_pointer_as_index %[[Y]]
 // CHECK: %[[PY:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
 // CHECK: %[[M:.*]] = arith.constant 1 : i32
-// CHECK: %[[THREADS:.*]] = arith.constant 128 : index
 // CHECK: %[[BLOCKS:.*]] = arith.constant 12 : index
+// CHECK: %[[THREADS:.*]] = arith.constant 128 : index
 // CHECK: gpu.launch_func @loom_qmatmul_kernels::@loom_qmm_q4_1_n96_k64_f32_gemv1 blocks in (%[[BLOCKS]], %{{.*}}, %{{.*}}) threads in (%[[THREADS]], %{{.*}}, %{{.*}}) args(%[[PW]] : !llvm.ptr<1>, %[[PX]] : !llvm.ptr<1>, %[[PY]] : !llvm.ptr<1>, %[[M]] : i32)
 // CHECK-NOT: call @loom_gpu_qmatmul_0
 // CHECK: return %[[Y]]
