@@ -203,6 +203,11 @@ int Compilation::checkFlags() {
   if (o.target != "cpu" && o.target != "cuda" && o.target != "cuda-kernels")
     return fail("--target=" + o.target +
                 ": unknown; expected cpu, cuda or cuda-kernels");
+  if (o.gpuEmulate && o.target != "cuda")
+    return fail("--gpu-emulate compiles a --target=cuda program's kernels "
+                "for the CUDA emulator; add --target=cuda (or drop it for "
+                "--target=" +
+                o.target + ")");
   if (o.gpuMaxTokens != 0 && o.target != "cuda")
     return fail("--gpu-max-tokens bounds the run-time sizes of a "
                 "--target=cuda program; drop it for --target=" +
@@ -428,11 +433,6 @@ int Compilation::setUpOutputs() {
 /// --target=cuda: what the whole-program GPU lowering does not build yet,
 /// refused by name before it runs (docs/GPU.md, "loomc --target=cuda").
 bool Compilation::checkCudaProgram() {
-  auto refuse = [&](Operation *op, const Twine &what) {
-    op->emitError() << "--target=cuda: " << what
-                    << "; compile this program for the CPU (--target=cpu)";
-    return false;
-  };
   loom::MeshInfo mesh;
   std::string error;
   if (!loom::collectMesh(*module, o.mesh, mesh, error))
@@ -450,7 +450,6 @@ bool Compilation::checkCudaProgram() {
                   "sequence or expert axes, or compile for the CPU "
                   "(--target=cpu)"),
              false;
-  (void)refuse;
   return true;
 }
 

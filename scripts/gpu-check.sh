@@ -393,7 +393,8 @@ fi
 # SmolLM2-135M Q4_1 on the device (issue 16): the prefill logits of the
 # 8-token prompt within 1e-2 of the CPU path's (max |d| / max |cpu|), and
 # the same 32 greedy tokens; --bench figures in smollm2-gen.json.
-run_smol() {
+# The GGUF joined from its parts and checked (both SmolLM2 steps).
+smol_gguf() {
   local dir=$STAGE/smol parts=$ROOT/out/gpu-smol
   [[ -f $parts/model.gguf ]] || cat "$parts"/part-* >"$parts/model.gguf" 2>/dev/null
   (cd "$parts" 2>/dev/null && sha256sum -c --quiet "$dir/model.sha256") || {
@@ -402,6 +403,10 @@ run_smol() {
     rm -f "$parts/model.gguf"
     return 1
   }
+}
+run_smol() {
+  local dir=$STAGE/smol
+  smol_gguf || return 1
   "$STAGE/bin/loom-run" "$dir/cuda" --entry forward \
     --input "tokens=$dir/tokens.npy" --input "positions=$dir/positions.npy" \
     --output "$OUT/smollm2-logits" &&
@@ -424,6 +429,7 @@ PY
 # communicator): the CPU tp bundles' 32 greedy tokens.
 run_smol_tp() {
   local dir=$STAGE/smol tp
+  smol_gguf || return 1
   for tp in 2 3; do
     "$STAGE/bin/loom-run" "$dir/cuda-tp$tp" --backend cuda \
       --prompt "$SMOL_PROMPT" --max-tokens 32 --ignore-eog --bench \
@@ -433,7 +439,7 @@ run_smol_tp() {
   done
 }
 if [[ -d "$STAGE/smol/cuda" ]]; then
-  export -f compare_npy run_smol run_smol_tp same_ids
+  export -f compare_npy run_smol run_smol_tp same_ids smol_gguf
   export STAGE OUT ROOT SMOL_PROMPT
   step smollm2 bash -c 'run_smol'
   [[ -d "$STAGE/smol/cuda-tp3" ]] && step smollm2-tp bash -c 'run_smol_tp'

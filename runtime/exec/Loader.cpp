@@ -157,6 +157,11 @@ bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
   }
   for (const auto &[rank, slices] : weights.perRank)
     for (const PlannedWeight &w : slices) {
+      if (w.contiguous) {
+        // A split weight: its contiguous copy is what the program reads.
+        resident(w.contiguous.get(), w.contiguousBytes);
+        continue;
+      }
       std::shared_ptr<const MappedFile> f = loom::rt::mapFile(w.path, error);
       if (!f)
         return false;
@@ -622,6 +627,10 @@ bool mapWeights(const std::string &bundle, const Manifest &m,
           *error = where + ": out of memory for its contiguous copy";
           return false;
         }
+        int64_t n = dtypeSize(entry.weights[k].dtype);
+        for (int64_t d : w.shape)
+          n *= d;
+        w.contiguousBytes = n;
         w.contiguous = std::shared_ptr<char>(b.release(), FreeDeleter());
       }
       plan.push_back(std::move(w));

@@ -96,6 +96,7 @@ struct PlannedWeight {
   /// device keeps one resident copy per host address, so the address must
   /// not change between runs. Null otherwise.
   std::shared_ptr<char> contiguous;
+  int64_t contiguousBytes = 0;
 };
 
 /// Every local rank's weight slices of one entry, mapped and prefaulted.

@@ -29,6 +29,8 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 using namespace mlir;
@@ -42,7 +44,14 @@ std::barrier<> *currentBarrier = nullptr;
 
 // Called by the emulated tiled kernel at each gpu.barrier (resolved by the
 // JIT from this executable's exported symbols).
-extern "C" void loom_emu_barrier() { currentBarrier->arrive_and_wait(); }
+extern "C" void loom_emu_barrier() {
+  if (!currentBarrier) {
+    // A kernel that should not reach a barrier here (QMatmulZeroRows).
+    std::fprintf(stderr, "loom_emu_barrier called with no barrier set\n");
+    std::abort();
+  }
+  currentBarrier->arrive_and_wait();
+}
 
 namespace {
 
@@ -169,6 +178,7 @@ void checkAgainstReference(const Case &c, KernelOptions opts,
             });
           for (auto &th : threads)
             th.join();
+          currentBarrier = nullptr;
         }
       if (half)
         for (size_t i = 0; i < y.size(); ++i)

@@ -78,11 +78,11 @@ std::recursive_mutex mu;
 
 /// Streams run their work at once, except while captured: then it is
 /// recorded for the graph.
-struct Stream {
-  std::vector<std::function<void()>> *capture = nullptr;
-};
 struct Graph {
   std::vector<std::function<void()>> work;
+};
+struct Stream {
+  Graph *capture = nullptr;
 };
 Stream nullStream;
 
@@ -92,7 +92,7 @@ Stream *streamOf(void *s) { return s ? static_cast<Stream *>(s) : &nullStream; }
 CUresult enqueue(void *s, std::function<void()> work) {
   Stream *st = streamOf(s);
   if (st->capture)
-    st->capture->push_back(std::move(work));
+    st->capture->work.push_back(std::move(work));
   else
     work();
   return kSuccess;
@@ -124,7 +124,8 @@ struct Module {
   std::string name;        ///< its gpu.module; empty: a cubin/PTX image
   bool reduce = false;     ///< the communicator's reduction PTX
   ReduceSpec reduceSpec;
-  std::vector<std::unique_ptr<Function>> functions;
+  /// By name: the host code asks for a kernel's function at every launch.
+  std::map<std::string, std::unique_ptr<Function>> functions;
 };
 
 bool trace() {
@@ -341,10 +342,11 @@ CUresult cuDriverGetVersion(int *v) {
   return kSuccess;
 }
 CUresult cuGetErrorName(CUresult r, const char **s) {
-  *s = r == kNotSupported  ? "CUDA_ERROR_NOT_SUPPORTED"
-       : r == kNotFound    ? "CUDA_ERROR_NOT_FOUND"
-       : r == kOutOfMemory ? "CUDA_ERROR_OUT_OF_MEMORY"
-                           : "CUDA_ERROR_INVALID_VALUE";
+  *s = r == kNotSupported   ? "CUDA_ERROR_NOT_SUPPORTED"
+       : r == kNotFound     ? "CUDA_ERROR_NOT_FOUND"
+       : r == kOutOfMemory  ? "CUDA_ERROR_OUT_OF_MEMORY"
+       : r == kInvalidImage ? "CUDA_ERROR_INVALID_IMAGE"
+                            : "CUDA_ERROR_INVALID_VALUE";
   return kSuccess;
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {
@@ -515,15 +517,14 @@ CUresult cuStreamBeginCapture_v2(void *s, int) {
   Stream *st = streamOf(s);
   if (st->capture)
     return kInvalidValue;
-  st->capture = &(new Graph())->work;
+  st->capture = new Graph();
   return kSuccess;
 }
 CUresult cuStreamEndCapture(void *s, void **g) {
   Stream *st = streamOf(s);
   if (!st->capture)
     return kInvalidValue;
-  // The Graph begins with its work vector.
-  *g = reinterpret_cast<Graph *>(st->capture);
+  *g = st->capture;
   st->capture = nullptr;
   return kSuccess;
 }
@@ -563,7 +564,12 @@ CUresult cuModuleLoadData(void **m, const void *image) {
                    mod->name.c_str());
       return kInvalidImage;
     }
+    // The library is loaded (it holds the image) and stays so while its
+    // modules are in use: the handle is only for dlsym, its reference is
+    // given back at once so that the bundle can still be unloaded.
     mod->library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (mod->library)
+      dlclose(mod->library);
     if (!mod->library) {
       std::fprintf(stderr, "loom-cuda-emulator: '%s' is not loaded\n",
                    info.dli_fname);
@@ -583,14 +589,16 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   return kSuccess;
 }
 CUresult cuModuleUnload(void *m) {
-  auto *mod = static_cast<Module *>(m);
-  if (mod->library)
-    dlclose(mod->library);
-  delete mod;
+  delete static_cast<Module *>(m);
   return kSuccess;
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   auto *mod = static_cast<Module *>(m);
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  if (auto it = mod->functions.find(name); it != mod->functions.end()) {
+    *f = it->second.get();
+    return kSuccess;
+  }
   auto fn = std::make_unique<Function>();
   fn->name = name;
   if (parseQmm(name, fn->spec)) {
@@ -610,9 +618,8 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
       return kNotFound;
     }
   }
-  std::lock_guard<std::recursive_mutex> lock(mu);
   *f = fn.get();
-  mod->functions.push_back(std::move(fn));
+  mod->functions[name] = std::move(fn);
   return kSuccess;
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
@@ -625,8 +632,11 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                  "%u,%u,%u\n",
                  fn->name.c_str(), gx, gy, gz, bx, by, bz);
   if (fn->reduce) {
-    if (streamOf(s)->capture)
+    if (streamOf(s)->capture) {
+      std::fprintf(stderr, "loom-cuda-emulator: loom_reduce launched during "
+                           "stream capture: not emulated yet\n");
       return kNotSupported;
+    }
     runReduce(fn->reduceSpec, params);
     return kSuccess;
   }
@@ -639,6 +649,30 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     return kNotSupported;
   }
   if (fn->qmm) {
+    // The launch must cover the kernel's work as the device would run it
+    // (QMatmulKernelGen: GEMV <B> takes m of 0 or B, 8 rows per block of
+    // 128 threads; tiled, 64 x 64 outputs per block of 256 threads).
+    int32_t rows = *static_cast<int32_t *>(params[3]);
+    const std::string &n = fn->name;
+    bool tiled = n.size() > 6 && n.compare(n.size() - 6, 6, "_tiled") == 0;
+    int64_t nOut = fn->spec.format.n;
+    bool ok;
+    if (tiled) {
+      ok = bx == 256 && by == 1 && bz == 1 && int64_t(gx) * 64 >= nOut &&
+           int64_t(gy) * 64 >= rows && gz == 1;
+    } else {
+      int batch = std::atoi(n.c_str() + n.rfind("_gemv") + 5);
+      ok = (rows == 0 || rows == batch) && bx == 128 && by == 1 && bz == 1 &&
+           int64_t(gx) * 8 >= nOut && gy == 1 && gz == 1;
+    }
+    if (!ok || rows < 0) {
+      std::fprintf(stderr,
+                   "loom-cuda-emulator: launch of '%s' with m = %d, grid "
+                   "%u,%u,%u and block %u,%u,%u does not cover its work as "
+                   "the kernel runs it\n",
+                   n.c_str(), rows, gx, gy, gz, bx, by, bz);
+      return kInvalidValue;
+    }
     // The parameters are read when the work runs (as the device does at
     // launch: copy their values now).
     void *w = *static_cast<void **>(params[0]);

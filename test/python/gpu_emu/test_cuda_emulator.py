@@ -203,6 +203,26 @@ def test_collectives_match_cpu(tmp_path, name):
     run_case(tmp_path, name, lambda r: {},
              lambda r: [{"input0": f32(r, 4, 16)}],
              emu_run=("--backend", "cuda"))
+    if name == "mesh-sum":
+        # The sum went through the communicator's reduction kernel.
+        env = dict(emu_env(), LOOM_CUDA_EMU_TRACE="1")
+        r = subprocess.run([str(tool("loom-run")), str(tmp_path / "emu"),
+                            "--backend", "cuda", "--input",
+                            f"input0={tmp_path / 'input00.npy'}"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "launch loom_reduce" in r.stderr, r.stderr
+
+
+def test_gpu_emulate_needs_target_cuda(tmp_path):
+    src = tmp_path / "small-mlp.mlir"
+    shutil.copy(INPUTS / "small-mlp.mlir", src)
+    r = subprocess.run([str(tool("loomc")), str(src), "--gpu-emulate", "-o",
+                        str(tmp_path / "b")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "--gpu-emulate compiles a --target=cuda program's kernels" in r.stderr
+    assert not (tmp_path / "b").exists()
 
 
 def test_pipeline_stages_are_refused(tmp_path):
