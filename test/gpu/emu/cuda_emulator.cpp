@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -186,7 +187,8 @@ bool parseQmm(std::string name, QmmSpec &out) {
 
 /// Device allocations (base -> bytes), and the dequantized weights of the
 /// quantized matmuls by their device address: weights are resident for the
-/// life of a bundle; an entry goes when its allocation is freed.
+/// life of a bundle; an entry goes when its allocation is freed or a copy
+/// or memset writes into it (forget).
 std::map<uintptr_t, size_t> allocations;
 std::map<uintptr_t, std::pair<void *, size_t>> mappings; ///< mmap of each
 std::map<std::pair<uintptr_t, std::string>, std::vector<float>> dequantized;
@@ -195,6 +197,24 @@ std::string specKey(const loom::gpu::ref::Format &f) {
   return f.format + "/" + f.mode + "/" + f.scale + "/" +
          std::to_string(f.block) + "/" + std::to_string(f.n) + "/" +
          std::to_string(f.k);
+}
+
+/// A write into device memory at [d, d + n): the dequantized copies of any
+/// weight in the allocations it touches are stale.
+void forget(uintptr_t d, size_t n) {
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  if (dequantized.empty())
+    return;
+  auto a = allocations.upper_bound(d + (n ? n - 1 : 0));
+  uintptr_t lo = d, hi = d + n;
+  if (a != allocations.begin()) {
+    --a;
+    lo = std::min(lo, a->first);
+    hi = std::max(hi, a->first + a->second);
+  }
+  for (auto it = dequantized.begin(); it != dequantized.end();)
+    it = it->first.first >= lo && it->first.first < hi ? dequantized.erase(it)
+                                                       : std::next(it);
 }
 
 const std::vector<float> &dequantize(const loom::gpu::ref::Format &f,
@@ -456,7 +476,10 @@ CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned) {
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
                               void *st) {
-  return enqueue(st, [=] { std::memcpy(reinterpret_cast<void *>(d), s, n); });
+  return enqueue(st, [=] {
+    forget(d, n);
+    std::memcpy(reinterpret_cast<void *>(d), s, n);
+  });
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
   return enqueue(st,
@@ -465,6 +488,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
                               void *st) {
   return enqueue(st, [=] {
+    forget(d, n);
     std::memmove(reinterpret_cast<void *>(d), reinterpret_cast<void *>(s), n);
   });
 }
@@ -472,10 +496,14 @@ CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
   return cuMemcpyDtoDAsync_v2(d, s, n, st);
 }
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
-  return enqueue(s, [=] { std::memset(reinterpret_cast<void *>(d), v, n); });
+  return enqueue(s, [=] {
+    forget(d, n);
+    std::memset(reinterpret_cast<void *>(d), v, n);
+  });
 }
 CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
   return enqueue(s, [=] {
+    forget(d, 2 * n);
     auto *p = reinterpret_cast<uint16_t *>(d);
     for (size_t i = 0; i < n; ++i)
       p[i] = v;
@@ -483,6 +511,7 @@ CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
 }
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
   return enqueue(s, [=] {
+    forget(d, 4 * n);
     auto *p = reinterpret_cast<uint32_t *>(d);
     for (size_t i = 0; i < n; ++i)
       p[i] = v;
