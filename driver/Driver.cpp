@@ -266,7 +266,8 @@ OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &context,
          "llm.model's context_length)");
     return {};
   }
-  auto notBuilt = [&](StringRef what) -> OwningOpRef<ModuleOp> {
+  [[maybe_unused]] auto notBuilt =
+      [&](StringRef what) -> OwningOpRef<ModuleOp> {
     fail(input + ": the " + what +
          " importer is not built in this version of Loom");
     return {};

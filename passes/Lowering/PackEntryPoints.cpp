@@ -82,7 +82,7 @@ struct PackEntryPointsPass
           continue;
         }
         Value addr = LLVM::GEPOp::create(b, loc, ptrT, ptrT, argv,
-                                         ArrayRef<LLVM::GEPArg>{slot});
+                                         ArrayRef<LLVM::GEPArg>{int32_t(slot)});
         args.push_back(LLVM::LoadOp::create(b, loc, ptrT, addr));
       }
       LLVM::CallOp::create(b, loc, iface, args);

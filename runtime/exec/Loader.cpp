@@ -58,6 +58,9 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
   std::string chips;
   for (const std::string &c : m.target.chips)
     chips += (chips.empty() ? "" : ", ") + c;
+  if (chips.empty())
+    chips =
+        m.target.isEmulated() ? "none: kernels for the CUDA emulator" : "none";
   if (options.backend == Backend::Mpi && !options.deviceComm)
     return failWith("a CUDA bundle runs on one device in one process; "
                     "--backend mpi (and mpirun) apply to CPU bundles (a "

@@ -864,8 +864,7 @@ LogicalResult GatherOp::verify() {
 /// `sizes` of a reshape or broadcast: none, or one per dynamic result dim.
 static LogicalResult checkSizes(Operation *op, RankedTensorType out,
                                 ValueRange sizes) {
-  if (sizes.empty() ||
-      static_cast<int64_t>(sizes.size()) == out.getNumDynamicDims())
+  if (sizes.empty() || sizes.size() == out.getNumDynamicDims())
     return success();
   return op->emitOpError() << "has " << sizes.size()
                            << " sizes for a result with "
