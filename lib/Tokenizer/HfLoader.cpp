@@ -68,8 +68,29 @@ struct HfLoader {
   bool byteLevel = false;
   bool spmStyle = false;
 
+  /// The first flag that was present but not true/false (flag()).
+  std::string badFlag;
+
   fmt::Error err(const std::string &what) {
     return fmt::makeError(path, ": ", what);
+  }
+
+  /// o[key] as a boolean, `dflt` when o is not an object or has no such key
+  /// (or null). Any other value is remembered in badFlag and refused by
+  /// fromHfJson: json's value() would throw, and this library is built
+  /// without exceptions (abort).
+  bool flag(const json &o, const char *key, bool dflt) {
+    if (!o.is_object())
+      return dflt;
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null())
+      return dflt;
+    if (!it->is_boolean()) {
+      if (badFlag.empty())
+        badFlag = key;
+      return dflt;
+    }
+    return it->get<bool>();
   }
 
   fmt::Status normalizer(const json &n) {
@@ -119,15 +140,15 @@ struct HfLoader {
     }
     if (type == "ByteLevel") {
       byteLevel = true;
-      if (p.value("add_prefix_space", false))
+      if (flag(p, "add_prefix_space", false))
         return err("pre_tokenizer ByteLevel with add_prefix_space=true is not "
                    "supported");
-      if (p.value("use_regex", true))
+      if (flag(p, "use_regex", true))
         patterns.push_back(*preTokenizerPatterns("gpt2")->begin());
       return fmt::success();
     }
     if (type == "Digits") {
-      patterns.push_back(p.value("individual_digits", false) ? "\\p{N}"
+      patterns.push_back(flag(p, "individual_digits", false) ? "\\p{N}"
                                                              : "\\p{N}+");
       return fmt::success();
     }
@@ -138,7 +159,7 @@ struct HfLoader {
         return err("pre_tokenizer Split on a plain string is not supported");
       if (re.empty())
         return err("pre_tokenizer Split without a Regex pattern");
-      if (str(p, "behavior") != "Isolated" || p.value("invert", false))
+      if (str(p, "behavior") != "Isolated" || flag(p, "invert", false))
         return err("pre_tokenizer Split behavior '" + str(p, "behavior") +
                    "' is not supported (only Isolated, invert=false)");
       patterns.push_back(re);
@@ -148,13 +169,13 @@ struct HfLoader {
       if (str(p, "replacement") != "\xE2\x96\x81")
         return err("pre_tokenizer Metaspace with a replacement other than "
                    "U+2581 is not supported");
-      if (p.value("split", false))
+      if (flag(p, "split", false))
         return err("pre_tokenizer Metaspace with split=true is not supported");
       spmStyle = true;
       m.escapeSpaces = true;
       std::string scheme = str(p, "prepend_scheme");
       if (scheme.empty())
-        scheme = p.value("add_prefix_space", true) ? "always" : "never";
+        scheme = flag(p, "add_prefix_space", true) ? "always" : "never";
       m.addSpacePrefix = scheme != "never";
       m.prefixAtStartOnly = scheme == "first";
       return fmt::success();
@@ -203,7 +224,7 @@ Tokenizer::fromHfJson(const std::string &path) {
                  "pre-tokenizer; not a tokenizer Loom knows");
   m->kind = L.byteLevel ? ModelKind::ByteLevelBpe : ModelKind::CharBpe;
   m->preName = L.byteLevel ? "hf-bytelevel" : "hf-metaspace";
-  m->ignoreMerges = model.value("ignore_merges", false);
+  m->ignoreMerges = L.flag(model, "ignore_merges", false);
 
   // Vocabulary: model.vocab plus added_tokens (which may extend it).
   const json &vocab = model.contains("vocab") ? model["vocab"] : json();
@@ -253,7 +274,7 @@ Tokenizer::fromHfJson(const std::string &path) {
     for (const json &a : added) {
       size_t id = size_t(a["id"].get<int64_t>());
       m->text[id] = a["content"].get<std::string>();
-      m->attr[id] = a.value("special", false) ? AttrControl : AttrUserDefined;
+      m->attr[id] = L.flag(a, "special", false) ? AttrControl : AttrUserDefined;
     }
   for (size_t i = 0; i < n; ++i) {
     if (m->text[i].empty()) {
@@ -368,6 +389,10 @@ Tokenizer::fromHfJson(const std::string &path) {
   if (m->addEos && m->eosId < 0)
     return L.err("add_eos_token is true but no eos token is named");
 
+  if (!L.badFlag.empty())
+    return L.err("'" + L.badFlag +
+                 "' is not true or false (a tokenizer.json flag is a JSON "
+                 "boolean)");
   LOOM_FMT_CHECK(m->finish());
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(m)));
 }

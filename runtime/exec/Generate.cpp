@@ -878,17 +878,24 @@ std::string cooperatingAxis(const std::string &bundle, const Manifest &m,
     std::stringstream ss;
     ss << in.rdbuf();
     Json plan = Json::parse(ss.str(), nullptr, false);
+    // A string field, `dflt` when absent or not a string (json's value()
+    // throws on another type: plan.json is a file a user may edit).
+    auto text = [](const Json &o, const char *key, const char *dflt) {
+      auto it = o.find(key);
+      return it != o.end() && it->is_string() ? it->get<std::string>()
+                                              : std::string(dflt);
+    };
     if (plan.is_object() && plan.contains("functions") &&
         plan["functions"].is_array())
       for (const Json &f : plan["functions"]) {
-        if (!f.is_object() || f.value("name", "") != e.name ||
+        if (!f.is_object() || text(f, "name", "") != e.name ||
             !f.contains("collectives") || !f["collectives"].is_array())
           continue;
         for (const Json &c : f["collectives"])
           if (c.is_object() && c.contains("axes") && c["axes"].is_array())
             for (const Json &ax : c["axes"])
               if (ax.is_string() && ax.get<std::string>() == name)
-                return "the plan has a " + c.value("kind", "collective") +
+                return "the plan has a " + text(c, "kind", "collective") +
                        " over it; the program's batch is not split";
       }
   }

@@ -84,6 +84,19 @@ def test_spm_hf_loom_equals_tokenizers_and_sentencepiece(spm_hf, loom_tokenize):
      "the highest token id is 16777215 but there are only 2 model.vocab"),
     ({"added_tokens": [{"id": 9000000, "content": "<a>"}]},
      "the highest token id is 9000000 but there are only 4"),
+    # Reproduced with fuzz/tokenizer_fuzzer (fourth long run): a flag that is
+    # not a boolean made json's value() throw in a library built without
+    # exceptions: abort (exit 134) instead of an error.
+    ({"added_tokens": [{"id": 3, "content": "<a>", "special": 5}]},
+     "'special' is not true or false"),
+    ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": "no"}},
+     "'add_prefix_space' is not true or false"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "ByteLevel", "use_regex": 1}]}},
+     "'use_regex' is not true or false"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+                "merges": ["a b"], "ignore_merges": []}},
+     "'ignore_merges' is not true or false"),
 ])
 def test_hf_refusals(tmp_path, patch, message):
     import json
