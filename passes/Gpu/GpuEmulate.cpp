@@ -87,7 +87,7 @@ struct GpuEmulateKernelsPass
     : loom::impl::GpuEmulateKernelsPassBase<GpuEmulateKernelsPass> {
   using Base::Base;
 
-  /// `k` as a host function of `module` (the kernel is moved, not copied).
+  /// `k` as a host function of the module (the kernel is moved, not copied).
   LogicalResult emulate(gpu::GPUModuleOp gm, gpu::GPUFuncOp k) {
     if (!k.isKernel())
       return k.emitError() << "loom-gpu-emulate-kernels: '" << k.getName()
@@ -99,7 +99,6 @@ struct GpuEmulateKernelsPass
                            << "' uses shared or private memory attributions; "
                               "the emulation runs threads one after the "
                               "other and cannot share memory between them";
-    ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     Type i64 = IntegerType::get(ctx, 64);
@@ -158,7 +157,6 @@ struct GpuEmulateKernelsPass
                << "loom-gpu-emulate-kernels: kernel '" << k.getName()
                << "' calls the intrinsic '" << c.getIntrin()
                << "', which has no host equivalent here";
-    (void)module;
     return success();
   }
 

@@ -265,7 +265,7 @@ uint16_t toBf16(float f);
 /// of the output is member 0..np-1's element combined in member order, in
 /// the kernel's accumulator (f32 for f16/bf16/f32, f64, 32-bit integers
 /// for i8/u8/i32 so sums and products wrap to the same bytes, i64).
-bool runReduce(const ReduceSpec &s, void **params) {
+void runReduce(const ReduceSpec &s, void **params) {
   auto *const *srcs = *static_cast<char *const *const *>(params[0]);
   uint32_t np = *static_cast<uint32_t *>(params[1]);
   char *out = *static_cast<char **>(params[2]);
@@ -332,7 +332,6 @@ bool runReduce(const ReduceSpec &s, void **params) {
       std::memcpy(o, &acc, es); // little-endian: the low bytes wrap
     }
   }
-  return true;
 }
 
 /// bf16 <-> f32 (round to nearest even).
