@@ -24,6 +24,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -36,13 +37,27 @@ inline int runOnnxModel(const uint8_t *data, size_t size) {
   std::fwrite(data, 1, size, f);
   std::fclose(f);
 
-  mlir::DialectRegistry registry;
-  registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
-  // No thread pool: the raise phase on one small model gains nothing from
-  // threads, and a context with threading starts them per execution.
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  context.loadAllAvailableDialects();
-  context.printOpOnDiagnostic(false);
+  // One context serves kContextRuns executions, then a fresh one: making
+  // a context and loading its dialects was most of an execution's time
+  // on a small model, and a context kept forever would grow with every
+  // attribute and type it uniqued. A finding is replayed on its own input,
+  // so in a fresh context.
+  constexpr int kContextRuns = 256;
+  static std::unique_ptr<mlir::MLIRContext> shared;
+  static int runs = 0;
+  if (!shared || ++runs == kContextRuns) {
+    runs = 0;
+    shared.reset();
+    mlir::DialectRegistry registry;
+    registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
+    // No thread pool: the raise phase on one small model gains nothing
+    // from threads.
+    shared = std::make_unique<mlir::MLIRContext>(
+        registry, mlir::MLIRContext::Threading::DISABLED);
+    shared->loadAllAvailableDialects();
+    shared->printOpOnDiagnostic(false);
+  }
+  mlir::MLIRContext &context = *shared;
   // Diagnostics of a refused module are expected: keep them quiet.
   mlir::ScopedDiagnosticHandler quiet(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
