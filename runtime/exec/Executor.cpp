@@ -98,6 +98,9 @@ Expected<std::unique_ptr<Executor>> Executor::open(const std::string &bundleDir,
   if (!selectRanks(bundleDir, impl->m, backend, given, options.ranks,
                    impl->useMpi, impl->mpiRank, impl->localRanks, &err))
     return Error{err};
+  if (!checkCudaMemory(bundleDir, impl->m, impl->localRanks, impl->deviceMemory,
+                       &err))
+    return Error{err};
   if (!loadLibrary(bundleDir, impl->m, impl->fns, &err))
     return Error{err};
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
@@ -806,14 +809,13 @@ static Status bindState(Executor::Impl &P, const Entry &e,
     bool cuda = P.m.target.isCuda();
     // The initial state is read into memory once besides every rank's
     // buffers: localRanks + 1 copies. A CUDA bundle's caches are on the
-    // device: what its memory holds beside the entry's plan (peak bytes,
-    // weights included), one copy (the host buffers are only keys).
+    // device: what its memory holds beside the local ranks' plans (peak
+    // bytes, weights included), one copy per rank (the host buffers are
+    // only keys; the ranks of this process share the device).
     int64_t available = availableMemory(), copies = 1 + P.localRanks.size();
     if (cuda) {
-      auto peak = P.m.target.peakBytes.find(e.name);
-      available = P.deviceMemory -
-                  (peak != P.m.target.peakBytes.end() ? peak->second : 0);
-      copies = 1;
+      available = P.deviceMemory - cudaDeviceBytes(P.m, e.name, P.localRanks);
+      copies = int64_t(P.localRanks.size());
       // The plan's bytes per position are the manifest's (one source).
       auto plan = P.m.target.stateBytesPerPosition.find(e.name);
       if (plan != P.m.target.stateBytesPerPosition.end() &&

@@ -1238,14 +1238,13 @@ Status Executor::generate(const GenerateOptions &opts,
   }
   double avail = double(availableMemory());
   if (m.target.isCuda()) {
-    // The caches live on the device beside the decode step's plan (its
-    // peak, weights included): they are checked against its memory.
+    // The caches live on the device beside the local ranks' plans (the
+    // ranks of this process share it; peaks, weights included): they are
+    // checked against its memory.
     weightBytes = 0;
-    for (const StageGen &sg : job.stages) {
-      auto peak = m.target.peakBytes.find(sg.entry->name);
-      if (peak != m.target.peakBytes.end())
-        weightBytes = std::max(weightBytes, double(peak->second));
-    }
+    for (const StageGen &sg : job.stages)
+      weightBytes = std::max(
+          weightBytes, double(cudaDeviceBytes(m, sg.entry->name, localRanks)));
     avail = double(P->deviceMemory);
   }
   double nLocal = double(localRanks.size());

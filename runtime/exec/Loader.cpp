@@ -20,7 +20,9 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -140,15 +142,64 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
     return failWith("compiled for " + chips + ", and device " +
                     std::to_string(ordinal) + " (" + di.name + ") is sm_" +
                     std::to_string(di.sm) + "; recompile for it");
-  for (const auto &[entry, peak] : m.target.peakBytes)
-    if (peak > di.total_memory)
-      return failWith("entry '" + entry + "' needs " + std::to_string(peak) +
-                      " device bytes (its memory plan) and device " +
-                      std::to_string(ordinal) + " has " +
-                      std::to_string(di.total_memory));
+  // The plans against the device's memory: checkCudaMemory, once the
+  // ranks that share it are known.
   if (deviceMemory)
     *deviceMemory = di.total_memory;
   setDefault(ordinal);
+  return true;
+}
+
+int64_t cudaDeviceBytes(const Manifest &m, const std::string &entry,
+                        const std::vector<int64_t> &ranks) {
+  auto peak = m.target.peakBytes.find(entry);
+  if (peak == m.target.peakBytes.end())
+    return 0;
+  int64_t bytes = 0, shared = 0;
+  std::set<std::tuple<std::string, int64_t, int64_t>> seen;
+  for (int64_t r : ranks) {
+    bytes += peak->second;
+    if (r < 0 || size_t(r) >= m.ranks.size())
+      continue;
+    auto it = m.ranks[size_t(r)].weights.find(entry);
+    if (it == m.ranks[size_t(r)].weights.end())
+      continue;
+    for (const WeightSlice &w : it->second) {
+      std::vector<int64_t> rowMajor(w.shape.size());
+      rowMajorStrides(int64_t(w.shape.size()), w.shape.data(), rowMajor.data());
+      bool contiguous = w.strides.empty() || w.strides == rowMajor;
+      if (contiguous && !seen.insert({w.file, w.offset, w.nbytes}).second)
+        shared += w.nbytes; // another local rank's copy is this one
+    }
+  }
+  return std::max<int64_t>(bytes - shared, 0);
+}
+
+bool checkCudaMemory(const std::string &bundle, const Manifest &m,
+                     const std::vector<int64_t> &ranks, int64_t deviceMemory,
+                     std::string *error) {
+  if (!m.target.isCuda() || deviceMemory <= 0)
+    return true;
+  for (const auto &[entry, peak] : m.target.peakBytes) {
+    int64_t need = cudaDeviceBytes(m, entry, ranks);
+    if (need <= deviceMemory)
+      continue;
+    std::string who =
+        ranks.size() > 1
+            ? " for its " + std::to_string(ranks.size()) +
+                  " ranks on the device (" + std::to_string(peak) +
+                  " each by its memory plan, less the weights they share)"
+            : " (its memory plan)";
+    *error = bundle + ": entry '" + entry + "' needs " + std::to_string(need) +
+             " device bytes" + who + " and the device has " +
+             std::to_string(deviceMemory) +
+             (ranks.size() > 1
+                  ? "; run the ranks on one GPU each (mpirun ... --backend "
+                    "cuda --devices ...) or compile for fewer ranks"
+                  : "; lower --gpu-max-tokens or use a device with more "
+                    "memory");
+    return false;
+  }
   return true;
 }
 

@@ -53,6 +53,24 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
                  const OpenOptions &options, std::string *error,
                  int64_t *deviceMemory = nullptr);
 
+/// The device bytes that the local `ranks`, sharing one CUDA device (the
+/// single-device communicator; one rank under NCCL), need for `entry`:
+/// each rank's compile-time plan (`peak_bytes`: its workspace and its
+/// resident weights), less the weights they share. A weight that is not
+/// split between them is one slice of one mapped file, which the resident
+/// table keeps once (keyed by its host address); a split weight's
+/// contiguous copy is the rank's own. 0 when the manifest has no plan.
+int64_t cudaDeviceBytes(const Manifest &m, const std::string &entry,
+                        const std::vector<int64_t> &ranks);
+
+/// The memory check of a CUDA bundle once its ranks are known: every
+/// entry's `cudaDeviceBytes` for `ranks` against the device's
+/// `deviceMemory`. False + *error (one line, naming the entry, the ranks
+/// and both sizes).
+bool checkCudaMemory(const std::string &bundle, const Manifest &m,
+                     const std::vector<int64_t> &ranks, int64_t deviceMemory,
+                     std::string *error);
+
 /// After a CUDA bundle's entry ran: the device copies of its weights stay
 /// (loom_cuda_mgpu_resident); freed when the executor closes.
 void releaseCudaResident();

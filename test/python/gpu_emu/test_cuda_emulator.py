@@ -214,6 +214,40 @@ def test_collectives_match_cpu(tmp_path, name):
         assert "launch loom_reduce" in r.stderr, r.stderr
 
 
+def test_ranks_sharing_the_device_need_every_plan(tmp_path):
+    """Two dp ranks on one device: each rank's workspace, the replicated
+    weights once (one mapped slice, one resident copy); a device one byte
+    short is refused at open, naming both sizes, nothing run."""
+    src = tmp_path / "small-mlp.mlir"
+    shutil.copy(INPUTS / "small-mlp.mlir", src)
+    for fname, data in MLP_FILES(np.random.default_rng(0)).items():
+        (tmp_path / fname).write_bytes(data)
+    loomc(src, "--target=cuda", "--gpu-emulate", "--mesh", "dp=2", "-o",
+          tmp_path / "emu")
+    plan = json.loads((tmp_path / "emu" / "manifest.json").read_text())[
+        "target"]["memory_plan"]["mlp"]
+    need = 2 * plan["peak_bytes"] - plan["resident_bytes"]
+    np.save(tmp_path / "x.npy", f32(np.random.default_rng(1), 4, 16))
+    for mem, ok in ((need - 1, False), (need, True)):
+        env = dict(emu_env(), LOOM_CUDA_EMU_MEMORY=str(mem))
+        out = tmp_path / f"o{mem}"
+        r = subprocess.run([str(tool("loom-run")), str(tmp_path / "emu"),
+                            "--backend", "cuda", "--input",
+                            f"x={tmp_path / 'x.npy'}", "--output", str(out)],
+                           capture_output=True, text=True, timeout=120,
+                           env=env)
+        if ok:
+            assert r.returncode == 0, r.stderr
+            assert (out / "y.npy").exists()
+            continue
+        assert r.returncode == 1, r.stderr
+        assert (f"entry 'mlp' needs {need} device bytes for its 2 ranks on "
+                f"the device ({plan['peak_bytes']} each by its memory plan, "
+                f"less the weights they share) and the device has {mem}"
+                ) in r.stderr, r.stderr
+        assert not out.exists()
+
+
 def test_gpu_emulate_needs_target_cuda(tmp_path):
     src = tmp_path / "small-mlp.mlir"
     shutil.copy(INPUTS / "small-mlp.mlir", src)
