@@ -37,6 +37,7 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   pm.addPass(createGpuQMatmulsPass());
   ConvertLoomToLinalgPassOptions lower;
   lower.gemm = false; // products as linalg, for cuBLAS or kernels below
+  lower.fusedAttention = options.fusedAttention;
   pm.addPass(createConvertLoomToLinalgPass(lower));
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
@@ -144,6 +145,11 @@ struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
       llvm::cl::desc("largest size of each dynamic input dimension (0: "
                      "none, dynamic sizes refused)"),
       llvm::cl::init(0)};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("attention as two kernels with an online softmax "
+                     "(default true; false: products around a softmax)"),
+      llvm::cl::init(true)};
 };
 
 } // namespace
@@ -162,6 +168,7 @@ void registerGpuLowerPassesAndPipeline() {
         options.cublas = flags.cublas;
         options.toolkit = flags.toolkit;
         options.maxDim = flags.maxDim;
+        options.fusedAttention = flags.fusedAttention;
         buildGpuLowerPassPipeline(pm, options);
       });
 }

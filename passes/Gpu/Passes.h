@@ -92,6 +92,10 @@ struct GpuLowerPipelineOptions {
   /// (loomc --gpu-max-tokens): buffers get run-time sizes and the memory
   /// plan is computed at this bound. 0: no bound, a dynamic size is refused.
   int64_t maxDim = 0;
+  /// Attention as two kernels with an online softmax over key chunks (no
+  /// scores buffer; docs/GPU.md "Fused attention"); false: the products
+  /// around a softmax, as on the CPU (for A/B checks).
+  bool fusedAttention = true;
 };
 
 /// Appends the lower phase for one CUDA device: entry points prepared and

@@ -2,11 +2,16 @@
 //
 // loom.attention (grouped KV heads, masks, past key/values and in-place KV
 // caches) becomes two products, through the runtime's batched GEMM when f32,
-// around a masked softmax; rotary and its table become generics.
+// around a masked softmax; rotary and its table become generics. With
+// `fusedAttention` (the GPU lowering) an f32 attention is instead two loop
+// nests with an online softmax over chunks of keys (flash-decoding style:
+// no scores buffer, each key read once per query row).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Lowering/LoweringUtils.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
 
@@ -27,6 +32,15 @@ struct AttentionEmitter : Emitter {
   /// over (b, h, s, j, r), from a zero fill of `type` sized `sizes`.
   Value headProduct(RankedTensorType type, Value lhs, Value rhs,
                     ArrayRef<Value> sizes, AffineMap rhsMap);
+  /// out[b,h,s,:] = softmax(scale * q[b,h,s,:] . k[b,h/G,t,:] + masks over
+  /// t < T) . v[b,h/G,t,:] as two loop nests (`fusedAttention`): each
+  /// (b, h, row, chunk) folds its keys into a running max, sum and Dv
+  /// accumulators (online softmax), then each output element combines its
+  /// row's chunks. A decode step (one query row) splits its keys into
+  /// chunks of kChunk for parallelism; otherwise a row is one chunk. `k`,
+  /// `v` may be whole KV caches of which rows [0, T) are read in place.
+  Value fusedAttention(AttentionOp op, Value q, Value k, Value v, Value mask,
+                       Value T, int64_t group, double scale);
   FailureOr<SmallVector<Value>> lowerAttention(AttentionOp op,
                                                AttentionOp::Adaptor a);
   Value lowerRotary(RotaryOp op, RotaryOp::Adaptor a);
@@ -106,6 +120,214 @@ Value AttentionEmitter::headProduct(RankedTensorType type, Value lhs, Value rhs,
       .getResult(0);
 }
 
+/// Keys per chunk of a decode step's fused attention.
+static constexpr int64_t kChunk = 64;
+
+Value AttentionEmitter::fusedAttention(AttentionOp op, Value q, Value k,
+                                       Value v, Value mask, Value T,
+                                       int64_t group, double scale) {
+  auto outType = op.getOutput().getType();
+  int64_t hq = outType.getDimSize(1), dv = outType.getDimSize(3);
+  bool causal = op.getCausal();
+  Value B = dim(q, 0), S = dim(q, 2);
+  // The causal limit of row s is s + (T - S): the cache's filled length.
+  Value offset = arith::SubIOp::create(b, loc, T, S);
+  SmallVector<Value> inputs{q, k, v};
+  if (mask)
+    inputs.push_back(mask);
+  return kernel(
+      inputs, outType, {B, cIndex(hq), S, cIndex(dv)}, [&](ValueRange bufs) {
+        Value qb = bufs[0], kb = bufs[1], vb = bufs[2], out = bufs.back();
+        Value mb = mask ? bufs[3] : Value();
+        Type f32 = b.getF32Type();
+        Value zero = cIndex(0), one = cIndex(1), D = dim(qb, 3);
+        Value fzero = cFloat(b, loc, f32, 0.0),
+              ninf = cFloat(b, loc, f32, -INFINITY);
+        // A decode step (one row) splits its keys into chunks; a longer call
+        // has parallelism enough in its rows. Either S or chunks is 1, so the
+        // work items S x chunks are S + chunks - 1 (a sum the memory plan
+        // bounds).
+        Value step =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, S, one);
+        Value chunks = arith::SelectOp::create(
+            b, loc, step, arith::CeilDivUIOp::create(b, loc, T, cIndex(kChunk)),
+            one);
+        Value work = arith::SubIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, S, chunks), one);
+        // Per work item: Dv accumulators, the running max and the sum.
+        int64_t batch = outType.getDimSize(0);
+        auto partialType =
+            MemRefType::get({batch, hq, ShapedType::kDynamic, dv + 2}, f32);
+        SmallVector<Value> partialSizes;
+        if (isDyn(batch))
+          partialSizes.push_back(B);
+        partialSizes.push_back(work);
+        Value partial =
+            memref::AllocOp::create(b, loc, partialType, partialSizes);
+        Value cDv = cIndex(dv), cDv1 = cIndex(dv + 1);
+        auto isNegInf = [&](OpBuilder &bb, Location l, Value x) {
+          return arith::CmpFOp::create(bb, l, arith::CmpFPredicate::OEQ, x,
+                                       ninf);
+        };
+
+        scf::ParallelOp::create(
+            b, loc, ValueRange{zero, zero, zero},
+            ValueRange{B, cIndex(hq), work}, ValueRange{one, one, one},
+            [&](OpBuilder &pb, Location l, ValueRange iv) {
+              Value bi = iv[0], hi = iv[1], w = iv[2];
+              Value si = arith::DivUIOp::create(pb, l, w, chunks);
+              Value ci = arith::RemUIOp::create(pb, l, w, chunks);
+              Value kvh = arith::DivUIOp::create(
+                  pb, l, hi, arith::ConstantIndexOp::create(pb, l, group));
+              // Keys [t0, t1): a chunk of kChunk (decode) or all T.
+              Value t0 = arith::MulIOp::create(
+                  pb, l, ci, arith::ConstantIndexOp::create(pb, l, kChunk));
+              Value t1 = arith::SelectOp::create(
+                  pb, l, step,
+                  arith::MinUIOp::create(
+                      pb, l,
+                      arith::AddIOp::create(
+                          pb, l, t0,
+                          arith::ConstantIndexOp::create(pb, l, kChunk)),
+                      T),
+                  T);
+              if (causal)
+                t1 = arith::MinUIOp::create(
+                    pb, l, t1,
+                    arith::AddIOp::create(
+                        pb, l, arith::AddIOp::create(pb, l, si, offset), one));
+              auto accType = MemRefType::get({dv}, f32);
+              Value acc = memref::AllocaOp::create(pb, l, accType);
+              scf::ForOp::create(
+                  pb, l, zero, cDv, one, ValueRange{},
+                  [&](OpBuilder &fb, Location fl, Value e, ValueRange) {
+                    memref::StoreOp::create(fb, fl, fzero, acc, e);
+                    scf::YieldOp::create(fb, fl);
+                  });
+              auto keys = scf::ForOp::create(
+                  pb, l, t0, t1, one, ValueRange{ninf, fzero},
+                  [&](OpBuilder &fb, Location fl, Value t, ValueRange carried) {
+                    Value m = carried[0], sum = carried[1];
+                    auto dot = scf::ForOp::create(
+                        fb, fl, zero, D, one, ValueRange{fzero},
+                        [&](OpBuilder &db, Location dl, Value d, ValueRange r) {
+                          Value x = memref::LoadOp::create(
+                              db, dl, qb, ValueRange{bi, hi, si, d});
+                          Value y = memref::LoadOp::create(
+                              db, dl, kb, ValueRange{bi, kvh, t, d});
+                          Value p = arith::MulFOp::create(db, dl, x, y);
+                          scf::YieldOp::create(db, dl,
+                                               ValueRange{arith::AddFOp::create(
+                                                   db, dl, r[0], p)});
+                        });
+                    Value sc = arith::MulFOp::create(
+                        fb, fl, dot.getResult(0), cFloat(fb, fl, f32, scale));
+                    if (mb) {
+                      // Broadcast as the unfused lowering's broadcastMap.
+                      auto mt = cast<MemRefType>(mb.getType());
+                      Value all[4] = {bi, hi, si, t};
+                      SmallVector<Value> idx;
+                      for (int64_t j = 0; j < mt.getRank(); ++j)
+                        idx.push_back(
+                            mt.getDimSize(j) == 1
+                                ? arith::ConstantIndexOp::create(fb, fl, 0)
+                                      .getResult()
+                                : all[4 - mt.getRank() + j]);
+                      Value mv = memref::LoadOp::create(fb, fl, mb, idx);
+                      if (mt.getElementType().isInteger(1))
+                        sc = arith::SelectOp::create(fb, fl, mv, sc, ninf);
+                      else
+                        sc = arith::AddFOp::create(fb, fl, sc,
+                                                   scalarCast(fb, fl, mv, f32));
+                    }
+                    // Online softmax: rescale what was summed by exp(m - m').
+                    Value mNew = arith::MaximumFOp::create(fb, fl, m, sc);
+                    Value base = arith::SelectOp::create(
+                        fb, fl, isNegInf(fb, fl, mNew), fzero, mNew);
+                    Value alpha = math::ExpOp::create(
+                        fb, fl, arith::SubFOp::create(fb, fl, m, base));
+                    Value p = math::ExpOp::create(
+                        fb, fl, arith::SubFOp::create(fb, fl, sc, base));
+                    Value sumNew = arith::AddFOp::create(
+                        fb, fl, arith::MulFOp::create(fb, fl, sum, alpha), p);
+                    scf::ForOp::create(
+                        fb, fl, zero, cDv, one, ValueRange{},
+                        [&](OpBuilder &eb, Location el, Value e, ValueRange) {
+                          Value a = memref::LoadOp::create(eb, el, acc, e);
+                          Value x = memref::LoadOp::create(
+                              eb, el, vb, ValueRange{bi, kvh, t, e});
+                          Value r = arith::AddFOp::create(
+                              eb, el, arith::MulFOp::create(eb, el, a, alpha),
+                              arith::MulFOp::create(eb, el, p, x));
+                          memref::StoreOp::create(eb, el, r, acc, e);
+                          scf::YieldOp::create(eb, el);
+                        });
+                    scf::YieldOp::create(fb, fl, ValueRange{mNew, sumNew});
+                  });
+              scf::ForOp::create(
+                  pb, l, zero, cDv, one, ValueRange{},
+                  [&](OpBuilder &fb, Location fl, Value e, ValueRange) {
+                    Value a = memref::LoadOp::create(fb, fl, acc, e);
+                    memref::StoreOp::create(fb, fl, a, partial,
+                                            ValueRange{bi, hi, w, e});
+                    scf::YieldOp::create(fb, fl);
+                  });
+              memref::StoreOp::create(pb, l, keys.getResult(0), partial,
+                                      ValueRange{bi, hi, w, cDv});
+              memref::StoreOp::create(pb, l, keys.getResult(1), partial,
+                                      ValueRange{bi, hi, w, cDv1});
+            });
+
+        // out[b,h,s,e]: the row's chunks, each scaled by exp(m_c - max m).
+        scf::ParallelOp::create(
+            b, loc, ValueRange{zero, zero, zero, zero},
+            ValueRange{B, cIndex(hq), S, cDv}, ValueRange{one, one, one, one},
+            [&](OpBuilder &pb, Location l, ValueRange iv) {
+              Value bi = iv[0], hi = iv[1], si = iv[2], e = iv[3];
+              Value first = arith::MulIOp::create(pb, l, si, chunks);
+              auto item = [&](OpBuilder &fb, Location fl, Value c) -> Value {
+                return arith::AddIOp::create(fb, fl, first, c);
+              };
+              auto mx = scf::ForOp::create(
+                  pb, l, zero, chunks, one, ValueRange{ninf},
+                  [&](OpBuilder &fb, Location fl, Value c, ValueRange r) {
+                    Value m = memref::LoadOp::create(
+                        fb, fl, partial,
+                        ValueRange{bi, hi, item(fb, fl, c), cDv});
+                    scf::YieldOp::create(
+                        fb, fl,
+                        ValueRange{arith::MaximumFOp::create(fb, fl, r[0], m)});
+                  });
+              Value M = mx.getResult(0);
+              Value base =
+                  arith::SelectOp::create(pb, l, isNegInf(pb, l, M), fzero, M);
+              auto sums = scf::ForOp::create(
+                  pb, l, zero, chunks, one, ValueRange{fzero, fzero},
+                  [&](OpBuilder &fb, Location fl, Value c, ValueRange r) {
+                    Value w = item(fb, fl, c);
+                    Value m = memref::LoadOp::create(
+                        fb, fl, partial, ValueRange{bi, hi, w, cDv});
+                    Value f = math::ExpOp::create(
+                        fb, fl, arith::SubFOp::create(fb, fl, m, base));
+                    Value sum = memref::LoadOp::create(
+                        fb, fl, partial, ValueRange{bi, hi, w, cDv1});
+                    Value a = memref::LoadOp::create(fb, fl, partial,
+                                                     ValueRange{bi, hi, w, e});
+                    Value l2 = arith::AddFOp::create(
+                        fb, fl, r[0], arith::MulFOp::create(fb, fl, sum, f));
+                    Value a2 = arith::AddFOp::create(
+                        fb, fl, r[1], arith::MulFOp::create(fb, fl, a, f));
+                    scf::YieldOp::create(fb, fl, ValueRange{l2, a2});
+                  });
+              Value r = arith::DivFOp::create(pb, l, sums.getResult(1),
+                                              sums.getResult(0));
+              Type et = outType.getElementType();
+              memref::StoreOp::create(pb, l, scalarCast(pb, l, r, et), out,
+                                      ValueRange{bi, hi, si, e});
+            });
+      });
+}
+
 FailureOr<SmallVector<Value>>
 AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
   Value q = a.getQuery(), k = a.getKey(), v = a.getValue();
@@ -174,6 +396,37 @@ AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
   if (isDyn(headDim) && !a.getScale())
     return op.emitOpError() << "the CPU lowering needs a static head_dim "
                                "or an explicit scale";
+  auto finish = [&](Value out) {
+    results.push_back(out);
+    if (a.getPastKey()) {
+      Value pk = k, pv = v;
+      if (pk.getType() != op.getPresent()[0].getType())
+        pk = tensor::CastOp::create(b, loc, op.getPresent()[0].getType(), pk);
+      if (pv.getType() != op.getPresent()[1].getType())
+        pv = tensor::CastOp::create(b, loc, op.getPresent()[1].getType(), pv);
+      results.push_back(pk);
+      results.push_back(pv);
+    }
+    if (cacheKey) {
+      results.push_back(cacheKey);
+      results.push_back(cacheValue);
+    }
+    return results;
+  };
+  auto isF32 = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getElementType().isF32();
+  };
+  if (opts.fusedAttention && isF32(q) && isF32(k) && isF32(v) &&
+      op.getOutput().getType().getElementType().isF32() &&
+      !isDyn(op.getOutput().getType().getDimSize(3)) &&
+      (!a.getMask() ||
+       cast<RankedTensorType>(a.getMask().getType()).getRank() <= 4)) {
+    // Keys [0, T): a cache is read in place (its filled rows), not
+    // through the view of them (a strided copy into the kernel).
+    return finish(fusedAttention(op, q, cacheKey ? cacheKey : k,
+                                 cacheValue ? cacheValue : v, a.getMask(), T,
+                                 group, scale));
+  }
   MLIRContext *ctx = b.getContext();
   auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
   AffineExpr kvHead = d(1).floorDiv(group);
@@ -230,21 +483,7 @@ AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
   if (!out)
     out = headProduct(outType, probs, v, {B, cIndex(hq), S, Dv},
                       AffineMap::get(5, 0, {d(0), kvHead, d(4), d(3)}, ctx));
-  results.push_back(out);
-  if (a.getPastKey()) {
-    Value pk = k, pv = v;
-    if (pk.getType() != op.getPresent()[0].getType())
-      pk = tensor::CastOp::create(b, loc, op.getPresent()[0].getType(), pk);
-    if (pv.getType() != op.getPresent()[1].getType())
-      pv = tensor::CastOp::create(b, loc, op.getPresent()[1].getType(), pv);
-    results.push_back(pk);
-    results.push_back(pv);
-  }
-  if (cacheKey) {
-    results.push_back(cacheKey);
-    results.push_back(cacheValue);
-  }
-  return results;
+  return finish(out);
 }
 
 Value AttentionEmitter::lowerRotary(RotaryOp op, RotaryOp::Adaptor a) {

@@ -81,6 +81,7 @@ struct ConvertLoomToLinalgPass
     LoweringOptions opts;
     opts.qmatmul = qmatmul;
     opts.gemm = gemm;
+    opts.fusedAttention = fusedAttention;
     std::string error;
     if (!isQMatmulMode(qmatmul))
       error = "qmatmul=" + qmatmul + ": expected f32, i8, i8x3 or dequant";

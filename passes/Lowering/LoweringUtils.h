@@ -54,6 +54,8 @@ using mlir::ValueRange;
 struct LoweringOptions {
   std::string qmatmul;
   bool gemm = true;
+  /// loom.attention as loops with an online softmax (GPU).
+  bool fusedAttention = false;
   QKernelTuning tuning;
 };
 

@@ -99,6 +99,10 @@ def ConvertLoomToLinalgPass
     Option<"gemm", "gemm", "bool", /*default=*/"true",
            "call the runtime's GEMM for large f32 matmuls (false: generate "
            "every matmul, for A/B measurements and debugging)">,
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"false",
+           "each f32 loom.attention as two loop nests with an online "
+           "softmax over key chunks (no scores buffer: the GPU lowering's "
+           "choice) instead of products around a softmax">,
     Option<"qmmTile", "qmm-tile", "std::string", /*default=*/"\"\"",
            "register tile of the quantized matmul kernels, MRxNR2xNR1 "
            "(batched rows x batched columns x batch-1 columns; tuning; "

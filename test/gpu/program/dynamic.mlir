@@ -9,10 +9,14 @@
 // 1x?, positions ?, logits 1x?x96): embedding with its device id check,
 // RMS norms, rotary, causal GQA attention, SwiGLU and the products (rank
 // 3, 1 x ? x K, so generated kernels, as with static shapes: cuBLAS takes
-// rank-2 products), all with run-time sizes; the plan at 64 tokens.
+// rank-2 products), all with run-time sizes; the plan at 64 tokens. The
+// attention is fused (docs/GPU.md "Fused attention": no 4 x 64 x 64 scores
+// and their softmax; 135168 workspace bytes against 177152 unfused).
 // RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | FileCheck %s --check-prefix=LLAMA
+// RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64 fused-attention=false" | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED: loom_gpu_workspace_bytes = 177152 : i64
 // LLAMA-LABEL: llvm.func internal @forward(
-// LLAMA-SAME: loom_gpu_max_dim = 64 : i64, loom_gpu_peak_bytes = 497920 : i64, loom_gpu_resident_bytes = 320768 : i64, loom_gpu_upload_bytes = 1024 : i64, loom_gpu_workspace_bytes = 177152 : i64
+// LLAMA-SAME: loom_gpu_max_dim = 64 : i64, loom_gpu_peak_bytes = 455936 : i64, loom_gpu_resident_bytes = 320768 : i64, loom_gpu_upload_bytes = 1024 : i64, loom_gpu_workspace_bytes = 135168 : i64
 // LLAMA-NOT: llvm.call @mgpuMemAlloc(
 // LLAMA: llvm.call @loom_cuda_mgpu_workspace(
 // LLAMA: gpu.launch_func

@@ -196,6 +196,43 @@ def test_attention_over_the_device_cache_matches_cpu(tmp_path):
              extra_run=("--ctx", "16"), extra_compile=("--gpu-max-tokens", "16"))
 
 
+def test_fused_attention_decode_chunks_match_cpu(tmp_path):
+    """The fused attention's split over key chunks (docs/GPU.md "Fused
+    attention"): one new row at positions 0, 63, 64 and 150 (1, 64, 65 and
+    151 keys: one, one, two and three chunks of 64), then three rows at 200
+    (one chunk of 203 keys)."""
+    rng = np.random.default_rng(9)
+    ck, cv = f32(rng, 1, 2, 256, 8), f32(rng, 1, 2, 256, 8)
+
+    def runs(r):
+        out = []
+        for p0, s in ((0, 1), (63, 1), (64, 1), (150, 1), (200, 3)):
+            out.append({"q": f32(r, 1, 4, s, 8), "k": f32(r, 1, 2, s, 8),
+                        "v": f32(r, 1, 2, s, 8),
+                        "positions": np.arange(p0, p0 + s, dtype=np.int64),
+                        "cache_key_0": ck, "cache_value_0": cv})
+        return out
+    run_case(tmp_path, "attn-decode", lambda r: {}, runs,
+             extra_run=("--ctx", "256"),
+             extra_compile=("--gpu-max-tokens", "256"))
+
+
+def test_fused_attention_masks_match_cpu(tmp_path):
+    """Additive masks with -inf entries and boolean masks (broadcast), past
+    keys, GQA, not causal (every row keeps its first key)."""
+    def runs(r):
+        keep = r.random((1, 1, 5, 9)) < 0.6
+        keep[..., 0] = True
+        add = np.where(r.random((5, 9)) < 0.2, -np.inf,
+                       r.standard_normal((5, 9))).astype(np.float32)
+        add[:, 1] = 0.0
+        return [{"q": f32(r, 1, 6, 5, 8), "k": f32(r, 1, 2, 5, 8),
+                 "v": f32(r, 1, 2, 5, 8), "past_key": f32(r, 1, 2, 4, 8),
+                 "past_value": f32(r, 1, 2, 4, 8), "add_mask": add,
+                 "keep_mask": keep}]
+    run_case(tmp_path, "attn-mask", lambda r: {}, runs)
+
+
 @pytest.mark.parametrize("name", ["mesh-gather", "mesh-sum"])
 def test_collectives_match_cpu(tmp_path, name):
     """An all_gather over two ranks sharing the device (the single-device
