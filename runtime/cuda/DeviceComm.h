@@ -206,10 +206,22 @@ public:
   virtual bool exchange(loom_rt_ctx &ctx, int32_t dtype,
                         const std::vector<Transfer> &transfers,
                         std::string *err) = 0;
+  /// A new NCCL id (the first member of a group makes it; NcclComm hands
+  /// it to the others over the host communicator).
+  virtual bool newId(uint8_t *id, std::string *err) = 0;
+  /// The communicator of g's members from the id of its first member,
+  /// ranked by group index (peers of `exchange` are group indices).
+  /// Collective over g's members; null + *err on failure.
+  virtual std::unique_ptr<NcclOps> join(loom_rt_ctx &ctx, const Group &g,
+                                        const uint8_t *id,
+                                        std::string *err) = 0;
 };
 
-/// One GPU per rank (process) over NCCL: the collectives of the whole mesh
-/// (and of one rank) on device buffers; other groups are refused by name.
+/// One GPU per rank (process) over NCCL: the collectives on device buffers,
+/// the whole mesh's on the world communicator, a group's (a mesh axis of a
+/// dp x tp mesh) on a communicator of its members made at its first
+/// collective (the NCCL id made by its first member and gathered over the
+/// host communicator, then ncclCommInitRank; kept for the run).
 /// Host buffers, the signature check and failures go to `host` (MPI under
 /// mpirun: a failing rank aborts the job).
 class NcclComm final : public DeviceCommBase {
@@ -239,11 +251,13 @@ public:
                 int64_t recvCount, int64_t src, int64_t tag) override;
 
 private:
-  /// Checks that NCCL can run g's collective (the world, or one rank) and
-  /// publishes the call; false for a group of one (done locally).
-  bool begin(loom_rt_ctx &ctx, Group &g, const CollSig &sig);
+  /// Publishes g's call (every member checks the others') and returns the
+  /// NCCL communicator of g; null for a group of one (done locally).
+  NcclOps *begin(loom_rt_ctx &ctx, Group &g, const CollSig &sig);
   void nccl(loom_rt_ctx &ctx, bool ok, const std::string &err);
   std::unique_ptr<NcclOps> Nccl;
+  /// Group mask -> the communicator of this rank's group of that mask.
+  std::map<uint64_t, std::unique_ptr<NcclOps>> Groups;
 };
 
 /// LaunchOptions::wrapComm for runThreads that makes each rank a

@@ -17,8 +17,12 @@
 // ncclSend/ncclRecv; the host check of a transfer's size comes first.
 // NCCL's own sum order applies (ring or tree), not the threads backend's.
 //
-// Only the whole mesh is an NCCL communicator (no ncclCommSplit per group
-// yet): a group of 1 < p < world ranks is refused by name.
+// A group of 1 < p < world ranks (one axis of a dp x tp mesh) gets its own
+// NCCL communicator at its first device collective: its first member makes
+// an NCCL id, the members gather it over the host communicator (with a
+// status byte, so that the leader's failure fails every member) and join
+// with ncclCommInitRank ranked by group index (no ncclCommSplit: that
+// needs NCCL 2.18 and every world rank; this needs only the members).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +49,9 @@ loom_cuda_ptr dptr(const void *p) { return reinterpret_cast<uintptr_t>(p); }
 /// NcclOps over cuda.h's loom_cuda_nccl_* on one stream.
 class CudaNcclOps final : public NcclOps {
 public:
-  CudaNcclOps(loom_cuda_nccl *comm, loom_cuda_stream stream)
-      : C(comm), S(stream) {}
+  CudaNcclOps(loom_cuda_device *dev, loom_cuda_nccl *comm,
+              loom_cuda_stream stream)
+      : D(dev), C(comm), S(stream) {}
   ~CudaNcclOps() override { loom_cuda_nccl_destroy(C); }
   bool allReduce(loom_rt_ctx &, int32_t dtype, int32_t op, const void *in,
                  void *out, int64_t count, std::string *err) override {
@@ -85,6 +90,18 @@ public:
     }
     return done(loom_cuda_nccl_group(C, 0), err);
   }
+  bool newId(uint8_t *id, std::string *err) override {
+    return done(loom_cuda_nccl_unique_id(id), err);
+  }
+  std::unique_ptr<NcclOps> join(loom_rt_ctx &, const Group &g,
+                                const uint8_t *id, std::string *err) override {
+    loom_cuda_nccl *c = nullptr;
+    if (!done(loom_cuda_nccl_init_id(D, int32_t(g.index), int32_t(g.size), id,
+                                     &c),
+              err))
+      return nullptr;
+    return std::make_unique<CudaNcclOps>(D, c, S);
+  }
 
 private:
   static bool done(int32_t rc, std::string *err) {
@@ -92,6 +109,7 @@ private:
       *err = loom_cuda_last_error();
     return rc == 0;
   }
+  loom_cuda_device *D;
   loom_cuda_nccl *C;
   loom_cuda_stream S;
 };
@@ -108,25 +126,40 @@ void NcclComm::nccl(loom_rt_ctx &ctx, bool ok, const std::string &err) {
     failCurrent(ctx, "nccl: " + err);
 }
 
-bool NcclComm::begin(loom_rt_ctx &ctx, Group &g, const CollSig &sig) {
+NcclOps *NcclComm::begin(loom_rt_ctx &ctx, Group &g, const CollSig &sig) {
   sync(ctx);
   if (g.size == 1)
-    return false;
-  if (g.size != ctx.worldSize) {
-    char mask[32];
-    std::snprintf(mask, sizeof mask, "0x%llx",
-                  static_cast<unsigned long long>(g.mask));
-    failCurrent(ctx, "the NCCL communicator runs collectives over the whole "
-                     "mesh only, and the group of axes mask " +
-                         std::string(mask) + " has " + std::to_string(g.size) +
-                         " of the " + std::to_string(ctx.worldSize) +
-                         " ranks (no NCCL sub-communicators yet): compile for "
-                         "a mesh with one axis of size > 1, or run the ranks "
-                         "on one device (--backend cuda with one --devices "
-                         "entry)");
-  }
+    return nullptr;
   publish(ctx, g, sig, nullptr, nullptr);
-  return true;
+  if (g.size == ctx.worldSize)
+    return Nccl.get();
+  auto it = Groups.find(g.mask);
+  if (it != Groups.end())
+    return it->second.get();
+  // The group's communicator: the first member's id, gathered by all.
+  constexpr int64_t kBytes = 1 + LOOM_CUDA_NCCL_ID_BYTES;
+  std::vector<uint8_t> mine(kBytes, 0), all(size_t(kBytes * g.size), 0);
+  std::string err;
+  if (g.index == 0)
+    mine[0] = Nccl->newId(mine.data() + 1, &err) ? 1 : 2;
+  Host->allGather(ctx, g, LOOM_RT_U8, mine.data(), all.data(), 1, kBytes);
+  char mask[32];
+  std::snprintf(mask, sizeof mask, "0x%llx",
+                static_cast<unsigned long long>(g.mask));
+  if (all[0] != 1)
+    failCurrent(ctx, "nccl: the first rank of the group of axes mask " +
+                         std::string(mask) + " (rank " +
+                         std::to_string(g.members[0]) +
+                         ") could not make its NCCL id" +
+                         (err.empty() ? std::string() : ": " + err));
+  std::unique_ptr<NcclOps> sub = Nccl->join(ctx, g, all.data() + 1, &err);
+  if (!sub)
+    failCurrent(ctx, "nccl: cannot make the communicator of the group of "
+                     "axes mask " +
+                         std::string(mask) + " (" + std::to_string(g.size) +
+                         " of " + std::to_string(ctx.worldSize) +
+                         " ranks): " + err);
+  return (Groups[g.mask] = std::move(sub)).get();
 }
 
 void NcclComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
@@ -134,11 +167,12 @@ void NcclComm::allReduce(loom_rt_ctx &ctx, Group &g, int32_t dtype, int32_t op,
   if (!onDevice(ctx, {in, out}))
     return Host->allReduce(ctx, g, dtype, op, in, out, count);
   std::string err;
-  if (!begin(ctx, g, {kAllReduce, dtype, op, count, -1})) {
+  NcclOps *c = begin(ctx, g, {kAllReduce, dtype, op, count, -1});
+  if (!c) {
     if (in != out)
       copy(ctx, out, in, count * dtypeSize(dtype));
   } else if (count) {
-    nccl(ctx, Nccl->allReduce(ctx, dtype, op, in, out, count, &err), err);
+    nccl(ctx, c->allReduce(ctx, dtype, op, in, out, count, &err), err);
   }
   sync(ctx);
 }
@@ -150,15 +184,16 @@ void NcclComm::allGather(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return Host->allGather(ctx, g, dtype, in, out, outer, inner);
   int64_t p = g.size, row = inner * dtypeSize(dtype);
   std::string err;
-  if (!begin(ctx, g, {kAllGather, dtype, -1, outer, inner})) {
+  NcclOps *c = begin(ctx, g, {kAllGather, dtype, -1, outer, inner});
+  if (!c) {
     copy(ctx, out, in, outer * row);
   } else if (outer == 1) {
-    nccl(ctx, Nccl->allGather(ctx, dtype, in, out, inner, &err), err);
+    nccl(ctx, c->allGather(ctx, dtype, in, out, inner, &err), err);
   } else if (outer * inner != 0) {
     // NCCL gathers [p][outer][inner]; out is [outer][p][inner].
     void *tmp = Ops->scratch(p * outer * row, &err);
     check(ctx, tmp != nullptr, err);
-    nccl(ctx, Nccl->allGather(ctx, dtype, in, tmp, outer * inner, &err), err);
+    nccl(ctx, c->allGather(ctx, dtype, in, tmp, outer * inner, &err), err);
     for (int64_t j = 0; j < p; ++j)
       for (int64_t o = 0; o < outer; ++o)
         copy(ctx, at(out, (o * p + j) * row), at(tmp, (j * outer + o) * row),
@@ -174,10 +209,11 @@ void NcclComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return Host->reduceScatter(ctx, g, dtype, op, in, out, outer, inner);
   int64_t p = g.size, row = inner * dtypeSize(dtype);
   std::string err;
-  if (!begin(ctx, g, {kReduceScatter, dtype, op, outer, inner})) {
+  NcclOps *c = begin(ctx, g, {kReduceScatter, dtype, op, outer, inner});
+  if (!c) {
     copy(ctx, out, in, outer * row);
   } else if (outer == 1) {
-    nccl(ctx, Nccl->reduceScatter(ctx, dtype, op, in, out, inner, &err), err);
+    nccl(ctx, c->reduceScatter(ctx, dtype, op, in, out, inner, &err), err);
   } else if (outer * inner != 0) {
     // in is [outer][p][inner]; NCCL scatters [p][outer][inner].
     void *tmp = Ops->scratch(p * outer * row, &err);
@@ -186,8 +222,7 @@ void NcclComm::reduceScatter(loom_rt_ctx &ctx, Group &g, int32_t dtype,
       for (int64_t o = 0; o < outer; ++o)
         copy(ctx, at(tmp, (j * outer + o) * row), at(in, (o * p + j) * row),
              row);
-    nccl(ctx,
-         Nccl->reduceScatter(ctx, dtype, op, tmp, out, outer * inner, &err),
+    nccl(ctx, c->reduceScatter(ctx, dtype, op, tmp, out, outer * inner, &err),
          err);
   }
   sync(ctx);
@@ -199,14 +234,15 @@ void NcclComm::allToAll(loom_rt_ctx &ctx, Group &g, int32_t dtype,
     return Host->allToAll(ctx, g, dtype, in, out, block);
   int64_t p = g.size, bb = block * dtypeSize(dtype), me = g.index;
   std::string err;
-  if (begin(ctx, g, {kAllToAll, dtype, -1, block, -1}) && block) {
+  NcclOps *c = begin(ctx, g, {kAllToAll, dtype, -1, block, -1});
+  if (c && block) {
     std::vector<NcclOps::Transfer> ts;
     for (int64_t j = 0; j < p; ++j)
       if (j != me) {
         ts.push_back({true, const_cast<char *>(at(in, j * bb)), block, j});
         ts.push_back({false, at(out, j * bb), block, j});
       }
-    nccl(ctx, Nccl->exchange(ctx, dtype, ts, &err), err);
+    nccl(ctx, c->exchange(ctx, dtype, ts, &err), err);
   }
   copy(ctx, at(out, me * bb), at(in, me * bb), bb);
   sync(ctx);
@@ -315,7 +351,7 @@ WrapComm ncclComms(std::vector<int> devices) {
              std::to_string(ordinal) + ": " + loom_cuda_last_error();
       return nullptr;
     }
-    auto nccl = std::make_unique<CudaNcclOps>(c, ops->stream());
+    auto nccl = std::make_unique<CudaNcclOps>(ops->device(), c, ops->stream());
     return std::make_unique<NcclComm>(std::move(host), std::move(ops),
                                       std::move(nccl));
   };

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -180,7 +181,10 @@ void expectSameAsThreads(int n, int32_t dtype, int64_t inCount,
                          int64_t outCount, const Collective &call,
                          bool inPlace = false,
                          LaunchOptions launch = deviceLaunch(),
-                         const TestMemory &mem = hostMemory()) {
+                         const TestMemory &mem = hostMemory(),
+                         std::vector<int64_t> mesh = {}) {
+  if (mesh.empty())
+    mesh = {n};
   int64_t es = dtypeSize(dtype);
   int64_t inBytes = std::max(inCount, outCount) * es, outBytes = outCount * es;
   std::vector<std::vector<char>> host(static_cast<size_t>(n)),
@@ -213,8 +217,8 @@ void expectSameAsThreads(int n, int32_t dtype, int64_t inCount,
     return 0;
   };
   LaunchResult a, b;
-  ASSERT_EQ(runThreads(n, {n}, threads, quietLaunch(30), &a), 0) << joined(a);
-  ASSERT_EQ(runThreads(n, {n}, device, launch, &b), 0) << joined(b);
+  ASSERT_EQ(runThreads(n, mesh, threads, quietLaunch(30), &a), 0) << joined(a);
+  ASSERT_EQ(runThreads(n, mesh, device, launch, &b), 0) << joined(b);
   for (int r = 0; r < n; ++r)
     EXPECT_TRUE(host[size_t(r)] == dev[size_t(r)])
         << "rank " << r << " of " << n << ", " << dtypeName(dtype);
@@ -488,12 +492,19 @@ TEST(SingleDevice, ReductionKernelPtxAssembles) {
 
 namespace {
 
-/// NCCL's world collectives with NCCL's shapes, emulated on the threads
-/// backend (the rank's host communicator); the queued device work is
-/// flushed first, as a stream would order it.
+/// Ids made and joins by the emulated NCCL: id -> the members that joined
+/// with it (each group's members must all have its leader's id).
+std::mutex ncclIdsMu;
+std::map<std::string, std::vector<int64_t>> ncclIds;
+
+/// NCCL's collectives with NCCL's shapes, emulated on the threads backend
+/// (the rank's host communicator) over the group of `mask` (the world, or
+/// the group a join made); the queued device work is flushed first, as a
+/// stream would order it.
 class EmulatedNccl final : public NcclOps {
 public:
-  EmulatedNccl(Comm *threads, DeviceOps *ops) : T(threads), Ops(ops) {}
+  EmulatedNccl(Comm *threads, DeviceOps *ops, uint64_t mask = LOOM_RT_ALL_AXES)
+      : T(threads), Ops(ops), Mask(mask) {}
   bool allReduce(loom_rt_ctx &ctx, int32_t dtype, int32_t op, const void *in,
                  void *out, int64_t count, std::string *err) override {
     Ops->sync(err);
@@ -518,21 +529,39 @@ public:
                 const std::vector<Transfer> &ts, std::string *err) override {
     Ops->sync(err);
     constexpr int64_t kTag = int64_t(1) << 40;
+    // Peers are indices in the communicator's group.
+    const std::vector<int64_t> &members = world(ctx).members;
     for (const Transfer &t : ts)
       if (t.send)
-        T->send(ctx, dtype, t.buf, t.count, t.peer, kTag);
+        T->send(ctx, dtype, t.buf, t.count, members[size_t(t.peer)], kTag);
     for (const Transfer &t : ts)
       if (!t.send)
-        T->recv(ctx, dtype, t.buf, t.count, t.peer, kTag);
+        T->recv(ctx, dtype, t.buf, t.count, members[size_t(t.peer)], kTag);
     ++Exchanges;
     return true;
+  }
+  bool newId(uint8_t *id, std::string *) override {
+    static std::atomic<int> next{0};
+    std::snprintf(reinterpret_cast<char *>(id), LOOM_CUDA_NCCL_ID_BYTES,
+                  "emulated-nccl-id-%d", next++);
+    return true;
+  }
+  std::unique_ptr<NcclOps> join(loom_rt_ctx &ctx, const Group &g,
+                                const uint8_t *id, std::string *) override {
+    {
+      std::lock_guard<std::mutex> lock(ncclIdsMu);
+      ncclIds[reinterpret_cast<const char *>(id)].push_back(ctx.rank);
+    }
+    return std::make_unique<EmulatedNccl>(T, Ops, g.mask);
   }
   int Exchanges = 0;
 
 private:
-  Group &world(loom_rt_ctx &ctx) { return getGroup(ctx, LOOM_RT_ALL_AXES); }
+  /// The communicator's group.
+  Group &world(loom_rt_ctx &ctx) { return getGroup(ctx, Mask); }
   Comm *T;
   DeviceOps *Ops;
+  uint64_t Mask;
 };
 
 LaunchOptions ncclLaunch(double timeout = 30) {
@@ -623,17 +652,69 @@ TEST(Nccl, SendRecvMismatchAndSubGroups) {
                                "all_reduce(dtype=f32, op=sum, count=16)"))
       << joined(res);
 
-  // A group of 2 of 4 ranks: refused by name on every rank.
+  // Groups of a 2-D mesh must agree within the group only.
   auto sub = [](loom_rt_ctx *ctx) {
-    DevBuf x(LOOM_RT_F32, 4);
-    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, x.p, x.p, 4, 1);
+    int64_t n = 4 << (loom_rt_rank(ctx) / 2); // differs within {0, 2}
+    DevBuf x(LOOM_RT_F32, n);
+    loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, x.p, x.p, n, 1);
     return 0;
   };
   EXPECT_NE(runThreads(4, {2, 2}, sub, ncclLaunch(), &res), 0);
-  EXPECT_EQ(res.messages.size(), 4u) << joined(res);
-  EXPECT_TRUE(anyContains(res, "the group of axes mask 0x1 has 2 of the 4 "
-                               "ranks"))
-      << joined(res);
+  EXPECT_TRUE(anyContains(res, "count=4) but rank")) << joined(res);
+}
+
+// The groups of a mesh axis (dp x tp): one NCCL communicator per group,
+// made at its first collective from its first member's id; the same
+// results as the threads backend on every axis and for the whole mesh.
+TEST(Nccl, SubCommunicatorsPerMeshAxis) {
+  {
+    std::lock_guard<std::mutex> lock(ncclIdsMu);
+    ncclIds.clear();
+  }
+  for (std::vector<int64_t> mesh :
+       {std::vector<int64_t>{2, 2}, std::vector<int64_t>{2, 3},
+        std::vector<int64_t>{3, 2}}) {
+    int n = int(mesh[0] * mesh[1]);
+    for (uint32_t axes : {1u, 2u, 3u}) {
+      int64_t p = (axes & 1 ? mesh[0] : 1) * (axes & 2 ? mesh[1] : 1);
+      expectSameAsThreads(
+          n, LOOM_RT_F32, 12, 12,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_SUM, in, out, 12,
+                               axes);
+            // Twice: the second call reuses the group's communicator.
+            loom_rt_all_reduce(ctx, LOOM_RT_F32, LOOM_RT_MAX, out, out, 12,
+                               axes);
+          },
+          false, ncclLaunch(), hostMemory(), mesh);
+      expectSameAsThreads(
+          n, LOOM_RT_F32, 2 * 3, 2 * p * 3,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_all_gather(ctx, LOOM_RT_F32, in, out, 2, 3, axes);
+          },
+          false, ncclLaunch(), hostMemory(), mesh);
+      expectSameAsThreads(
+          n, LOOM_RT_F32, 2 * p * 3, 2 * 3,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_reduce_scatter(ctx, LOOM_RT_F32, LOOM_RT_SUM, in, out, 2, 3,
+                                   axes);
+          },
+          false, ncclLaunch(), hostMemory(), mesh);
+      expectSameAsThreads(
+          n, LOOM_RT_I64, 2 * p, 2 * p,
+          [=](loom_rt_ctx *ctx, const void *in, void *out) {
+            loom_rt_all_to_all(ctx, LOOM_RT_I64, in, out, 2, axes);
+          },
+          false, ncclLaunch(), hostMemory(), mesh);
+    }
+  }
+  // Every id was joined by exactly one group's members: 2 + 2 groups of
+  // 2 ranks on {2, 2} per run, 3 + 2 on {2, 3}, 2 + 3 on {3, 2}.
+  std::lock_guard<std::mutex> lock(ncclIdsMu);
+  EXPECT_EQ(ncclIds.size(), size_t(4 * (4 + 5 + 5)));
+  for (const auto &[id, members] : ncclIds)
+    EXPECT_TRUE(members.size() == 2 || members.size() == 3)
+        << id << ": " << members.size() << " members";
 }
 
 TEST(Nccl, DeviceForRank) {
