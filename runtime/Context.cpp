@@ -540,14 +540,21 @@ void *loom_rt_malloc(int64_t bytes) {
 
 void loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
                          int64_t lo, int64_t hi, const char *op) {
-  ctx->current = OpDesc();
-  ctx->comm->fail(
-      *ctx,
-      formatFailure(*ctx, std::string(input ? input : "?") + ": id " +
-                              std::to_string(index) + " out of range [" +
-                              std::to_string(lo) + ", " + std::to_string(hi) +
-                              ") in " + (op ? op : "?")));
-  __builtin_unreachable();
+  std::string why = std::string(input ? input : "?") + ": id " +
+                    std::to_string(index) + " out of range [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + ") in " +
+                    (op ? op : "?");
+  // Null from a function without the entry's context (a private function
+  // the entry calls): the rank running on this thread.
+  if (!ctx)
+    ctx = threadContext();
+  if (ctx) {
+    ctx->current = OpDesc();
+    ctx->comm->fail(*ctx, formatFailure(*ctx, why));
+  }
+  std::fprintf(stderr, "loom-rt: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
 }
 
 void loom_rt_set_timeout(loom_rt_ctx *ctx, double seconds) {

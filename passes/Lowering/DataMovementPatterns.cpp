@@ -87,8 +87,13 @@ void MovementEmitter::checkIndices(Operation *op, Value ids, Value size,
                                    bool negative, StringRef what) {
   Value ctx = entryContext(op);
   auto idType = dyn_cast<RankedTensorType>(ids.getType());
-  if (!ctx || !idType || !idType.getElementType().isSignlessInteger())
-    return; // no context to fail through (a private function)
+  if (!idType || !idType.getElementType().isSignlessInteger())
+    return;
+  // A private function has no context argument: the runtime fails the
+  // rank running on the calling thread (abi.h).
+  if (!ctx)
+    ctx = LLVM::ZeroOp::create(b, loc,
+                               LLVM::LLVMPointerType::get(b.getContext()));
   // The input the ids come from, as the manifest names it.
   std::string input = what.str();
   if (auto arg = dyn_cast<BlockArgument>(ids);

@@ -227,8 +227,10 @@ LOOM_RT_EXPORT void *loom_rt_malloc(int64_t bytes);
 /* An index out of range in generated code: fails the job with
  * "<input>: id <index> out of range [<lo>, <hi>) in <op>" (e.g. "tokens: id
  * 96 out of range [0, 96) in loom.embedding"). `input` names the tensor the
- * index came from (an entry input's name), `op` the operation. Never
- * returns. */
+ * index came from (an entry input's name), `op` the operation. `ctx` may be
+ * null (code of a function that has no context argument): the job of the
+ * rank running on the calling thread fails, or, outside a rank, the process
+ * exits with the message. Never returns. */
 LOOM_RT_EXPORT LOOM_RT_NORETURN void
 loom_rt_index_error(loom_rt_ctx *ctx, const char *input, int64_t index,
                     int64_t lo, int64_t hi, const char *op);
