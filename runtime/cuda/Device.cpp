@@ -138,6 +138,22 @@ void loom_cuda_close(loom_cuda_device *dev) {
   delete dev;
 }
 
+int32_t loom_cuda_free_memory(loom_cuda_device *dev, int64_t *freeBytes) {
+  if (!freeBytes)
+    return setError("loom_cuda_free_memory: null out");
+  if (current(dev, "loom_cuda_free_memory"))
+    return -1;
+  const Driver *d = dev->drv;
+  size_t free = 0, total = 0;
+  if (d->cuMemGetInfo) {
+    LOOM_CU("cuMemGetInfo", d->cuMemGetInfo(&free, &total));
+  } else {
+    LOOM_CU("cuDeviceTotalMem", d->cuDeviceTotalMem(&free, dev->device));
+  }
+  *freeBytes = int64_t(free);
+  return ok();
+}
+
 int32_t loom_cuda_info(loom_cuda_device *dev, loom_cuda_device_info *info) {
   if (!info)
     return setError("loom_cuda_info: null info");

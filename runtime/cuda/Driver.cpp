@@ -176,6 +176,8 @@ const Driver *driver(std::string *error) {
   bind(d.cuGraphLaunch, lib, {"cuGraphLaunch"}, &missing);
   bind(d.cuGraphExecDestroy, lib, {"cuGraphExecDestroy"}, &missing);
   bind(d.cuGraphDestroy, lib, {"cuGraphDestroy"}, &missing);
+  d.cuMemGetInfo =
+      reinterpret_cast<decltype(d.cuMemGetInfo)>(dlsym(lib, "cuMemGetInfo_v2"));
   if (!missing.empty()) {
     dlclose(lib);
     *error = "no CUDA device: the driver '" + path + "' has no " + missing +

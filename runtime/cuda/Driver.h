@@ -53,6 +53,9 @@ struct Driver {
   CUresult (*cuDeviceGetName)(char *, int, CUdevice);
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDeviceTotalMem)(size_t *, CUdevice);
+  /// Optional (null when the driver lacks it): free and total bytes of the
+  /// current context's device.
+  CUresult (*cuMemGetInfo)(size_t *, size_t *);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);

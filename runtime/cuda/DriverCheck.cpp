@@ -47,6 +47,8 @@ static_assert(
 static_assert(
     std::is_same_v<decltype(&::cuStreamBeginCapture_v2),
                    ::CUresult (*)(::CUstream, ::CUstreamCaptureMode)>);
+static_assert(std::is_same_v<decltype(&::cuMemGetInfo_v2),
+                             ::CUresult (*)(size_t *, size_t *)>);
 
 // cuBLAS values used by Cublas.cpp.
 static_assert(CUBLAS_OP_N == 0 && CUBLAS_OP_T == 1);

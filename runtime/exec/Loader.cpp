@@ -142,10 +142,15 @@ bool checkTarget(const std::string &bundle, const Manifest &m,
     return failWith("compiled for " + chips + ", and device " +
                     std::to_string(ordinal) + " (" + di.name + ") is sm_" +
                     std::to_string(di.sm) + "; recompile for it");
-  // The plans against the device's memory: checkCudaMemory, once the
-  // ranks that share it are known.
-  if (deviceMemory)
+  // The plans against the device's free memory (other processes' included):
+  // checkCudaMemory, once the ranks that share it are known.
+  if (deviceMemory) {
     *deviceMemory = di.total_memory;
+    int64_t free = 0;
+    auto freeMemory = LOOM_CUDA_FN(loom_cuda_free_memory);
+    if (freeMemory && freeMemory(dev, &free) == 0 && free >= 0)
+      *deviceMemory = free;
+  }
   setDefault(ordinal);
   return true;
 }
@@ -192,7 +197,7 @@ bool checkCudaMemory(const std::string &bundle, const Manifest &m,
             : " (its memory plan)";
     *error = bundle + ": entry '" + entry + "' needs " + std::to_string(need) +
              " device bytes" + who + " and the device has " +
-             std::to_string(deviceMemory) +
+             std::to_string(deviceMemory) + " free" +
              (ranks.size() > 1
                   ? "; run the ranks on one GPU each (mpirun ... --backend "
                     "cuda --devices ...) or compile for fewer ranks"

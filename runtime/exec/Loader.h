@@ -47,8 +47,9 @@ bool loadLibrary(const std::string &bundle, const Manifest &m,
 /// built with CUDA) and a device of one of its chips with memory for its
 /// plan; it becomes the default device of the generated host code. A CPU
 /// bundle refuses the CUDA options. False + *error (one line).
-/// `deviceMemory` (optional): the CUDA device's memory in bytes (0 for a
-/// CPU bundle).
+/// `deviceMemory` (optional): the CUDA device's free memory in bytes when
+/// the bundle opens (its total when the driver cannot tell; 0 for a CPU
+/// bundle).
 bool checkTarget(const std::string &bundle, const Manifest &m,
                  const OpenOptions &options, std::string *error,
                  int64_t *deviceMemory = nullptr);
@@ -65,8 +66,8 @@ int64_t cudaDeviceBytes(const Manifest &m, const std::string &entry,
 
 /// The memory check of a CUDA bundle once its ranks are known: every
 /// entry's `cudaDeviceBytes` for `ranks` against the device's
-/// `deviceMemory`. False + *error (one line, naming the entry, the ranks
-/// and both sizes).
+/// free `deviceMemory`. False + *error (one line, naming the entry, the
+/// ranks and both sizes).
 bool checkCudaMemory(const std::string &bundle, const Manifest &m,
                      const std::vector<int64_t> &ranks, int64_t deviceMemory,
                      std::string *error);
@@ -207,7 +208,8 @@ struct Executor::Impl {
   std::vector<int64_t> localRanks;
   std::map<std::string, MappedWeights> mapped; ///< by entry
   std::map<std::string, EntryState> state;     ///< by entry
-  /// A CUDA bundle: the device's memory (checkTarget), for the KV cache.
+  /// A CUDA bundle: the device's free memory at open (checkTarget), for the
+  /// plans and the KV cache.
   int64_t deviceMemory = 0;
 };
 

@@ -92,6 +92,11 @@ typedef struct loom_cuda_device_info {
 LOOM_CUDA_EXPORT int32_t loom_cuda_open(int32_t ordinal,
                                         loom_cuda_device **out);
 LOOM_CUDA_EXPORT void loom_cuda_close(loom_cuda_device *dev);
+/* The device's free bytes now (cuMemGetInfo: what other processes and
+ * this one have not allocated); its total memory when the driver has no
+ * cuMemGetInfo. */
+LOOM_CUDA_EXPORT int32_t loom_cuda_free_memory(loom_cuda_device *dev,
+                                               int64_t *free_bytes);
 LOOM_CUDA_EXPORT int32_t loom_cuda_info(loom_cuda_device *dev,
                                         loom_cuda_device_info *info);
 

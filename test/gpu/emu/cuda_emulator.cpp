@@ -402,10 +402,13 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int) {
 }
 // 64 GiB, or LOOM_CUDA_EMU_MEMORY bytes (the tests of loom-run's memory
 // checks give a device smaller than a plan).
-CUresult cuDeviceTotalMem_v2(size_t *b, int) {
-  *b = size_t(1) << 36;
+static size_t totalMemory() {
   if (const char *e = std::getenv("LOOM_CUDA_EMU_MEMORY"))
-    *b = size_t(std::strtoull(e, nullptr, 10));
+    return size_t(std::strtoull(e, nullptr, 10));
+  return size_t(1) << 36;
+}
+CUresult cuDeviceTotalMem_v2(size_t *b, int) {
+  *b = totalMemory();
   return kSuccess;
 }
 static int contextToken;
@@ -441,6 +444,22 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   std::lock_guard<std::recursive_mutex> lock(mu);
   allocations[*p] = bytes;
   mappings[*p] = {map, body + page};
+  return kSuccess;
+}
+// Free: the total less this process's allocations and LOOM_CUDA_EMU_USED
+// bytes (another process's, for the tests of loom-run's free-memory check).
+// Allocations are not refused past the total.
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  size_t used = 0;
+  if (const char *e = std::getenv("LOOM_CUDA_EMU_USED"))
+    used = size_t(std::strtoull(e, nullptr, 10));
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    for (const auto &[p, bytes] : allocations)
+      used += bytes;
+  }
+  *total = totalMemory();
+  *free = used < *total ? *total - used : 0;
   return kSuccess;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {

@@ -253,8 +253,9 @@ def test_collectives_match_cpu(tmp_path, name):
 
 def test_ranks_sharing_the_device_need_every_plan(tmp_path):
     """Two dp ranks on one device: each rank's workspace, the replicated
-    weights once (one mapped slice, one resident copy); a device one byte
-    short is refused at open, naming both sizes, nothing run."""
+    weights once (one mapped slice, one resident copy); a device whose free
+    memory is one byte short (too small, or partly held by another process)
+    is refused at open, naming both sizes, nothing run."""
     src = tmp_path / "small-mlp.mlir"
     shutil.copy(INPUTS / "small-mlp.mlir", src)
     for fname, data in MLP_FILES(np.random.default_rng(0)).items():
@@ -265,8 +266,11 @@ def test_ranks_sharing_the_device_need_every_plan(tmp_path):
         "target"]["memory_plan"]["mlp"]
     need = 2 * plan["peak_bytes"] - plan["resident_bytes"]
     np.save(tmp_path / "x.npy", f32(np.random.default_rng(1), 4, 16))
-    for mem, ok in ((need - 1, False), (need, True)):
-        env = dict(emu_env(), LOOM_CUDA_EMU_MEMORY=str(mem))
+    # (total, bytes another process holds): free is what counts.
+    for mem, used, ok in ((need - 1, 0, False), (need, 0, True),
+                          (need + 1000, 1001, False)):
+        env = dict(emu_env(), LOOM_CUDA_EMU_MEMORY=str(mem),
+                   LOOM_CUDA_EMU_USED=str(used))
         out = tmp_path / f"o{mem}"
         r = subprocess.run([str(tool("loom-run")), str(tmp_path / "emu"),
                             "--backend", "cuda", "--input",
@@ -280,8 +284,8 @@ def test_ranks_sharing_the_device_need_every_plan(tmp_path):
         assert r.returncode == 1, r.stderr
         assert (f"entry 'mlp' needs {need} device bytes for its 2 ranks on "
                 f"the device ({plan['peak_bytes']} each by its memory plan, "
-                f"less the weights they share) and the device has {mem}"
-                ) in r.stderr, r.stderr
+                f"less the weights they share) and the device has "
+                f"{mem - used} free") in r.stderr, r.stderr
         assert not out.exists()
 
 
