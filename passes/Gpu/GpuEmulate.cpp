@@ -27,6 +27,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/IR/SymbolTable.h"
 
 #define DEBUG_TYPE "loom-gpu-emulate"
@@ -44,6 +46,10 @@ namespace {
 constexpr llvm::StringLiteral kEmuKernelAttr = "loom_gpu_emu_kernel";
 constexpr llvm::StringLiteral kBodyPrefix = "__loom_emu_body_";
 constexpr llvm::StringLiteral kLauncherPrefix = "__loom_emu_";
+/// `i64 [n, size_0, ..., size_n-1]`: the bytes of each kernel parameter,
+/// so that the emulator can copy a launch's values when it records it into
+/// a CUDA graph (the device copies them at cuLaunchKernel).
+constexpr llvm::StringLiteral kParamSizesPrefix = "__loom_emu_param_sizes_";
 
 /// The slot of a thread's context (twelve i64) that `op` reads, -1 if none.
 int contextSlot(Operation *op) {
@@ -197,6 +203,7 @@ struct GpuEmulateLaunchersPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
+    DataLayout layout(module);
     for (auto body : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>())) {
       if (!body->hasAttr(kEmuKernelAttr))
         continue;
@@ -228,6 +235,19 @@ struct GpuEmulateLaunchersPass
       args.push_back(entry->getArgument(1));
       LLVM::CallOp::create(b, loc, body, args);
       LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+      SmallVector<int64_t> sizes{int64_t(argTypes.size() - 1)};
+      for (Type t : argTypes.drop_back())
+        sizes.push_back(int64_t(layout.getTypeSize(t).getFixedValue()));
+      b.setInsertionPointToEnd(module.getBody());
+      auto i64 = IntegerType::get(ctx, 64);
+      auto arrayType = LLVM::LLVMArrayType::get(i64, sizes.size());
+      LLVM::GlobalOp::create(
+          b, loc, arrayType, /*isConstant=*/true, LLVM::Linkage::External,
+          (kParamSizesPrefix + name).str(),
+          DenseElementsAttr::get(
+              RankedTensorType::get({int64_t(sizes.size())}, i64),
+              ArrayRef<int64_t>(sizes)));
     }
   }
 };

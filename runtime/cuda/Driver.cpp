@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <type_traits>
 
 namespace loom::cuda {
 
@@ -176,8 +177,15 @@ const Driver *driver(std::string *error) {
   bind(d.cuGraphLaunch, lib, {"cuGraphLaunch"}, &missing);
   bind(d.cuGraphExecDestroy, lib, {"cuGraphExecDestroy"}, &missing);
   bind(d.cuGraphDestroy, lib, {"cuGraphDestroy"}, &missing);
-  d.cuMemGetInfo =
-      reinterpret_cast<decltype(d.cuMemGetInfo)>(dlsym(lib, "cuMemGetInfo_v2"));
+  auto optional = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(lib, name));
+  };
+  optional(d.cuMemGetInfo, "cuMemGetInfo_v2");
+  optional(d.cuGraphExecUpdate, "cuGraphExecUpdate_v2");
+  optional(d.cuMemHostAlloc, "cuMemHostAlloc");
+  optional(d.cuMemFreeHost, "cuMemFreeHost");
+  optional(d.cuPointerGetAttribute, "cuPointerGetAttribute");
   if (!missing.empty()) {
     dlclose(lib);
     *error = "no CUDA device: the driver '" + path + "' has no " + missing +

@@ -40,6 +40,9 @@ enum : int {
   kAttrComputeCapabilityMinor = 76,
   kStreamNonBlocking = 1,
   kCaptureModeThreadLocal = 1,
+  kCaptureModeRelaxed = 2,
+  kPointerAttributeMemoryType = 2,
+  kMemoryTypeHost = 1,
   kEventDefault = 0,
 };
 
@@ -92,6 +95,12 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+  // Optional (null when the driver lacks them): CUDA graphs of whole entry
+  // calls (Mgpu.cpp, loom_cuda_mgpu_graph_begin).
+  CUresult (*cuGraphExecUpdate)(CUgraphExec, CUgraph, void *);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
 };
 
 /// The driver, loaded and initialised (cuInit) on first success; nullptr

@@ -35,6 +35,10 @@ static_assert(int(kAttrComputeCapabilityMinor) ==
 static_assert(int(kStreamNonBlocking) == int(CU_STREAM_NON_BLOCKING));
 static_assert(int(kCaptureModeThreadLocal) ==
               int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+static_assert(int(kCaptureModeRelaxed) == int(CU_STREAM_CAPTURE_MODE_RELAXED));
+static_assert(int(kPointerAttributeMemoryType) ==
+                  int(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) &&
+              int(kMemoryTypeHost) == int(CU_MEMORYTYPE_HOST));
 
 // Signatures of the versioned symbols Driver.cpp binds.
 static_assert(std::is_same_v<decltype(&::cuMemAlloc_v2),
@@ -49,6 +53,13 @@ static_assert(
                    ::CUresult (*)(::CUstream, ::CUstreamCaptureMode)>);
 static_assert(std::is_same_v<decltype(&::cuMemGetInfo_v2),
                              ::CUresult (*)(size_t *, size_t *)>);
+static_assert(std::is_same_v<decltype(&::cuGraphExecUpdate_v2),
+                             ::CUresult (*)(::CUgraphExec, ::CUgraph,
+                                            ::CUgraphExecUpdateResultInfo *)>);
+static_assert(std::is_same_v<decltype(&::cuMemHostAlloc),
+                             ::CUresult (*)(void **, size_t, unsigned)>);
+static_assert(CU_POINTER_ATTRIBUTE_MEMORY_TYPE == 2 &&
+              CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2);
 
 // cuBLAS values used by Cublas.cpp.
 static_assert(CUBLAS_OP_N == 0 && CUBLAS_OP_T == 1);

@@ -23,10 +23,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 using namespace loom::cuda;
 
@@ -77,6 +79,98 @@ void check(const char *call, CUresult r) {
 }
 
 CUstream cs(void *s) { return static_cast<CUstream>(s); }
+
+//===----------------------------------------------------------------------===//
+// CUDA graphs of entry calls (loom_cuda_mgpu_graph_begin)
+//===----------------------------------------------------------------------===//
+
+/// A page-locked buffer, kept for the (entry, rank) pair's next calls.
+struct Pinned {
+  void *p = nullptr;
+  size_t bytes = 0;
+};
+struct GraphCache {
+  CUgraphExec exec = nullptr;
+  std::vector<Pinned> in, out; ///< by order of the copies in a call
+  bool ran = false;            ///< the pair's first call ran as it is
+};
+std::mutex graphMu;
+std::map<std::pair<const void *, const void *>, GraphCache> graphs;
+std::atomic<int64_t> graphLaunches{0}, graphInstantiations{0}, graphUpdates{0};
+
+/// This thread's armed call.
+struct Session {
+  GraphCache *cache = nullptr; ///< armed: capture the next stream
+  CUstream stream = nullptr;   ///< being captured
+  size_t nIn = 0, nOut = 0;
+  struct Out {
+    void *host;
+    const void *staged;
+    size_t bytes;
+  };
+  std::vector<Out> outs; ///< copied out after the launch
+};
+thread_local Session session;
+
+/// The i-th page-locked buffer of `v`, at least `bytes` long.
+void *pinnedBuffer(loom_cuda_device *d, std::vector<Pinned> &v, size_t i,
+                   size_t bytes) {
+  if (v.size() <= i)
+    v.resize(i + 1);
+  Pinned &b = v[i];
+  if (b.bytes < bytes) {
+    if (b.p)
+      d->drv->cuMemFreeHost(b.p);
+    b = Pinned();
+    void *p = nullptr;
+    check("cuMemHostAlloc", d->drv->cuMemHostAlloc(&p, bytes ? bytes : 1, 0));
+    b = {p, bytes};
+  }
+  return b.p;
+}
+
+/// Whether `p` is device or page-locked memory (else pageable host).
+bool notPageable(loom_cuda_device *d, const void *p) {
+  unsigned type = 0;
+  return d->drv->cuPointerGetAttribute(&type, kPointerAttributeMemoryType,
+                                       reinterpret_cast<CUdeviceptr>(p)) ==
+         kCudaSuccess;
+}
+
+/// Ends the capture of `stream`, launches the graph and waits for it, then
+/// copies the staged results out.
+void launchCaptured(loom_cuda_device *d, CUstream stream) {
+  Session &s = session;
+  CUgraph g = nullptr;
+  check("cuStreamEndCapture", d->drv->cuStreamEndCapture(stream, &g));
+  GraphCache &c = *s.cache;
+  bool updated = false;
+  if (c.exec) {
+    char info[64] = {}; // CUgraphExecUpdateResultInfo
+    updated = d->drv->cuGraphExecUpdate(c.exec, g, info) == kCudaSuccess;
+    if (!updated) {
+      d->drv->cuGraphExecDestroy(c.exec);
+      c.exec = nullptr;
+    }
+  }
+  if (updated) {
+    ++graphUpdates;
+  } else {
+    CUresult r = d->drv->cuGraphInstantiateWithFlags(&c.exec, g, 0);
+    if (r != kCudaSuccess) {
+      d->drv->cuGraphDestroy(g);
+      fatal("cuGraphInstantiateWithFlags", resultString(r));
+    }
+    ++graphInstantiations;
+  }
+  d->drv->cuGraphDestroy(g);
+  check("cuGraphLaunch", d->drv->cuGraphLaunch(c.exec, stream));
+  ++graphLaunches;
+  check("cuStreamSynchronize", d->drv->cuStreamSynchronize(stream));
+  for (const Session::Out &o : s.outs)
+    std::memcpy(o.host, o.staged, o.bytes);
+  s = Session(); // the rest of the call runs as it is
+}
 
 } // namespace
 
@@ -145,6 +239,11 @@ void *mgpuStreamCreate(void) {
   loom_cuda_device *d = dev("mgpuStreamCreate");
   CUstream s = nullptr;
   check("mgpuStreamCreate", d->drv->cuStreamCreate(&s, kStreamNonBlocking));
+  if (session.cache && !session.stream) {
+    check("cuStreamBeginCapture",
+          d->drv->cuStreamBeginCapture(s, kCaptureModeRelaxed));
+    session.stream = s;
+  }
   return s;
 }
 
@@ -155,6 +254,8 @@ void mgpuStreamDestroy(void *stream) {
 
 void mgpuStreamSynchronize(void *stream) {
   loom_cuda_device *d = dev("mgpuStreamSynchronize");
+  if (session.stream && session.stream == cs(stream))
+    return launchCaptured(d, cs(stream));
   check("mgpuStreamSynchronize", d->drv->cuStreamSynchronize(cs(stream)));
 }
 
@@ -211,6 +312,21 @@ void mgpuMemFree(void *ptr, void * /*stream*/) {
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   loom_cuda_device *d = dev("mgpuMemcpy");
+  if (session.stream && session.stream == cs(stream)) {
+    // Captured: pageable host memory through the pair's page-locked
+    // buffers (an input's bytes now, a result's after the launch).
+    GraphCache &c = *session.cache;
+    if (!notPageable(d, src)) {
+      void *staged = pinnedBuffer(d, c.in, session.nIn++, bytes);
+      std::memcpy(staged, src, bytes);
+      src = staged;
+    }
+    if (!notPageable(d, dst)) {
+      void *staged = pinnedBuffer(d, c.out, session.nOut++, bytes);
+      session.outs.push_back({dst, staged, bytes});
+      dst = staged;
+    }
+  }
   // Unified addressing: the driver infers the direction.
   check("mgpuMemcpy", d->drv->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                                             reinterpret_cast<CUdeviceptr>(src),
@@ -389,6 +505,57 @@ int64_t loom_cuda_mgpu_workspace_bytes(void) {
 }
 
 void loom_cuda_mgpu_release_workspace(void) { workspaceTable().releaseAll(); }
+
+int32_t loom_cuda_mgpu_graph_begin(const void *entry, const void *rank) {
+  loom_cuda_device *d = dev("loom_cuda_mgpu_graph_begin");
+  const Driver *drv = d->drv;
+  session = Session();
+  if (!drv->cuGraphExecUpdate || !drv->cuMemHostAlloc || !drv->cuMemFreeHost ||
+      !drv->cuPointerGetAttribute)
+    return 0;
+  std::lock_guard<std::mutex> lock(graphMu);
+  GraphCache &c = graphs[{entry, rank}];
+  if (!c.ran) {
+    c.ran = true; // the first call allocates: not captured
+    return 0;
+  }
+  session.cache = &c;
+  return 1;
+}
+
+void loom_cuda_mgpu_graph_end(void) {
+  if (session.stream)
+    fatal("loom_cuda_mgpu_graph_end",
+          "the entry call was captured into a CUDA graph but never "
+          "synchronised its stream, so its work did not run");
+  session = Session();
+}
+
+void loom_cuda_mgpu_graph_stats(int64_t *launches, int64_t *instantiations,
+                                int64_t *updates) {
+  if (launches)
+    *launches = graphLaunches.load();
+  if (instantiations)
+    *instantiations = graphInstantiations.load();
+  if (updates)
+    *updates = graphUpdates.load();
+}
+
+void loom_cuda_mgpu_release_graphs(void) {
+  std::lock_guard<std::mutex> lock(graphMu);
+  if (graphs.empty())
+    return;
+  loom_cuda_device *d = dev("loom_cuda_mgpu_release_graphs");
+  for (auto &[key, c] : graphs) {
+    if (c.exec)
+      d->drv->cuGraphExecDestroy(c.exec);
+    for (auto *v : {&c.in, &c.out})
+      for (Pinned &b : *v)
+        if (b.p)
+          d->drv->cuMemFreeHost(b.p);
+  }
+  graphs.clear();
+}
 
 void loom_cuda_mgpu_gemm(void *stream, int32_t dtype, int32_t transA,
                          int32_t transB, int64_t m, int64_t n, int64_t k,

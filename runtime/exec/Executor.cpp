@@ -651,7 +651,12 @@ int rankBody(Job &job, loom_rt_ctx *ctx) {
         args.push_back(d.data());
       std::fill(words.begin(), words.end(), 0);
       int64_t c0 = loom_rt_now_ns();
+      bool graph = job.cuda && job.open && job.open->cudaGraphs;
+      if (graph)
+        cudaGraphBegin(reinterpret_cast<const void *>(plan.fn), ctx);
       plan.fn(args.data());
+      if (graph)
+        cudaGraphEnd();
       if (traced)
         loom::rt::traceSpan(ctx, callName + std::to_string(mb), "pipeline", c0,
                             loom_rt_now_ns(), mbArgs(job.name, plan.stage, mb));

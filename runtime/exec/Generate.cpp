@@ -399,7 +399,14 @@ bool RankGen::step(const std::vector<std::vector<int32_t>> &toks, int64_t pos,
   std::fill(ResultWords.begin(), ResultWords.end(), 0);
   const std::set<const void *> &notOwned = *notOwnedPtr;
   int64_t c0 = loom_rt_now_ns();
+  // A CUDA bundle's steps as CUDA graphs (after the first call: docs/GPU.md
+  // "CUDA graphs").
+  bool graph = J.open && J.open->cudaGraphs && J.m->target.isCuda();
+  if (graph)
+    cudaGraphBegin(reinterpret_cast<const void *>(St->fn), Ctx);
   St->fn(args.data());
+  if (graph)
+    cudaGraphEnd();
   // The trace's stage calls (docs/RUNTIME.md "Pipelines"): one per step,
   // the group of sequences in flight as the microbatch.
   if (loom::rt::tracing(Ctx))

@@ -235,7 +235,26 @@ bool uploadCudaWeights(const MappedWeights &weights, std::string *error) {
   return true;
 }
 
+void cudaGraphBegin(const void *entry, const void *rank) {
+  if (auto begin = LOOM_CUDA_FN(loom_cuda_mgpu_graph_begin))
+    begin(entry, rank);
+}
+
+void cudaGraphEnd() {
+  if (auto end = LOOM_CUDA_FN(loom_cuda_mgpu_graph_end))
+    end();
+}
+
+void cudaGraphStats(int64_t &launches, int64_t &instantiations,
+                    int64_t &updates) {
+  launches = instantiations = updates = 0;
+  if (auto stats = LOOM_CUDA_FN(loom_cuda_mgpu_graph_stats))
+    stats(&launches, &instantiations, &updates);
+}
+
 void releaseCudaResident() {
+  if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_graphs))
+    release();
   if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_resident))
     release();
   if (auto release = LOOM_CUDA_FN(loom_cuda_mgpu_release_workspace))

@@ -72,6 +72,12 @@ bool checkCudaMemory(const std::string &bundle, const Manifest &m,
                      const std::vector<int64_t> &ranks, int64_t deviceMemory,
                      std::string *error);
 
+/// CUDA graphs around one entry call on this thread (OpenOptions::
+/// cudaGraphs): begin arms the call of `entry` (its function) for `rank`
+/// (its context), end disarms it; no-ops without the CUDA runtime.
+void cudaGraphBegin(const void *entry, const void *rank);
+void cudaGraphEnd();
+
 /// After a CUDA bundle's entry ran: the device copies of its weights stay
 /// (loom_cuda_mgpu_resident); freed when the executor closes.
 void releaseCudaResident();

@@ -63,6 +63,10 @@ OPTIONS:
                           GPU per process under mpirun, else every rank a
                           thread sharing one GPU (the single-device
                           communicator)
+  --cuda-graphs           a CUDA bundle's entry calls after the first of
+                          each rank captured into a CUDA graph and replayed
+                          (updated in place from call to call); prints the
+                          graph counts at the end
   --devices LIST          the GPUs of --backend cuda (e.g. 0,1: under
                           mpirun, local rank i runs on the i-th; default:
                           the local rank's number; without mpirun one
@@ -133,6 +137,7 @@ struct Options {
   int threads = 0;    // --threads; 0: the runtime's default
   bool progress = false;
   int device = -1;          // --device; -1: not given
+  bool cudaGraphs = false;  // --cuda-graphs
   std::vector<int> devices; // --devices
   CudaBackendChoice cuda;   // what --backend cuda runs
   GenerateFlags gen;
@@ -254,6 +259,8 @@ int parseArgs(int argc, char **argv, Options &opts) {
         opts.threads = cores;
       }
 #endif
+    } else if (arg == "--cuda-graphs") {
+      opts.cudaGraphs = true;
     } else if (arg == "--device") {
       const char *v = value("--device");
       if (!parseInt(v, 0, 1023, n))
@@ -552,6 +559,7 @@ OpenOptions openOptions(const Options &o) {
   x.tracePath = o.trace;
   x.progress = o.progress || isatty(2);
   x.cudaDevice = o.device;
+  x.cudaGraphs = o.cudaGraphs;
 #ifdef LOOM_RUN_HAVE_CUDA
   // --backend cuda: the device communicator around the backend's (threads
   // ranks sharing one GPU, or NCCL over MPI), on the chosen device.
@@ -665,11 +673,22 @@ int main(int argc, char **argv) {
   if (opts.gen.anyFlag && !opts.gen.requested())
     return fail("generation flags (--temp, --max-tokens, ...) need a prompt: "
                 "--prompt, --prompt-ids, --prompts-file or --interactive");
+  int rc;
   if (opts.gen.requested()) {
     GenerateFlags g = opts.gen;
     g.request.ctx = opts.ctx;
-    return runGenerate(opts.bundle, g, openOptions(opts), opts.bench);
+    rc = runGenerate(opts.bundle, g, openOptions(opts), opts.bench);
+  } else {
+    rc = runBundle(opts);
   }
-  return runBundle(opts);
+  if (opts.cudaGraphs) {
+    int64_t launches = 0, made = 0, updated = 0;
+    loom::run::cudaGraphStats(launches, made, updated);
+    std::fprintf(stderr,
+                 "loom-run: CUDA graphs: %lld launched (%lld instantiated, "
+                 "%lld updated in place)\n",
+                 (long long)launches, (long long)made, (long long)updated);
+  }
+  return rc;
 #endif
 }

@@ -97,6 +97,10 @@ struct OpenOptions {
   /// The CUDA device a GPU bundle (`loomc --target=cuda`) runs on; -1: not
   /// given (device 0). Refused for a CPU bundle.
   int cudaDevice = -1;
+  /// A CUDA bundle's entry calls after the first of each (entry, rank) are
+  /// captured into a CUDA graph and replayed, updated in place from call to
+  /// call (loom-run --cuda-graphs; docs/GPU.md "CUDA graphs").
+  bool cudaGraphs = false;
   /// The device communicator of a CUDA bundle's ranks (loom-run --backend
   /// cuda: the single-device communicator over the threads backend, NCCL
   /// over MPI; runtime/cuda/DeviceComm.h), wrapped around the backend's;
@@ -272,6 +276,12 @@ double nowMs();
 std::string humanBytes(double bytes);
 /// "[2, ?, 4]" (-1: "?").
 std::string shapeString(const std::vector<int64_t> &shape);
+
+/// CUDA graphs of this process so far (OpenOptions::cudaGraphs): graph
+/// launches, instantiations and in-place updates; zeros without the CUDA
+/// runtime in the process.
+void cudaGraphStats(int64_t &launches, int64_t &instantiations,
+                    int64_t &updates);
 
 } // namespace loom::run
 

@@ -342,6 +342,31 @@ LOOM_CUDA_EXPORT void *loom_cuda_mgpu_workspace(const void *key, int64_t bytes);
 /* Bytes held by the workspaces. */
 LOOM_CUDA_EXPORT int64_t loom_cuda_mgpu_workspace_bytes(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_workspace(void);
+
+/* CUDA graphs of entry calls (loom-run --cuda-graphs; docs/GPU.md "CUDA
+ * graphs"). loom_cuda_mgpu_graph_begin(entry, rank) arms the next call of
+ * the generated host code on this thread: the first call of each (entry,
+ * rank) runs as it is (it allocates its workspace); a later one is
+ * captured from its stream's creation to its first synchronisation
+ * (relaxed capture mode), its copies with pageable host memory staged
+ * through page-locked buffers of the pair (inputs copied in at capture,
+ * results copied out after the launch), and the graph launched there:
+ * instantiated the first time, then the pair's executable graph updated in
+ * place (cuGraphExecUpdate; instantiated again when the update fails). The
+ * rest of the call (after a collective's synchronisation) runs as it is.
+ * Returns 1 when the call will be captured, 0 when it runs as it is (its
+ * first, or a driver without cuGraphExecUpdate_v2, cuMemHostAlloc or
+ * cuPointerGetAttribute). loom_cuda_mgpu_graph_end disarms (fatal when a
+ * capture never reached its synchronisation). Stats: graph launches,
+ * instantiations, updates of this process. Release frees every graph and
+ * staging buffer (the executor, when it closes). */
+LOOM_CUDA_EXPORT int32_t loom_cuda_mgpu_graph_begin(const void *entry,
+                                                    const void *rank);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_graph_end(void);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_graph_stats(int64_t *launches,
+                                                 int64_t *instantiations,
+                                                 int64_t *updates);
+LOOM_CUDA_EXPORT void loom_cuda_mgpu_release_graphs(void);
 LOOM_CUDA_EXPORT void loom_cuda_mgpu_gemm(void *stream, int32_t dtype,
                                           int32_t trans_a, int32_t trans_b,
                                           int64_t m, int64_t n, int64_t k,

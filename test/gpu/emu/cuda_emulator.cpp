@@ -60,6 +60,9 @@ constexpr CUresult kOutOfMemory = 2;
 constexpr CUresult kInvalidImage = 200;
 constexpr CUresult kNotFound = 500;
 constexpr CUresult kNotSupported = 801;
+constexpr CUresult kCaptureUnsupported = 900;
+constexpr CUresult kCaptureInvalidated = 901;
+constexpr CUresult kGraphUpdateFailure = 910;
 
 /// f16 <-> f32 as the device converts (cvt.rn: round to nearest even,
 /// subnormals kept): the compiler's _Float16.
@@ -84,8 +87,27 @@ struct Graph {
 };
 struct Stream {
   Graph *capture = nullptr;
+  bool relaxed = false; ///< CU_STREAM_CAPTURE_MODE_RELAXED
 };
 Stream nullStream;
+/// Streams being captured in the global or thread-local mode (while one
+/// is, this thread may not allocate; relaxed captures do not count).
+thread_local int capturing = 0;
+/// Page-locked host memory (cuMemHostAlloc): the only host memory a copy
+/// may touch while captured (a pageable copy is synchronous on a device).
+std::map<uintptr_t, size_t> pinned;
+bool isPinned(const void *p, size_t n) {
+  auto a = uintptr_t(p);
+  auto it = pinned.upper_bound(a);
+  if (it == pinned.begin())
+    return false;
+  --it;
+  return a + n <= it->first + it->second;
+}
+CUresult refuse(CUresult r, const std::string &why) {
+  std::fprintf(stderr, "loom-cuda-emulator: %s\n", why.c_str());
+  return r;
+}
 
 Stream *streamOf(void *s) { return s ? static_cast<Stream *>(s) : &nullStream; }
 
@@ -114,6 +136,8 @@ struct ReduceSpec {
 struct Function {
   std::string name;
   void (*host)(void **, int64_t *) = nullptr; ///< an emulated kernel
+  /// [n, bytes of each parameter] (loom-gpu-emulate-launchers).
+  const int64_t *paramSizes = nullptr;
   bool qmm = false;
   QmmSpec spec;
   bool reduce = false;
@@ -422,6 +446,8 @@ CUresult cuCtxSynchronize(void) { return kSuccess; }
 
 // ---- memory -----------------------------------------------------------
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  if (capturing)
+    return refuse(kCaptureUnsupported, "cuMemAlloc during stream capture");
   // 256-byte aligned as cuMemAlloc's, and ending (to the 256 bytes) at an
   // inaccessible guard page, so that a kernel reading or writing past the
   // end of a buffer faults here instead of reading a neighbour. New memory
@@ -484,6 +510,10 @@ CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
   std::lock_guard<std::recursive_mutex> lock(mu);
   if (attr != 2)
     return kNotSupported;
+  if (isPinned(reinterpret_cast<const void *>(p), 1)) {
+    *static_cast<unsigned *>(data) = 1; // CU_MEMORYTYPE_HOST
+    return kSuccess;
+  }
   auto it = allocations.upper_bound(p);
   if (it == allocations.begin())
     return kInvalidValue;
@@ -496,14 +526,28 @@ CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
 CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned) {
   return cuMemAlloc_v2(p, n);
 }
+/// A copy with host memory recorded into a graph must use page-locked
+/// memory (a pageable copy is synchronous: unsupported in a capture).
+CUresult captureCheck(void *st, const void *host, size_t n) {
+  if (!streamOf(st)->capture || isPinned(host, n))
+    return kSuccess;
+  return refuse(kCaptureUnsupported,
+                "a copy with pageable host memory during stream capture "
+                "(cudaErrorStreamCaptureUnsupported on a device): copy "
+                "through page-locked memory");
+}
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n,
                               void *st) {
+  if (CUresult r = captureCheck(st, s, n))
+    return r;
   return enqueue(st, [=] {
     forget(d, n);
     std::memcpy(reinterpret_cast<void *>(d), s, n);
   });
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  if (CUresult r = captureCheck(st, d, n))
+    return r;
   return enqueue(st,
                  [=] { std::memcpy(d, reinterpret_cast<const void *>(s), n); });
 }
@@ -515,6 +559,19 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n,
   });
 }
 CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  if (streamOf(st)->capture) {
+    // Unified addressing: a side outside the device's allocations is host
+    // memory, which must be page-locked.
+    std::lock_guard<std::recursive_mutex> lock(mu);
+    for (CUdeviceptr p : {d, s}) {
+      auto it = allocations.upper_bound(p);
+      bool device = it != allocations.begin() &&
+                    p < std::prev(it)->first + std::prev(it)->second;
+      if (!device)
+        if (CUresult r = captureCheck(st, reinterpret_cast<void *>(p), n))
+          return r;
+    }
+  }
   return cuMemcpyDtoDAsync_v2(d, s, n, st);
 }
 CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) {
@@ -550,7 +607,13 @@ CUresult cuStreamDestroy_v2(void *s) {
     delete static_cast<Stream *>(s);
   return kSuccess;
 }
-CUresult cuStreamSynchronize(void *) { return kSuccess; }
+CUresult cuStreamSynchronize(void *s) {
+  if (streamOf(s)->capture)
+    return refuse(kCaptureInvalidated,
+                  "cuStreamSynchronize while a stream is captured (the "
+                  "capture is invalidated on a device)");
+  return kSuccess;
+}
 CUresult cuStreamWaitEvent(void *, void *, unsigned) { return kSuccess; }
 static int eventToken;
 CUresult cuEventCreate(void **e, unsigned) {
@@ -564,11 +627,14 @@ CUresult cuEventElapsedTime_v2(float *ms, void *, void *) {
   return kSuccess;
 }
 CUresult cuEventDestroy_v2(void *) { return kSuccess; }
-CUresult cuStreamBeginCapture_v2(void *s, int) {
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
   Stream *st = streamOf(s);
   if (st->capture)
     return kInvalidValue;
   st->capture = new Graph();
+  st->relaxed = mode == 2;
+  if (!st->relaxed)
+    ++capturing;
   return kSuccess;
 }
 CUresult cuStreamEndCapture(void *s, void **g) {
@@ -577,13 +643,45 @@ CUresult cuStreamEndCapture(void *s, void **g) {
     return kInvalidValue;
   *g = st->capture;
   st->capture = nullptr;
+  if (!st->relaxed)
+    --capturing;
   return kSuccess;
 }
 CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long) {
   *e = new Graph(*static_cast<Graph *>(g));
   return kSuccess;
 }
+/// The exec takes the graph's work when it has as many nodes (a device
+/// updates each node's parameters; another topology fails).
+CUresult cuGraphExecUpdate_v2(void *e, void *g, void *) {
+  auto *exec = static_cast<Graph *>(e);
+  auto *graph = static_cast<Graph *>(g);
+  if (exec->work.size() != graph->work.size())
+    return kGraphUpdateFailure;
+  exec->work = graph->work;
+  return kSuccess;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned) {
+  if (capturing)
+    return refuse(kCaptureUnsupported, "cuMemHostAlloc during stream capture");
+  *p = std::malloc(n ? n : 1);
+  if (!*p)
+    return kOutOfMemory;
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  pinned[uintptr_t(*p)] = n;
+  return kSuccess;
+}
+CUresult cuMemFreeHost(void *p) {
+  std::lock_guard<std::recursive_mutex> lock(mu);
+  if (!pinned.erase(uintptr_t(p)))
+    return kInvalidValue;
+  std::free(p);
+  return kSuccess;
+}
 CUresult cuGraphLaunch(void *e, void *s) {
+  if (trace())
+    std::fprintf(stderr, "loom-cuda-emulator: graph launch of %zu nodes\n",
+                 static_cast<Graph *>(e)->work.size());
   Graph copy = *static_cast<Graph *>(e);
   return enqueue(s, [copy] {
     for (const auto &w : copy.work)
@@ -661,6 +759,9 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     std::string sym = "__loom_emu_" + mod->name + "__" + name;
     fn->host = reinterpret_cast<void (*)(void **, int64_t *)>(
         dlsym(mod->library, sym.c_str()));
+    fn->paramSizes = static_cast<const int64_t *>(
+        dlsym(mod->library,
+              ("__loom_emu_param_sizes_" + mod->name + "__" + name).c_str()));
     if (!fn->host) {
       std::fprintf(stderr,
                    "loom-cuda-emulator: kernel '%s' of module '%s' has no "
@@ -754,11 +855,25 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     run(params);
     return kSuccess;
   }
-  std::fprintf(stderr,
-               "loom-cuda-emulator: kernel '%s' launched during "
-               "stream capture: not emulated yet\n",
-               fn->name.c_str());
-  return kNotSupported;
+  if (!fn->paramSizes) {
+    std::fprintf(stderr,
+                 "loom-cuda-emulator: kernel '%s' launched during stream "
+                 "capture has no parameter sizes (recompile the bundle)\n",
+                 fn->name.c_str());
+    return kNotSupported;
+  }
+  // The values now, as the device copies them at the launch.
+  std::vector<std::vector<char>> values;
+  for (int64_t i = 0; i < fn->paramSizes[0]; ++i) {
+    const char *v = static_cast<const char *>(params[i]);
+    values.emplace_back(v, v + fn->paramSizes[1 + i]);
+  }
+  return enqueue(s, [run, values]() mutable {
+    std::vector<void *> ps;
+    for (auto &v : values)
+      ps.push_back(v.data());
+    run(ps.data());
+  });
 }
 
 // ---- cuBLAS (LOOM_CUBLAS) ----------------------------------------------
@@ -768,7 +883,11 @@ int cublasCreate_v2(void **h) {
   return 0;
 }
 int cublasDestroy_v2(void *) { return 0; }
-int cublasSetStream_v2(void *, void *) { return 0; }
+static void *cublasStream = nullptr;
+int cublasSetStream_v2(void *, void *s) {
+  cublasStream = s;
+  return 0;
+}
 const char *cublasGetStatusString(int) { return "CUDA emulator cuBLAS"; }
 /// C = alpha op(A) op(B) + beta C, column-major, f32 accumulation; A, B
 /// and C of one type: f32 (0), f16 (2) or bf16 (14).
@@ -781,33 +900,36 @@ int cublasGemmEx(void *, int transa, int transb, int m, int n, int k,
     return 7; // CUBLAS_STATUS_INVALID_VALUE
   float al = *static_cast<const float *>(alpha);
   float be = *static_cast<const float *>(beta);
-  auto load = [&](const void *p, int64_t i) {
-    return atype == 0   ? static_cast<const float *>(p)[i]
-           : atype == 2 ? fromF16(static_cast<const uint16_t *>(p)[i])
-                        : fromBf16(static_cast<const uint16_t *>(p)[i]);
-  };
-  auto store = [&](void *p, int64_t i, float v) {
-    if (atype == 0)
-      static_cast<float *>(p)[i] = v;
-    else if (atype == 2)
-      static_cast<uint16_t *>(p)[i] = toF16(v);
-    else
-      static_cast<uint16_t *>(p)[i] = toBf16(v);
-  };
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      float acc = 0;
-      for (int l = 0; l < k; ++l) {
-        float a = load(A, transa ? int64_t(l) + int64_t(i) * lda
-                                 : int64_t(i) + int64_t(l) * lda);
-        float b = load(B, transb ? int64_t(j) + int64_t(l) * ldb
-                                 : int64_t(l) + int64_t(j) * ldb);
-        acc += a * b;
+  // On the handle's stream (recorded while it is captured).
+  enqueue(cublasStream, [=] {
+    auto load = [&](const void *p, int64_t i) {
+      return atype == 0   ? static_cast<const float *>(p)[i]
+             : atype == 2 ? fromF16(static_cast<const uint16_t *>(p)[i])
+                          : fromBf16(static_cast<const uint16_t *>(p)[i]);
+    };
+    auto store = [&](void *p, int64_t i, float v) {
+      if (atype == 0)
+        static_cast<float *>(p)[i] = v;
+      else if (atype == 2)
+        static_cast<uint16_t *>(p)[i] = toF16(v);
+      else
+        static_cast<uint16_t *>(p)[i] = toBf16(v);
+    };
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        float acc = 0;
+        for (int l = 0; l < k; ++l) {
+          float a = load(A, transa ? int64_t(l) + int64_t(i) * lda
+                                   : int64_t(i) + int64_t(l) * lda);
+          float b = load(B, transb ? int64_t(j) + int64_t(l) * ldb
+                                   : int64_t(l) + int64_t(j) * ldb);
+          acc += a * b;
+        }
+        int64_t at = int64_t(i) + int64_t(j) * ldc;
+        float c = be == 0.0f ? 0.0f : be * load(C, at);
+        store(C, at, al * acc + c);
       }
-      int64_t at = int64_t(i) + int64_t(j) * ldc;
-      float c = be == 0.0f ? 0.0f : be * load(C, at);
-      store(C, at, al * acc + c);
-    }
+  });
   return 0;
 }
 

@@ -21,6 +21,7 @@ emulator's f32 in place of f16 activations."""
 
 import hashlib
 import json
+import re
 import os
 import shutil
 import struct
@@ -181,6 +182,39 @@ def test_kv_cache_step_matches_cpu(tmp_path):
                          "positions": np.array([p], dtype=np.int64),
                          "cache_key_0": cache} for p in (0, 5, 15)],
              extra_run=("--ctx", "16"), extra_compile=("--gpu-max-tokens", "16"))
+
+
+def test_cuda_graphs_replay_the_entry_calls(tmp_path):
+    """loom-run --iterations 4 --cuda-graphs: the first call runs as it is,
+    the next three are one graph (instantiated once, updated twice) whose
+    copies with the caller's memory go through page-locked buffers (the
+    emulator refuses a pageable copy in a capture, as a device does); the
+    results and the device cache the same as without graphs and as the
+    CPU's."""
+    rng = np.random.default_rng(6)
+    src = tmp_path / "kv-step.mlir"
+    shutil.copy(INPUTS / "kv-step.mlir", src)
+    (tmp_path / "w.bin").write_bytes(f32(rng, 1, 2, 1, 8).tobytes())
+    cpu, emu = compile_both(src, tmp_path, "--gpu-max-tokens", "16")
+    inputs = {"k": f32(rng, 1, 2, 1, 8),
+              "positions": np.array([6], dtype=np.int64),
+              "cache_key_0": f32(rng, 1, 2, 16, 8)}
+    args = []
+    for k, v in inputs.items():
+        np.save(tmp_path / f"{k}.npy", v)
+        args += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+    got = {}
+    for name, bundle, extra in (("cpu", cpu, ()), ("emu", emu, ()),
+                                ("graphs", emu, ("--cuda-graphs",))):
+        o = tmp_path / f"out-{name}"
+        r = loom_run(bundle, *args, "--ctx", "16", "--iterations", "4",
+                     "--output", o, *extra, emulate=name != "cpu")
+        got[name] = outputs(o)
+        if extra:
+            assert ("CUDA graphs: 3 launched (1 instantiated, 2 updated in "
+                    "place)") in r.stderr, r.stderr
+    assert_close(got["cpu"], got["emu"], what="eager: ")
+    assert_close(got["cpu"], got["graphs"], what="graphs: ")
 
 
 def test_attention_over_the_device_cache_matches_cpu(tmp_path):
@@ -419,11 +453,15 @@ def test_smollm2_prefill_logits_match_cpu(smollm2, tmp_path):
     assert (got["cpu"]["logits"].argmax(-1) == got["emu"]["logits"].argmax(-1)).all()
 
 
-@pytest.mark.parametrize("mesh", [None, "tp=2", "tp=3"])
-def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path, mesh):
+@pytest.mark.parametrize("mesh,graphs", [(None, False), ("tp=2", False),
+                                         ("tp=3", False), (None, True),
+                                         ("tp=2", True)])
+def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path, mesh, graphs):
     """One rank, and 2 and 3 ranks sharing the device (the single-device
     communicator, --backend cuda) against the CPU bundle of the same mesh
-    (the same reduction order: member order in both)."""
+    (the same reduction order: member order in both). With --cuda-graphs
+    every decode step after the first call is a graph launch (on tp=2 the
+    part before the first collective), the same tokens."""
     if not GREEDY.exists():
         pytest.skip(f"{GREEDY.name} is not there")
     cpu, emu = smollm2("cpu", mesh), smollm2("emu", mesh)
@@ -433,9 +471,22 @@ def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path, mesh):
         for kind, bundle in (("cpu", cpu), ("emu", emu)):
             res = tmp_path / f"{kind}{k}.json"
             extra = ["--backend", "cuda"] if kind == "emu" and mesh else []
-            loom_run(bundle, "--prompt-ids", ",".join(map(str, p["prompt_ids"])),
-                     "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
-                     "--result", res, *extra, emulate=kind == "emu")
+            if kind == "emu" and graphs:
+                extra.append("--cuda-graphs")
+            r = loom_run(bundle, "--prompt-ids",
+                         ",".join(map(str, p["prompt_ids"])),
+                         "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
+                         "--result", res, *extra, emulate=kind == "emu")
             ids[kind] = json.loads(res.read_text())["sequences"][0]["ids"]
+            if kind == "emu" and graphs:
+                # The prefill (each rank's first call) runs as it is; the
+                # N - 1 steps after it are graphs, one per rank each.
+                ranks = int(mesh.split("=")[1]) if mesh else 1
+                m = re.search(r"CUDA graphs: (\d+) launched \((\d+) "
+                              r"instantiated, (\d+) updated", r.stderr)
+                assert m, r.stderr
+                launched, made, updated = map(int, m.groups())
+                assert launched == (N - 1) * ranks, r.stderr
+                assert made + updated == launched and made <= ranks, r.stderr
         assert len(ids["emu"]) == N
         assert ids["emu"] == ids["cpu"], (mesh, p["name"], ids)
