@@ -438,10 +438,21 @@ run_smol_tp() {
       return 1
   done
 }
+# The 1-rank generation again with CUDA graphs (docs/GPU.md "CUDA
+# graphs"): the same tokens; --bench's tokens/s beside smollm2-gen.json's.
+run_smol_graphs() {
+  local dir=$STAGE/smol
+  smol_gguf || return 1
+  "$STAGE/bin/loom-run" "$dir/cuda" --prompt "$SMOL_PROMPT" --max-tokens 32 \
+    --ignore-eog --bench --cuda-graphs \
+    --result "$OUT/smollm2-graphs-gen.json" &&
+    same_ids "$OUT/smollm2-graphs-gen.json" "$dir/cpu-gen.json"
+}
 if [[ -d "$STAGE/smol/cuda" ]]; then
-  export -f compare_npy run_smol run_smol_tp same_ids smol_gguf
+  export -f compare_npy run_smol run_smol_tp run_smol_graphs same_ids smol_gguf
   export STAGE OUT ROOT SMOL_PROMPT
   step smollm2 bash -c 'run_smol'
+  step smollm2-graphs bash -c 'run_smol_graphs'
   [[ -d "$STAGE/smol/cuda-tp3" ]] && step smollm2-tp bash -c 'run_smol_tp'
 fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
@@ -462,7 +473,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
     bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
-    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log smollm2-tp.log \
+    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log smollm2-graphs.log smollm2-tp.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done
