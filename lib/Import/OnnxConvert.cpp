@@ -21,6 +21,95 @@
 namespace loom {
 
 namespace {
+/// Bytes of one element of an ONNX TensorProto data type with a fixed
+/// size; 0 for strings and types whose raw data is not checked here.
+int64_t elementBytes(int32_t dt) {
+  switch (dt) {
+  case 2:  // UINT8
+  case 3:  // INT8
+  case 9:  // BOOL
+  case 17: // FLOAT8E4M3FN
+  case 18: // FLOAT8E4M3FNUZ
+  case 19: // FLOAT8E5M2
+  case 20: // FLOAT8E5M2FNUZ
+    return 1;
+  case 4:  // UINT16
+  case 5:  // INT16
+  case 10: // FLOAT16
+  case 16: // BFLOAT16
+    return 2;
+  case 1:  // FLOAT
+  case 6:  // INT32
+  case 12: // UINT32
+    return 4;
+  case 7:  // INT64
+  case 11: // DOUBLE
+  case 13: // UINT64
+  case 14: // COMPLEX64
+    return 8;
+  case 15: // COMPLEX128
+    return 16;
+  default:
+    return 0;
+  }
+}
+
+/// A tensor whose raw bytes are not its dims' worth: libonnx's shape
+/// inference copies raw_data into a vector sized by the dims (a
+/// heap-buffer-overflow the structure-aware fuzzer found), so the model is
+/// refused before the converter sees it.
+bool checkTensor(const onnx::TensorProto &t, const std::string &where,
+                 std::string &error) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && n > (int64_t(1) << 50) / d)) {
+      error = where + " has dimension " + std::to_string(d) +
+              ", which is negative or overflows; the file is corrupt";
+      return false;
+    }
+    n *= d;
+  }
+  int64_t es = elementBytes(t.data_type());
+  if (!t.has_raw_data() || es == 0)
+    return true;
+  if (int64_t(t.raw_data().size()) != n * es) {
+    error = where + " holds " + std::to_string(t.raw_data().size()) +
+            " bytes of raw data for " + std::to_string(n) + " elements of " +
+            std::to_string(es) + " bytes; the file is corrupt";
+    return false;
+  }
+  return true;
+}
+
+/// checkTensor on every tensor of `g` (initializers, node attributes,
+/// subgraphs).
+bool checkTensors(const onnx::GraphProto &g, std::string &error,
+                  int depth = 0) {
+  if (depth > 64) {
+    error = "subgraphs nested over 64 deep; the file is corrupt";
+    return false;
+  }
+  for (const auto &t : g.initializer())
+    if (!checkTensor(t, "initializer '" + t.name() + "'", error))
+      return false;
+  for (const auto &node : g.node())
+    for (const auto &a : node.attribute()) {
+      std::string where = "attribute '" + a.name() + "' of node '" +
+                          node.name() + "' (" + node.op_type() + ")";
+      if (a.has_t() && !checkTensor(a.t(), where, error))
+        return false;
+      for (const auto &t : a.tensors())
+        if (!checkTensor(t, where, error))
+          return false;
+      if (a.has_g() && !checkTensors(a.g(), error, depth + 1))
+        return false;
+      for (const auto &sub : a.graphs())
+        if (!checkTensors(sub, error, depth + 1))
+          return false;
+    }
+  return true;
+}
+
 /// Reads all of `fd` into `out`.
 void readAll(int fd, std::string &out) {
   char buf[1 << 16];
@@ -35,6 +124,8 @@ void readAll(int fd, std::string &out) {
 } // namespace
 
 bool upgradeOnnxOpset(onnx::ModelProto &model, int target, std::string &error) {
+  if (!checkTensors(model.graph(), error))
+    return false;
   // libonnx's converter dereferences what a malformed model lacks (a fuzzer
   // found a SIGSEGV in graphProtoToGraph), so it runs in a child process:
   // the child writes 'M' + the converted model or 'E' + the message on a

@@ -74,7 +74,9 @@ bool emitNorm(EmitContext &c) {
                   " is not supported (Loom computes norms in f32, "
                   "stash_type=1)");
   int64_t r = c.rank(0);
-  int64_t axis = normAxis(attrInt(c.node, "axis", -1), r);
+  int64_t axis = attrInt(c.node, "axis", -1);
+  if (!c.axisIn(axis, r, op + " axis"))
+    return false;
   float eps = attrFloat(c.node, "epsilon", 1e-5f);
   Value scale = c.hasIn(1) ? c.input(1) : Value();
   Value bias = c.hasIn(2) ? c.input(2) : Value();

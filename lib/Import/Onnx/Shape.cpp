@@ -85,7 +85,10 @@ bool emitReshape(EmitContext &c) {
     if (!reshapeShape(c, s))
       return false;
   } else if (op == "Flatten") {
-    int64_t axis = normAxis(attrInt(c.node, "axis", 1), r);
+    // [-r, r]: the axis may equal the rank.
+    int64_t axis = attrInt(c.node, "axis", 1);
+    if (axis != r && !c.axisIn(axis, r, "Flatten axis"))
+      return false;
     Dim a = Dim::of(1), b = Dim::of(1);
     for (int64_t i = 0; i < r; ++i)
       (i < axis ? a : b) = *mulDim(i < axis ? a : b, is[i]);
@@ -97,14 +100,16 @@ bool emitReshape(EmitContext &c) {
     if (op == "Unsqueeze") {
       int64_t nr = r + axes.size();
       for (int64_t &a : axes)
-        a = normAxis(a, nr);
+        if (!c.axisIn(a, nr, "Unsqueeze axis"))
+          return false;
       llvm::sort(axes);
       s = is;
       for (int64_t a : axes)
         s.insert(s.begin() + std::min<int64_t>(a, s.size()), Dim::of(1));
     } else {
       for (int64_t &a : axes)
-        a = normAxis(a, r);
+        if (!c.axisIn(a, r, "Squeeze axis"))
+          return false;
       for (int64_t i = 0; i < r; ++i) {
         bool drop = axes.empty() ? (is[i].isConst() && is[i].c == 1)
                                  : llvm::is_contained(axes, i);
@@ -203,7 +208,11 @@ bool emitSplit(EmitContext &c) {
   if (!x)
     return false;
   const SmallVector<Dim> &is = c.shape(0);
-  int64_t axis = normAxis(attrInt(c.node, "axis", 0), c.rank(0));
+  // The default axis too (0 of a scalar: found by the structure-aware
+  // fuzzer, an index past the shape).
+  int64_t axis = attrInt(c.node, "axis", 0);
+  if (!c.axisIn(axis, c.rank(0), "Split axis"))
+    return false;
   if (!is[axis].isConst())
     return c.fail("Split along a dynamic dimension is not supported");
   SmallVector<int64_t> sizes;
@@ -343,7 +352,9 @@ bool emitGather(EmitContext &c) {
   if (!x || !idx)
     return false;
   int64_t r = c.rank(0);
-  int64_t axis = normAxis(attrInt(c.node, "axis", 0), r);
+  int64_t axis = attrInt(c.node, "axis", 0);
+  if (!c.axisIn(axis, r, "Gather axis"))
+    return false;
   SmallVector<Dim> s;
   for (int64_t i = 0; i < axis; ++i)
     s.push_back(c.shape(0)[i]);

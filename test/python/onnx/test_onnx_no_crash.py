@@ -255,3 +255,56 @@ def test_axes_input_out_of_range(tmp_path, op):
     assert r.returncode == 1
     assert (f"node 'n' ({op}): " in r.stderr and "axis 8 is out of range for "
             "rank 2; the file is corrupt" in r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("op", ["Split", "Gather", "Flatten", "Unsqueeze",
+                                "LayerNormalization"])
+def test_default_or_input_axis_of_a_scalar(tmp_path, op):
+    # The default axis (no attribute, so not in the importer's attribute
+    # check) of a rank-0 input: Split's emitter read the shape past its end
+    # (an assertion in the fuzzer's build; fuzz/seeds/onnx/
+    # assert-split-default-axis-of-a-scalar.onnx, found by onnx_struct);
+    # Unsqueeze's axes input past the result's rank.
+    c = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    inits = []
+    if op == "Split":
+        node = helper.make_node("Split", ["x"], ["y", "z"], name="n")
+        outs = [vi("y", None), vi("z", None)]
+    elif op == "Gather":
+        node = helper.make_node("Gather", ["x", "i"], ["y"], name="n")
+        inits, outs = [c("i", [0])], [vi("y", None)]
+    elif op == "Flatten":
+        node = helper.make_node("Flatten", ["x"], ["y"], name="n")
+        outs = [vi("y", None)]
+    elif op == "Unsqueeze":
+        node = helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="n")
+        inits, outs = [c("a", [-5])], [vi("y", None)]
+    else:
+        node = helper.make_node("LayerNormalization", ["x", "s"], ["y"],
+                                name="n")
+        inits = [numpy_helper.from_array(np.ones((), np.float32), "s")]
+        outs = [vi("y", None)]
+    p = save(tmp_path, [node], [vi("x", [])], outs, inits)
+    r = loomc(p)
+    assert r.returncode == 1, r.stderr
+    assert "node 'n' (" + op + "): " in r.stderr, r.stderr
+    assert "is out of range for rank" in r.stderr, r.stderr
+
+
+def test_raw_data_longer_than_its_dims_before_the_converter(tmp_path):
+    # An opset-7 model whose Constant holds 65 raw bytes for 4 int64s:
+    # libonnx's shape inference (run before its version converter) copied
+    # them into a 32-byte vector (heap-buffer-overflow in the converter's
+    # child process; fuzz/seeds/onnx/asan-converter-raw-data-longer-than-
+    # dims.onnx, found by onnx_struct). Refused by name before it.
+    t = TensorProto(name="value", data_type=TensorProto.INT64, dims=[4],
+                    raw_data=b"\x01" * 65)
+    p = save(tmp_path, [helper.make_node("Constant", [], ["s"], value=t,
+                                         name="c"),
+                        helper.make_node("Reshape", ["x", "s"], ["y"])],
+             [vi("x", [2, 2])], [vi("y", None)], opset=7)
+    r = loomc(p, phase="import")
+    assert r.returncode == 1, r.stderr
+    assert ("attribute 'value' of node 'c' (Constant) holds 65 bytes of raw "
+            "data for 4 elements of 8 bytes; the file is corrupt") in r.stderr, \
+        r.stderr
