@@ -121,7 +121,6 @@ void *pinnedBuffer(loom_cuda_device *d, std::vector<Pinned> &v, size_t i,
   if (b.bytes < bytes) {
     if (b.p)
       d->drv->cuMemFreeHost(b.p);
-    b = Pinned();
     void *p = nullptr;
     check("cuMemHostAlloc", d->drv->cuMemHostAlloc(&p, bytes ? bytes : 1, 0));
     b = {p, bytes};

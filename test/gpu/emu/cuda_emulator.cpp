@@ -506,6 +506,12 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 /// CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): CU_MEMORYTYPE_DEVICE (2) inside an
 /// allocation of this driver; any other pointer is unknown host memory
 /// (CUDA_ERROR_INVALID_VALUE, as the driver answers).
+/// Whether `p` is inside an allocation of this driver (call under `mu`).
+static bool isDevice(CUdeviceptr p) {
+  auto it = allocations.upper_bound(p);
+  return it != allocations.begin() &&
+         p < std::prev(it)->first + std::prev(it)->second;
+}
 CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
   std::lock_guard<std::recursive_mutex> lock(mu);
   if (attr != 2)
@@ -514,11 +520,7 @@ CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
     *static_cast<unsigned *>(data) = 1; // CU_MEMORYTYPE_HOST
     return kSuccess;
   }
-  auto it = allocations.upper_bound(p);
-  if (it == allocations.begin())
-    return kInvalidValue;
-  --it;
-  if (p >= it->first + it->second)
+  if (!isDevice(p))
     return kInvalidValue;
   *static_cast<unsigned *>(data) = 2;
   return kSuccess;
@@ -528,7 +530,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned) {
 }
 /// A copy with host memory recorded into a graph must use page-locked
 /// memory (a pageable copy is synchronous: unsupported in a capture).
-CUresult captureCheck(void *st, const void *host, size_t n) {
+static CUresult captureCheck(void *st, const void *host, size_t n) {
   if (!streamOf(st)->capture || isPinned(host, n))
     return kSuccess;
   return refuse(kCaptureUnsupported,
@@ -563,14 +565,10 @@ CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
     // Unified addressing: a side outside the device's allocations is host
     // memory, which must be page-locked.
     std::lock_guard<std::recursive_mutex> lock(mu);
-    for (CUdeviceptr p : {d, s}) {
-      auto it = allocations.upper_bound(p);
-      bool device = it != allocations.begin() &&
-                    p < std::prev(it)->first + std::prev(it)->second;
-      if (!device)
+    for (CUdeviceptr p : {d, s})
+      if (!isDevice(p))
         if (CUresult r = captureCheck(st, reinterpret_cast<void *>(p), n))
           return r;
-    }
   }
   return cuMemcpyDtoDAsync_v2(d, s, n, st);
 }
