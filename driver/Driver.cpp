@@ -212,6 +212,14 @@ int Compilation::checkFlags() {
     return fail("--gpu-max-tokens bounds the run-time sizes of a "
                 "--target=cuda program; drop it for --target=" +
                 o.target);
+  if (!o.gpuDtype.empty() && o.target != "cuda")
+    return fail("--gpu-dtype sets a --target=cuda program's activations on "
+                "the device; drop it for --target=" +
+                o.target);
+  if (!o.gpuDtype.empty() && o.gpuDtype != "f32" && o.gpuDtype != "f16" &&
+      o.gpuDtype != "bf16")
+    return fail("--gpu-dtype=" + o.gpuDtype +
+                ": unknown; expected f32, f16 or bf16");
 #ifndef LOOM_HAVE_GPU_TARGET
   if (o.target != "cpu")
     return fail("--target=" + o.target +
@@ -468,6 +476,8 @@ bool Compilation::lowerForCuda(TimingScope &timing) {
   // The bound of dynamic dimensions: --gpu-max-tokens, else the model's
   // context (a dynamic size with neither is refused by the pipeline).
   gpu.maxDim = o.gpuMaxTokens;
+  if (!o.gpuDtype.empty())
+    gpu.activationDtype = o.gpuDtype;
   if (gpu.maxDim < 0)
     return fail("--gpu-max-tokens " + Twine(gpu.maxDim) +
                 ": give a positive bound"),

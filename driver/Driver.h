@@ -75,6 +75,9 @@ struct CompileOptions {
   /// --gpu-max-tokens: --target=cuda's bound of every dynamic input
   /// dimension (0: llm.model's context_length, else none).
   int64_t gpuMaxTokens = 0;
+  /// --gpu-dtype: --target=cuda's activations on the device ("", f32, f16,
+  /// bf16; "" is f32).
+  std::string gpuDtype;
   /// --target=cuda: kernels compiled for the host, run by the emulating
   /// CUDA driver (test/gpu/emu) instead of a GPU (--gpu-emulate).
   bool gpuEmulate = false;

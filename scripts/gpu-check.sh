@@ -192,6 +192,11 @@ prepare_smol() {
     -v -o "$dir/cuda" 2>&1 | grep 'memory plan' || return 1
   "$BUILD/bin/loomc" "$parts/model.gguf" -o "$cpu/bundle" || return 1
   relative_weights "$dir/cuda/manifest.json" || return 1
+  # f16 activations and KV cache (--gpu-dtype=f16, docs/GPU.md "Activation
+  # dtype"): the same checks against the same CPU figures.
+  "$BUILD/bin/loomc" "$parts/model.gguf" --target=cuda --gpu-max-tokens 512 \
+    --gpu-dtype=f16 -v -o "$dir/cuda-f16" 2>&1 | grep 'memory plan' || return 1
+  relative_weights "$dir/cuda-f16/manifest.json" || return 1
   python3 - "$dir" <<'PY' || return 1
 import struct, sys
 def npy(name, shape, values):
@@ -448,11 +453,27 @@ run_smol_graphs() {
     --result "$OUT/smollm2-graphs-gen.json" &&
     same_ids "$OUT/smollm2-graphs-gen.json" "$dir/cpu-gen.json"
 }
+# f16 activations (--gpu-dtype=f16): the logits within 1e-2 of the CPU
+# path's and the same 32 greedy tokens; tokens/s beside the f32 bundle's.
+run_smol_f16() {
+  local dir=$STAGE/smol
+  smol_gguf || return 1
+  "$STAGE/bin/loom-run" "$dir/cuda-f16" --entry forward \
+    --input "tokens=$dir/tokens.npy" --input "positions=$dir/positions.npy" \
+    --output "$OUT/smollm2-f16-logits" &&
+    compare_npy "$OUT/smollm2-f16-logits/logits.npy" \
+      "$dir/cpu-logits/logits.npy" 1e-2 &&
+    "$STAGE/bin/loom-run" "$dir/cuda-f16" --prompt "$SMOL_PROMPT" \
+      --max-tokens 32 --ignore-eog --bench \
+      --result "$OUT/smollm2-f16-gen.json" &&
+    same_ids "$OUT/smollm2-f16-gen.json" "$dir/cpu-gen.json"
+}
 if [[ -d "$STAGE/smol/cuda" ]]; then
-  export -f compare_npy run_smol run_smol_tp run_smol_graphs same_ids smol_gguf
+  export -f compare_npy run_smol run_smol_tp run_smol_graphs run_smol_f16 same_ids smol_gguf
   export STAGE OUT ROOT SMOL_PROMPT
   step smollm2 bash -c 'run_smol'
   step smollm2-graphs bash -c 'run_smol_graphs'
+  [[ -d "$STAGE/smol/cuda-f16" ]] && step smollm2-f16 bash -c 'run_smol_f16'
   [[ -d "$STAGE/smol/cuda-tp3" ]] && step smollm2-tp bash -c 'run_smol_tp'
 fi
 step numerics "$BENCH" check "$CUBINS/manifest.tsv" "$CUBINS" "$OUT"
@@ -473,7 +494,7 @@ step perf-scalar "$BENCH" perf "$STAGE/cubins-scalar/manifest.tsv" \
   printf '%s\n' "${SUMMARY[@]}"
   for f in selftest.txt mlp-cublas.log mlp-kernels.log program.json \
     bundle-cuda.log bundle-cuda-kernels.log bundle-cuda-qmm-m1.log \
-    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log smollm2-graphs.log smollm2-tp.log \
+    bundle-cuda-qmm-m24.log bundle-cuda-qmm-tied.log smollm2.log smollm2-graphs.log smollm2-f16.log smollm2-tp.log \
     numerics.md perf.md scalar/perf.md; do
     [[ -f "$OUT/$f" ]] && { echo; echo "## $f"; echo; cat "$OUT/$f"; }
   done

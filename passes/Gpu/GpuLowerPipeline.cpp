@@ -32,6 +32,15 @@ void buildGpuLowerPassPipeline(OpPassManager &pm,
   // stored layout.
   pm.addPass(createPrepareEntryPointsPass(
       PrepareEntryPointsPassOptions{/*interleave=*/false, /*qmatmul=*/""}));
+  if (options.activationDtype != "f32") {
+    // Before the signatures are recorded: a KV cache changes type.
+    GpuActivationDtypePassOptions dtype;
+    dtype.dtype = options.activationDtype;
+    dtype.cublas = options.cublas;
+    dtype.fusedAttention = options.fusedAttention;
+    pm.addPass(createGpuActivationDtypePass(dtype));
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createRecordEntryPointsPass());
   pm.addPass(createCSEPass());
   pm.addPass(createGpuQMatmulsPass());
@@ -150,6 +159,11 @@ struct GpuPipelineFlags : PassPipelineOptions<GpuPipelineFlags> {
       llvm::cl::desc("attention as two kernels with an online softmax "
                      "(default true; false: products around a softmax)"),
       llvm::cl::init(true)};
+  Option<std::string> dtype{
+      *this, "dtype",
+      llvm::cl::desc("activations on the device: f32 (default), f16 or "
+                     "bf16 (loom-gpu-activation-dtype)"),
+      llvm::cl::init("f32")};
 };
 
 } // namespace
@@ -169,6 +183,7 @@ void registerGpuLowerPassesAndPipeline() {
         options.toolkit = flags.toolkit;
         options.maxDim = flags.maxDim;
         options.fusedAttention = flags.fusedAttention;
+        options.activationDtype = flags.dtype;
         buildGpuLowerPassPipeline(pm, options);
       });
 }

@@ -50,22 +50,41 @@ bool usesValue(Operation *op, Value v) {
   return found;
 }
 
-/// The linalg.fill of zero that last wrote `c` before `op` in its block, if
-/// no op in between touches `c`.
-linalg::FillOp zeroFillBefore(Operation *op, Value c) {
+/// The op that left `c` holding zeros before `op` in its block: a
+/// linalg.fill of zero, or a memref.copy into `c` from a buffer holding
+/// zeros then (CSE merges equal zero-filled tensors, and bufferization
+/// gives each product its copy of the one filled buffer). Ops between them
+/// that only read `c` (a copy from it) are passed over. Null otherwise.
+Operation *zeroWriterBefore(Operation *op, Value c, bool viaCopy = true) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     if (!usesValue(prev, c))
       continue;
+    if (auto copy = dyn_cast<memref::CopyOp>(prev)) {
+      if (copy.getSource() == c && copy.getTarget() != c)
+        continue; // read only
+      if (viaCopy && copy.getTarget() == c &&
+          zeroWriterBefore(copy, copy.getSource(), /*viaCopy=*/false))
+        return copy;
+      return nullptr;
+    }
     auto fill = dyn_cast<linalg::FillOp>(prev);
     if (!fill || fill.getOutputs().front() != c)
-      return {};
+      return nullptr;
     Attribute value;
     if (!matchPattern(fill.getInputs().front(), m_Constant(&value)))
-      return {};
+      return nullptr;
     auto f = dyn_cast<FloatAttr>(value);
-    return f && f.getValue().isZero() ? fill : linalg::FillOp();
+    return f && f.getValue().isZero() ? fill.getOperation() : nullptr;
   }
-  return {};
+  return nullptr;
+}
+
+/// Whether a memref.copy reads `c` (a fill of it is then kept).
+bool copiedFrom(Value c) {
+  return llvm::any_of(c.getUsers(), [&](Operation *user) {
+    auto copy = dyn_cast<memref::CopyOp>(user);
+    return copy && copy.getSource() == c;
+  });
 }
 
 /// 0 if `map` is (row, col) of the loops `row` and `col`, 1 if it is
@@ -147,8 +166,8 @@ struct GpuMatmulsToCublasPass
       int ta = transposed(maps[0], m, k), tb = transposed(maps[1], k, n);
       if (ta < 0 || tb < 0 || transposed(maps[2], m, n) != 0)
         continue;
-      linalg::FillOp fill = zeroFillBefore(op, c);
-      if (!fill)
+      Operation *zeros = zeroWriterBefore(op, c);
+      if (!zeros)
         continue;
       Location loc = op.getLoc();
       b.setInsertionPoint(op);
@@ -173,7 +192,9 @@ struct GpuMatmulsToCublasPass
                      sizeOf(n), sizeOf(k), pointerOf(b, loc, a),
                      pointerOf(b, loc, bm), pointerOf(b, loc, c)});
       op->erase();
-      fill->erase();
+      // beta = 0: the zeros are not needed, unless a copy still reads them.
+      if (isa<memref::CopyOp>(zeros) || !copiedFrom(c))
+        zeros->erase();
     }
   }
 };

@@ -96,6 +96,10 @@ struct GpuLowerPipelineOptions {
   /// scores buffer; docs/GPU.md "Fused attention"); false: the products
   /// around a softmax, as on the CPU (for A/B checks).
   bool fusedAttention = true;
+  /// Activations on the device (loomc --gpu-dtype): "f32", or "f16" /
+  /// "bf16" where products read and write them, with f32 arithmetic
+  /// (loom-gpu-activation-dtype).
+  std::string activationDtype = "f32";
 };
 
 /// Appends the lower phase for one CUDA device: entry points prepared and

@@ -12,6 +12,30 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuActivationDtypePass
+    : Pass<"loom-gpu-activation-dtype", "mlir::ModuleOp"> {
+  let summary = "f16/bf16 tensors where products read or write them, f32 math";
+  let description = [{
+    On the loom program (after loom-prepare-entry-points): products
+    (loom.matmul that goes to cuBLAS, loom.qmatmul with f16, the fused
+    attention and its KV cache) take and give `dtype` tensors and
+    accumulate in f32; data movement and collectives keep the type of what
+    they move; every other op computes in f32, its narrow operands widened
+    by a loom.cast that the elementwise fusion puts into the consuming
+    kernel. Entry inputs and outputs keep their types; `loom.state`
+    arguments (KV caches) take `dtype`. `dtype=f32` changes nothing
+    (loomc --gpu-dtype; docs/GPU.md "Activation dtype").
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+           "f16, bf16 or f32 (no change)">,
+    Option<"cublas", "cublas", "bool", /*default=*/"true",
+           "rank-2 matmuls go to cuBLAS (else they compute in f32)">,
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
+           "attention is lowered fused (else it computes in f32)">,
+  ];
+}
+
 def GpuFuseElementwisePass
     : Pass<"loom-gpu-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse elementwise chains, never into a contraction";

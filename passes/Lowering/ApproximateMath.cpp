@@ -10,6 +10,7 @@
 #include "passes/Lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -31,6 +32,12 @@ struct ApproximateMathPass
     populateMathF32ExpansionPatterns(patterns, [](StringRef) { return true; });
     populateMathPolynomialApproximationPatterns(patterns,
                                                 [](StringRef) { return true; });
+    // bf16 conversions as integer arithmetic (round to nearest even, NaN
+    // kept): LLVM lowers an f32 -> bf16 truncation on x86 to a call of
+    // __truncsfbf2, which GCC 12's libgcc lacks (a bundle with a bf16 cast
+    // failed to load), and a handful of integer ops is nothing beside the
+    // memory traffic of the kernels that convert.
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     auto flags = arith::FastMathFlags::reassoc |

@@ -211,10 +211,16 @@ Value AttentionEmitter::fusedAttention(AttentionOp op, Value q, Value k,
                     auto dot = scf::ForOp::create(
                         fb, fl, zero, D, one, ValueRange{fzero},
                         [&](OpBuilder &db, Location dl, Value d, ValueRange r) {
-                          Value x = memref::LoadOp::create(
-                              db, dl, qb, ValueRange{bi, hi, si, d});
-                          Value y = memref::LoadOp::create(
-                              db, dl, kb, ValueRange{bi, kvh, t, d});
+                          Value x = scalarCast(
+                              db, dl,
+                              memref::LoadOp::create(db, dl, qb,
+                                                     ValueRange{bi, hi, si, d}),
+                              f32);
+                          Value y = scalarCast(
+                              db, dl,
+                              memref::LoadOp::create(db, dl, kb,
+                                                     ValueRange{bi, kvh, t, d}),
+                              f32);
                           Value p = arith::MulFOp::create(db, dl, x, y);
                           scf::YieldOp::create(db, dl,
                                                ValueRange{arith::AddFOp::create(
@@ -254,8 +260,11 @@ Value AttentionEmitter::fusedAttention(AttentionOp op, Value q, Value k,
                         fb, fl, zero, cDv, one, ValueRange{},
                         [&](OpBuilder &eb, Location el, Value e, ValueRange) {
                           Value a = memref::LoadOp::create(eb, el, acc, e);
-                          Value x = memref::LoadOp::create(
-                              eb, el, vb, ValueRange{bi, kvh, t, e});
+                          Value x = scalarCast(
+                              eb, el,
+                              memref::LoadOp::create(eb, el, vb,
+                                                     ValueRange{bi, kvh, t, e}),
+                              f32);
                           Value r = arith::AddFOp::create(
                               eb, el, arith::MulFOp::create(eb, el, a, alpha),
                               arith::MulFOp::create(eb, el, p, x));
@@ -413,11 +422,14 @@ AttentionEmitter::lowerAttention(AttentionOp op, AttentionOp::Adaptor a) {
     }
     return results;
   };
-  auto isF32 = [](Value x) {
-    return cast<RankedTensorType>(x.getType()).getElementType().isF32();
+  // f32, or f16/bf16 loaded into the f32 accumulators
+  // (loom-gpu-activation-dtype).
+  auto isFloat = [](Value x) {
+    Type t = cast<RankedTensorType>(x.getType()).getElementType();
+    return t.isF32() || t.isF16() || t.isBF16();
   };
-  if (opts.fusedAttention && isF32(q) && isF32(k) && isF32(v) &&
-      op.getOutput().getType().getElementType().isF32() &&
+  if (opts.fusedAttention && isFloat(q) && isFloat(k) && isFloat(v) &&
+      isFloat(op.getOutput()) &&
       !isDyn(op.getOutput().getType().getDimSize(3)) &&
       (!a.getMask() ||
        cast<RankedTensorType>(a.getMask().getType()).getRank() <= 4)) {

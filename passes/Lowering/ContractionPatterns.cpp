@@ -191,6 +191,42 @@ struct MatmulLowering : LoomPattern<MatmulOp> {
     auto type = op.getResult().getType();
     Value result = e.matmulByGemm(op, a.getLhs(), a.getRhs(),
                                   op.getTransposeA(), op.getTransposeB(), type);
+    if (!result && !opts.gemm && collapsesToRank2(op)) {
+      // x [..., M, K] times a rank-2 weight: one [prod(...) * M, K] product
+      // (the same sums; a rank-2 contraction is what the GPU lowering gives
+      // cuBLAS) between views of x and of the result (collapse / expand:
+      // no copies).
+      Location loc = op.getLoc();
+      Value lhs = a.getLhs();
+      auto lt = cast<RankedTensorType>(lhs.getType());
+      int64_t rank = lt.getRank(), rows = 1;
+      for (int64_t d : lt.getShape().drop_back())
+        rows = isDyn(d) || isDyn(rows) ? ShapedType::kDynamic : rows * d;
+      SmallVector<ReassociationIndices> groups(2);
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        groups[0].push_back(d);
+      groups[1].push_back(rank - 1);
+      Value x = tensor::CollapseShapeOp::create(
+          rewriter, loc,
+          RankedTensorType::get({rows, lt.getShape().back()},
+                                lt.getElementType()),
+          lhs, groups);
+      Value y = e.matmul(x, a.getRhs(), false, op.getTransposeB(),
+                         RankedTensorType::get({rows, type.getShape().back()},
+                                               type.getElementType()));
+      SmallVector<OpFoldResult> shape;
+      for (int64_t d = 0; d + 1 < rank; ++d)
+        shape.push_back(
+            type.isDynamicDim(d)
+                ? OpFoldResult(e.dim(lhs, d))
+                : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(d))));
+      shape.push_back(
+          type.isDynamicDim(rank - 1)
+              ? OpFoldResult(e.dim(y, 1))
+              : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(rank - 1))));
+      result =
+          tensor::ExpandShapeOp::create(rewriter, loc, type, y, groups, shape);
+    }
     if (!result)
       result = e.matmul(a.getLhs(), a.getRhs(), op.getTransposeA(),
                         op.getTransposeB(), type);

@@ -548,6 +548,19 @@ Value Emitter::gather(Value data, Value indices, int64_t axis,
       });
 }
 
+bool loom::lowering::collapsesToRank2(loom::MatmulOp op) {
+  auto lt = op.getLhs().getType(), rt = op.getRhs().getType();
+  return lt.getRank() > 2 && rt.getRank() == 2 && !op.getTransposeA() &&
+         op.getResult().getType().getRank() == lt.getRank();
+}
+
+bool loom::lowering::lowersAsRank2Product(loom::MatmulOp op) {
+  return (op.getLhs().getType().getRank() == 2 &&
+          op.getRhs().getType().getRank() == 2 &&
+          op.getResult().getType().getRank() == 2) ||
+         collapsesToRank2(op);
+}
+
 Value Emitter::matmul(Value lhs, Value rhs, bool ta, bool tb,
                       RankedTensorType type) {
   auto lt = cast<RankedTensorType>(lhs.getType());

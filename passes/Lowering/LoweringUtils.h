@@ -68,6 +68,14 @@ using loom::normAxis;
 /// to i1 is `!= 0`).
 Value scalarCast(OpBuilder &b, Location loc, Value x, Type to);
 
+/// Whether `op` is x [..., M, K] (rank > 2, not transposed) times a rank-2
+/// weight: without the runtime's GEMM (the GPU lowering, --no-gemm) it
+/// lowers as one rank-2 product of x's rows (a cuBLAS call on the GPU).
+bool collapsesToRank2(loom::MatmulOp op);
+/// Whether `op` lowers as a rank-2 contraction without the runtime's GEMM
+/// (rank-2 operands and result, or collapsesToRank2).
+bool lowersAsRank2Product(loom::MatmulOp op);
+
 /// The runtime context of the entry point holding `op` (its first argument),
 /// or null.
 Value entryContext(Operation *op);

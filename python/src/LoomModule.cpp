@@ -542,6 +542,9 @@ NB_MODULE(_loom, m) {
       .def_rw("gpu_max_tokens", &CompileOptions::gpuMaxTokens,
               "target='cuda': the bound of every run-time input size (the "
               "device memory plan; default: the model's context_length)")
+      .def_rw("gpu_dtype", &CompileOptions::gpuDtype,
+              "target='cuda': activations on the device, 'f32' (default), "
+              "'f16' or 'bf16' (loomc --gpu-dtype)")
       .def_rw("qmm_tile", &CompileOptions::qmmTile)
       .def_rw("qmm_prefetch", &CompileOptions::qmmPrefetch)
       .def_rw("plan_summary", &CompileOptions::planSummary,

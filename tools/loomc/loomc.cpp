@@ -247,6 +247,13 @@ cl::opt<int64_t, true> gpuMaxTokens(
              "model's context_length)"),
     cl::value_desc("N"), cl::location(gOptions.gpuMaxTokens),
     cl::cat(loomcCategory));
+cl::opt<std::string, true> gpuDtype(
+    "gpu-dtype",
+    cl::desc("--target=cuda: activations on the device: f32 (default), f16 "
+             "or bf16 (tensors that products read and write, and the KV "
+             "cache, in that type; arithmetic and accumulation in f32)"),
+    cl::value_desc("dtype"), cl::location(gOptions.gpuDtype),
+    cl::cat(loomcCategory));
 cl::opt<bool, true> gpuEmulate(
     "gpu-emulate",
     cl::desc("--target=cuda: compile the kernels for this host instead of "

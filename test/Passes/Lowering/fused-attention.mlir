@@ -35,10 +35,22 @@ func.func @causal_gqa(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>,
   return %o : tensor<1x4x?x8xf32>
 }
 
-// Not f32: the products around a softmax, as without the option.
+// f16 (--gpu-dtype=f16's attention): fused too, every load of q, k and v
+// widened into the f32 dot product and accumulators, the output narrowed
+// once when stored.
 // CHECK-LABEL: func.func @f16(
-// CHECK-NOT: loom_cpu.kernel
-// CHECK: linalg.generic
+// CHECK: loom_cpu.kernel
+// CHECK: memref.alloca() : memref<8xf32>
+// CHECK: %[[QL:.*]] = memref.load {{.*}} : memref<1x2x4x8xf16>
+// CHECK: arith.extf %[[QL]] : f16 to f32
+// CHECK: %[[KL:.*]] = memref.load {{.*}} : memref<1x2x4x8xf16>
+// CHECK: arith.extf %[[KL]] : f16 to f32
+// CHECK: %[[VL:.*]] = memref.load {{.*}} : memref<1x2x4x8xf16>
+// CHECK: arith.extf %[[VL]] : f16 to f32
+// CHECK: arith.divf {{.*}} : f32
+// CHECK: arith.truncf {{.*}} : f32 to f16
+// CHECK-NOT: linalg.generic
+// CHECK: return
 func.func @f16(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x4x8xf16>,
                %v: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
   %o = loom.attention %q, %k, %v : tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16> -> tensor<1x2x4x8xf16>

@@ -7,13 +7,15 @@
 // RUN: loom-opt %s --split-input-file --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=128" | FileCheck %s --check-prefix=PTX
 // The forward entry of an imported 2-layer llama-like GGUF model (tokens
 // 1x?, positions ?, logits 1x?x96): embedding with its device id check,
-// RMS norms, rotary, causal GQA attention, SwiGLU and the products (rank
-// 3, 1 x ? x K, so generated kernels, as with static shapes: cuBLAS takes
-// rank-2 products), all with run-time sizes; the plan at 64 tokens. The
+// RMS norms, rotary, causal GQA attention, SwiGLU and the 15 products
+// (rank 3, 1 x ? x K times a weight: each one cuBLAS call on a collapsed
+// ? x K view, GEMMS below), all with run-time sizes; the plan at 64 tokens. The
 // attention is fused (docs/GPU.md "Fused attention": no 4 x 64 x 64 scores
 // and their softmax; 135168 workspace bytes against 177152 unfused).
 // RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | FileCheck %s --check-prefix=LLAMA
 // RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64 fused-attention=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: loom-opt %S/Inputs/llama-forward.mlir --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | grep -c "llvm.call @loom_cuda_mgpu_gemm(" | FileCheck %s --check-prefix=GEMMS
+// GEMMS: 15
 // UNFUSED: loom_gpu_workspace_bytes = 177152 : i64
 // LLAMA-LABEL: llvm.func internal @forward(
 // LLAMA-SAME: loom_gpu_max_dim = 64 : i64, loom_gpu_peak_bytes = 455936 : i64, loom_gpu_resident_bytes = 320768 : i64, loom_gpu_upload_bytes = 1024 : i64, loom_gpu_workspace_bytes = 135168 : i64

@@ -55,4 +55,52 @@ func.func @stays(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>
   return
 }
 
+// Zeros copied (CSE merged two equal zero-filled tensors; bufferization
+// gave the second product a copy of the first's filled buffer): both are
+// calls. Copy first: its product's copy goes, then the fill of the other.
+// CHECK-LABEL: func.func @copied_zeros(
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: call @loom_cuda_mgpu_gemm(
+// CHECK: call @loom_cuda_mgpu_gemm(
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @copied_zeros(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// The product of the filled buffer first: the copy still reads the zeros,
+// so the fill stays; the copy's product takes them through the copy, which
+// goes.
+// CHECK-LABEL: func.func @copied_zeros_after(
+// CHECK: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: call @loom_cuda_mgpu_gemm(
+// CHECK: call @loom_cuda_mgpu_gemm(
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @copied_zeros_after(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
+  return
+}
+
+// A copy of something else than zeros: that product stays.
+// CHECK-LABEL: func.func @copied_data(
+// CHECK: memref.copy
+// CHECK: linalg.matmul
+func.func @copied_data(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+  memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
+  return
+}
+
 // CHECK: func.func private @loom_cuda_mgpu_gemm(!llvm.ptr, i32, i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)

@@ -417,8 +417,8 @@ def smollm2():
                          f"{gguf.stat().st_size}".encode()).hexdigest()[:16]
     cache = build_dir() / "test-cache"
 
-    def get(kind, mesh=None):
-        tag = (mesh or "one").replace("=", "")
+    def get(kind, mesh=None, dtype=None):
+        tag = (mesh or "one").replace("=", "") + (f"-{dtype}" if dtype else "")
         name = f"smollm2-{tag}" if kind == "cpu" else f"smollm2-emu-{tag}"
         out = cache / f"{name}-{key}"
         if not (out / "manifest.json").exists():
@@ -429,6 +429,8 @@ def smollm2():
             if kind == "emu":
                 args += ["--target=cuda", "--gpu-emulate", "--gpu-max-tokens",
                          str(BOUND)]
+                if dtype:
+                    args.append(f"--gpu-dtype={dtype}")
             loomc(gguf, "-o", out, *args)
         return out
 
@@ -490,3 +492,72 @@ def test_smollm2_greedy_tokens_match_cpu(smollm2, tmp_path, mesh, graphs):
                 assert made + updated == launched and made <= ranks, r.stderr
         assert len(ids["emu"]) == N
         assert ids["emu"] == ids["cpu"], (mesh, p["name"], ids)
+
+
+def test_smollm2_f16_activations(smollm2, tmp_path):
+    """--gpu-dtype=f16 (docs/GPU.md "Activation dtype"): the prefill's
+    logits within 1e-2 of the CPU's (relative to the largest), the same
+    argmax at each position, the KV cache f16 in the signature, and the
+    same 32 greedy tokens as the CPU bundle for every reference prompt."""
+    cpu, emu = smollm2("cpu"), smollm2("emu", dtype="f16")
+    man = json.loads((emu / "manifest.json").read_text())
+    decode = next(e for e in man["entries"] if e["name"] == "decode")
+    caches = [a for a in decode["inputs"] if a.get("state")]
+    assert caches and all(a["dtype"] == "f16" for a in caches), caches
+    logits = next(r for r in decode["outputs"] if r["name"] == "logits")
+    assert logits["dtype"] == "f32", logits
+    ids = np.array([[1, 504, 3575, 282, 4649, 314, 253, 1789, 30]], np.int64)
+    np.save(tmp_path / "t.npy", ids)
+    np.save(tmp_path / "p.npy", np.arange(ids.shape[1], dtype=np.int64))
+    got = {}
+    for kind, bundle in (("cpu", cpu), ("emu", emu)):
+        o = tmp_path / kind
+        loom_run(bundle, "--entry", "forward", "--input",
+                 f"tokens={tmp_path / 't.npy'}", "--input",
+                 f"positions={tmp_path / 'p.npy'}", "--output", o,
+                 emulate=kind == "emu")
+        got[kind] = outputs(o)
+    assert_close(got["cpu"], got["emu"], tol=1e-2, what="SmolLM2 f16 prefill ")
+    assert (got["cpu"]["logits"].argmax(-1) == got["emu"]["logits"].argmax(-1)).all()
+    if not GREEDY.exists():
+        return
+    for k, p in enumerate(json.loads(GREEDY.read_text())["prompts"]):
+        seqs = {}
+        for kind, bundle in (("cpu", cpu), ("emu", emu)):
+            res = tmp_path / f"{kind}{k}.json"
+            loom_run(bundle, "--prompt-ids", ",".join(map(str, p["prompt_ids"])),
+                     "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
+                     "--result", res, emulate=kind == "emu")
+            seqs[kind] = json.loads(res.read_text())["sequences"][0]["ids"]
+        assert seqs["emu"] == seqs["cpu"], (p["name"], seqs)
+
+
+@pytest.mark.parametrize("dtype,tol", [("f32", 1e-5), ("f16", 1e-2),
+                                       ("bf16", 5e-2)])
+def test_hf_llama_linears_through_cublas(tmp_path, dtype, tol):
+    """A tiny Hugging Face llama (f16 checkpoint, 2 layers): its linears,
+    x [1, S, K] times a weight, are cuBLAS calls on collapsed views
+    (docs/GPU.md, step 4), in f32 and with --gpu-dtype f16 / bf16 (the f16
+    weights read as stored); the prefill logits against the CPU bundle's
+    within `tol` of the largest, the same argmax at every position."""
+    from llama_models import make_weights, tiny_config, write_hf
+    cfg = tiny_config("llama", layers=2, tied=True)
+    write_hf(tmp_path / "hf", cfg, make_weights(cfg), "f16", False, {})
+    loomc(tmp_path / "hf", "-o", tmp_path / "cpu")
+    args = ["--target=cuda", "--gpu-emulate", "--gpu-max-tokens", "16"]
+    if dtype != "f32":
+        args.append(f"--gpu-dtype={dtype}")
+    loomc(tmp_path / "hf", *args, "-o", tmp_path / "emu")
+    ids = np.array([[3, 17, 42, 8, 91, 5]], np.int64)
+    np.save(tmp_path / "t.npy", ids)
+    np.save(tmp_path / "p.npy", np.arange(ids.shape[1], dtype=np.int64))
+    got = {}
+    for kind in ("cpu", "emu"):
+        r = loom_run(tmp_path / kind, "--entry", "forward", "--input",
+                     f"tokens={tmp_path / 't.npy'}", "--input",
+                     f"positions={tmp_path / 'p.npy'}", "--output",
+                     tmp_path / f"o-{kind}", emulate=kind == "emu")
+        got[kind] = outputs(tmp_path / f"o-{kind}")
+    assert_close(got["cpu"], got["emu"], tol=tol, what=f"{dtype} ")
+    assert (got["cpu"]["logits"].argmax(-1) ==
+            got["emu"]["logits"].argmax(-1)).all()

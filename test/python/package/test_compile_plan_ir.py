@@ -165,6 +165,17 @@ def test_compile_cuda_gpu_max_tokens_equals_loomc(tmp_path, loomc,
     assert b.entries
     with pytest.raises(loom.CompileError, match="--gpu-max-tokens"):
         loom.compile(model, gpu_max_tokens=16, out=tmp_path / "cpu")
+    # gpu_dtype= is --gpu-dtype: the KV cache inputs f16 in both.
+    loom.compile(model, target="cuda", gpu_max_tokens=16, gpu_dtype="f16",
+                 no_gemm=True, out=tmp_path / "py16")
+    run_cli(loomc, model, "--target=cuda", "--gpu-max-tokens", "16",
+            "--gpu-dtype=f16", "--no-gemm", "-o", tmp_path / "c16")
+    for d in ("py16", "c16"):
+        m = manifest(tmp_path / d)
+        caches = [a for e in m["entries"] for a in e["inputs"] if a.get("state")]
+        assert caches and {a["dtype"] for a in caches} == {"f16"}, caches
+    with pytest.raises(loom.CompileError, match="--gpu-dtype"):
+        loom.compile(model, gpu_dtype="f16", out=tmp_path / "cpu16")
 
 
 def test_compile_to_temporary_bundle(mlp):

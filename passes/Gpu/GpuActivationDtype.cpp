@@ -1,0 +1,253 @@
+//===- GpuActivationDtype.cpp - f16/bf16 activations on the device --------===//
+//
+// loomc --target=cuda --gpu-dtype=f16|bf16 (docs/GPU.md "Activation
+// dtype"): tensors are stored in the narrow type where a product reads or
+// writes them, and all arithmetic stays f32. On the loom program, before
+// it is lowered, every op falls in one of three classes:
+//  - products (loom.matmul going to cuBLAS, loom.qmatmul with f16, the fused
+//    attention and its KV cache) take their float operands in the narrow
+//    type and give narrow results: cuBLAS and the generated kernels
+//    accumulate in f32, the attention keeps f32 accumulators;
+//  - data movement and collectives (reshape, transpose, slice, concat,
+//    broadcast, gather, embedding, select, the collectives) keep the type
+//    of what they move: narrow when every float operand is, else f32;
+//  - every other op (elementwise math, norms, softmax, reductions, rotary
+//    tables, convolutions, anything not listed) computes in f32: a narrow
+//    operand is widened first. The widening is a cast that the GPU's
+//    elementwise fusion puts into the consuming kernel, so a kernel loads
+//    f16 and computes in f32 registers.
+// Entry inputs and outputs keep their types (the bundle's ABI: f32 .npy
+// in, f32 logits out): an f32 input becomes narrow where a product needs
+// it, an output is widened before the return. A `loom.state` argument (a
+// KV cache) takes the narrow type: the cache is half the bytes, the
+// signature says so and the runtime sizes it from the signature.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/IR/LoomDialect.h"
+#include "passes/Gpu/Passes.h"
+#include "passes/Lowering/LoweringUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#define DEBUG_TYPE "loom-gpu-activation-dtype"
+
+namespace loom {
+#define GEN_PASS_DEF_GPUACTIVATIONDTYPEPASS
+#include "passes/Gpu/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+
+namespace {
+
+constexpr StringLiteral kStateArgAttr = "loom.state";
+
+bool isF32Tensor(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && r.getElementType().isF32();
+}
+
+enum class Kind { Product, Movement, Compute };
+
+struct Converter {
+  Type narrow; // f16 or bf16
+  bool cublas, fusedAttention;
+
+  bool isNarrowTensor(Type t) const {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getElementType() == narrow;
+  }
+  Type withElement(Type t, Type e) const {
+    return cast<RankedTensorType>(t).clone(e);
+  }
+
+  /// `v` as element type `e` (f32 or narrow): `v` itself when it already
+  /// is; the input of a widening cast when narrowing it back (exact);
+  /// else a new loom.cast just before `user`.
+  Value as(OpBuilder &b, Value v, Type e, Operation *user) const {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() == e)
+      return v;
+    if (auto c = v.getDefiningOp<loom::CastOp>())
+      if (c.getInput().getType() == t.clone(e) &&
+          isNarrowTensor(c.getInput().getType()) && isF32Tensor(t))
+        return c.getInput();
+    b.setInsertionPoint(user);
+    return loom::CastOp::create(b, user->getLoc(), t.clone(e), v);
+  }
+
+  /// What a product needs to run narrow; otherwise it computes in f32.
+  Kind classify(Operation *op) const {
+    if (auto mm = dyn_cast<loom::MatmulOp>(op)) {
+      // cuBLAS takes rank-2 products (loom-gpu-matmuls-to-cublas; x
+      // [..., M, K] times a weight is one, ContractionPatterns.cpp); a
+      // generated product would accumulate in its element type.
+      return cublas && loom::lowering::lowersAsRank2Product(mm) ? Kind::Product
+                                                                : Kind::Compute;
+    }
+    if (isa<loom::QMatmulOp>(op))
+      // The generated kernels take f32 or f16 activations, not bf16.
+      return narrow.isF16() ? Kind::Product : Kind::Compute;
+    if (auto att = dyn_cast<loom::AttentionOp>(op)) {
+      // The fused lowering (f32 accumulators; AttentionPatterns.cpp) under
+      // its own conditions; the unfused one accumulates in its type.
+      auto out = att.getOutput().getType();
+      bool fused =
+          fusedAttention && !att.getPastKey() &&
+          !ShapedType::isDynamic(out.getDimSize(3)) &&
+          (!att.getMask() ||
+           cast<RankedTensorType>(att.getMask().getType()).getRank() <= 4);
+      return fused ? Kind::Product : Kind::Compute;
+    }
+    if (isa<loom::ReshapeOp, loom::TransposeOp, loom::SliceOp, loom::ConcatOp,
+            loom::BroadcastOp, loom::GatherOp, loom::EmbeddingOp,
+            loom::SelectOp, loom::LocalSliceOp, loom::ShardOp,
+            loom::AllReduceOp, loom::AllGatherOp, loom::ReduceScatterOp,
+            loom::AllToAllOp>(op))
+      return Kind::Movement;
+    // Everything else, send/recv included (a recv's type is its own, so
+    // the matching send keeps f32 too).
+    return Kind::Compute;
+  }
+
+  /// The float operands a product takes narrow (an attention's mask and
+  /// positions keep their types).
+  bool productOperand(Operation *op, unsigned i) const {
+    if (auto att = dyn_cast<loom::AttentionOp>(op)) {
+      Value v = op->getOperand(i);
+      return v == att.getQuery() || v == att.getKey() || v == att.getValue() ||
+             v == att.getCacheKey() || v == att.getCacheValue();
+    }
+    return true;
+  }
+
+  void convert(OpBuilder &b, Operation *op) const {
+    Type f32 = b.getF32Type();
+    auto floatOperand = [&](Value v) {
+      return isF32Tensor(v.getType()) || isNarrowTensor(v.getType());
+    };
+    switch (classify(op)) {
+    case Kind::Product: {
+      for (OpOperand &use : op->getOpOperands())
+        if (floatOperand(use.get()) &&
+            productOperand(op, use.getOperandNumber()))
+          use.set(as(b, use.get(), narrow, op));
+      for (Value r : op->getResults())
+        if (isF32Tensor(r.getType()))
+          r.setType(withElement(r.getType(), narrow));
+      return;
+    }
+    case Kind::Movement: {
+      bool anyFloat = false, allNarrow = true;
+      for (Value v : op->getOperands())
+        if (floatOperand(v)) {
+          anyFloat = true;
+          allNarrow &= isNarrowTensor(v.getType());
+        }
+      if (!anyFloat)
+        return; // e.g. a quantized table's embedding: its own f32 rows
+      if (allNarrow) {
+        for (Value r : op->getResults())
+          if (isF32Tensor(r.getType()))
+            r.setType(withElement(r.getType(), narrow));
+        return;
+      }
+      [[fallthrough]];
+    }
+    case Kind::Compute:
+      for (OpOperand &use : op->getOpOperands())
+        if (isNarrowTensor(use.get().getType()))
+          use.set(as(b, use.get(), f32, op));
+      return;
+    }
+  }
+
+  LogicalResult run(func::FuncOp f) const {
+    if (f.isExternal())
+      return success();
+    OpBuilder b(f.getContext());
+    Type f32 = b.getF32Type();
+    Block &body = f.getBody().front();
+    // A KV cache in the narrow type.
+    SmallVector<Type> inputs(f.getArgumentTypes());
+    for (BlockArgument arg : body.getArguments())
+      if (f.getArgAttr(arg.getArgNumber(), kStateArgAttr) &&
+          isF32Tensor(arg.getType())) {
+        arg.setType(withElement(arg.getType(), narrow));
+        inputs[arg.getArgNumber()] = arg.getType();
+      }
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        SmallVector<Type> results(f.getResultTypes());
+        for (OpOperand &use : ret->getOpOperands()) {
+          unsigned i = use.getOperandNumber();
+          // A returned cache keeps the narrow type; any other result its
+          // declared type.
+          if (isNarrowTensor(use.get().getType()) && isF32Tensor(results[i])) {
+            auto arg = dyn_cast<BlockArgument>(use.get());
+            if (arg && f.getArgAttr(arg.getArgNumber(), kStateArgAttr))
+              results[i] = use.get().getType();
+            else
+              use.set(as(b, use.get(), f32, ret));
+          }
+        }
+        f.setFunctionType(b.getFunctionType(inputs, results));
+        continue;
+      }
+      // A conversion takes any type, a size query reads no elements.
+      if (isa<loom::CastOp, tensor::DimOp>(op))
+        continue;
+      if (op.getNumRegions() != 0) {
+        // Nothing in a loom program before lowering has regions; refuse
+        // rather than leave a body typed for the other dtype.
+        return op.emitError()
+               << "--gpu-dtype: an op with regions in an entry is not "
+                  "converted; compile with --gpu-dtype=f32";
+      }
+      if (op.getDialect() &&
+          op.getDialect()->getNamespace() !=
+              loom::LoomDialect::getDialectNamespace() &&
+          !isa<func::CallOp>(op)) {
+        // Not a loom op (tensor/arith from an earlier pass): computes in
+        // f32 as it was written.
+        for (OpOperand &use : op.getOpOperands())
+          if (isNarrowTensor(use.get().getType()))
+            use.set(as(b, use.get(), f32, &op));
+        continue;
+      }
+      convert(b, &op);
+    }
+    return success();
+  }
+};
+
+struct GpuActivationDtypePass
+    : loom::impl::GpuActivationDtypePassBase<GpuActivationDtypePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp m = getOperation();
+    Builder b(m.getContext());
+    Type narrow;
+    std::string name = dtype;
+    if (name == "f32")
+      return;
+    if (name == "f16")
+      narrow = b.getF16Type();
+    else if (name == "bf16")
+      narrow = b.getBF16Type();
+    else {
+      m.emitError() << "--gpu-dtype=" << name
+                    << ": unknown; expected f32, f16 or bf16";
+      return signalPassFailure();
+    }
+    Converter c{narrow, bool(cublas), bool(fusedAttention)};
+    for (auto f : llvm::make_early_inc_range(m.getOps<func::FuncOp>()))
+      if (failed(c.run(f)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
