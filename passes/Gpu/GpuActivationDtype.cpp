@@ -54,36 +54,47 @@ enum class Kind { Product, Movement, Compute };
 struct Converter {
   Type narrow; // f16 or bf16
   bool cublas, fusedAttention;
+  /// The values this pass made narrow (an f16 tensor of the input program,
+  /// e.g. an ONNX float16 model's, is not one: it keeps its type and ops).
+  llvm::DenseSet<Value> narrowed;
 
-  bool isNarrowTensor(Type t) const {
-    auto r = dyn_cast<RankedTensorType>(t);
-    return r && r.getElementType() == narrow;
-  }
-  Type withElement(Type t, Type e) const {
-    return cast<RankedTensorType>(t).clone(e);
+  bool ours(Value v) const { return narrowed.contains(v); }
+  void makeNarrow(Value v) {
+    v.setType(cast<RankedTensorType>(v.getType()).clone(narrow));
+    narrowed.insert(v);
   }
 
-  /// `v` as element type `e` (f32 or narrow): `v` itself when it already
-  /// is; the input of a widening cast when narrowing it back (exact);
+  /// f32 `v` in the narrow type: the input of a widening cast (exact),
   /// else a new loom.cast just before `user`.
-  Value as(OpBuilder &b, Value v, Type e, Operation *user) const {
+  Value narrowedValue(OpBuilder &b, Value v, Operation *user) {
     auto t = cast<RankedTensorType>(v.getType());
-    if (t.getElementType() == e)
-      return v;
     if (auto c = v.getDefiningOp<loom::CastOp>())
-      if (c.getInput().getType() == t.clone(e) &&
-          isNarrowTensor(c.getInput().getType()) && isF32Tensor(t))
+      if (c.getInput().getType() == t.clone(narrow))
         return c.getInput();
     b.setInsertionPoint(user);
-    return loom::CastOp::create(b, user->getLoc(), t.clone(e), v);
+    Value n = loom::CastOp::create(b, user->getLoc(), t.clone(narrow), v);
+    narrowed.insert(n);
+    return n;
+  }
+  /// Every operand of `op` that this pass made narrow, widened back to f32
+  /// just before it.
+  void widenOurs(OpBuilder &b, Operation *op) const {
+    for (OpOperand &use : op->getOpOperands())
+      if (ours(use.get())) {
+        auto t = cast<RankedTensorType>(use.get().getType());
+        b.setInsertionPoint(op);
+        use.set(loom::CastOp::create(b, op->getLoc(), t.clone(b.getF32Type()),
+                                     use.get()));
+      }
   }
 
   /// What a product needs to run narrow; otherwise it computes in f32.
   Kind classify(Operation *op) const {
     if (auto mm = dyn_cast<loom::MatmulOp>(op)) {
       // cuBLAS takes rank-2 products (loom-gpu-matmuls-to-cublas; x
-      // [..., M, K] times a weight is one, ContractionPatterns.cpp); a
-      // generated product would accumulate in its element type.
+      // [..., M, K] times a weight is one, ContractionPatterns.cpp); one
+      // that stays generated accumulates in f32 all the same
+      // (GpuMatmulsToCublas.cpp).
       return cublas && loom::lowering::lowersAsRank2Product(mm) ? Kind::Product
                                                                 : Kind::Compute;
     }
@@ -104,11 +115,10 @@ struct Converter {
     if (isa<loom::ReshapeOp, loom::TransposeOp, loom::SliceOp, loom::ConcatOp,
             loom::BroadcastOp, loom::GatherOp, loom::EmbeddingOp,
             loom::SelectOp, loom::LocalSliceOp, loom::ShardOp,
-            loom::AllReduceOp, loom::AllGatherOp, loom::ReduceScatterOp,
-            loom::AllToAllOp>(op))
+            loom::AllGatherOp, loom::AllToAllOp>(op))
       return Kind::Movement;
-    // Everything else, send/recv included (a recv's type is its own, so
-    // the matching send keeps f32 too).
+    // Everything else: all_reduce and reduce_scatter (their sums in f32),
+    // send/recv (a recv's type is its own, so the matching send keeps f32).
     return Kind::Compute;
   }
 
@@ -123,59 +133,62 @@ struct Converter {
     return true;
   }
 
-  void convert(OpBuilder &b, Operation *op) const {
-    Type f32 = b.getF32Type();
-    auto floatOperand = [&](Value v) {
-      return isF32Tensor(v.getType()) || isNarrowTensor(v.getType());
-    };
+  void convert(OpBuilder &b, Operation *op) {
     switch (classify(op)) {
-    case Kind::Product: {
+    case Kind::Product:
       for (OpOperand &use : op->getOpOperands())
-        if (floatOperand(use.get()) &&
+        if (isF32Tensor(use.get().getType()) &&
             productOperand(op, use.getOperandNumber()))
-          use.set(as(b, use.get(), narrow, op));
+          use.set(narrowedValue(b, use.get(), op));
       for (Value r : op->getResults())
         if (isF32Tensor(r.getType()))
-          r.setType(withElement(r.getType(), narrow));
+          makeNarrow(r);
       return;
-    }
     case Kind::Movement: {
-      bool anyFloat = false, allNarrow = true;
-      for (Value v : op->getOperands())
-        if (floatOperand(v)) {
-          anyFloat = true;
-          allNarrow &= isNarrowTensor(v.getType());
-        }
-      if (!anyFloat)
-        return; // e.g. a quantized table's embedding: its own f32 rows
-      if (allNarrow) {
+      bool anyOurs = false, anyF32 = false;
+      for (Value v : op->getOperands()) {
+        anyOurs |= ours(v);
+        anyF32 |= isF32Tensor(v.getType());
+      }
+      if (anyOurs && !anyF32) {
         for (Value r : op->getResults())
           if (isF32Tensor(r.getType()))
-            r.setType(withElement(r.getType(), narrow));
+            makeNarrow(r);
         return;
       }
-      [[fallthrough]];
+      // Mixed, or nothing of ours: f32, as written.
+      widenOurs(b, op);
+      return;
     }
     case Kind::Compute:
-      for (OpOperand &use : op->getOpOperands())
-        if (isNarrowTensor(use.get().getType()))
-          use.set(as(b, use.get(), f32, op));
+      widenOurs(b, op);
       return;
     }
   }
 
-  LogicalResult run(func::FuncOp f) const {
+  /// Whether every use of a state argument is a fused attention's cache
+  /// operand, so that the cache is written narrow and in place; otherwise
+  /// it stays f32 (a widened copy would take the writes).
+  bool narrowState(BlockArgument arg) const {
+    return llvm::all_of(arg.getUses(), [&](OpOperand &use) {
+      auto att = dyn_cast<loom::AttentionOp>(use.getOwner());
+      return att && classify(att) == Kind::Product &&
+             (use.get() == att.getCacheKey() ||
+              use.get() == att.getCacheValue());
+    });
+  }
+
+  LogicalResult run(func::FuncOp f) {
     if (f.isExternal())
       return success();
     OpBuilder b(f.getContext());
-    Type f32 = b.getF32Type();
     Block &body = f.getBody().front();
     // A KV cache in the narrow type.
     SmallVector<Type> inputs(f.getArgumentTypes());
     for (BlockArgument arg : body.getArguments())
       if (f.getArgAttr(arg.getArgNumber(), kStateArgAttr) &&
-          isF32Tensor(arg.getType())) {
-        arg.setType(withElement(arg.getType(), narrow));
+          isF32Tensor(arg.getType()) && narrowState(arg)) {
+        makeNarrow(arg);
         inputs[arg.getArgNumber()] = arg.getType();
       }
     for (Operation &op : llvm::make_early_inc_range(body)) {
@@ -183,15 +196,19 @@ struct Converter {
         SmallVector<Type> results(f.getResultTypes());
         for (OpOperand &use : ret->getOpOperands()) {
           unsigned i = use.getOperandNumber();
+          if (!ours(use.get()))
+            continue;
           // A returned cache keeps the narrow type; any other result its
           // declared type.
-          if (isNarrowTensor(use.get().getType()) && isF32Tensor(results[i])) {
-            auto arg = dyn_cast<BlockArgument>(use.get());
-            if (arg && f.getArgAttr(arg.getArgNumber(), kStateArgAttr))
-              results[i] = use.get().getType();
-            else
-              use.set(as(b, use.get(), f32, ret));
+          auto arg = dyn_cast<BlockArgument>(use.get());
+          if (arg && f.getArgAttr(arg.getArgNumber(), kStateArgAttr)) {
+            results[i] = use.get().getType();
+            continue;
           }
+          auto t = cast<RankedTensorType>(use.get().getType());
+          b.setInsertionPoint(ret);
+          use.set(loom::CastOp::create(b, ret.getLoc(), t.clone(b.getF32Type()),
+                                       use.get()));
         }
         f.setFunctionType(b.getFunctionType(inputs, results));
         continue;
@@ -212,9 +229,7 @@ struct Converter {
           !isa<func::CallOp>(op)) {
         // Not a loom op (tensor/arith from an earlier pass): computes in
         // f32 as it was written.
-        for (OpOperand &use : op.getOpOperands())
-          if (isNarrowTensor(use.get().getType()))
-            use.set(as(b, use.get(), f32, &op));
+        widenOurs(b, &op);
         continue;
       }
       convert(b, &op);
@@ -243,10 +258,11 @@ struct GpuActivationDtypePass
                     << ": unknown; expected f32, f16 or bf16";
       return signalPassFailure();
     }
-    Converter c{narrow, bool(cublas), bool(fusedAttention)};
-    for (auto f : llvm::make_early_inc_range(m.getOps<func::FuncOp>()))
+    for (auto f : llvm::make_early_inc_range(m.getOps<func::FuncOp>())) {
+      Converter c{narrow, bool(cublas), bool(fusedAttention), {}};
       if (failed(c.run(f)))
         return signalPassFailure();
+    }
   }
 };
 

@@ -79,7 +79,7 @@ Operation *zeroWriterBefore(Operation *op, Value c, bool viaCopy = true) {
   return nullptr;
 }
 
-/// Whether a memref.copy reads `c` (a fill of it is then kept).
+/// Whether a memref.copy reads `c` (what left its zeros is then kept).
 bool copiedFrom(Value c) {
   return llvm::any_of(c.getUsers(), [&](Operation *user) {
     auto copy = dyn_cast<memref::CopyOp>(user);
@@ -193,9 +193,74 @@ struct GpuMatmulsToCublasPass
                      pointerOf(b, loc, bm), pointerOf(b, loc, c)});
       op->erase();
       // beta = 0: the zeros are not needed, unless a copy still reads them.
-      if (isa<memref::CopyOp>(zeros) || !copiedFrom(c))
+      if (!copiedFrom(c))
         zeros->erase();
     }
+    // What stays a generated product accumulates in f32 even when its
+    // buffers are f16/bf16 (--gpu-dtype: accumulation is never narrow).
+    SmallVector<linalg::LinalgOp> narrow;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>() ||
+          !op.hasPureBufferSemantics() ||
+          !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
+          op.getNumDpsInits() != 1)
+        return;
+      auto isNarrow = [](Value v) {
+        Type e = cast<MemRefType>(v.getType()).getElementType();
+        return e.isF16() || e.isBF16();
+      };
+      if (isNarrow(op.getDpsInputOperand(0)->get()) &&
+          isNarrow(op.getDpsInputOperand(1)->get()) &&
+          isNarrow(op.getDpsInitOperand(0)->get()))
+        narrow.push_back(op);
+    });
+    for (linalg::LinalgOp op : narrow)
+      accumulateInF32(b, op);
+  }
+
+  /// c[...] += a * b with narrow buffers as: t = f32(c); t += f32(a) *
+  /// f32(b); c = narrow(t), t an f32 buffer of c's sizes.
+  static void accumulateInF32(OpBuilder &b, linalg::LinalgOp op) {
+    Location loc = op.getLoc();
+    b.setInsertionPoint(op);
+    Value a = op.getDpsInputOperand(0)->get();
+    Value bm = op.getDpsInputOperand(1)->get();
+    Value c = op.getDpsInitOperand(0)->get();
+    auto ct = cast<MemRefType>(c.getType());
+    Type f32 = b.getF32Type(), narrow = ct.getElementType();
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < ct.getRank(); ++d)
+      if (ct.isDynamicDim(d))
+        sizes.push_back(memref::DimOp::create(b, loc, c, d));
+    Value t = memref::AllocOp::create(
+        b, loc, MemRefType::get(ct.getShape(), f32), sizes);
+    AffineMap id = b.getMultiDimIdentityMap(ct.getRank());
+    SmallVector<utils::IteratorType> parallel(ct.getRank(),
+                                              utils::IteratorType::parallel);
+    auto convert = [&](Value from, Value to, Type type) {
+      linalg::GenericOp::create(
+          b, loc, ValueRange{from}, ValueRange{to}, ArrayRef<AffineMap>{id, id},
+          parallel, [&](OpBuilder &bb, Location l, ValueRange v) {
+            Value r = type == f32
+                          ? Value(arith::ExtFOp::create(bb, l, f32, v[0]))
+                          : Value(arith::TruncFOp::create(bb, l, type, v[0]));
+            linalg::YieldOp::create(bb, l, r);
+          });
+    };
+    convert(c, t, f32);
+    linalg::GenericOp::create(
+        b, loc, ValueRange{a, bm}, ValueRange{t}, op.getIndexingMapsArray(),
+        op.getIteratorTypesArray(),
+        [&](OpBuilder &bb, Location l, ValueRange v) {
+          Value x = arith::ExtFOp::create(bb, l, f32, v[0]);
+          Value y = arith::ExtFOp::create(bb, l, f32, v[1]);
+          Value p = arith::MulFOp::create(bb, l, x, y);
+          linalg::YieldOp::create(bb, l,
+                                  Value(arith::AddFOp::create(bb, l, v[2], p)));
+        });
+    convert(t, c, narrow);
+    memref::DeallocOp::create(b, loc, t);
+    op->erase();
   }
 };
 

@@ -214,18 +214,25 @@ struct MatmulLowering : LoomPattern<MatmulOp> {
       Value y = e.matmul(x, a.getRhs(), false, op.getTransposeB(),
                          RankedTensorType::get({rows, type.getShape().back()},
                                                type.getElementType()));
+      // Expanded by x's leading sizes (those the collapse took; the result
+      // type may know more of them statically, or fewer: a cast after).
+      SmallVector<int64_t> expandedShape(lt.getShape().drop_back());
+      expandedShape.push_back(type.getShape().back());
+      auto expanded =
+          RankedTensorType::get(expandedShape, type.getElementType());
       SmallVector<OpFoldResult> shape;
       for (int64_t d = 0; d + 1 < rank; ++d)
-        shape.push_back(
-            type.isDynamicDim(d)
-                ? OpFoldResult(e.dim(lhs, d))
-                : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(d))));
+        shape.push_back(lt.isDynamicDim(d) ? OpFoldResult(e.dim(lhs, d))
+                                           : OpFoldResult(rewriter.getIndexAttr(
+                                                 lt.getDimSize(d))));
       shape.push_back(
           type.isDynamicDim(rank - 1)
               ? OpFoldResult(e.dim(y, 1))
               : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(rank - 1))));
-      result =
-          tensor::ExpandShapeOp::create(rewriter, loc, type, y, groups, shape);
+      result = tensor::ExpandShapeOp::create(rewriter, loc, expanded, y, groups,
+                                             shape);
+      if (expanded != type)
+        result = tensor::CastOp::create(rewriter, loc, type, result);
     }
     if (!result)
       result = e.matmul(a.getLhs(), a.getRhs(), op.getTransposeA(),

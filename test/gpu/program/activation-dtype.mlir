@@ -7,12 +7,12 @@
 // attention over a KV cache (the cache arguments become f16: the signature
 // and the device plan say so) and a residual add in f32. Inputs and outputs
 // keep f32.
-// RUN: loom-opt %s --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=f16 --canonicalize --cse | FileCheck %s
-// RUN: loom-opt %s --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=bf16 --canonicalize --cse | FileCheck %s --check-prefix=BF16
-// RUN: loom-opt %s --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=f32 | FileCheck %s --check-prefix=F32
-// RUN: loom-opt %s --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64 dtype=f16" | FileCheck %s --check-prefix=FULL
-// RUN: loom-opt %s --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | FileCheck %s --check-prefix=FULL32
-// RUN: not loom-opt %s --loom-gpu-activation-dtype=dtype=f8 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=f16 --canonicalize --cse | FileCheck %s
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=bf16 --canonicalize --cse | FileCheck %s --check-prefix=BF16
+// RUN: loom-opt %s --split-input-file --loom-prepare-entry-points=interleave=false --loom-gpu-activation-dtype=dtype=f32 | FileCheck %s --check-prefix=F32
+// RUN: loom-opt %s --split-input-file --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64 dtype=f16" | FileCheck %s --check-prefix=FULL
+// RUN: loom-opt %s --split-input-file --loom-lower-gpu-pipeline="format=isa chips=sm_90 max-dim=64" | FileCheck %s --check-prefix=FULL32
+// RUN: not loom-opt %s --split-input-file --loom-gpu-activation-dtype=dtype=f8 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The cache arguments f16, the other inputs and the result f32.
 // CHECK-LABEL: func.func @step(
@@ -93,4 +93,36 @@ func.func @step(%x: tensor<1x64xf32> {loom.name = "x"},
   %o2 = loom.reshape %ot : tensor<1x1x4x16xf32> -> tensor<1x64xf32>
   %y = loom.add %o2, %x : tensor<1x64xf32>, tensor<1x64xf32> -> tensor<1x64xf32>
   return %y : tensor<1x64xf32>
+}
+
+// -----
+
+// An f16 tensor of the input program (an ONNX float16 model's) is not the
+// pass's: it keeps its type and its ops.
+// RUN: loom-opt %s --split-input-file --loom-gpu-activation-dtype=dtype=f16 | FileCheck %s --check-prefix=OWN
+// OWN-LABEL: func.func @own_f16(
+// OWN: %[[E:.+]] = loom.exp %arg0 : tensor<4xf16>
+// OWN: loom.add %[[E]], %arg0 : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
+func.func @own_f16(%x: tensor<4xf16>) -> tensor<4xf16> {
+  %e = loom.exp %x : tensor<4xf16>
+  %y = loom.add %e, %x : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
+  return %y : tensor<4xf16>
+}
+
+// -----
+
+// A cache whose attention is not fused (here fused-attention=false) stays
+// f32: a narrow cache would be written through a widened copy, and the
+// writes lost.
+// RUN: loom-opt %s --split-input-file --loom-gpu-activation-dtype="dtype=f16 fused-attention=false" | FileCheck %s --check-prefix=UNFUSED
+// UNFUSED-LABEL: func.func @unfused_cache(
+// UNFUSED-SAME: %arg3: tensor<1x2x?x16xf32>
+// UNFUSED: loom.attention {{.*}} -> tensor<1x4x1x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+func.func @unfused_cache(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>,
+                         %v: tensor<1x2x1x16xf32>,
+                         %ck: tensor<1x2x?x16xf32> {loom.state = "kv_cache"},
+                         %cv: tensor<1x2x?x16xf32> {loom.state = "kv_cache"},
+                         %pos: tensor<1xi64>) -> tensor<1x4x1x16xf32> {
+  %o, %p:2 = loom.attention %q, %k, %v cache(%ck, %cv at %pos : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1xi64>) causal : tensor<1x4x1x16xf32>, tensor<1x2x1x16xf32>, tensor<1x2x1x16xf32> -> tensor<1x4x1x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+  return %o : tensor<1x4x1x16xf32>
 }

@@ -103,4 +103,46 @@ func.func @copied_data(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x1
   return
 }
 
+// A copy chain (c -> d -> e): d's product keeps the copy that gave it its
+// zeros, since e copies d; e's product takes them from that copy (a copy
+// of a copy is not followed: e stays generated, on the right zeros).
+// CHECK-LABEL: func.func @copy_chain(
+// CHECK: linalg.fill
+// CHECK: memref.copy %arg2, %arg3
+// CHECK: memref.copy %arg3, %arg4
+// CHECK: call @loom_cuda_mgpu_gemm(
+// CHECK: linalg.matmul {{.*}} outs(%arg4
+func.func @copy_chain(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>, %e: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  memref.copy %c, %d : memref<4x16xf32> to memref<4x16xf32>
+  memref.copy %d, %e : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%e : memref<4x16xf32>)
+  return
+}
+
+// An f16 product that stays generated (its output strided) accumulates in
+// f32: c widened into an f32 buffer, the product there with widened
+// operands, the sum narrowed back into c.
+// CHECK-LABEL: func.func @narrow_stays(
+// CHECK: %[[T:.+]] = memref.alloc() : memref<4x16xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg2 : memref<4x16xf16, strided<[32, 1]>>) outs(%[[T]] : memref<4x16xf32>)
+// CHECK: arith.extf
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : memref<4x8xf16>, memref<8x16xf16>) outs(%[[T]] : memref<4x16xf32>)
+// CHECK: arith.extf
+// CHECK: arith.extf
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: arith.addf {{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : memref<4x16xf32>) outs(%arg2 : memref<4x16xf16, strided<[32, 1]>>)
+// CHECK: arith.truncf
+// CHECK: memref.dealloc %[[T]]
+// CHECK-NOT: linalg.matmul
+func.func @narrow_stays(%a: memref<4x8xf16>, %b: memref<8x16xf16>, %c: memref<4x16xf16, strided<[32, 1]>>) {
+  %zero = arith.constant 0.0 : f16
+  linalg.fill ins(%zero : f16) outs(%c : memref<4x16xf16, strided<[32, 1]>>)
+  linalg.matmul ins(%a, %b : memref<4x8xf16>, memref<8x16xf16>) outs(%c : memref<4x16xf16, strided<[32, 1]>>)
+  return
+}
+
 // CHECK: func.func private @loom_cuda_mgpu_gemm(!llvm.ptr, i32, i32, i32, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
