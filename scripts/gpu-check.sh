@@ -235,10 +235,10 @@ PY
 # layers of 4096, GQA 32/8, FFN 14336, vocabulary 128256, Q8_0 output) for
 # the issue's decode and prefill targets. Its 4.5 GB GGUF cannot be carried
 # to the device, so --prepare stages its header (metadata and tensor infos,
-# up to the data offset), its size, and a 4 MiB pool of little-endian f16
-# words (every 2-byte word a scale-sized value, so any block read from it
-# is finite); the device step writes the header and tiles the pool up to
-# the size (weights of the same bytes per token as the real ones, random
+# up to the data offset; gzip: 0.3 MB) and its size; the device step
+# writes the header and tiles a 4 MiB pool of little-endian f16 words
+# (every 2-byte word a scale-sized value, so any block read from it is
+# finite) up to the size (weights of the same bytes per token as the real ones, random
 # values: the tokens mean nothing, the time does). The bundle
 # (--target=cuda --gpu-dtype=f16 --gpu-max-tokens 1024) reads the file by
 # offsets that the header fixes.
@@ -256,17 +256,12 @@ prepare_l8b() {
     return 1
   relative_weights "$dir/cuda/manifest.json" || return 1
   "$py" - "$gguf" "$dir" <<'PY' || return 1
-import os, random, struct, sys
+import gzip, os, sys
 import gguf
 path, out = sys.argv[1], sys.argv[2]
 off = gguf.GGUFReader(path).data_offset
-with open(path, "rb") as f, open(out + "/header.bin", "wb") as h:
+with open(path, "rb") as f, gzip.open(out + "/header.bin.gz", "wb") as h:
     h.write(f.read(off))
-rng = random.Random(0)
-words = [struct.unpack("<H", struct.pack("<e", rng.choice((-1, 1)) *
-         rng.uniform(1e-3, 2e-2)))[0] for _ in range(1 << 16)]
-pool = struct.pack("<%dH" % len(words), *words) * 32  # 4 MiB
-open(out + "/pool.bin", "wb").write(pool)
 open(out + "/size", "w").write("%d %d\n" % (os.path.getsize(path), off))
 PY
   log "staged the 8B-shaped bundle ($(du -sh "$dir" | cut -f1))"
@@ -509,13 +504,18 @@ run_l8b() {
   local dir=$STAGE/l8b parts=$ROOT/out/gpu-l8b
   mkdir -p "$parts" || return 1
   python3 - "$dir" "$parts/model.gguf" <<'PY' || return 1
-import os, sys
+import gzip, os, random, struct, sys
 d, path = sys.argv[1], sys.argv[2]
 size, off = map(int, open(d + "/size").read().split())
 if not (os.path.exists(path) and os.path.getsize(path) == size):
-    pool = open(d + "/pool.bin", "rb").read()
+    # 4 MiB of little-endian f16 words of scale size: any block read from
+    # it has finite scales.
+    rng = random.Random(0)
+    words = [struct.unpack("<H", struct.pack("<e", rng.choice((-1, 1)) *
+             rng.uniform(1e-3, 2e-2)))[0] for _ in range(1 << 16)]
+    pool = struct.pack("<%dH" % len(words), *words) * 32
     with open(path + ".tmp", "wb") as f:
-        f.write(open(d + "/header.bin", "rb").read())
+        f.write(gzip.open(d + "/header.bin.gz", "rb").read())
         left = size - off
         while left > 0:
             f.write(pool[:min(left, len(pool))])
