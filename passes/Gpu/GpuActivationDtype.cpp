@@ -88,8 +88,24 @@ struct Converter {
       }
   }
 
+  /// Whether `v` reaches nothing but the entry's results (through data
+  /// movement): an LM head's logits. Such a product stays f32 (a narrow
+  /// result would be widened into a second, f32 copy of the largest
+  /// tensor of a prefill).
+  static bool onlyReturned(Value v) {
+    return llvm::all_of(v.getUsers(), [](Operation *user) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      return isa<loom::ReshapeOp, loom::TransposeOp, loom::SliceOp>(user) &&
+             llvm::all_of(user->getResults(), onlyReturned);
+    });
+  }
+
   /// What a product needs to run narrow; otherwise it computes in f32.
   Kind classify(Operation *op) const {
+    if (isa<loom::MatmulOp, loom::QMatmulOp>(op) &&
+        onlyReturned(op->getResult(0)))
+      return Kind::Compute;
     if (auto mm = dyn_cast<loom::MatmulOp>(op)) {
       // cuBLAS takes rank-2 products (loom-gpu-matmuls-to-cublas; x
       // [..., M, K] times a weight is one, ContractionPatterns.cpp); one

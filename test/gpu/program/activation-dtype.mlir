@@ -126,3 +126,18 @@ func.func @unfused_cache(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>,
   %o, %p:2 = loom.attention %q, %k, %v cache(%ck, %cv at %pos : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1xi64>) causal : tensor<1x4x1x16xf32>, tensor<1x2x1x16xf32>, tensor<1x2x1x16xf32> -> tensor<1x4x1x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
   return %o : tensor<1x4x1x16xf32>
 }
+
+// -----
+
+// A product whose result is only returned (an LM head's logits) stays f32:
+// a narrow result would be widened into a second, f32 copy of the largest
+// tensor of a prefill.
+// RUN: loom-opt %s --split-input-file --loom-gpu-activation-dtype=dtype=f16 | FileCheck %s --check-prefix=HEAD
+// HEAD-LABEL: func.func @head(
+// HEAD: loom.qmatmul %arg0, %arg1 : tensor<1x?x64xf32>, {{.*}} -> tensor<1x?x96xf32>
+// HEAD-NOT: loom.cast
+// HEAD: return
+func.func @head(%x: tensor<1x?x64xf32>, %w: !loom.qtensor<96x64, #loom.quant<q4_1>>) -> tensor<1x?x96xf32> {
+  %y = loom.qmatmul %x, %w : tensor<1x?x64xf32>, !loom.qtensor<96x64, #loom.quant<q4_1>> -> tensor<1x?x96xf32>
+  return %y : tensor<1x?x96xf32>
+}

@@ -555,3 +555,23 @@ def test_hf_llama_linears_through_cublas(tmp_path, dtype, tol):
     assert_close(got["cpu"], got["emu"], tol=tol, what=f"{dtype} ")
     assert (got["cpu"]["logits"].argmax(-1) ==
             got["emu"]["logits"].argmax(-1)).all()
+
+
+def test_smollm2_f16_tp2_greedy_tokens(smollm2, tmp_path):
+    """--gpu-dtype=f16 on tp=2, the ranks sharing the device: the products'
+    f16 outputs widened into the all-reduce (its sums f32), the same 32
+    greedy tokens as the CPU tp=2 bundle for the first reference prompt."""
+    if not GREEDY.exists():
+        pytest.skip(f"{GREEDY.name} is not there")
+    cpu, emu = smollm2("cpu", "tp=2"), smollm2("emu", "tp=2", dtype="f16")
+    p = json.loads(GREEDY.read_text())["prompts"][0]
+    seqs = {}
+    for kind, bundle in (("cpu", cpu), ("emu", emu)):
+        res = tmp_path / f"{kind}.json"
+        loom_run(bundle, "--prompt-ids", ",".join(map(str, p["prompt_ids"])),
+                 "--max-tokens", N, "--ignore-eog", "--ctx", BOUND,
+                 "--result", res,
+                 *(["--backend", "cuda"] if kind == "emu" else []),
+                 emulate=kind == "emu")
+        seqs[kind] = json.loads(res.read_text())["sequences"][0]["ids"]
+    assert len(seqs["emu"]) == N and seqs["emu"] == seqs["cpu"], seqs
