@@ -8,19 +8,20 @@
 //    attention and its KV cache) take their float operands in the narrow
 //    type and give narrow results: cuBLAS and the generated kernels
 //    accumulate in f32, the attention keeps f32 accumulators;
-//  - data movement and collectives (reshape, transpose, slice, concat,
-//    broadcast, gather, embedding, select, the collectives) keep the type
-//    of what they move: narrow when every float operand is, else f32;
+//  - data movement (reshape, transpose, slice, concat, broadcast, gather,
+//    embedding, select, all_gather, all_to_all) keeps the type of what it
+//    moves: narrow when every float operand is one this pass narrowed;
 //  - every other op (elementwise math, norms, softmax, reductions, rotary
-//    tables, convolutions, anything not listed) computes in f32: a narrow
-//    operand is widened first. The widening is a cast that the GPU's
-//    elementwise fusion puts into the consuming kernel, so a kernel loads
+//    tables, convolutions, all_reduce, anything not listed) computes in
+//    f32: a narrow operand is widened first. The widening is a cast that the
+//    GPU's elementwise fusion puts into the consuming kernel, so a kernel loads
 //    f16 and computes in f32 registers.
 // Entry inputs and outputs keep their types (the bundle's ABI: f32 .npy
 // in, f32 logits out): an f32 input becomes narrow where a product needs
-// it, an output is widened before the return. A `loom.state` argument (a
-// KV cache) takes the narrow type: the cache is half the bytes, the
-// signature says so and the runtime sizes it from the signature.
+// it, an output is widened before the return; a product whose result is
+// only returned (an LM head) stays f32. A `loom.state` argument (a KV
+// cache) read only by fused attentions takes the narrow type: the cache is
+// half the bytes, and the runtime sizes it from the signature.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,16 +77,17 @@ struct Converter {
     narrowed.insert(n);
     return n;
   }
-  /// Every operand of `op` that this pass made narrow, widened back to f32
-  /// just before it.
+  /// `v` widened to f32 just before `user`.
+  static Value widened(OpBuilder &b, Value v, Operation *user) {
+    auto t = cast<RankedTensorType>(v.getType());
+    b.setInsertionPoint(user);
+    return loom::CastOp::create(b, user->getLoc(), t.clone(b.getF32Type()), v);
+  }
+  /// Every operand of `op` that this pass made narrow, widened back.
   void widenOurs(OpBuilder &b, Operation *op) const {
     for (OpOperand &use : op->getOpOperands())
-      if (ours(use.get())) {
-        auto t = cast<RankedTensorType>(use.get().getType());
-        b.setInsertionPoint(op);
-        use.set(loom::CastOp::create(b, op->getLoc(), t.clone(b.getF32Type()),
-                                     use.get()));
-      }
+      if (ours(use.get()))
+        use.set(widened(b, use.get(), op));
   }
 
   /// Whether `v` reaches nothing but the entry's results (through data
@@ -221,10 +223,7 @@ struct Converter {
             results[i] = use.get().getType();
             continue;
           }
-          auto t = cast<RankedTensorType>(use.get().getType());
-          b.setInsertionPoint(ret);
-          use.set(loom::CastOp::create(b, ret.getLoc(), t.clone(b.getF32Type()),
-                                       use.get()));
+          use.set(widened(b, use.get(), ret));
         }
         f.setFunctionType(b.getFunctionType(inputs, results));
         continue;
